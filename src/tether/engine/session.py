@@ -1,0 +1,228 @@
+"""The session document: one JSON document per conversation, saved with compare-and-swap.
+
+A session is bound to one agent forever. It holds the session-wide fields (``data``), the live
+flow runs, claims, the last message ids seen, a bounded window of recent transcript messages
+(the full transcript is kept by the store as append-only records), usage tallies and logs.
+Everything round-trips through JSON; no pickle anywhere.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "SESSION_SCHEMA_VERSION",
+    "Claim",
+    "LogEntry",
+    "Outcome",
+    "Run",
+    "RunContext",
+    "RunTrigger",
+    "Session",
+    "SessionStatus",
+    "SessionUsage",
+    "TranscriptMessage",
+    "WaitingOn",
+]
+
+SESSION_SCHEMA_VERSION = 1
+"""Bumped when the document shape changes; the runtime migrates or resets older documents."""
+
+SessionStatus = Literal["running", "completed", "aborted"]
+RunStatus = Literal["running", "asking", "waiting", "suspended"]
+
+_STRICT = ConfigDict(extra="forbid")
+
+
+class TranscriptMessage(BaseModel):
+    """One message of the conversation.
+
+    ``seq`` numbers every message of a session from 1; ``kind`` says how an assistant message
+    was produced: ``ai`` (spoken by the model) or ``verbatim`` (rendered by the engine: a fixed
+    reply, an ask). ``key`` is the deterministic message key ``run:node:visit``.
+    """
+
+    model_config = _STRICT
+
+    seq: int
+    role: Literal["user", "assistant", "system"]
+    text: str
+    at: datetime
+    kind: Literal["user", "ai", "verbatim", "event", "note"] = "user"
+    key: str | None = None
+    run_id: str | None = None
+    node_id: str | None = None
+    after_ms: int = 0
+    input_id: str | None = None
+
+
+class RunTrigger(BaseModel):
+    """What started a run: ``kind`` (message, mention, silence, event, start, flow), the trigger
+    ``key`` and an optional payload."""
+
+    model_config = _STRICT
+
+    kind: Literal["message", "mention", "silence", "event", "start", "flow"]
+    key: str
+    payload: Any = None
+
+
+class WaitingOn(BaseModel):
+    """Why a waiting run is parked and which wake key resumes it."""
+
+    model_config = _STRICT
+
+    kind: Literal["timer", "event", "trigger", "retry", "defer", "signal"]
+    key: str
+    until: datetime | None = None
+    set_at: datetime
+    event: str | None = None
+
+
+class Outcome(BaseModel):
+    """One line of a run's log: what a step did, with a stable ``code`` where one applies."""
+
+    model_config = _STRICT
+
+    code: str | None = None
+    status: Literal["ok", "skipped", "failed", "waiting", "deferred"] = "ok"
+    kind: str | None = None
+    run_id: str | None = None
+    flow_id: str | None = None
+    node_id: str | None = None
+    key: str | None = None
+    detail: str | None = None
+    message: str | None = None
+    next: str | None = None
+    until: datetime | None = None
+    at: datetime | None = None
+    llm_calls: int | None = None
+
+
+class RunContext(BaseModel):
+    """The run's view of the transcript (context strategies never delete messages).
+
+    ``from_seq``: the model sees messages with ``seq >= from_seq`` (plus system messages kept by
+    ``reset``); ``summary``: the system summary note set by ``reset_with_summary``.
+    """
+
+    model_config = _STRICT
+
+    from_seq: int = 0
+    summary: str | None = None
+
+
+class Run(BaseModel):
+    """One live flow instance inside a session."""
+
+    model_config = _STRICT
+
+    id: str
+    flow: str
+    anchor: str = "session"
+    dedupe_key: str = ""
+    node: str | None = None
+    status: RunStatus = "running"
+    trigger: RunTrigger
+    input: Any = None
+    hop: int = 0
+    started_at: datetime
+    suspended_at: datetime | None = None
+    staying: bool = False
+    waiting: WaitingOn | None = None
+    asked: dict[str, int] = Field(default_factory=dict)
+    visits: dict[str, int] = Field(default_factory=dict)
+    state: dict[str, Any] = Field(default_factory=dict)
+    digest: str = ""
+    context: RunContext = Field(default_factory=RunContext)
+    outcomes: list[Outcome] = Field(default_factory=list)
+    verification: dict[str, Any] | None = None
+
+
+class Claim(BaseModel):
+    """A start claim (``once``/``cooldown``/``always`` repeat bookkeeping), stamped ``at``."""
+
+    model_config = _STRICT
+
+    at: datetime
+
+
+class LogEntry(BaseModel):
+    """A log line kept on the session (``log``, ``warn`` or ``error``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    at: datetime
+    level: Literal["log", "warn", "error"] = "log"
+    message: str
+
+
+class SessionUsage(BaseModel):
+    """Model calls and tokens spent over the whole session."""
+
+    model_config = _STRICT
+
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_creation_tokens: int = 0
+    reasoning_tokens: int = 0
+
+
+class Session(BaseModel):
+    """The session document.
+
+    Attributes:
+        id: the session id (a UUID v4 when the runtime mints it).
+        revision: the compare-and-swap token; a store save succeeds only at the stored revision.
+        schema_version: the document shape version (``SESSION_SCHEMA_VERSION``).
+        status: ``running``, ``completed`` or ``aborted`` (ended sessions are never resumed).
+        agent: the id of the agent this session is bound to, forever.
+        data: session-wide fields, by name.
+        runs: the live flow runs.
+        claims: start claims by dedupe key.
+        inputs: the last 50 message ids seen (duplicate detection).
+        messages: a bounded window of the most recent transcript messages.
+        message_seq: the ``seq`` of the last message ever appended.
+    """
+
+    model_config = _STRICT
+
+    id: str
+    revision: int = 0
+    schema_version: int = SESSION_SCHEMA_VERSION
+    status: SessionStatus = "running"
+    agent: str
+    created_at: datetime
+    saved_at: datetime | None = None
+    data: dict[str, Any] = Field(default_factory=dict)
+    runs: list[Run] = Field(default_factory=list)
+    claims: dict[str, Claim] = Field(default_factory=dict)
+    inputs: list[str] = Field(default_factory=list)
+    last_user_at: datetime | None = None
+    last_assistant_at: datetime | None = None
+    messages: list[TranscriptMessage] = Field(default_factory=list)
+    message_seq: int = 0
+    usage: SessionUsage = Field(default_factory=SessionUsage)
+    log: list[LogEntry] = Field(default_factory=list)
+    warn: list[LogEntry] = Field(default_factory=list)
+    error: list[LogEntry] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id", "agent")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+    @field_validator("revision")
+    @classmethod
+    def _non_negative(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError("must be >= 0")
+        return value

@@ -1,0 +1,293 @@
+"""Every error tether raises, in one place.
+
+The tree::
+
+    TetherError                              root of everything tether raises on purpose
+    ├── FlowDefinitionError (TypeError, ValueError)   a flow/agent was defined wrongly (build time)
+    ├── FlowRuntimeError (RuntimeError)      a run failed while it was executing
+    │   ├── TransitionError                  a node returned something that is not a transition
+    │   ├── OscillationError                 an edge was traversed more than max_oscillations times
+    │   ├── FlowDriftError                   a parked run's flow changed under it
+    │   ├── ToolError                        a tool is unknown or its arguments are invalid
+    │   └── ModelConfigurationError          a node needs a model (or a capability) that is missing
+    ├── ModelError (RuntimeError)            a model provider failed; ``kind``, ``retryable``
+    ├── StoreError (RuntimeError)            SESSION_STORE_ERROR: a store backend failed
+    │   ├── SessionConflict                  SESSION_CONFLICT: stale revision
+    │   ├── SessionFlowMismatch              SESSION_FLOW_MISMATCH: session bound to another agent
+    │   └── SessionFlowInvariant             SESSION_FLOW_INVARIANT: malformed stored document
+    └── ExecutorError (RuntimeError)         the process executor could not run a command
+        └── SpawnError                       the command could not be started at all
+
+    TetherSignal (BaseException)             control flow; ``except Exception`` cannot swallow it
+    └── Suspend                              a run parks durably (approval, signal)
+
+Every error carries a stable string ``code``. Codes come from the specification where it names
+one (``SESSION_CONFLICT``, ``inline-transition-target``, ...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+__all__ = [
+    "DefinitionIssue",
+    "ExecutorError",
+    "FlowDefinitionError",
+    "FlowDriftError",
+    "FlowRuntimeError",
+    "ModelConfigurationError",
+    "ModelError",
+    "ModelErrorKind",
+    "OscillationError",
+    "SessionConflict",
+    "SessionFlowInvariant",
+    "SessionFlowMismatch",
+    "SpawnError",
+    "StoreError",
+    "Suspend",
+    "TetherError",
+    "TetherSignal",
+    "ToolError",
+    "TransitionError",
+]
+
+
+class TetherError(Exception):
+    """Root of every error tether raises on purpose."""
+
+    code: str = "tether-error"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+# --------------------------------------------------------------------------- definition errors
+
+
+@dataclass(frozen=True)
+class DefinitionIssue:
+    """One problem found while validating a definition.
+
+    Attributes:
+        code: stable code, e.g. ``duplicate-node-id``.
+        message: what is wrong, in a sentence.
+        flow: the flow id, when the problem is inside a flow.
+        node: the node (step) id, when the problem is on one node.
+        path: dotted path of the offending option, e.g. ``nodes.1.id``.
+    """
+
+    code: str
+    message: str
+    flow: str | None = None
+    node: str | None = None
+    path: str | None = None
+
+    def __str__(self) -> str:
+        where = ".".join(p for p in (self.flow and f"flow {self.flow!r}", self.path) if p)
+        node = f" (node {self.node!r})" if self.node else ""
+        return f"[{self.code}] {where or '<agent>'}{node}: {self.message}"
+
+
+class FlowDefinitionError(TetherError, TypeError, ValueError):
+    """A flow, node or agent was defined wrongly. Raised when it is built, never mid-conversation.
+
+    ``issues`` lists every problem found; ``code`` is the first one's code.
+    """
+
+    code = "flow-definition"
+
+    def __init__(self, issues: list[DefinitionIssue] | DefinitionIssue, *, title: str | None = None) -> None:
+        if isinstance(issues, DefinitionIssue):
+            issues = [issues]
+        self.issues: list[DefinitionIssue] = list(issues)
+        head = title or (
+            f"{len(self.issues)} definition problem(s)" if len(self.issues) != 1 else "definition problem"
+        )
+        lines = "\n".join(f"- {issue}" for issue in self.issues)
+        super().__init__(f"{head}:\n{lines}", code=self.issues[0].code if self.issues else None)
+
+
+# --------------------------------------------------------------------------- runtime errors
+
+
+class FlowRuntimeError(TetherError, RuntimeError):
+    """A run failed while it was executing."""
+
+    code = "flow-runtime"
+
+
+class TransitionError(FlowRuntimeError):
+    """A node returned something that is not a transition."""
+
+    code = "invalid-transition"
+
+
+class OscillationError(FlowRuntimeError):
+    """An edge ``from -> to`` was traversed more than the flow's ``max_oscillations`` in one turn."""
+
+    code = "oscillation"
+
+    def __init__(self, flow: str, source: str, target: str, limit: int) -> None:
+        self.flow, self.source, self.target, self.limit = flow, source, target, limit
+        super().__init__(
+            f"flow {flow!r}: edge {source!r} -> {target!r} traversed more than {limit} time(s) in one turn"
+        )
+
+
+class FlowDriftError(FlowRuntimeError):
+    """A parked run was pinned to another definition of its flow than the one running now."""
+
+    code = "flow-drift"
+
+
+class ToolError(FlowRuntimeError):
+    """A tool is unknown, or was called with arguments its input model rejects."""
+
+    code = "tool-error"
+
+
+class ModelConfigurationError(FlowRuntimeError):
+    """A node needs a model, or a model capability, that is not configured."""
+
+    code = "model-configuration"
+
+
+ModelErrorKind = Literal[
+    "aborted",
+    "timeout",
+    "network",
+    "overload",
+    "rate",
+    "unknown",
+    "quota",
+    "entitlement",
+    "auth",
+    "model",
+    "invalid",
+    "content",
+    "context",
+]
+
+_RETRYABLE_KINDS = frozenset({"aborted", "timeout", "network", "overload", "rate", "unknown"})
+
+
+class ModelError(TetherError, RuntimeError):
+    """A model provider failed.
+
+    ``kind`` is one of the thirteen provider error kinds; ``retryable`` says whether waiting can fix
+    it (by default: aborted/timeout/network/overload/rate/unknown, and quota only when the
+    provider stated a ``reset_at``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: ModelErrorKind = "unknown",
+        retryable: bool | None = None,
+        reset_at: datetime | None = None,
+        status: int | None = None,
+        provider: str | None = None,
+        attempts: int = 1,
+    ) -> None:
+        super().__init__(message, code=f"model-{kind}")
+        self.kind: ModelErrorKind = kind
+        self.reset_at = reset_at
+        self.status = status
+        self.provider = provider
+        self.attempts = attempts
+        if retryable is None:
+            retryable = kind in _RETRYABLE_KINDS or (kind == "quota" and reset_at is not None)
+        self.retryable = retryable
+
+
+# --------------------------------------------------------------------------- store errors
+
+
+class StoreError(TetherError, RuntimeError):
+    """A store backend failed (SESSION_STORE_ERROR)."""
+
+    code = "SESSION_STORE_ERROR"
+
+    def __init__(self, message: str, *, operation: str | None = None, session_id: str | None = None) -> None:
+        super().__init__(message)
+        self.operation = operation
+        self.session_id = session_id
+
+
+class SessionConflict(StoreError):
+    """The stored revision is not the expected one: another writer got there first."""
+
+    code = "SESSION_CONFLICT"
+
+    def __init__(
+        self, session_id: str, *, expected: int | None = None, actual: int | None = None, operation: str = "save"
+    ) -> None:
+        super().__init__(
+            f"Session {session_id!r} was changed or removed by another request.",
+            operation=operation,
+            session_id=session_id,
+        )
+        self.expected = expected
+        self.actual = actual
+
+
+class SessionFlowMismatch(StoreError):
+    """The session is bound to another agent than the one the request names."""
+
+    code = "SESSION_FLOW_MISMATCH"
+
+    def __init__(self, session_id: str, bound: str, requested: str) -> None:
+        super().__init__(
+            f"Session {session_id!r} belongs to agent {bound!r}, not {requested!r}.",
+            operation="load",
+            session_id=session_id,
+        )
+        self.bound, self.requested = bound, requested
+
+
+class SessionFlowInvariant(StoreError):
+    """A stored session document is malformed."""
+
+    code = "SESSION_FLOW_INVARIANT"
+
+
+# --------------------------------------------------------------------------- executor errors
+
+
+class ExecutorError(TetherError, RuntimeError):
+    """The process executor could not run a command."""
+
+    code = "executor-error"
+
+
+class SpawnError(ExecutorError):
+    """The command could not be started (missing binary, bad working directory, ...)."""
+
+    code = "spawn-failed"
+
+
+# --------------------------------------------------------------------------- control signals
+
+
+class TetherSignal(BaseException):
+    """Base of control-flow signals. Derives from BaseException so ``except Exception`` cannot
+    swallow it."""
+
+
+class Suspend(TetherSignal):
+    """A run parks durably until a later input (approval, signal) resumes it."""
+
+    def __init__(self, reason: str, *, key: str | None = None, payload: dict[str, Any] | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.key = key
+        self.payload = payload or {}
