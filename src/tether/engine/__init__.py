@@ -1,1 +1,53 @@
-"""tether.engine"""
+"""Execution: the turn pipeline and the graph engine (pure: no I/O; time and ids are injected)."""
+
+from tether.engine.events import (
+    CollectUpdate,
+    CustomEvent,
+    ErrorEvent,
+    FlowEnd,
+    FlowEnter,
+    FlowEvent,
+    FlowTransition,
+    HandoffEvent,
+    NodeEnter,
+    NodeExit,
+)
+from tether.engine.inputs import Event, Message, Silenced, Start, TurnInput, TurnOptions, Wake
+from tether.engine.ports import Clock, Ids
+from tether.engine.results import HandoffRequest, OutMessage, RunEnded, RunStarted, ScheduledWake, Skipped, TurnResult
+from tether.engine.session import SESSION_SCHEMA_VERSION, Run, Session, TranscriptMessage
+from tether.engine.turn import run_turn
+
+__all__ = [
+    "Clock",
+    "CollectUpdate",
+    "CustomEvent",
+    "ErrorEvent",
+    "Event",
+    "FlowEnd",
+    "FlowEnter",
+    "FlowEvent",
+    "FlowTransition",
+    "HandoffEvent",
+    "HandoffRequest",
+    "Ids",
+    "Message",
+    "NodeEnter",
+    "NodeExit",
+    "OutMessage",
+    "Run",
+    "RunEnded",
+    "RunStarted",
+    "SESSION_SCHEMA_VERSION",
+    "ScheduledWake",
+    "Session",
+    "Silenced",
+    "Skipped",
+    "Start",
+    "TranscriptMessage",
+    "TurnInput",
+    "TurnOptions",
+    "TurnResult",
+    "Wake",
+    "run_turn",
+]

@@ -2,14 +2,24 @@
 
 from tether.testing._clock import FakeClock, SequentialIds, parse_duration
 from tether.testing._models import FunctionModel, ScriptedCall, ScriptedModel, ScriptExhausted, to_response
+from tether.testing._network import (
+    NetworkModelsSwitch,
+    RealModelCallBlocked,
+    allow_network_models,
+    block_network_models,
+)
 
 __all__ = [
     "FakeClock",
     "FunctionModel",
+    "NetworkModelsSwitch",
+    "RealModelCallBlocked",
     "ScriptExhausted",
     "ScriptedCall",
     "ScriptedModel",
     "SequentialIds",
+    "allow_network_models",
+    "block_network_models",
     "parse_duration",
     "to_response",
 ]

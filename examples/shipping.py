@@ -1,0 +1,68 @@
+"""The seed 000 shipping flow: collect an address, book the shipment through a tool in an action
+gated by ``output_schema``, then confirm in a reply that resets the context to a summary first.
+
+    tether chat examples/shipping.py
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from tether import Agent, Flow, action, collect, end, goto, on_message, reply, tool
+
+
+class Address(BaseModel):
+    address: str = Field(min_length=3, description="The full street address")
+
+
+class Booked(BaseModel):
+    tracking_id: str = Field(min_length=1)
+
+
+@tool
+async def book_shipment(address: str) -> dict[str, str]:
+    """Book a shipment to the given address."""
+    return {"id": f"trk_{len(address)}"}
+
+
+get_address = collect(
+    "get_address",
+    schema=Address,
+    required=["address"],
+    max_turns=5,
+    verbatim_fields=["address"],
+    ask=lambda missing, state: f"Which {' and '.join(missing)} should the shipment go to?",
+    on_complete=lambda data, state: goto("book"),
+)
+
+
+@action("book", output_schema=Booked)
+async def book(state: dict[str, Any], ctx: Any) -> Any:
+    receipt = await ctx.tool("book_shipment", address=state["address"])
+    return goto("done", data={"tracking_id": receipt["id"]})
+
+
+done = reply(
+    "done",
+    context="reset_with_summary",
+    instructions="Confirm the shipment was booked with its tracking id, then end.",
+    next=lambda turn, state: end("booked"),
+)
+
+ship = Flow(
+    "ship",
+    description="Collect an address, book the shipment, then confirm",
+    start=get_address,
+    nodes=[get_address, book, done],
+    max_oscillations=2,
+    on=[on_message()],
+)
+
+agent = Agent(
+    "Shippy",
+    instructions="You book shipments for customers.",
+    tools=[book_shipment],
+    flows=[ship],
+)

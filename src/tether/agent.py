@@ -1,0 +1,117 @@
+"""``Agent``: one immutable agent serves every session.
+
+It validates its whole definition when built (``FlowDefinitionError`` naming the flow and node of
+each problem), binds models (a ``provider:model`` name or a ``Model`` object, per tier), and runs
+turns: ``await agent.turn(session, input)``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from tether.clock import SystemClock, UuidIds
+from tether.engine.inputs import Message, TurnInput, TurnOptions
+from tether.engine.ports import Clock, Ids
+from tether.engine.results import TurnResult
+from tether.engine.session import Session
+from tether.engine.turn import run_turn
+from tether.errors import ModelConfigurationError
+from tether.flow.agent_def import AgentDefinition
+from tether.models.types import Model
+
+__all__ = ["Agent"]
+
+TIERS = ("default", "small", "deep")
+
+
+class Agent(AgentDefinition):
+    """An agent: identity, fields, flows, actions, tools, and the models that serve it.
+
+    Args:
+        name: the assistant's name (both prompts open "You are <name>").
+        model: the default model: a ``provider:model`` name (``openai:gpt-4o-mini``) or a
+            ``Model`` object. None: no model (deterministic steps still work; a step that needs
+            one answers that a model must be configured).
+        models: extra tiers, ``{"small": ..., "deep": ...}``; a node asking for an undeclared
+            tier fails rather than silently using another model.
+        clock: where time comes from (default: the system clock; tests pass a ``FakeClock``).
+        ids: where session ids come from (default: UUID v4).
+
+    The other arguments are those of :class:`tether.flow.agent_def.AgentDefinition`: persona,
+    goal, knowledge, instructions, fields, flows, actions, events, conditions, tools, idle,
+    business_hours, max_tool_loops (default 5), history_window.
+    """
+
+    def __init__(self, name: str, *, model: str | Model | None = None,
+                 models: Mapping[str, str | Model] | None = None, clock: Clock | None = None,
+                 ids: Ids | None = None, **definition: Any) -> None:
+        super().__init__(name, **definition)
+        self._selections: dict[str, str | Model] = {}
+        if model is not None:
+            self._selections["default"] = model
+        for tier, selection in (models or {}).items():
+            if tier not in TIERS:
+                raise ModelConfigurationError(f"unknown model tier {tier!r} (tiers: {', '.join(TIERS)})")
+            self._selections[tier] = selection
+        self._resolved: dict[str, Model] = {}
+        self.clock: Clock = clock or SystemClock()
+        self.ids: Ids = ids or UuidIds()
+
+    # ------------------------------------------------------------------ models
+
+    @property
+    def model_selections(self) -> dict[str, str | Model]:
+        """The configured model per tier (names or objects)."""
+        return dict(self._selections)
+
+    def with_model(self, model: str | Model | None, **tiers: str | Model) -> Agent:
+        """A copy of this agent served by ``model`` (and optional ``small=``/``deep=`` tiers)."""
+        clone = copy.copy(self)
+        clone._selections = {k: v for k, v in self._selections.items() if k != "default"}
+        if model is not None:
+            clone._selections["default"] = model
+        clone._selections.update(tiers)
+        clone._resolved = {}
+        return clone
+
+    def with_clock(self, clock: Clock, ids: Ids | None = None) -> Agent:
+        """A copy of this agent reading time from ``clock``."""
+        clone = copy.copy(self)
+        clone.clock = clock
+        if ids is not None:
+            clone.ids = ids
+        return clone
+
+    def model_for(self, tier: str) -> Model | None:
+        """The model serving ``tier``; None when no default model is configured."""
+        if tier in self._resolved:
+            return self._resolved[tier]
+        selection = self._selections.get(tier)
+        if selection is None:
+            if tier != "default":
+                raise ModelConfigurationError(f"model tier {tier!r} is not configured for agent {self.name!r}")
+            return None
+        if isinstance(selection, str):
+            from tether.models import resolve_model
+
+            resolved: Model = resolve_model(selection)
+        else:
+            resolved = selection
+        self._resolved[tier] = resolved
+        return resolved
+
+    # ------------------------------------------------------------------ turns
+
+    async def turn(self, session: Session | None, input: TurnInput | str, *, options: TurnOptions | None = None,
+                   session_id: str | None = None, **option_fields: Any) -> TurnResult:
+        """Run one turn. ``input`` is a Message (a plain string is a message), Wake, Event or Start;
+        ``session`` is the previous turn's ``result.session`` (None starts a new session). The
+        session passed in is never mutated."""
+        if isinstance(input, str):
+            input = Message(input)
+        if options is None:
+            options = TurnOptions(**option_fields)
+        return await run_turn(self, session, input, options=options, clock=self.clock, ids=self.ids, models=self,
+                              session_id=session_id)

@@ -1,0 +1,141 @@
+"""The ``ctx`` an action node receives, and how action results become moves."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from tether.engine.events import CustomEvent
+from tether.engine.session import Run, WaitingOn
+from tether.engine.state import TurnState
+from tether.engine.templates import render_value
+from tether.errors import FlowRuntimeError, TetherSignal, ToolError, TransitionError
+from tether.flow.durations import parse_duration
+from tether.flow.flow import Flow
+from tether.flow.nodes import Action
+from tether.flow.results import ActionResult
+from tether.flow.tools import ToolResult
+
+__all__ = ["ActionContext", "run_action"]
+
+
+class ActionContext:
+    """What an action's ``run(state, ctx)`` may use.
+
+    Attributes:
+        key: the deterministic key ``run:node:visit``; make side effects idempotent on it.
+        data: the session fields (read-only copy); change them with :meth:`set`.
+        input: the run's input (trigger payload, start input).
+        context: the host's context for this turn.
+    """
+
+    def __init__(self, ts: TurnState, run: Run, flow: Flow, node: Action) -> None:
+        self._ts, self._run, self._flow, self._node = ts, run, flow, node
+        self.key = ts.key(run, node.id)
+        self.data = dict(ts.session.data)
+        self.input = run.input
+        self.context = dict(ts.options.context)
+        self.run_id = run.id
+        self.flow_id = flow.id
+        self.node_id = node.id
+        self.tool_calls: list[tuple[str, dict[str, Any]]] = []
+
+    def now(self) -> datetime:
+        """The turn's time (from the agent's clock)."""
+        return self._ts.now
+
+    def uuid(self) -> str:
+        """A fresh id (from the injected id source)."""
+        return self._ts.ids.new_id()
+
+    def emit(self, name: str, data: Mapping[str, Any] | None = None) -> None:
+        """Emit a custom event on the turn's event stream (not journaled)."""
+        self._ts.emit(CustomEvent(run_id=self._run.id, flow=self._flow.id, at=self._ts.now, name=name,
+                                        data=dict(data or {})))
+
+    def set(self, **patch: Any) -> None:
+        """Write session fields as given (no coercion)."""
+        self._ts.session.data.update(patch)
+        self.data.update(patch)
+
+    async def tool(self, name: str, /, **arguments: Any) -> Any:
+        """Call the agent's tool ``name`` with validated arguments; returns its value."""
+        tool = self._ts.agent.tools_by_name.get(name)
+        if tool is None:
+            raise ToolError(f"flow {self._flow.id!r}, node {self._node.id!r}: unknown tool {name!r} "
+                            f"(registered: {sorted(self._ts.agent.tools_by_name) or 'none'})")
+        result = await tool.call(arguments)
+        self.tool_calls.append((name, dict(arguments)))
+        if isinstance(result, ToolResult):
+            self.set(**result.data)
+            return result.value
+        return result
+
+    async def approve(self, title: str, description: str | None = None) -> Any:
+        """Ask a human to approve (a durable suspend). Not available before the durable runtime."""
+        raise FlowRuntimeError("ctx.approve() needs the durable runtime, which this version does not have yet")
+
+    async def signal(self, name: str, **options: Any) -> Any:
+        """Wait durably for a named signal. Not available before the durable runtime."""
+        raise FlowRuntimeError("ctx.signal() needs the durable runtime, which this version does not have yet")
+
+
+async def run_action(ts: TurnState, run: Run, flow: Flow, node: Action) -> Any:
+    """Run an action node; returns what the loop should act on (a transition or a static target)."""
+    ctx = ActionContext(ts, run, flow, node)
+    try:
+        if node.run is not None:
+            result = node.run(ts.state_view(run), ctx)
+        else:
+            handler = ts.agent.actions.get(node.do or "")
+            if handler is None:
+                return _failed(ts, run, node, f'unknown action "{node.do}"')
+            params = render_value(node.with_ or {}, ts.state_view(run), run.input, ts.options.context)
+            result = handler(params, ctx)
+        if inspect.isawaitable(result):
+            result = await result
+    except (TetherSignal, TransitionError):
+        raise
+    except Exception as exc:
+        return _failed(ts, run, node, str(exc) or type(exc).__name__)
+    if result is None:
+        ts.outcome(run, kind="do", node_id=node.id)
+        return node.then
+    if isinstance(result, ActionResult):
+        return _interpret(ts, run, node, result)
+    ts.outcome(run, kind="do", node_id=node.id)
+    return result
+
+
+def _failed(ts: TurnState, run: Run, node: Action, reason: str) -> Any:
+    ts.outcome(run, code="action-failed", status="failed", kind="do", node_id=node.id, detail=reason)
+    return node.on_fail if node.on_fail is not None else node.then
+
+
+def _interpret(ts: TurnState, run: Run, node: Action, result: ActionResult) -> Any:
+    from tether.engine.runner import Pause
+
+    if result.status == "ok":
+        ts.outcome(run, kind="do", node_id=node.id, detail=result.detail)
+        if result.spoke:
+            ts.answered_by.add(run.id)
+        return node.then
+    if result.status == "skipped":
+        ts.outcome(run, code="action-skipped", status="skipped", kind="do", node_id=node.id, detail=result.detail)
+        return node.then
+    if result.status == "failed":
+        return _failed(ts, run, node, result.detail or "failed")
+    try:
+        delay: timedelta = parse_duration(result.duration or "")
+    except ValueError:
+        return _failed(ts, run, node, f"bad defer duration {result.duration!r}")
+    until = ts.now + delay
+    key = f"{run.id}:{node.id}:{int(until.timestamp() * 1000)}"
+    run.status = "waiting"
+    run.waiting = WaitingOn(kind="defer", key=key, until=until, set_at=ts.now)
+    ts.schedule_wake(key, until)
+    ts.outcome(run, code="action-deferred", status="deferred", kind="do", node_id=node.id, detail=result.detail,
+               until=until)
+    return Pause("waiting")

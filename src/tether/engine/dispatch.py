@@ -1,0 +1,148 @@
+"""Dispatch one node by kind: what runs, and what comes back (a transition, a static target, or a
+pause)."""
+
+from __future__ import annotations
+
+import inspect
+from datetime import timedelta
+from typing import Any
+
+from pydantic import ValidationError
+
+from tether.engine.actions import run_action
+from tether.engine.collect import dispatch_collect
+from tether.engine.conditions import holds
+from tether.engine.session import Claim, Run, WaitingOn
+from tether.engine.state import SpeakRequest, TurnState
+from tether.engine.templates import render
+from tether.errors import FlowRuntimeError, ModelError
+from tether.flow.durations import parse_duration
+from tether.flow.flow import Flow
+from tether.flow.nodes import Action, Collect, Decide, Node, Reply, Router, Wait
+from tether.flow.results import ReplyTurn
+from tether.flow.transitions import Goto, Next, stay
+from tether.models.parsing import ReplyParseError, extract_json
+from tether.models.types import ModelRequest, ResponseFormat
+
+__all__ = ["INLINE_WAIT", "dispatch", "reply_next"]
+
+INLINE_WAIT = timedelta(seconds=10)
+"""A timer wait this short, followed by a message step, rides on that message as ``after_ms``."""
+
+
+async def dispatch(ts: TurnState, run: Run, flow: Flow, node: Node) -> Any:
+    """Run ``node``; returns what the loop acts on."""
+    if isinstance(node, Action):
+        return await run_action(ts, run, flow, node)
+    if isinstance(node, Collect):
+        return await dispatch_collect(ts, run, flow, node)
+    if isinstance(node, Reply):
+        return _dispatch_reply(ts, run, flow, node)
+    if isinstance(node, Decide):
+        return await _dispatch_decide(ts, run, flow, node)
+    if isinstance(node, Router):
+        taken = holds(ts, node.when, run)
+        ts.outcome(run, kind="if", node_id=node.id, next="then" if taken else "else")
+        return node.then if taken else node.else_
+    if isinstance(node, Wait):
+        return _dispatch_wait(ts, run, flow, node)
+    raise FlowRuntimeError(f"flow {flow.id!r}: node {node.id!r} has an unknown kind {node.kind!r}")
+
+
+def reply_next(ts: TurnState, run: Run, node: Reply, turn: ReplyTurn) -> Any:
+    """The transition after a reply: ``next(turn, state)``, a static target, or ``stay``."""
+    if node.next is None:
+        return stay
+    if callable(node.next) and not isinstance(node.next, Node):
+        return node.next(turn, ts.state_view(run))
+    return node.next
+
+
+def _dispatch_reply(ts: TurnState, run: Run, flow: Flow, node: Reply) -> Any:
+    from tether.engine.runner import ASKING, Pause
+
+    if node.response is not None:
+        if node.once:
+            claim = f"{flow.id}:{node.id}:{ts.session.id}"
+            if claim in ts.session.claims:
+                ts.outcome(run, code="already-sent", status="skipped", kind="say", node_id=node.id)
+                return reply_next(ts, run, node, ReplyTurn("", "engine", {}))
+            ts.session.claims[claim] = Claim(at=ts.now)
+        state = ts.state_view(run)
+        text = node.response(state) if callable(node.response) else render(node.response, state, run.input,
+                                                                             ts.options.context)
+        if text.strip():
+            ts.say(text, kind="verbatim", key=ts.key(run, node.id), run=run, node_id=node.id)
+        ts.outcome(run, kind="say", node_id=node.id)
+        return reply_next(ts, run, node, ReplyTurn(text, "engine", {}))
+    run.status = "asking"
+    if ts.speaker is None and not ts.spoke:
+        ts.speaker = SpeakRequest(run.id, node.id)
+        if ts.message_available(run):
+            ts.consumed_by[run.id] = node.id
+        return Pause("speak")
+    return ASKING
+
+
+async def _dispatch_decide(ts: TurnState, run: Run, flow: Flow, node: Decide) -> Any:
+    model = ts.model(node.model, needed_for=f"decide node {node.id!r} of flow {flow.id!r}")
+    if ts.message_available(run):
+        ts.consumed_by[run.id] = node.id
+    state = ts.state_view(run)
+    instructions = node.instructions(state) if callable(node.instructions) else node.instructions
+    schema = node.schema.model_json_schema()
+    request = ModelRequest(call="decide", instructions=instructions or f"Decide for step {node.id!r}.",
+                           messages=tuple(ts.history(run)), response_format=ResponseFormat(node.id, schema),
+                           tier=node.model or "default")
+    response = await ts.call(model, request)
+    data = response.data
+    try:
+        if data is None:
+            data = extract_json(response.text)
+        decided = node.schema.model_validate(data)
+    except (ReplyParseError, ValidationError) as exc:
+        raise ModelError(f"decide node {node.id!r}: the model's reply does not match its schema: {exc}",
+                         kind="invalid") from None
+    result = node.decide(decided, state)
+    if inspect.isawaitable(result):
+        result = await result
+    ts.outcome(run, kind="decide", node_id=node.id, llm_calls=1)
+    return result
+
+
+def _followed_by_message_step(flow: Flow, node: Wait) -> bool:
+    move = flow.resolve_static(node.id, node.then) if not isinstance(node.then, Next) else None
+    if isinstance(node.then, Next):
+        following = flow.next_after(node.id)
+        move = Goto(following) if following else None
+    if not isinstance(move, Goto):
+        return False
+    target = flow.by_id[move.target]
+    return isinstance(target, Reply | Collect)
+
+
+def _dispatch_wait(ts: TurnState, run: Run, flow: Flow, node: Wait) -> Any:
+    from tether.engine.runner import Pause
+
+    if node.timer is not None:
+        delay = parse_duration(node.timer)
+        if delay <= INLINE_WAIT and _followed_by_message_step(flow, node):
+            ms = int(delay.total_seconds() * 1000)
+            ts.after_ms += ms
+            ts.outcome(run, code="inline-delay", kind="wait", node_id=node.id, detail=f"{ms}ms")
+            return node.then
+        until = ts.now + delay
+        if node.business_hours and ts.agent.business_hours is not None:
+            until = ts.agent.business_hours(until, {"context": ts.options.context})
+        key = f"{run.id}:{node.id}:{int(until.timestamp() * 1000)}"
+        run.waiting = WaitingOn(kind="timer", key=key, until=until, set_at=ts.now)
+        ts.outcome(run, status="waiting", kind="wait", node_id=node.id, until=until)
+    else:
+        until = ts.now + parse_duration(node.up_to)
+        key = f"{run.id}:{node.id}:{int(until.timestamp() * 1000)}"
+        run.waiting = WaitingOn(kind="event", key=key, until=until, set_at=ts.now, event=node.event)
+        ts.outcome(run, code="awaiting-event", status="waiting", kind="wait", node_id=node.id, detail=node.event,
+                   until=until)
+    run.status = "waiting"
+    ts.schedule_wake(key, until)
+    return Pause("waiting")

@@ -1,0 +1,104 @@
+"""Flow events: how a run narrates itself (``flow-enter``, ``node-enter``, ``node-exit``,
+``flow-transition``, ``flow-end``, ``handoff``, ``error``), with typed payloads.
+
+Order on a transition: ``node-exit``, ``flow-transition``, ``node-enter``. No ``node-exit`` is
+emitted at flow end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar
+
+__all__ = [
+    "CollectUpdate",
+    "CustomEvent",
+    "ErrorEvent",
+    "FlowEnd",
+    "FlowEnter",
+    "FlowEvent",
+    "FlowTransition",
+    "HandoffEvent",
+    "NodeEnter",
+    "NodeExit",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlowEvent:
+    """Base: which run and flow, and when."""
+
+    type: ClassVar[str] = "event"
+    run_id: str | None
+    flow: str | None
+    at: datetime
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-able dict with ``type``."""
+        data = asdict(self)
+        data["at"] = self.at.isoformat()
+        return {"type": self.type, **data}
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlowEnter(FlowEvent):
+    type: ClassVar[str] = "flow-enter"
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeEnter(FlowEvent):
+    type: ClassVar[str] = "node-enter"
+    node: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeExit(FlowEvent):
+    type: ClassVar[str] = "node-exit"
+    node: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlowTransition(FlowEvent):
+    type: ClassVar[str] = "flow-transition"
+    source: str
+    target: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlowEnd(FlowEvent):
+    type: ClassVar[str] = "flow-end"
+    reason: str
+    gates: list[dict[str, Any]] = field(default_factory=list)
+    outcome: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class HandoffEvent(FlowEvent):
+    type: ClassVar[str] = "handoff"
+    agent: str
+    reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ErrorEvent(FlowEvent):
+    type: ClassVar[str] = "error"
+    node: str | None = None
+    error: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class CollectUpdate(FlowEvent):
+    type: ClassVar[str] = "collect-update"
+    node: str
+    collected: dict[str, Any]
+    missing: list[str]
+    sources: dict[str, str]
+    rejected: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CustomEvent(FlowEvent):
+    type: ClassVar[str] = "custom"
+    name: str
+    data: dict[str, Any] = field(default_factory=dict)

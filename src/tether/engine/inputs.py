@@ -1,0 +1,93 @@
+"""What a turn is given: one input (a message, a wake, an event or a manual start) plus options."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from tether.engine.session import TranscriptMessage
+
+__all__ = ["Event", "Message", "Silenced", "Start", "TurnInput", "TurnOptions", "Wake"]
+
+
+@dataclass(frozen=True)
+class Message:
+    """The customer wrote ``text``.
+
+    ``id`` is the channel's message id (a repeated id is dropped as ``duplicate-input``); ``at``
+    defaults to the clock's now. ``interrupted`` marks a barge-in: the assistant's reply being
+    spoken was cut off by this message, so the reply node that spoke re-runs instead of moving on.
+    """
+
+    text: str
+    id: str | None = None
+    at: datetime | None = None
+    interrupted: bool = False
+
+
+@dataclass(frozen=True)
+class Wake:
+    """A scheduled wake fired: ``key`` is the key the turn put in ``schedule``."""
+
+    key: str
+
+
+@dataclass(frozen=True)
+class Event:
+    """The host reports event ``name`` (``key`` is the host's idempotency key)."""
+
+    name: str
+    payload: Any = None
+    key: str = ""
+    direction: Literal["inbound", "outbound"] | None = None
+    hop: int = 0
+
+
+@dataclass(frozen=True)
+class Start:
+    """Start flow ``flow`` by hand with ``input`` (``key`` keys the run)."""
+
+    flow: str
+    input: Any = None
+    key: str = ""
+    hop: int = 0
+
+
+TurnInput = Message | Wake | Event | Start
+
+
+@dataclass(frozen=True)
+class Silenced:
+    """The host's gate is closed: nothing is said. ``understand`` keeps the understand call;
+    ``skip`` skips message steps instead of ending their runs."""
+
+    reason: str
+    understand: bool = False
+    skip: bool = False
+
+
+@dataclass(frozen=True)
+class TurnOptions:
+    """Everything else a turn may be given.
+
+    Attributes:
+        silenced: a reason string or a :class:`Silenced`; nothing is said this turn.
+        context: the host's context, visible to predicates, actions and gates.
+        history: the conversation before this input (default: the session's recent window).
+        anchors: host anchors by name: ``{"lead": {"key": ..., "last_inbound_at": ...}}``.
+        claims: claims held elsewhere: ``{"held": {dedupe_key: iso}, "active": ["flow:anchor"]}``.
+    """
+
+    silenced: Silenced | str | None = None
+    context: Mapping[str, Any] = field(default_factory=dict)
+    history: Sequence[TranscriptMessage] | None = None
+    anchors: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    claims: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def silence(self) -> Silenced | None:
+        if isinstance(self.silenced, str):
+            return Silenced(self.silenced)
+        return self.silenced

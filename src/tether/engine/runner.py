@@ -1,0 +1,212 @@
+"""The engine loop of one run (seed 000): resolve the entry node, dispatch it by kind, act on the
+transition, repeat until a terminal transition or a pause.
+
+- ``end`` / ``handoff`` / ``escalate`` / ``start_flow`` leave the flow (post-run gates first);
+- ``stay`` pauses for the next user turn;
+- ``goto`` verifies the node it leaves, checks the oscillation guard, reduces (events, data
+  merge, context strategy), records the position, and advances.
+
+A reply node that needs the model does not call it here: it becomes the turn's one speaker and
+the loop pauses; the speak phase calls the model and :func:`resume` continues with ``next``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from tether.engine import context as context_strategy
+from tether.engine.events import ErrorEvent, FlowEnd, FlowEnter, FlowTransition, HandoffEvent, NodeEnter, NodeExit
+from tether.engine.gates import evaluate_gates
+from tether.engine.results import HandoffRequest, RunEnded
+from tether.engine.session import Run
+from tether.engine.state import TurnState
+from tether.errors import FlowRuntimeError, OscillationError
+from tether.flow.flow import Flow
+from tether.flow.nodes import Action, Collect, Decide, Node, Reply, Router, Wait
+from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlow, Stay, Transition
+
+__all__ = ["MAX_STEPS", "Pause", "enter_flow", "move", "resume"]
+
+MAX_STEPS = 50
+"""Steps one run may take in one turn before it ends ``failed`` with ``step-loop``."""
+
+
+@dataclass(frozen=True)
+class Pause:
+    """Why a run's loop stopped without leaving the flow."""
+
+    kind: Literal["asking", "speak", "waiting", "ended"]
+
+
+ENDED = Pause("ended")
+ASKING = Pause("asking")
+
+
+def enter_flow(ts: TurnState, run: Run, flow: Flow) -> None:
+    """Fresh entry: pin the digest, clear collect caches, set the start node, emit events."""
+    run.digest = flow.digest
+    for node in flow.nodes:
+        if isinstance(node, Collect):
+            run.state.pop(f"__collect_{node.id}", None)
+            run.state.pop(f"__collectTurns_{node.id}", None)
+    run.node = flow.start
+    run.visits[flow.start] = run.visits.get(flow.start, 0) + 1
+    ts.emit(FlowEnter(run_id=run.id, flow=flow.id, at=ts.now))
+    ts.emit(NodeEnter(run_id=run.id, flow=flow.id, at=ts.now, node=flow.start))
+
+
+async def move(ts: TurnState, run: Run, flow: Flow) -> Pause:
+    """Move ``run`` through its graph until it pauses or leaves the flow."""
+    return await _loop(ts, run, flow, None)
+
+
+async def resume(ts: TurnState, run: Run, flow: Flow, transition: Any) -> Pause:
+    """Continue ``run`` by acting on ``transition`` (returned by its current node), then moving."""
+    return await _loop(ts, run, flow, transition)
+
+
+async def _loop(ts: TurnState, run: Run, flow: Flow, pending: Any) -> Pause:
+    from tether.engine.dispatch import dispatch
+
+    steps = 0
+    while True:
+        if run.node is None or run.node not in flow.by_id:
+            ts.outcome(run, code="step-gone", status="skipped", node_id=run.node,
+                       detail=f"node {run.node!r} is not in flow {flow.id!r}")
+            finish(ts, run, flow, "skipped")
+            return ENDED
+        node = flow.by_id[run.node]
+        if pending is None:
+            steps += 1
+            if steps > MAX_STEPS:
+                ts.outcome(run, code="step-loop", status="failed", node_id=node.id,
+                           detail=f"more than {MAX_STEPS} steps in one turn")
+                finish(ts, run, flow, "failed")
+                return ENDED
+            result = await dispatch(ts, run, flow, node)
+            if isinstance(result, Pause):
+                return result
+            pending = result
+        move_ = _normalize(flow, node, pending)
+        pending = None
+        outcome = await act(ts, run, flow, node, move_)
+        if outcome is not None:
+            return outcome
+
+
+def _normalize(flow: Flow, node: Node, value: Any) -> Transition:
+    from tether.flow.transitions import normalize
+
+    if isinstance(value, Next):
+        return flow.resolve_static(node.id, value)
+    return normalize(value, flow=flow.id, node=node.id, nodes=flow.by_id)
+
+
+async def act(ts: TurnState, run: Run, flow: Flow, node: Node, move_: Transition) -> Pause | None:
+    """Act on a normalised transition out of ``node``. Returns a pause, or None to keep moving."""
+    if isinstance(move_, Next):
+        move_ = flow.resolve_static(node.id, move_)
+    if isinstance(move_, Stay):
+        run.status = "asking"
+        return ASKING
+    if isinstance(move_, Goto):
+        problem = verify(ts, run, node, move_.data or {})
+        if problem is not None:
+            ts.emit(ErrorEvent(run_id=run.id, flow=flow.id, at=ts.now, node=node.id, error=problem))
+            ts.outcome(run, code="verify-blocked", status="skipped", node_id=node.id, detail=problem)
+            run.status = "asking"
+            return ASKING
+        _guard_oscillation(ts, run, flow, node.id, move_.target)
+        await reduce(ts, run, flow, node.id, move_)
+        return None
+    if isinstance(move_, End):
+        await leave(ts, run, flow, move_.reason)
+        return ENDED
+    if isinstance(move_, Handoff):
+        await leave(ts, run, flow, "handoff", handoff=HandoffRequest(move_.agent, move_.reason, run.id))
+        return ENDED
+    if isinstance(move_, Escalate):
+        await leave(ts, run, flow, "escalate", handoff=HandoffRequest("human", move_.reason, run.id))
+        return ENDED
+    if isinstance(move_, StartFlow):
+        from tether.engine.starts import chain
+
+        await leave(ts, run, flow, "flow")
+        await chain(ts, run, move_)
+        return ENDED
+    raise FlowRuntimeError(f"flow {flow.id!r}, node {node.id!r}: cannot act on {move_!r}")
+
+
+def verify(ts: TurnState, run: Run, node: Node, data: Mapping[str, Any]) -> str | None:
+    """Check ``node``'s output schema / verify check over ``{**state, **data}``; the problem, or None."""
+    schemas = [s for s in (node.output_schema, node.verify.output_schema if node.verify else None) if s]
+    check = node.verify.check if node.verify else None
+    if not schemas and check is None:
+        return None
+    merged = {**ts.state_view(run), **data}
+    for schema in schemas:
+        try:
+            schema.model_validate(merged)
+        except ValidationError as exc:
+            issues = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+            return f"Verify blocked on {node.id!r}: {issues}"
+    if check is not None and not check(ts.state_view(run), dict(data)):
+        return f"Verify check failed on {node.id!r}"
+    return None
+
+
+def _guard_oscillation(ts: TurnState, run: Run, flow: Flow, source: str, target: str) -> None:
+    counts = ts.edges.setdefault(run.id, Counter())
+    counts[(source, target)] += 1
+    if counts[(source, target)] > flow.max_oscillations:
+        raise OscillationError(flow.id, source, target, flow.max_oscillations)
+
+
+async def reduce(ts: TurnState, run: Run, flow: Flow, source: str, move_: Goto) -> None:
+    """Emit the transition events, merge data, apply the entered node's context strategy and
+    record the new position."""
+    target = flow.by_id[move_.target]
+    ts.emit(NodeExit(run_id=run.id, flow=flow.id, at=ts.now, node=source))
+    ts.emit(FlowTransition(run_id=run.id, flow=flow.id, at=ts.now, source=source, target=target.id))
+    ts.emit(NodeEnter(run_id=run.id, flow=flow.id, at=ts.now, node=target.id))
+    if move_.data:
+        run.state.update(move_.data)
+    for name in move_.clear:
+        run.state.pop(name, None)
+        ts.session.data.pop(name, None)
+        run.asked.pop(name, None)
+    strategy = (target.context if isinstance(target, Reply) else None) or flow.context or "append"
+    await context_strategy.apply(ts, run, strategy)
+    run.node = target.id
+    run.visits[target.id] = run.visits.get(target.id, 0) + 1
+
+
+async def leave(ts: TurnState, run: Run, flow: Flow, reason: str, *, handoff: HandoffRequest | None = None) -> None:
+    """The run takes a terminal transition: gates, events, and it leaves the session."""
+    gates: list[dict[str, Any]] = []
+    outcome: str | None = None
+    if flow.gates:
+        outcome, gates = await evaluate_gates(ts, run, flow)
+        run.verification = {"outcome": outcome, "gates": gates}
+        if outcome == "failed-verification":
+            reason = "failed-verification"
+    if handoff is not None:
+        ts.emit(HandoffEvent(run_id=run.id, flow=flow.id, at=ts.now, agent=handoff.agent, reason=handoff.reason))
+        ts.handoff = handoff
+    ts.emit(FlowEnd(run_id=run.id, flow=flow.id, at=ts.now, reason=reason, gates=gates,
+                    outcome=outcome if outcome == "failed-verification" else None))
+    finish(ts, run, flow, reason)
+
+
+def finish(ts: TurnState, run: Run, flow: Flow | None, reason: str) -> None:
+    """Remove the run from the session and report it ended."""
+    ts.session.runs = [r for r in ts.session.runs if r.id != run.id]
+    ts.ended.append(RunEnded(run.id, run.flow, reason))
+
+
+NODE_KINDS = (Reply, Collect, Action, Decide, Router, Wait)

@@ -1,0 +1,123 @@
+"""Phase 7, Settle: the one place the spoken result is applied.
+
+Spoken: the message goes out as ``ai`` under the step's key; envelope fields are validated and
+written; a collect step that is now complete takes its transition and the run keeps moving (a
+talk step reached now waits for the next message); otherwise each pending field gets asked + 1.
+A reply takes ``next(turn, state)``.
+
+Deferred: a failure a wait can fix re-parks the step under ``run:node:visit:retry:<atMs>`` at
++1m, +5m, +15m, +1h, +6h, then the run ends failed; a failure it cannot fix ends the run at once.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from tether.engine.collect import complete, merge_values, missing, pending
+from tether.engine.dispatch import reply_next
+from tether.engine.runner import finish, resume
+from tether.engine.session import Run, WaitingOn
+from tether.engine.speak import SpeakResult
+from tether.engine.state import SpeakRequest, TurnState
+from tether.errors import ModelError
+from tether.flow.flow import Flow
+from tether.flow.nodes import Collect, Reply
+from tether.flow.results import ReplyTurn
+
+__all__ = ["RETRY_LADDER", "provider_code", "settle"]
+
+RETRY_LADDER = (timedelta(minutes=1), timedelta(minutes=5), timedelta(minutes=15), timedelta(hours=1),
+                timedelta(hours=6))
+
+_KIND_CODES = {
+    "aborted": "provider-unavailable", "timeout": "provider-unavailable", "network": "provider-unavailable",
+    "overload": "provider-unavailable", "rate": "provider-unavailable", "unknown": "provider-unavailable",
+    "quota": "provider-quota", "entitlement": "provider-auth", "auth": "provider-auth",
+    "model": "provider-invalid", "invalid": "provider-invalid", "content": "provider-invalid",
+    "context": "provider-context",
+}
+
+
+def provider_code(error: ModelError) -> str:
+    """The outcome code for a provider failure kind."""
+    return _KIND_CODES.get(error.kind, "provider-unavailable")
+
+
+async def settle(ts: TurnState, request: SpeakRequest, result: SpeakResult) -> None:
+    """Apply the speak result to its run (or the idle speaker)."""
+    run = ts.run(request.run_id) if request.run_id else None
+    if run is None:
+        _settle_idle(ts, result)
+        return
+    flow = ts.agent.flows_by_id[run.flow]
+    node = flow.by_id[run.node or ""]
+    if result.no_model:
+        ts.say(result.text, kind="verbatim", key=ts.key(run, node.id), run=run, node_id=node.id)
+        ts.outcome(run, code="no-model", status="skipped", kind="talk", node_id=node.id)
+        return
+    if result.error is not None:
+        _defer(ts, run, flow, node.id, result.error)
+        return
+    ts.say(result.text, kind="ai", key=ts.key(run, node.id), run=run, node_id=node.id)
+    ts.outcome(run, kind="talk", node_id=node.id, llm_calls=result.calls)
+    if result.tool_data:
+        ts.session.data.update(result.tool_data)
+    if result.interrupted:
+        run.status = "asking"  # barge-in: the same node runs again on the next message
+        return
+    if isinstance(node, Collect):
+        values = {k: v for k, v in result.data.items() if k in request.fields}
+        merge_values(ts, run, node, values, source="model", guard=True)
+        if not missing(ts, run, node) or not pending(ts, run, node):
+            await resume(ts, run, flow, complete(ts, run, node))
+        else:
+            for name in pending(ts, run, node):
+                run.asked[name] = run.asked.get(name, 0) + 1
+            run.status = "asking"
+        return
+    if isinstance(node, Reply):
+        turn = ReplyTurn(result.text, "model", dict(result.data), tuple(result.tool_results))
+        await resume(ts, run, flow, reply_next(ts, run, node, turn))
+
+
+def _settle_idle(ts: TurnState, result: SpeakResult) -> None:
+    key = f"idle:{_trigger_key(ts)}"
+    if result.no_model:
+        ts.say(result.text, kind="verbatim", key=key)
+        ts.outcome(None, code="no-model", status="skipped", kind="idle")
+        return
+    if result.error is not None:
+        ts.outcome(None, code=provider_code(result.error), status="deferred", kind="idle", detail=str(result.error))
+        return
+    ts.say(result.text, kind="ai", key=key)
+    ts.outcome(None, kind="idle", llm_calls=result.calls)
+
+
+def _trigger_key(ts: TurnState) -> str:
+    message = ts.message
+    if message is not None and message.id:
+        return message.id
+    return str(int(((message.at if message and message.at else None) or ts.now).timestamp() * 1000))
+
+
+def _defer(ts: TurnState, run: Run, flow: Flow, node_id: str, error: ModelError) -> None:
+    code = provider_code(error)
+    streak = 0
+    for line in reversed(run.outcomes):
+        if line.node_id != node_id:
+            continue
+        if line.status != "deferred":
+            break
+        streak += 1
+    if error.retryable and streak < len(RETRY_LADDER):
+        until = ts.now + RETRY_LADDER[streak]
+        if error.reset_at is not None and error.reset_at > until:
+            until = error.reset_at
+        key = f"{ts.key(run, node_id)}:retry:{int(until.timestamp() * 1000)}"
+        run.status = "waiting"
+        run.waiting = WaitingOn(kind="retry", key=key, until=until, set_at=ts.now)
+        ts.schedule_wake(key, until)
+        ts.outcome(run, code=code, status="deferred", kind="talk", node_id=node_id, detail=str(error), until=until)
+        return
+    ts.outcome(run, code=code, status="failed", kind="talk", node_id=node_id, detail=str(error))
+    finish(ts, run, flow, "failed")

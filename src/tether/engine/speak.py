@@ -1,0 +1,215 @@
+"""Phase 6, Speak: the turn's one speaker, one ``speak`` call (plus one per tool round).
+
+The prompt is built per call in the seed's order: identity, knowledge, the flow's name and
+description, the step's guideline, the pending fields with their asks, the known fields as
+settled facts, the instructions (agent, then flow, then step), the customer's message (or a note
+that the assistant speaks first), what this turn already sent, and the response format. The
+stable part (identity, knowledge) goes in ``system`` so providers can cache it.
+
+The envelope is ``{message, ...pending fields}``, every property required and nullable, so one
+call both answers and extracts. Tools run in rounds; after ``max_tool_loops`` rounds the model
+is asked once more without tools. A provider failure or an empty message is ``deferred``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from tether.engine.collect import ask_text, value_of
+from tether.engine.extract import field_schema
+from tether.engine.session import Run
+from tether.engine.state import SpeakRequest, TurnState
+from tether.errors import ModelError, ToolError
+from tether.flow.fields import is_known
+from tether.flow.flow import Flow
+from tether.flow.nodes import Collect, Node, Reply, Tier
+from tether.flow.tools import Tool, ToolResult
+from tether.models.parsing import ReplyParseError, extract_json
+from tether.models.types import ChatMessage, ModelRequest, ResponseFormat, ToolSpec
+
+__all__ = ["NO_MODEL_TEXT", "SpeakResult", "speak"]
+
+NO_MODEL_TEXT = (
+    "This step needs a language model to answer, and none is configured. "
+    "Set TETHER_MODEL (for example openai:gpt-4o-mini) or start with --model."
+)
+DEFAULT_GUIDELINE = "Collect what is still missing, one question at a time, in a natural way."
+ANSWER_GUIDELINE = "Answer the customer."
+
+
+@dataclass
+class SpeakResult:
+    """What the speak phase produced."""
+
+    text: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+    tool_results: list[dict[str, Any]] = field(default_factory=list)
+    tool_data: dict[str, Any] = field(default_factory=dict)
+    calls: int = 0
+    error: ModelError | None = None
+    interrupted: bool = False
+    no_model: bool = False
+
+
+def _identity(ts: TurnState) -> str:
+    agent = ts.agent
+    parts = [f"You are {agent.name}."]
+    if agent.persona:
+        parts.append(agent.persona)
+    if agent.goal:
+        parts.append(f"Your goal: {agent.goal}")
+    if agent.knowledge:
+        knowledge = agent.knowledge if isinstance(agent.knowledge, str) else json.dumps(agent.knowledge, indent=1)
+        parts.append(f"Knowledge base:\n{knowledge}")
+    return "\n\n".join(parts)
+
+
+def _instruction_lines(ts: TurnState, run: Run | None, items: tuple[Any, ...]) -> list[str]:
+    from tether.engine.conditions import holds
+
+    lines: list[str] = []
+    for item in items:
+        if isinstance(item, str):
+            lines.append(f"- {item}")
+        elif isinstance(item, dict) and "prompt" in item and holds(ts, item.get("if"), run):
+            kind = item.get("kind", "should").upper()
+            when = item.get("when")
+            suffix = f" (apply only when: {' OR '.join(when) if isinstance(when, list) else when})" if when else ""
+            lines.append(f"- {kind}: {item['prompt']}{suffix}")
+    return lines
+
+
+def _tools_for(ts: TurnState, flow: Flow | None, node: Node | None) -> list[Tool]:
+    if ts.agent.max_tool_loops == 0:
+        return []
+    names: tuple[str, ...] | None = None
+    if isinstance(node, Reply) and node.tools is not None:
+        names = node.tools
+    elif flow is not None and flow.tools is not None:
+        names = flow.tools
+    elif flow is None and ts.agent.idle is not None and ts.agent.idle.tools is not None:
+        names = ts.agent.idle.tools
+    if names is None:
+        return list(ts.agent.tools)
+    return [ts.agent.tools_by_name[n] for n in names if n in ts.agent.tools_by_name]
+
+
+def _prompt(ts: TurnState, run: Run | None, flow: Flow | None, node: Node | None, fields: tuple[str, ...]) -> str:
+    sections: list[str] = []
+    if flow is not None:
+        sections.append(f"Current flow: {flow.name}" + (f" - {flow.description}" if flow.description else ""))
+    state = ts.state_view(run)
+    guideline: Any = None
+    if isinstance(node, Reply):
+        guideline = node.instructions(state) if callable(node.instructions) else node.instructions
+    elif isinstance(node, Collect):
+        guideline = node.prompt or DEFAULT_GUIDELINE
+    elif flow is None and ts.agent.idle is not None:
+        guideline = ts.agent.idle.prompt or None
+    sections.append(f"Your task now: {guideline or ANSWER_GUIDELINE}")
+    if isinstance(node, Collect) and fields and run is not None:
+        asks = [f"- {name}: {ask_text(ts, run, node, [name])}" for name in fields]
+        sections.append("Still to collect (ask naturally; fill what the customer gave):\n" + "\n".join(asks))
+    known = {k: v for k, v in ts.session.data.items() if is_known(v)}
+    if isinstance(node, Collect) and run is not None:
+        known.update({n: value_of(ts, run, node, n) for n in node.slots if is_known(value_of(ts, run, node, n))})
+    if known:
+        facts = "\n".join(f"- {k}: {v}" for k, v in known.items())
+        sections.append(f"Already known (settled facts; never ask for these again):\n{facts}")
+    items = ts.agent.instructions + (flow.instructions if flow is not None else ())
+    if flow is None and ts.agent.idle is not None:
+        items += ts.agent.idle.instructions
+    if lines := _instruction_lines(ts, run, items):
+        sections.append("Instructions:\n" + "\n".join(lines))
+    if ts.message is not None:
+        sections.append(f'The customer\'s message:\n"""\n{ts.message_text}\n"""')
+    else:
+        sections.append("There is no new customer message: you speak first.")
+    if ts.messages:
+        sent = "\n".join(f"- {m.text}" for m in ts.messages)
+        sections.append(f"Already sent this turn (do not repeat it):\n{sent}")
+    keys = ", ".join(["message", *fields])
+    sections.append(f"Respond with a JSON object with the keys: {keys}. `message` is your reply to the customer; "
+                    "use null for any field the customer did not give.")
+    return "\n\n".join(sections)
+
+
+def _envelope(ts: TurnState, node: Node | None, fields: tuple[str, ...]) -> dict[str, Any]:
+    properties: dict[str, Any] = {"message": {"type": ["string", "null"]}}
+    if isinstance(node, Collect):
+        for name in fields:
+            properties[name] = field_schema(ts, node, name)
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+def _parse(text: str, data: Any) -> dict[str, Any]:
+    if isinstance(data, dict):
+        return data
+    try:
+        parsed = extract_json(text)
+    except ReplyParseError:
+        return {"message": text}
+    return parsed if isinstance(parsed, dict) else {"message": text}
+
+
+async def speak(ts: TurnState, request: SpeakRequest) -> SpeakResult:
+    """Make the speak call(s) for ``request``."""
+    run = ts.run(request.run_id) if request.run_id else None
+    flow = ts.agent.flows_by_id.get(run.flow) if run is not None else None
+    node = flow.by_id.get(run.node or "") if flow is not None and run is not None else None
+    tier: Tier = getattr(node, "model", None) or "default"
+    model = ts.models.model_for(tier)
+    if model is None:
+        return SpeakResult(text=NO_MODEL_TEXT, no_model=True)
+    tools = _tools_for(ts, flow, node)
+    specs = tuple(ToolSpec(t.name, t.description, t.parameters) for t in tools)
+    messages = list(ts.history(run))
+    result = SpeakResult()
+    envelope = ResponseFormat("speak", _envelope(ts, node, request.fields))
+    for round_ in range(ts.agent.max_tool_loops + 1):
+        offered = specs if round_ < ts.agent.max_tool_loops else ()
+        call = ModelRequest(call="speak", system=_identity(ts),
+                            instructions=_prompt(ts, run, flow, node, request.fields), messages=tuple(messages),
+                            tools=offered, response_format=envelope, tier=tier)
+        result.calls += 1
+        try:
+            response = await ts.call(model, call)
+        except ModelError as exc:
+            result.error = exc
+            return result
+        if response.tool_calls and offered:
+            messages.append(ChatMessage("assistant", response.text, tool_calls=response.tool_calls))
+            for tool_call in response.tool_calls:
+                output = await _run_tool(ts, tools, tool_call.name, tool_call.arguments, result)
+                messages.append(ChatMessage("tool", output, tool_call_id=tool_call.id, name=tool_call.name))
+            continue
+        envelope_data = _parse(response.text, response.data)
+        result.data.update({k: v for k, v in envelope_data.items() if k != "message" and v is not None})
+        message = envelope_data.get("message")
+        result.text = message.strip() if isinstance(message, str) else ""
+        result.interrupted = response.finish_reason == "interrupted"
+        break
+    if not result.text and not result.interrupted:
+        result.error = ModelError("the model returned an empty message", kind="unknown")
+    return result
+
+
+async def _run_tool(ts: TurnState, tools: list[Tool], name: str, arguments: dict[str, Any],
+                    result: SpeakResult) -> str:
+    tool = next((t for t in tools if t.name == name), None)
+    if tool is None:
+        ts.log("warn", f"hallucinated tool: {name}")
+        return json.dumps({"error": f"unknown tool {name!r}"})
+    try:
+        value = await tool.call(arguments)
+    except ToolError as exc:
+        return json.dumps({"error": str(exc)})
+    except Exception as exc:  # a tool's own failure goes back to the model, not out of the turn
+        return json.dumps({"error": f"{type(exc).__name__}: {exc}"})
+    if isinstance(value, ToolResult):
+        result.tool_data.update(value.data)
+        value = value.value
+    result.tool_results.append({"tool": name, "arguments": arguments, "value": value})
+    return value if isinstance(value, str) else json.dumps(value, default=str)

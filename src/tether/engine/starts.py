@@ -1,0 +1,108 @@
+"""Starting runs: the start checks, in their one order, for every kind of start.
+
+1. the trigger's ``if_`` with the would-be run (false: nothing happens, nothing is logged);
+2. the claim: ``once`` already held -> ``already-claimed``; a ``cooldown`` younger than its
+   window -> ``cooldown``;
+3. ``hop >= 5`` -> ``hop-limit``;
+4. one live run per (flow, anchor) -> ``already-running``;
+5. write the claim, apply ``clear_on_start``, add the run, report it started.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from tether.engine.conditions import holds
+from tether.engine.results import RunStarted, Skipped
+from tether.engine.session import Claim, Run, RunTrigger
+from tether.engine.state import TurnState
+from tether.flow.durations import parse_duration
+from tether.flow.flow import Flow
+from tether.flow.transitions import StartFlow
+
+__all__ = ["HOP_LIMIT", "KEEP_CLAIMS", "chain", "start_run"]
+
+HOP_LIMIT = 5
+KEEP_CLAIMS = 50
+TriggerKind = Literal["message", "mention", "silence", "event", "start", "flow"]
+
+OUTCOME_MESSAGES = {
+    "already-claimed": "This flow already ran and runs only once.",
+    "cooldown": "This flow ran recently and is cooling down.",
+    "hop-limit": "Too many flows chained in a row.",
+    "already-running": "This flow is already running.",
+    "flow-gone": "The flow no longer exists.",
+}
+
+
+def _skip(ts: TurnState, flow_id: str, code: str, anchor: str, key: str) -> None:
+    ts.skipped.append(Skipped(flow_id, code, OUTCOME_MESSAGES.get(code, code), anchor, key))
+
+
+def start_run(ts: TurnState, flow: Flow, *, kind: TriggerKind, key: str, input: Any = None, hop: int = 0,
+              repeat: Any = "always", if_: Any = None, payload: Any = None) -> Run | None:
+    """Run the start checks for ``flow``; returns the new run, or None when it did not start."""
+    anchor = _anchor(ts, flow)
+    draft = Run(id=f"{flow.id}#{key}", flow=flow.id, anchor=anchor, trigger=RunTrigger(kind=kind, key=key,
+                payload=payload), input=input, hop=hop, started_at=ts.now)
+    if not holds(ts, if_, draft):
+        return None
+    nonce = key if repeat == "always" else ""
+    dedupe = f"{flow.id}:{anchor}:{nonce}"
+    held = ts.session.claims.get(dedupe)
+    external = ts.options.claims.get("held", {}) if isinstance(ts.options.claims, Mapping) else {}
+    if repeat == "once" and (held is not None or dedupe in external):
+        _skip(ts, flow.id, "already-claimed", anchor, key)
+        return None
+    if repeat == "always" and held is not None:
+        _skip(ts, flow.id, "already-claimed", anchor, key)
+        return None
+    if isinstance(repeat, Mapping) and held is not None and ts.now - held.at < parse_duration(repeat["cooldown"]):
+        _skip(ts, flow.id, "cooldown", anchor, key)
+        return None
+    if hop >= HOP_LIMIT:
+        _skip(ts, flow.id, "hop-limit", anchor, key)
+        return None
+    active = ts.options.claims.get("active", []) if isinstance(ts.options.claims, Mapping) else []
+    if any(r.flow == flow.id and r.anchor == anchor for r in ts.session.runs) or f"{flow.id}:{anchor}" in active:
+        _skip(ts, flow.id, "already-running", anchor, key)
+        return None
+    ts.session.claims[dedupe] = Claim(at=ts.now)
+    if repeat == "always":
+        _prune_always_claims(ts, flow.id, anchor)
+    if kind != "flow":
+        for name in flow.clear_on_start:
+            ts.session.data.pop(name, None)
+    draft.dedupe_key = dedupe
+    ts.session.runs.append(draft)
+    ts.started.append(RunStarted(draft.id, flow.id, anchor, dedupe))
+    return draft
+
+
+def _anchor(ts: TurnState, flow: Flow) -> str:
+    if flow.anchor == "session":
+        return ts.session.id
+    anchor = ts.options.anchors.get(flow.anchor)
+    key = anchor.get("key") if isinstance(anchor, Mapping) else None
+    return str(key) if key else ts.session.id
+
+
+def _prune_always_claims(ts: TurnState, flow_id: str, anchor: str) -> None:
+    prefix = f"{flow_id}:{anchor}:"
+    mine = sorted((c.at, k) for k, c in ts.session.claims.items() if k.startswith(prefix) and k != prefix)
+    for _, key in mine[: max(0, len(mine) - KEEP_CLAIMS)]:
+        del ts.session.claims[key]
+
+
+async def chain(ts: TurnState, parent: Run, move: StartFlow) -> None:
+    """``start_flow``: start the child one hop further; it moves later in this turn."""
+    flow = ts.agent.flows_by_id.get(move.flow)
+    key = ts.key(parent, parent.node or "start")
+    if flow is None:
+        _skip(ts, move.flow, "flow-gone", parent.anchor, key)
+        return
+    child = start_run(ts, flow, kind="flow", key=key, input=move.input if move.input is not None else parent.input,
+                      hop=parent.hop + 1)
+    if child is not None:
+        ts.queue.append(child.id)

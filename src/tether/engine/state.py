@@ -1,0 +1,209 @@
+"""The mutable state of one turn, and the small operations every phase shares.
+
+A ``TurnState`` is created per turn around a working copy of the session; phases mutate it and
+the result is assembled from it at the end. User code never sees it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+from tether.engine.events import FlowEvent
+from tether.engine.inputs import Message, TurnInput, TurnOptions
+from tether.engine.ports import Clock, Ids
+from tether.engine.results import HandoffRequest, OutMessage, RunEnded, RunStarted, ScheduledWake, Skipped
+from tether.engine.session import Outcome, Run, Session, TranscriptMessage
+from tether.errors import ModelConfigurationError
+from tether.flow.agent_def import AgentDefinition
+from tether.models.types import ChatMessage, Model, ModelRequest, ModelResponse, Usage
+
+__all__ = ["MAX_OUTCOMES", "ModelSource", "TurnState"]
+
+MAX_OUTCOMES = 50
+MAX_LOG = 100
+
+
+class ModelSource(Protocol):
+    """Where the engine gets a model for a tier; ``None`` when no model is configured."""
+
+    def model_for(self, tier: str) -> Model | None: ...
+
+
+@dataclass
+class SpeakRequest:
+    """The turn's one speaker: a run at a reply/collect node, or the idle speaker (run None)."""
+
+    run_id: str | None
+    node_id: str | None
+    fields: tuple[str, ...] = ()
+
+
+@dataclass
+class TurnState:
+    """Everything one turn reads and writes."""
+
+    agent: AgentDefinition
+    session: Session
+    input: TurnInput
+    options: TurnOptions
+    clock: Clock
+    ids: Ids
+    models: ModelSource
+    now: datetime
+    events: list[FlowEvent] = field(default_factory=list)
+    messages: list[OutMessage] = field(default_factory=list)
+    transcript: list[TranscriptMessage] = field(default_factory=list)
+    outcomes: list[Outcome] = field(default_factory=list)
+    started: list[RunStarted] = field(default_factory=list)
+    ended: list[RunEnded] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    schedule: list[ScheduledWake] = field(default_factory=list)
+    llm_calls: int = 0
+    pre_speak_calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+    speaker: SpeakRequest | None = None
+    spoke: bool = False
+    answered_by: set[str] = field(default_factory=set)
+    consumed_by: dict[str, str] = field(default_factory=dict)
+    edges: dict[str, Counter[tuple[str, str]]] = field(default_factory=dict)
+    handoff: HandoffRequest | None = None
+    after_ms: int = 0
+    user_seq: int | None = None
+    queue: list[str] = field(default_factory=list)
+
+    # ------------------------------------------------------------------ input
+
+    @property
+    def message(self) -> Message | None:
+        return self.input if isinstance(self.input, Message) else None
+
+    @property
+    def message_text(self) -> str:
+        return self.input.text if isinstance(self.input, Message) else ""
+
+    def message_available(self, run: Run) -> bool:
+        """True while this turn's message has not been consumed by one of ``run``'s nodes."""
+        return self.message is not None and run.id not in self.consumed_by
+
+    # ------------------------------------------------------------------ runs and views
+
+    def run(self, run_id: str) -> Run | None:
+        return next((r for r in self.session.runs if r.id == run_id), None)
+
+    def state_view(self, run: Run | None) -> dict[str, Any]:
+        """What user code sees as ``state``: session fields overlaid with the run's own state
+        (internal ``__`` keys hidden). A fresh dict: mutating it changes nothing."""
+        view = dict(self.session.data)
+        if run is not None:
+            view.update({k: v for k, v in run.state.items() if not k.startswith("__")})
+        return view
+
+    @staticmethod
+    def key(run: Run, node_id: str) -> str:
+        """The deterministic message/action key ``run:node:visit``."""
+        return f"{run.id}:{node_id}:{run.visits.get(node_id, 0)}"
+
+    # ------------------------------------------------------------------ output
+
+    def emit(self, event: FlowEvent) -> None:
+        self.events.append(event)
+
+    def append_transcript(self, role: Literal["user", "assistant", "system"], text: str, *,
+                          kind: Literal["user", "ai", "verbatim", "event", "note"], key: str | None = None,
+                          run_id: str | None = None, node_id: str | None = None, after_ms: int = 0,
+                          input_id: str | None = None, at: datetime | None = None) -> TranscriptMessage:
+        self.session.message_seq += 1
+        entry = TranscriptMessage(seq=self.session.message_seq, role=role, text=text, at=at or self.now, kind=kind,
+                                  key=key, run_id=run_id, node_id=node_id, after_ms=after_ms, input_id=input_id)
+        window = self.session.messages
+        window.append(entry)
+        overflow = len(window) - self.agent.history_window
+        if overflow > 0:
+            del window[:overflow]
+        self.transcript.append(entry)
+        return entry
+
+    def say(self, text: str, *, kind: Literal["ai", "verbatim"], key: str, run: Run | None = None,
+            node_id: str | None = None) -> OutMessage:
+        """Send a message to the customer (recorded in the transcript)."""
+        out = OutMessage(text=text, kind=kind, key=key, run_id=run.id if run else None, node_id=node_id,
+                         after_ms=self.after_ms)
+        self.after_ms = 0
+        self.messages.append(out)
+        self.append_transcript("assistant", text, kind=kind, key=key, run_id=out.run_id, node_id=node_id,
+                               after_ms=out.after_ms)
+        if run is not None:
+            self.answered_by.add(run.id)
+        return out
+
+    def outcome(self, run: Run | None, *, code: str | None = None, status: str = "ok", kind: str | None = None,
+                node_id: str | None = None, detail: str | None = None, next: str | None = None,
+                until: datetime | None = None, llm_calls: int | None = None, message: str | None = None) -> Outcome:
+        line = Outcome(code=code, status=status,
+                       kind=kind, run_id=run.id if run else None, flow_id=run.flow if run else None,
+                       node_id=node_id, key=self.key(run, node_id) if run and node_id else None, detail=detail,
+                       next=next, until=until, at=self.now, llm_calls=llm_calls, message=message)
+        self.outcomes.append(line)
+        if run is not None:
+            run.outcomes.append(line)
+            if len(run.outcomes) > MAX_OUTCOMES:
+                del run.outcomes[: len(run.outcomes) - MAX_OUTCOMES]
+        return line
+
+    def log(self, level: Literal["log", "warn", "error"], message: str, **extra: Any) -> None:
+        from tether.engine.session import LogEntry
+
+        entries = getattr(self.session, level)
+        entries.append(LogEntry(at=self.now, level=level, message=message, **extra))
+        if len(entries) > MAX_LOG:
+            del entries[: len(entries) - MAX_LOG]
+
+    def schedule_wake(self, key: str, at: datetime, replaces: str | None = None) -> None:
+        """Ask the host to wake this session with ``key`` at ``at``."""
+        self.schedule = [w for w in self.schedule if w.key != key]
+        self.schedule.append(ScheduledWake(key, at, replaces))
+
+    # ------------------------------------------------------------------ models
+
+    def model(self, tier: str | None, *, needed_for: str) -> Model:
+        model = self.models.model_for(tier or "default")
+        if model is None:
+            raise ModelConfigurationError(f"{needed_for} needs a language model, and none is configured "
+                                          "(set TETHER_MODEL, pass model=..., or use agent.with_model(...))")
+        return model
+
+    def has_model(self, tier: str | None = None) -> bool:
+        return self.models.model_for(tier or "default") is not None
+
+    async def call(self, model: Model, request: ModelRequest) -> ModelResponse:
+        """Call a model, counting the call and its tokens (also on failure: it was spent)."""
+        self.llm_calls += 1
+        if request.call in ("understand", "extract"):
+            self.pre_speak_calls += 1
+        self.session.usage.llm_calls += 1
+        response = await model.complete(request)
+        self.usage = self.usage + response.usage
+        tally = self.session.usage
+        for name, value in response.usage.as_dict().items():
+            setattr(tally, name, getattr(tally, name) + value)
+        return response
+
+    def history(self, run: Run | None) -> list[ChatMessage]:
+        """The conversation the next model call sees for ``run``: its context view of the
+        transcript (system messages always, the rest from ``run.context.from_seq``), plus the
+        run's summary note. The current user message is included."""
+        from_seq = run.context.from_seq if run is not None else 0
+        chat: list[ChatMessage] = []
+        if run is not None and run.context.summary:
+            chat.append(ChatMessage("system", f"Previous conversation summary: {run.context.summary}"))
+        if self.options.history is not None:
+            source = [*self.options.history, *self.transcript]
+        else:
+            source = self.session.messages
+        for entry in source:
+            if entry.role == "system" or entry.seq >= from_seq:
+                chat.append(ChatMessage(entry.role, entry.text))
+        return chat

@@ -1,0 +1,149 @@
+"""The pure part of an agent: its definition and its validation.
+
+``tether.Agent`` builds on this with model binding and ``turn()``; the engine reads only what is
+defined here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tether.errors import DefinitionIssue, FlowDefinitionError
+from tether.flow.fields import Field
+from tether.flow.flow import Flow
+from tether.flow.nodes import Action, Collect, Reply
+from tether.flow.tools import Tool
+
+__all__ = ["AgentDefinition", "Idle"]
+
+RESERVED_CONDITIONS = frozenset({"equals", "known", "silenced"})
+
+
+@dataclass(frozen=True)
+class Idle:
+    """The speaker when no flow answers: a ``prompt`` (``""``: no guideline of its own)."""
+
+    prompt: str = ""
+    tools: tuple[str, ...] | None = None
+    instructions: tuple[Any, ...] = ()
+
+
+class AgentDefinition:
+    """An agent's definition: identity, fields, flows, actions, tools. Validated on construction.
+
+    Raises:
+        FlowDefinitionError: naming the flow and node of every problem found.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        persona: str | None = None,
+        goal: str | None = None,
+        knowledge: Any = None,
+        instructions: Sequence[Any] | str = (),
+        fields: Mapping[str, Field] | None = None,
+        flows: Sequence[Flow] = (),
+        actions: Mapping[str, Callable[..., Any]] | None = None,
+        events: Mapping[str, Any] | None = None,
+        conditions: Mapping[str, Callable[..., bool]] | None = None,
+        tools: Sequence[Tool] = (),
+        idle: Idle | str | None = None,
+        business_hours: Callable[..., Any] | None = None,
+        max_tool_loops: int = 5,
+        history_window: int = 40,
+        id: str | None = None,
+    ) -> None:
+        self.name = name
+        self.id = id or name
+        self.persona = persona
+        self.goal = goal
+        self.knowledge = knowledge
+        self.instructions: tuple[Any, ...] = (instructions,) if isinstance(instructions, str) else tuple(instructions)
+        self.fields: dict[str, Field] = dict(fields or {})
+        self.flows: tuple[Flow, ...] = tuple(flows)
+        self.flows_by_id: dict[str, Flow] = {f.id: f for f in self.flows}
+        self.actions: dict[str, Callable[..., Any]] = dict(actions or {})
+        self.events: dict[str, Any] = dict(events or {})
+        self.conditions: dict[str, Callable[..., bool]] = dict(conditions or {})
+        self.tools: tuple[Tool, ...] = tuple(tools)
+        self.tools_by_name: dict[str, Tool] = {t.name: t for t in self.tools}
+        if idle is None:
+            self.idle: Idle | None = Idle()
+        elif idle == "silent":
+            self.idle = None
+        elif isinstance(idle, str):
+            self.idle = Idle(prompt=idle)
+        else:
+            self.idle = idle
+        self.business_hours = business_hours
+        self.max_tool_loops = max_tool_loops
+        self.history_window = history_window
+        issues = self._validate()
+        if issues:
+            raise FlowDefinitionError(issues, title=f"Agent {name!r} failed validation with {len(issues)} issue(s)")
+
+    def _validate(self) -> list[DefinitionIssue]:
+        issues: list[DefinitionIssue] = []
+
+        def issue(code: str, message: str, *, flow: str | None = None, node: str | None = None,
+                  path: str | None = None) -> None:
+            issues.append(DefinitionIssue(code, message, flow=flow, node=node, path=path))
+
+        if not isinstance(self.name, str) or not self.name.strip():
+            issue("invalid-agent", "an agent needs a non-empty name", path="name")
+        if not isinstance(self.max_tool_loops, int) or self.max_tool_loops < 0:
+            issue("invalid-option", f"max_tool_loops must be an integer >= 0, got {self.max_tool_loops!r}",
+                  path="max_tool_loops")
+        seen: set[str] = set()
+        for i, flow in enumerate(self.flows):
+            if not isinstance(flow, Flow):
+                issue("invalid-flow", f"flows[{i}] is not a Flow", path=f"flows.{i}")
+                continue
+            if flow.id in seen:
+                issue("duplicate-flow-id", f"flow id {flow.id!r} is used more than once", flow=flow.id,
+                      path=f"flows.{i}")
+            seen.add(flow.id)
+            self._validate_flow(flow, issue)
+        tool_names: set[str] = set()
+        for i, tool in enumerate(self.tools):
+            if not isinstance(tool, Tool):
+                issue("invalid-tool", f"tools[{i}] is not a Tool (decorate the function with @tool)", path=f"tools.{i}")
+                continue
+            if tool.name in tool_names:
+                issue("duplicate-tool", f"tool {tool.name!r} is registered more than once", path=f"tools.{i}")
+            tool_names.add(tool.name)
+        for name in self.conditions:
+            if name in RESERVED_CONDITIONS:
+                issue("reserved-condition", f"condition name {name!r} is reserved (equals, known, silenced)",
+                      path=f"conditions.{name}")
+        if self.idle is not None and self.idle.tools is not None:
+            for name in self.idle.tools:
+                if name not in self.tools_by_name:
+                    issue("unknown-tool", f"idle names tool {name!r}, which the agent does not have", path="idle.tools")
+        return issues
+
+    def _validate_flow(self, flow: Flow, issue: Callable[..., None]) -> None:
+        for name in (*flow.collect, *flow.clear_on_start):
+            if name not in self.fields:
+                issue("unknown-field", f"field {name!r} is not declared on the agent", flow=flow.id)
+        for name in flow.tools or ():
+            if name not in self.tools_by_name:
+                issue("unknown-tool", f"tool {name!r} is not registered on the agent", flow=flow.id, path="tools")
+        for node in flow.nodes:
+            if isinstance(node, Collect):
+                for name in node.fields:
+                    if name not in self.fields:
+                        issue("unknown-field", f"field {name!r} is not declared on the agent", flow=flow.id,
+                              node=node.id, path="fields")
+            if isinstance(node, Reply) and node.tools is not None:
+                for name in node.tools:
+                    if name not in self.tools_by_name:
+                        issue("unknown-tool", f"tool {name!r} is not registered on the agent", flow=flow.id,
+                              node=node.id, path="tools")
+            if isinstance(node, Action) and node.do is not None and node.do not in self.actions:
+                issue("unknown-action", f"action {node.do!r} is not registered on the agent", flow=flow.id,
+                      node=node.id, path="do")

@@ -1,0 +1,334 @@
+"""``Flow``: a validated graph of typed nodes.
+
+The graph is data: it is validated when the flow is built (a malformed flow fails at definition,
+never mid-conversation), it has a stable digest that parked runs are pinned to, and the same data
+draws the mermaid diagram.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from tether.errors import DefinitionIssue, FlowDefinitionError
+from tether.flow.durations import parse_duration
+from tether.flow.gates import GATE_ROOTS, Gate, JudgeGate, PredicateGate
+from tether.flow.nodes import CONTEXT_STRATEGIES, Collect, ContextStrategy, Node, Reply, Wait
+from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlow, Stay, Transition
+from tether.flow.triggers import Trigger, trigger_problems
+
+__all__ = ["Flow", "OnEnd"]
+
+OnEnd = Literal["end", "stay", "reset"]
+RESERVED_IDS = frozenset({"end", "stay"})
+
+
+class Flow:
+    """A flow: a directed graph of typed nodes.
+
+    Args:
+        id: the flow id, unique in its agent.
+        description: what the flow is for (the understand call reads it when routing).
+        start: the entry node (default: the first node); must be a registered node.
+        nodes: every node of the flow, in order (order gives ``NEXT`` its meaning).
+        context: the flow's context strategy (``append``, ``reset``, ``reset_with_summary``).
+        max_oscillations: how many times one ``from -> to`` edge may be traversed in one turn.
+        gates: post-run verification gates.
+        on: triggers (see ``tether.flow.triggers``); none means manual start only.
+        while_: the premise re-checked before the run moves (default: the trigger's ``if_``).
+        clear_on_start: agent fields deleted when a run starts.
+        on_end: ``end`` (default), ``stay`` (keep answering from the last talk node) or
+            ``reset`` (start over, one hop further).
+        instructions: flow-level instructions for the speak call.
+        tools: names of agent tools this flow's replies may call (default: all).
+        collect: agent fields the flow needs (the understand call may harvest them).
+        anchor: ``session`` or a host anchor name that keys runs and claims.
+
+    Raises:
+        FlowDefinitionError: with every problem found, each with a stable code.
+    """
+
+    def __init__(
+        self,
+        id: str,
+        description: str = "",
+        start: Node | None = None,
+        nodes: Sequence[Node] = (),
+        *,
+        context: ContextStrategy | None = None,
+        max_oscillations: int = 2,
+        gates: Sequence[Gate] = (),
+        on: Sequence[Trigger] = (),
+        while_: Any = None,
+        clear_on_start: Sequence[str] = (),
+        on_end: OnEnd = "end",
+        instructions: Sequence[Any] | str = (),
+        tools: Sequence[str] | None = None,
+        collect: Sequence[str] = (),
+        anchor: str = "session",
+        name: str | None = None,
+    ) -> None:
+        self.id = id
+        self.name = name or id
+        self.description = description
+        self.nodes: tuple[Node, ...] = tuple(nodes)
+        self.start_node = start if start is not None else (self.nodes[0] if self.nodes else None)
+        self.context = context
+        self.max_oscillations = max_oscillations
+        self.gates: tuple[Gate, ...] = tuple(gates)
+        self.on: tuple[Trigger, ...] = tuple(on)
+        self.while_ = while_
+        self.clear_on_start = tuple(clear_on_start)
+        self.on_end: OnEnd = on_end
+        self.instructions: tuple[Any, ...] = (instructions,) if isinstance(instructions, str) else tuple(instructions)
+        self.tools = tuple(tools) if tools is not None else None
+        self.collect = tuple(collect)
+        self.anchor = anchor
+        self.by_id: dict[str, Node] = {}
+        for node in self.nodes:
+            self.by_id.setdefault(getattr(node, "id", ""), node)
+        issues = self._validate(start)
+        if issues:
+            raise FlowDefinitionError(issues, title=f"Flow {id!r} failed validation with {len(issues)} issue(s)")
+        self.digest = self._digest()
+
+    # ------------------------------------------------------------------ queries
+
+    @property
+    def start(self) -> str:
+        """The id of the entry node."""
+        assert self.start_node is not None
+        return self.start_node.id
+
+    def node(self, node_id: str) -> Node:
+        """The node with this id (KeyError if none)."""
+        return self.by_id[node_id]
+
+    def next_after(self, node_id: str) -> str | None:
+        """The id of the node declared after ``node_id``, or None after the last."""
+        ids = [n.id for n in self.nodes]
+        index = ids.index(node_id)
+        return ids[index + 1] if index + 1 < len(ids) else None
+
+    def resolve_static(self, node_id: str, target: Any) -> Transition:
+        """Turn a static target of node ``node_id`` into a transition (``NEXT`` resolved)."""
+        if isinstance(target, Next):
+            following = self.next_after(node_id)
+            return Goto(following, target.data) if following is not None else End("end")
+        if isinstance(target, str):
+            if target == "end":
+                return End("end")
+            if target == "stay":
+                return Stay()
+            return Goto(target)
+        if isinstance(target, Node):
+            return Goto(target.id)
+        assert isinstance(target, Goto | End | Handoff | Escalate | StartFlow | Stay)
+        return target
+
+    def to_mermaid(self) -> str:
+        """The flow's graph as a mermaid ``flowchart``."""
+        from tether.flow.mermaid import flow_to_mermaid
+
+        return flow_to_mermaid(self)
+
+    def __repr__(self) -> str:
+        return f"Flow({self.id!r}, nodes={[n.id for n in self.nodes]})"
+
+    # ------------------------------------------------------------------ validation
+
+    def _validate(self, start_arg: Any) -> list[DefinitionIssue]:
+        issues: list[DefinitionIssue] = []
+
+        def issue(code: str, message: str, *, node: str | None = None, path: str | None = None) -> None:
+            issues.append(DefinitionIssue(code, message, flow=self.id, node=node, path=path))
+
+        if not isinstance(self.id, str) or not self.id.strip():
+            issue("invalid-flow-id", "a flow needs a non-empty string id", path="id")
+        if not isinstance(self.max_oscillations, int) or self.max_oscillations < 1:
+            issue("invalid-option", f"max_oscillations must be a positive integer, got {self.max_oscillations!r}",
+                  path="max_oscillations")
+        if self.context is not None and self.context not in CONTEXT_STRATEGIES:
+            issue("invalid-option", f"context must be one of {', '.join(CONTEXT_STRATEGIES)}, got {self.context!r}",
+                  path="context")
+        if self.on_end not in ("end", "stay", "reset"):
+            issue("invalid-option", f"on_end must be 'end', 'stay' or 'reset', got {self.on_end!r}", path="on_end")
+        if not self.nodes:
+            issue("missing-start", "a flow needs at least one node", path="nodes")
+            return issues
+
+        seen: set[str] = set()
+        for i, node in enumerate(self.nodes):
+            if not isinstance(node, Node):
+                issue("invalid-node", f"nodes[{i}] is {node!r}, not a node (use reply, collect, action, ...)",
+                      path=f"nodes.{i}")
+                continue
+            if node.id in seen:
+                issue("duplicate-node-id", f"node id {node.id!r} is used more than once", node=node.id,
+                      path=f"nodes.{i}.id")
+            seen.add(node.id)
+            if not isinstance(node.id, str) or not node.id.strip():
+                issue("invalid-node-id", "a node needs a non-empty string id", path=f"nodes.{i}.id")
+            elif node.id in RESERVED_IDS:
+                issue("reserved-node-id", f"{node.id!r} is reserved and cannot be a node id", node=node.id,
+                      path=f"nodes.{i}.id")
+            for problem_path, message in _node_problems(node):
+                issue("invalid-option", message, node=node.id, path=f"nodes.{i}.{problem_path}")
+            for option, target in node.static_targets():
+                self._check_target(node, i, option, target, issue)
+            for option in ("next", "on_complete", "decide"):
+                fn = getattr(node, option, None)
+                if callable(fn) and not isinstance(fn, Node) and _is_thunk(fn):
+                    issue("inline-transition-target",
+                          f"{option} is a zero-argument callable (a thunk); return a registered node or goto(id) "
+                          "from a function of the turn and state instead", node=node.id, path=f"nodes.{i}.{option}")
+
+        if callable(start_arg) and not isinstance(start_arg, Node):
+            issue("inline-transition-target", "start is a thunk; pass the registered start node itself", path="start")
+        elif self.start_node is None or self.by_id.get(getattr(self.start_node, "id", "")) is not self.start_node:
+            issue("missing-start", f"start node {getattr(self.start_node, 'id', self.start_node)!r} is not one of "
+                  "the flow's nodes", path="start")
+
+        gate_ids: set[str] = set()
+        for i, gate in enumerate(self.gates):
+            if not isinstance(gate, PredicateGate | JudgeGate):
+                issue("invalid-gate", f"gates[{i}] is not a gate", path=f"gates.{i}")
+                continue
+            if gate.id in gate_ids:
+                issue("invalid-gate", f"gate id {gate.id!r} is used more than once", path=f"gates.{i}.id")
+            gate_ids.add(gate.id)
+            if gate.severity not in ("blocking", "advisory"):
+                issue("invalid-gate", f"severity must be 'blocking' or 'advisory', got {gate.severity!r}",
+                      path=f"gates.{i}.severity")
+            if isinstance(gate, JudgeGate):
+                for path in gate.inputs:
+                    if path.split(".")[0] not in GATE_ROOTS:
+                        issue("invalid-predicate-reference", f"judge input {path!r} must start with one of "
+                              f"{', '.join(GATE_ROOTS)}", path=f"gates.{i}.inputs")
+        for i, trig in enumerate(self.on):
+            for message in trigger_problems(trig):
+                issue("invalid-trigger", message, path=f"on.{i}")
+
+        if not issues:
+            for node_id in self._unreachable():
+                issue("unreachable-node", f"node {node_id!r} cannot be reached from start {self.start!r}",
+                      node=node_id, path=f"nodes.{[n.id for n in self.nodes].index(node_id)}")
+        return issues
+
+    def _check_target(self, node: Node, index: int, option: str, target: Any,
+                      issue: Callable[..., None]) -> None:
+        path = f"nodes.{index}.{option}"
+        if isinstance(target, Next | End | Handoff | Escalate | StartFlow | Stay):
+            return
+        if isinstance(target, Goto):
+            target = target.target
+        if isinstance(target, str):
+            if target not in self.by_id and target not in RESERVED_IDS:
+                issue("unresolved-transition", f"{option} names {target!r}, which is not a node of the flow",
+                      node=node.id, path=path)
+            return
+        if isinstance(target, Node):
+            if self.by_id.get(target.id) is not target:
+                issue("inline-transition-target", f"{option} targets node {target.id!r}, which is not registered in "
+                      "the flow's nodes (define it once and list it in nodes)", node=node.id, path=path)
+            return
+        if callable(target):
+            issue("inline-transition-target", f"{option} is a callable; static targets must be a node id, a "
+                  "registered node or a transition", node=node.id, path=path)
+            return
+        issue("unresolved-transition", f"{option} is {target!r}, not a transition target", node=node.id, path=path)
+
+    def _successors(self, node: Node) -> list[str]:
+        found: list[str] = []
+        for _, target in node.static_targets():
+            if isinstance(target, Next):
+                following = self.next_after(node.id)
+                if following:
+                    found.append(following)
+            elif isinstance(target, str) and target in self.by_id:
+                found.append(target)
+            elif isinstance(target, Goto):
+                found.append(target.target)
+            elif isinstance(target, Node):
+                found.append(target.id)
+        return found
+
+    def _unreachable(self) -> list[str]:
+        reached: set[str] = set()
+        todo = [self.start]
+        while todo:
+            node_id = todo.pop()
+            if node_id in reached:
+                continue
+            reached.add(node_id)
+            node = self.by_id[node_id]
+            if node.is_opaque():
+                return []  # code decides where it goes: anything may be reached
+            todo.extend(self._successors(node))
+        return [n.id for n in self.nodes if n.id not in reached]
+
+    def _digest(self) -> str:
+        description = {
+            "id": self.id,
+            "start": self.start,
+            "context": self.context,
+            "max_oscillations": self.max_oscillations,
+            "on_end": self.on_end,
+            "nodes": [node.describe() for node in self.nodes],
+            "gates": [{"id": g.id, "kind": g.kind, "severity": g.severity} for g in self.gates],
+        }
+        canonical = json.dumps(description, sort_keys=True, separators=(",", ":"), default=repr)
+        return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _is_thunk(fn: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return not any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params) and len(params) == 0
+
+
+def _node_problems(node: Node) -> list[tuple[str, str]]:
+    problems: list[tuple[str, str]] = []
+    if isinstance(node, Reply):
+        if node.instructions is not None and node.response is not None:
+            problems.append(("response", "a reply has either instructions (a model turn) or a response "
+                             "(engine-rendered), not both"))
+        if node.context is not None and node.context not in CONTEXT_STRATEGIES:
+            choices = ", ".join(CONTEXT_STRATEGIES)
+            problems.append(("context", f"context must be one of {choices}, got {node.context!r}"))
+    if isinstance(node, Collect):
+        slots = node.slots
+        if not slots:
+            problems.append(("schema", "a collect node needs a schema or fields to gather"))
+        for name in node.required:
+            if name not in slots:
+                problems.append(("required", f"required field {name!r} is not gathered by this node"))
+        for name in node.verbatim_fields:
+            if name not in slots:
+                problems.append(("verbatim_fields", f"verbatim field {name!r} is not gathered by this node"))
+        for resolver in node.resolvers:
+            if resolver.field not in slots:
+                problems.append(("resolvers", f"resolver field {resolver.field!r} is not gathered by this node"))
+        if not isinstance(node.max_turns, int) or node.max_turns < 1:
+            problems.append(("max_turns", f"max_turns must be a positive integer, got {node.max_turns!r}"))
+        if not isinstance(node.max_asks, int) or node.max_asks < 1:
+            problems.append(("max_asks", f"max_asks must be a positive integer, got {node.max_asks!r}"))
+        if isinstance(node.ask, Mapping):
+            for name in node.ask:
+                if name not in slots:
+                    problems.append(("ask", f"ask names field {name!r}, which this node does not gather"))
+    if isinstance(node, Wait):
+        if (node.timer is None) == (node.event is None):
+            problems.append(("timer", "a wait node needs exactly one of timer or event"))
+        for option, value in (("timer", node.timer), ("up_to", node.up_to)):
+            if value is not None:
+                try:
+                    parse_duration(value)
+                except ValueError as exc:
+                    problems.append((option, str(exc)))
+    return problems

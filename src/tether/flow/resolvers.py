@@ -1,0 +1,144 @@
+"""Tier-0 resolvers: deterministic extraction from the user's text, before any model call.
+
+- ``enum_check(field, values)``: the text's words (lower-cased, split on non-alphanumerics) equal
+  exactly one value -> hit; several -> ambiguous; else unambiguous prefix matching (the shorter
+  side at least 3 characters, one a prefix of the other) with the same one/many rule.
+- ``range(field, min=None, max=None)``: exactly one distinct in-range number in the text -> hit;
+  several -> ambiguous. Commas as thousands separators, decimals and signs are read.
+- ``jsonpath(field, path)``: reads ``input.*``, ``state.*`` or ``results.*`` from the run; a
+  populated value -> hit.
+
+A value resolved here is recorded with slot source ``deterministic`` and removed from the model's
+extraction schema for that turn; an ambiguous field is not offered to the model either (it will
+be asked for).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["EnumCheck", "JsonPath", "Range", "Resolution", "Resolver", "enum_check", "jsonpath", "range_"]
+
+_WORD = re.compile(r"[a-z0-9]+")
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w])")
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What a resolver found: ``hit`` with a value, ``ambiguous``, or ``miss``."""
+
+    status: Literal["hit", "ambiguous", "miss"]
+    value: Any = None
+
+
+_MISS = Resolution("miss")
+
+
+@dataclass(frozen=True)
+class EnumCheck:
+    """Match the text's words against a list of values."""
+
+    field: str
+    values: tuple[str, ...]
+    kind: Literal["enum_check"] = "enum_check"
+
+    def resolve(self, text: str, frame: Mapping[str, Any]) -> Resolution:
+        tokens = _WORD.findall(text.lower())
+        lowered = {v.lower(): v for v in self.values}
+        exact = {lowered[t] for t in tokens if t in lowered}
+        if len(exact) == 1:
+            return Resolution("hit", exact.pop())
+        if len(exact) > 1:
+            return Resolution("ambiguous")
+        prefixed = set()
+        for token in tokens:
+            for low, original in lowered.items():
+                short, long_ = sorted((token, low), key=len)
+                if len(short) >= 3 and long_.startswith(short):
+                    prefixed.add(original)
+        if len(prefixed) == 1:
+            return Resolution("hit", prefixed.pop())
+        return Resolution("ambiguous") if prefixed else _MISS
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "field": self.field, "values": list(self.values)}
+
+
+@dataclass(frozen=True)
+class Range:
+    """Find exactly one number within ``[min, max]`` in the text."""
+
+    field: str
+    min: float | None = None
+    max: float | None = None
+    kind: Literal["range"] = "range"
+
+    def resolve(self, text: str, frame: Mapping[str, Any]) -> Resolution:
+        found: set[float] = set()
+        for match in _NUMBER.findall(text):
+            number = float(match.replace(",", ""))
+            if (self.min is None or number >= self.min) and (self.max is None or number <= self.max):
+                found.add(number)
+        if len(found) == 1:
+            number = found.pop()
+            return Resolution("hit", int(number) if number.is_integer() else number)
+        return Resolution("ambiguous") if found else _MISS
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "field": self.field, "min": self.min, "max": self.max}
+
+
+@dataclass(frozen=True)
+class JsonPath:
+    """Read a value from the run: ``input.x``, ``state.x`` or ``results.node.x``."""
+
+    field: str
+    path: str
+    kind: Literal["jsonpath"] = "jsonpath"
+
+    def resolve(self, text: str, frame: Mapping[str, Any]) -> Resolution:
+        value = read_path(frame, self.path)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return _MISS
+        return Resolution("hit", value)
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "field": self.field, "path": self.path}
+
+
+Resolver = EnumCheck | Range | JsonPath
+
+
+def read_path(root: Mapping[str, Any], path: str) -> Any:
+    """Read a dotted path (``state.address.city``; ``$``-prefixed and ``${...}`` forms accepted)."""
+    path = path.strip()
+    if path.startswith("${") and path.endswith("}"):
+        path = path[2:-1]
+    path = path.removeprefix("$.").removeprefix("$")
+    value: Any = root
+    for part in path.split("."):
+        if isinstance(value, Mapping) and part in value:
+            value = value[part]
+        elif isinstance(value, Sequence) and not isinstance(value, str) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return None
+    return value
+
+
+def enum_check(field: str, values: Sequence[str]) -> EnumCheck:
+    """Resolve ``field`` when the text names exactly one of ``values``."""
+    return EnumCheck(field, tuple(values))
+
+
+def range_(field: str, *, min: float | None = None, max: float | None = None) -> Range:
+    """Resolve ``field`` when the text holds exactly one number in ``[min, max]``."""
+    return Range(field, min, max)
+
+
+def jsonpath(field: str, path: str) -> JsonPath:
+    """Resolve ``field`` from a path in the run (``input.x``, ``state.x``, ``results.node.x``)."""
+    return JsonPath(field, path)

@@ -1,0 +1,109 @@
+"""Pieces shared by the SDK adapters: lazy SDK import, the JSON-in-prompt fallback, parameters."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+from collections.abc import Mapping
+from typing import Any, NoReturn
+
+from tether.errors import ModelConfigurationError, ModelError
+from tether.models._errors import map_sdk_error
+from tether.models.parsing import ReplyParseError, extract_json
+from tether.models.types import ResponseFormat, ToolCall
+
+__all__ = [
+    "CONTROL_PARAMS",
+    "import_sdk",
+    "parse_data",
+    "parse_tool_arguments",
+    "raise_mapped",
+    "schema_instructions",
+    "split_params",
+]
+
+# Parameters that steer the call rather than the model: never sent as model parameters.
+CONTROL_PARAMS = ("timeout", "max_retries")
+
+
+def import_sdk(module: str, extra: str) -> Any:
+    """Import a vendor SDK on first use, or raise :class:`ModelConfigurationError` with the hint."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ModelConfigurationError(
+            f"The {module!r} package is needed for this model: pip install 'tether[{extra}]'"
+        ) from exc
+
+
+def schema_instructions(response_format: ResponseFormat) -> str:
+    """The prompt text that asks for JSON matching the schema (when the API cannot enforce it)."""
+    schema = json.dumps(response_format.schema, sort_keys=True)
+    return (
+        f"Reply with a single JSON value (named {response_format.name!r}) that matches this JSON Schema, "
+        f"and nothing else:\n{schema}"
+    )
+
+
+def parse_data(text: str, provider: str) -> Any:
+    """The structured reply parsed out of ``text``; a reply that does not parse raises
+    ``ModelError(kind="invalid")`` (not retryable by default)."""
+    try:
+        return extract_json(text)
+    except ReplyParseError as exc:
+        raise ModelError(
+            f"{provider}: the structured reply is not valid JSON ({exc.reason}): {exc}",
+            kind="invalid",
+            provider=provider,
+        ) from exc
+
+
+def parse_tool_arguments(call_id: str, name: str, raw: str | None, provider: str) -> ToolCall:
+    """A :class:`ToolCall` from JSON-encoded arguments; arguments that are not a JSON object raise
+    ``ModelError(kind="invalid")``."""
+    try:
+        arguments = json.loads(raw) if raw and raw.strip() else {}
+    except ValueError as exc:
+        raise ModelError(
+            f"{provider}: arguments of tool call {name!r} are not valid JSON",
+            kind="invalid",
+            provider=provider,
+        ) from exc
+    if not isinstance(arguments, dict):
+        raise ModelError(
+            f"{provider}: arguments of tool call {name!r} are not a JSON object",
+            kind="invalid",
+            provider=provider,
+        )
+    return ToolCall(id=call_id, name=name, arguments=arguments)
+
+
+def split_params(*layers: Mapping[str, Any]) -> tuple[dict[str, Any], float | None]:
+    """Merge parameter layers (later wins), drop ``None`` values and control parameters; returns
+    ``(model parameters, timeout)``."""
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        merged.update({k: v for k, v in layer.items() if v is not None})
+    timeout = merged.get("timeout")
+    for key in CONTROL_PARAMS:
+        merged.pop(key, None)
+    return merged, float(timeout) if timeout is not None else None
+
+
+def raise_mapped(exc: BaseException, sdk: Any, provider: str) -> NoReturn:
+    """Re-raise an SDK failure as :class:`ModelError`; anything else propagates unchanged.
+
+    A ``CancelledError`` of a task that is being cancelled propagates (cancellation must work); one
+    raised from inside the SDK for another reason becomes ``kind="aborted"``.
+    """
+    if isinstance(exc, asyncio.CancelledError):
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise exc
+        raise map_sdk_error(exc, sdk, provider) from exc
+    base = getattr(sdk, "APIError", None)
+    root = getattr(sdk, "OpenAIError", None) or getattr(sdk, "AnthropicError", None)
+    if (base is not None and isinstance(exc, base)) or (root is not None and isinstance(exc, root)):
+        raise map_sdk_error(exc, sdk, provider) from exc
+    raise exc

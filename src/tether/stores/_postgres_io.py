@@ -1,0 +1,83 @@
+"""Row-level helpers of ``PostgresStore``: record inserts and wake rows."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tether.stores.base import duplicate_message, event_rows, message_rows, utc
+from tether.stores.records import TurnRecords, Wake
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+
+    Conn = AsyncConnection[tuple[Any, ...]]
+
+__all__ = ["insert_records", "wake_from_row"]
+
+
+def wake_from_row(row: Any) -> Wake:
+    """A ``Wake`` from ``(session_id, key, at, leased_until, worker)``."""
+    return Wake(
+        session_id=row[0],
+        key=row[1],
+        at=utc(row[2]),
+        leased_until=None if row[3] is None else utc(row[3]),
+        worker=row[4],
+    )
+
+
+async def insert_records(conn: Conn, s: str, session_id: str, records: TurnRecords | None) -> None:
+    """Append ``records`` inside the caller's transaction (``s``: the quoted schema name)."""
+    if records is None or records.is_empty():
+        return
+    messages = message_rows(session_id, records)
+    async with conn.cursor() as cur:
+        if messages:
+            await cur.execute(
+                f"SELECT min(seq) FROM {s}.tether_messages WHERE session_id = %s AND seq = ANY(%s)",
+                (session_id, [seq for seq, _ in messages]),
+            )
+            row = await cur.fetchone()
+            if row is not None and row[0] is not None:
+                raise duplicate_message(session_id, row[0])
+            await cur.executemany(
+                f"INSERT INTO {s}.tether_messages (session_id, seq, body) VALUES (%s, %s, %s::json)",
+                [(session_id, seq, body) for seq, body in messages],
+            )
+        events = event_rows(records)
+        if events:
+            await cur.execute(
+                f"SELECT COALESCE(max(seq), 0) FROM {s}.tether_events WHERE session_id = %s",
+                (session_id,),
+            )
+            row = await cur.fetchone()
+            last = int(row[0]) if row else 0
+            await cur.executemany(
+                f"INSERT INTO {s}.tether_events (session_id, seq, type, at, body) "
+                "VALUES (%s, %s, %s, %s, %s::json)",
+                [(session_id, last + i, kind, at, body) for i, (kind, at, body) in enumerate(events, 1)],
+            )
+        if records.journal:
+            await cur.executemany(
+                f"INSERT INTO {s}.tether_journal (session_id, key, run_id, body) "
+                "VALUES (%s, %s, %s, %s::json) ON CONFLICT (session_id, key) "
+                "DO UPDATE SET run_id = EXCLUDED.run_id, body = EXCLUDED.body",
+                [(session_id, e.key, e.run_id, e.model_dump_json()) for e in records.journal],
+            )
+        if records.cancel_wakes:
+            await cur.execute(
+                f"DELETE FROM {s}.tether_wakes WHERE session_id = %s AND key = ANY(%s)",
+                (session_id, records.cancel_wakes),
+            )
+        for wake in records.wakes:
+            if wake.replaces is not None and wake.replaces != wake.key:
+                await cur.execute(
+                    f"DELETE FROM {s}.tether_wakes WHERE session_id = %s AND key = %s",
+                    (session_id, wake.replaces),
+                )
+            await cur.execute(
+                f"INSERT INTO {s}.tether_wakes (session_id, key, at, leased_until, worker) "
+                "VALUES (%s, %s, %s, NULL, '') ON CONFLICT (session_id, key) "
+                "DO UPDATE SET at = EXCLUDED.at, leased_until = NULL, worker = ''",
+                (session_id, wake.key, utc(wake.at)),
+            )

@@ -1,0 +1,255 @@
+"""The ``Store`` contract and the helpers every backend shares.
+
+A store keeps one JSON document per session, saved with compare-and-swap on ``revision``, plus
+append-only records (transcript messages, events, the effect journal) and the wake schedule.
+A store applies no policy: it loads completed, aborted and old-version documents as they are.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+from pydantic_core import PydanticSerializationError
+
+from tether.engine.ports import Clock
+from tether.engine.session import Session, TranscriptMessage
+from tether.errors import SessionConflict, SessionFlowInvariant, StoreError
+from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
+
+__all__ = [
+    "ENDED_STATUSES",
+    "ClockLike",
+    "Store",
+    "backend_errors",
+    "duplicate_message",
+    "event_from_row",
+    "event_rows",
+    "message_rows",
+    "parse_at",
+    "utc",
+]
+
+ClockLike = Clock | Callable[[], datetime]
+"""What a store accepts as its clock: a ``Clock`` (``.now()``) or a zero-argument callable."""
+
+ENDED_STATUSES = ("completed", "aborted")
+"""Session statuses that ``prune`` may delete."""
+
+_EVENT = TypeAdapter(dict[str, Any])
+
+
+def utc(at: datetime) -> datetime:
+    """``at`` as an aware UTC datetime (a naive datetime is taken to be UTC already)."""
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+
+
+def parse_at(value: datetime | str) -> datetime:
+    """A datetime or an ISO 8601 string (``Z`` allowed) as an aware UTC datetime."""
+    return utc(value if isinstance(value, datetime) else datetime.fromisoformat(value))
+
+
+def duplicate_message(session_id: str, seq: int) -> StoreError:
+    """The error for a transcript message whose ``(session_id, seq)`` is already stored."""
+    return StoreError(
+        f"Session {session_id!r} already has a transcript message with seq {seq}",
+        operation="save",
+        session_id=session_id,
+    )
+
+
+class Store(ABC):
+    """Where sessions live: the document with compare-and-swap, its records and the wakes.
+
+    Every method is a coroutine. Backend failures surface as ``StoreError``
+    (``SESSION_STORE_ERROR``), stale revisions as ``SessionConflict`` (``SESSION_CONFLICT``) and
+    malformed documents as ``SessionFlowInvariant`` (``SESSION_FLOW_INVARIANT``).
+    """
+
+    def __init__(self, *, clock: ClockLike | None = None) -> None:
+        if clock is None:
+            self._clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+        elif isinstance(clock, Clock):
+            self._clock = clock.now
+        else:
+            self._clock = clock
+
+    # ------------------------------------------------------------------ the document
+
+    @abstractmethod
+    async def load(self, session_id: str) -> Session | None:
+        """The stored document, or None. No policy: ended or old documents load as they are.
+
+        Raises ``SessionFlowInvariant`` when the stored row no longer validates.
+        """
+
+    @abstractmethod
+    async def create(self, session: Session, records: TurnRecords | None = None) -> Session:
+        """Insert a new document at revision 0 (``saved_at`` stamped) with its first records.
+
+        Returns the stored copy. An existing id raises ``SessionConflict``; an invalid document
+        raises ``SessionFlowInvariant``.
+        """
+
+    @abstractmethod
+    async def save(
+        self, session: Session, expected_revision: int, records: TurnRecords | None = None
+    ) -> Session:
+        """Replace the document if the stored revision is ``expected_revision``.
+
+        The document and ``records`` are written in one transaction. Returns a copy at revision
+        ``expected_revision + 1`` with ``saved_at`` stamped. A stale revision or a missing row
+        raises ``SessionConflict`` and writes nothing.
+        """
+
+    @abstractmethod
+    async def delete(self, session_id: str, expected_revision: int | None = None) -> None:
+        """Delete a session with all its records and wakes.
+
+        With ``expected_revision`` the delete is compare-and-swap (stale or missing ->
+        ``SessionConflict``); without it, it is unconditional and a missing session is a no-op.
+        """
+
+    @abstractmethod
+    async def list(
+        self, *, agent: str | None = None, status: str | None = None, limit: int = 100
+    ) -> builtins.list[SessionSummary]:
+        """Summaries of the stored sessions, newest ``saved_at`` first."""
+
+    @abstractmethod
+    async def prune(self, *, older_than: datetime) -> int:
+        """Delete ended (completed/aborted) sessions saved before ``older_than``, with all their
+        records and wakes. Returns how many sessions were deleted."""
+
+    # ------------------------------------------------------------------ records
+
+    @abstractmethod
+    async def transcript(
+        self, session_id: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> builtins.list[TranscriptMessage]:
+        """Transcript messages with ``seq > after_seq``, in ``seq`` order (at most ``limit``)."""
+
+    @abstractmethod
+    async def events(self, session_id: str, *, after: int = 0) -> builtins.list[StoredEvent]:
+        """Events with sequence number ``> after``, in order."""
+
+    @abstractmethod
+    async def journal(self, session_id: str, *, run_id: str | None = None) -> builtins.list[JournalEntry]:
+        """Journal entries in the order their keys were first written (optionally one run's)."""
+
+    # ------------------------------------------------------------------ wakes
+
+    @abstractmethod
+    async def due_wakes(
+        self, now: datetime, *, limit: int = 100, lease: float = 30.0, worker: str = ""
+    ) -> builtins.list[Wake]:
+        """Claim up to ``limit`` wakes due at ``now`` that no live lease holds.
+
+        Each returned wake is leased to ``worker`` until ``now + lease`` seconds, so concurrent
+        callers (in any process) never receive the same wake; after the lease lapses an
+        uncompleted wake is claimable again. Ordered by ``at``.
+        """
+
+    @abstractmethod
+    async def complete_wake(self, wake: Wake) -> None:
+        """Delete a claimed wake, unless it was rescheduled since (same key and ``at`` only)."""
+
+    @abstractmethod
+    async def pending_wakes(self, session_id: str | None = None) -> builtins.list[Wake]:
+        """Every scheduled wake (leased or not), ordered by ``at`` (optionally one session's)."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Release connections and threads. The store cannot be used afterwards."""
+
+    # ------------------------------------------------------------------ shared helpers
+
+    def now(self) -> datetime:
+        """The store clock's time, as aware UTC."""
+        return utc(self._clock())
+
+    def _prepare(self, session: Session, *, revision: int, operation: str) -> tuple[Session, str]:
+        """Validate ``session`` and return the copy to store (``revision``, ``saved_at`` stamped)
+        with its JSON. Raises ``SessionFlowInvariant`` when the document does not validate."""
+        session_id = str(getattr(session, "id", "?"))
+        try:
+            raw = session.model_dump(warnings="error")
+            raw["revision"] = revision
+            raw["saved_at"] = self.now()
+            stored = Session.model_validate(raw)
+        except (ValidationError, PydanticSerializationError, AttributeError, TypeError, ValueError) as exc:
+            raise SessionFlowInvariant(
+                f"Session {session_id!r} is malformed and was not written: {exc}",
+                operation=operation,
+                session_id=session_id,
+            ) from exc
+        return stored, stored.model_dump_json()
+
+    @staticmethod
+    def _decode(session_id: str, text: str | bytes, revision: int | None = None) -> Session:
+        """Parse a stored document; a row that no longer validates raises ``SessionFlowInvariant``."""
+        try:
+            session = Session.model_validate_json(text)
+        except ValidationError as exc:
+            raise SessionFlowInvariant(
+                f"Stored session {session_id!r} is malformed: {exc}", operation="load", session_id=session_id
+            ) from exc
+        if session.id != session_id:
+            raise SessionFlowInvariant(
+                f"Stored session {session_id!r} holds a document with id {session.id!r}",
+                operation="load",
+                session_id=session_id,
+            )
+        if revision is not None and session.revision != revision:
+            session = session.model_copy(update={"revision": revision})
+        return session
+
+
+def event_rows(records: TurnRecords) -> list[tuple[str, datetime, str]]:
+    """``(type, at, json)`` for each event of ``records``; an event that is not JSON-serializable
+    raises ``StoreError``."""
+    try:
+        return [(str(e["type"]), parse_at(e["at"]), _EVENT.dump_json(e).decode()) for e in records.events]
+    except PydanticSerializationError as exc:
+        raise StoreError(f"an event is not JSON-serializable: {exc}", operation="save") from exc
+
+
+def message_rows(session_id: str, records: TurnRecords) -> list[tuple[int, str]]:
+    """``(seq, json)`` per message; a duplicate ``seq`` inside one write raises ``StoreError``."""
+    seen: set[int] = set()
+    rows = []
+    for message in records.messages:
+        if message.seq in seen:
+            raise duplicate_message(session_id, message.seq)
+        seen.add(message.seq)
+        rows.append((message.seq, message.model_dump_json()))
+    return rows
+
+
+def event_from_row(seq: int, text: str) -> StoredEvent:
+    """A stored event from its sequence number and JSON."""
+    data = json.loads(text)
+    return StoredEvent(seq=seq, type=data["type"], at=parse_at(data["at"]), data=data)
+
+
+@contextmanager
+def backend_errors(
+    errors: tuple[type[BaseException], ...], operation: str, session_id: str | None = None
+) -> Iterator[None]:
+    """Re-raise a backend exception (one of ``errors``) as ``StoreError``; tether errors pass."""
+    try:
+        yield
+    except (SessionConflict, SessionFlowInvariant, StoreError):
+        raise
+    except errors as exc:
+        raise StoreError(
+            f"store {operation} failed: {type(exc).__name__}: {exc}",
+            operation=operation,
+            session_id=session_id,
+        ) from exc

@@ -1,0 +1,253 @@
+"""``MemoryStore``: everything in one process's memory, for tests and throwaway runs.
+
+Documents and records are kept as JSON strings, so mutating an object a store returned (or
+passed to it) never changes what is stored. An ``asyncio.Lock`` serializes every operation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from tether.engine.session import Session, TranscriptMessage
+from tether.errors import SessionConflict, SessionFlowMismatch, StoreError
+from tether.stores.base import (
+    ENDED_STATUSES,
+    ClockLike,
+    Store,
+    duplicate_message,
+    event_from_row,
+    event_rows,
+    message_rows,
+    utc,
+)
+from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
+
+__all__ = ["MemoryStore"]
+
+
+@dataclass
+class _Records:
+    messages: dict[int, str] = field(default_factory=dict)
+    events: builtins.list[tuple[int, str]] = field(default_factory=list)
+    journal: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (run_id, json)
+
+
+class MemoryStore(Store):
+    """A store that lives in memory: one process, nothing durable. Same contract as the others."""
+
+    def __init__(self, *, clock: ClockLike | None = None) -> None:
+        super().__init__(clock=clock)
+        self._docs: dict[str, str] = {}
+        self._summaries: dict[str, SessionSummary] = {}
+        self._records: dict[str, _Records] = {}
+        self._wakes: dict[tuple[str, str], str] = {}
+        self._lock = asyncio.Lock()
+        self._closed = False
+
+    def _check_open(self, operation: str) -> None:
+        if self._closed:
+            raise StoreError("store is closed", operation=operation)
+
+    # ------------------------------------------------------------------ the document
+
+    async def load(self, session_id: str) -> Session | None:
+        async with self._lock:
+            self._check_open("load")
+            text = self._docs.get(session_id)
+            if text is None:
+                return None
+            return self._decode(session_id, text, self._summaries[session_id].revision)
+
+    async def create(self, session: Session, records: TurnRecords | None = None) -> Session:
+        stored, text = self._prepare(session, revision=0, operation="create")
+        async with self._lock:
+            self._check_open("create")
+            if stored.id in self._docs:
+                raise SessionConflict(
+                    stored.id, expected=None, actual=self._summaries[stored.id].revision, operation="create"
+                )
+            self._check_records(stored.id, records)
+            self._put(stored, text)
+            self._write_records(stored.id, records)
+        return stored
+
+    async def save(
+        self, session: Session, expected_revision: int, records: TurnRecords | None = None
+    ) -> Session:
+        stored, text = self._prepare(session, revision=expected_revision + 1, operation="save")
+        async with self._lock:
+            self._check_open("save")
+            current = self._summaries.get(stored.id)
+            if current is None or current.revision != expected_revision:
+                raise SessionConflict(
+                    stored.id,
+                    expected=expected_revision,
+                    actual=current.revision if current else None,
+                    operation="save",
+                )
+            if current.agent != stored.agent:
+                raise SessionFlowMismatch(stored.id, bound=current.agent, requested=stored.agent)
+            self._check_records(stored.id, records)
+            self._put(stored, text)
+            self._write_records(stored.id, records)
+        return stored
+
+    async def delete(self, session_id: str, expected_revision: int | None = None) -> None:
+        async with self._lock:
+            self._check_open("delete")
+            current = self._summaries.get(session_id)
+            if expected_revision is not None and (current is None or current.revision != expected_revision):
+                raise SessionConflict(
+                    session_id,
+                    expected=expected_revision,
+                    actual=current.revision if current else None,
+                    operation="delete",
+                )
+            self._drop(session_id)
+
+    async def list(
+        self, *, agent: str | None = None, status: str | None = None, limit: int = 100
+    ) -> builtins.list[SessionSummary]:
+        async with self._lock:
+            self._check_open("list")
+            rows = [
+                s
+                for s in self._summaries.values()
+                if (agent is None or s.agent == agent) and (status is None or s.status == status)
+            ]
+        rows.sort(key=lambda s: s.id)
+        rows.sort(key=lambda s: s.saved_at, reverse=True)
+        return [row.model_copy() for row in rows[:limit]]
+
+    async def prune(self, *, older_than: datetime) -> int:
+        cutoff = utc(older_than)
+        async with self._lock:
+            self._check_open("prune")
+            doomed = [
+                s.id for s in self._summaries.values() if s.status in ENDED_STATUSES and s.saved_at < cutoff
+            ]
+            for session_id in doomed:
+                self._drop(session_id)
+        return len(doomed)
+
+    # ------------------------------------------------------------------ records
+
+    async def transcript(
+        self, session_id: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> builtins.list[TranscriptMessage]:
+        async with self._lock:
+            self._check_open("transcript")
+            messages = self._records.get(session_id, _Records()).messages
+            seqs = sorted(seq for seq in messages if seq > after_seq)[:limit]
+            return [TranscriptMessage.model_validate_json(messages[seq]) for seq in seqs]
+
+    async def events(self, session_id: str, *, after: int = 0) -> builtins.list[StoredEvent]:
+        async with self._lock:
+            self._check_open("events")
+            events = self._records.get(session_id, _Records()).events
+            return [event_from_row(seq, text) for seq, text in events if seq > after]
+
+    async def journal(self, session_id: str, *, run_id: str | None = None) -> builtins.list[JournalEntry]:
+        async with self._lock:
+            self._check_open("journal")
+            entries = self._records.get(session_id, _Records()).journal.values()
+            return [
+                JournalEntry.model_validate_json(text)
+                for rid, text in entries
+                if run_id is None or rid == run_id
+            ]
+
+    # ------------------------------------------------------------------ wakes
+
+    async def due_wakes(
+        self, now: datetime, *, limit: int = 100, lease: float = 30.0, worker: str = ""
+    ) -> builtins.list[Wake]:
+        now = utc(now)
+        until = now + timedelta(seconds=lease)
+        async with self._lock:
+            self._check_open("due_wakes")
+            wakes = [Wake.model_validate_json(text) for text in self._wakes.values()]
+            due = [w for w in wakes if w.at <= now and (w.leased_until is None or w.leased_until <= now)]
+            due.sort(key=lambda w: (w.at, w.session_id, w.key))
+            claimed = []
+            for wake in due[:limit]:
+                leased = wake.model_copy(update={"leased_until": until, "worker": worker})
+                self._wakes[(wake.session_id, wake.key)] = leased.model_dump_json()
+                claimed.append(leased)
+            return claimed
+
+    async def complete_wake(self, wake: Wake) -> None:
+        async with self._lock:
+            self._check_open("complete_wake")
+            text = self._wakes.get((wake.session_id, wake.key))
+            if text is not None and Wake.model_validate_json(text).at == utc(wake.at):
+                del self._wakes[(wake.session_id, wake.key)]
+
+    async def pending_wakes(self, session_id: str | None = None) -> builtins.list[Wake]:
+        async with self._lock:
+            self._check_open("pending_wakes")
+            wakes = [
+                Wake.model_validate_json(text)
+                for (sid, _), text in self._wakes.items()
+                if session_id is None or sid == session_id
+            ]
+        wakes.sort(key=lambda w: (w.at, w.session_id, w.key))
+        return wakes
+
+    async def close(self) -> None:
+        async with self._lock:
+            self._closed = True
+
+    # ------------------------------------------------------------------ internals (lock held)
+
+    def _put(self, stored: Session, text: str) -> None:
+        assert stored.saved_at is not None
+        self._docs[stored.id] = text
+        self._summaries[stored.id] = SessionSummary(
+            id=stored.id,
+            agent=stored.agent,
+            status=stored.status,
+            revision=stored.revision,
+            created_at=utc(stored.created_at),
+            saved_at=utc(stored.saved_at),
+        )
+
+    def _drop(self, session_id: str) -> None:
+        self._docs.pop(session_id, None)
+        self._summaries.pop(session_id, None)
+        self._records.pop(session_id, None)
+        for key in [k for k in self._wakes if k[0] == session_id]:
+            del self._wakes[key]
+
+    def _check_records(self, session_id: str, records: TurnRecords | None) -> None:
+        """Fail before anything is written, so a failed write leaves no trace."""
+        if records is None:
+            return
+        rows = message_rows(session_id, records)
+        existing = self._records.get(session_id, _Records()).messages
+        for seq, _ in rows:
+            if seq in existing:
+                raise duplicate_message(session_id, seq)
+        event_rows(records)
+
+    def _write_records(self, session_id: str, records: TurnRecords | None) -> None:
+        if records is None:
+            return
+        bucket = self._records.setdefault(session_id, _Records())
+        for seq, text in message_rows(session_id, records):
+            bucket.messages[seq] = text
+        next_seq = bucket.events[-1][0] + 1 if bucket.events else 1
+        for offset, (_, _, text) in enumerate(event_rows(records)):
+            bucket.events.append((next_seq + offset, text))
+        for entry in records.journal:
+            bucket.journal[entry.key] = (entry.run_id, entry.model_dump_json())
+        for key in records.cancel_wakes:
+            self._wakes.pop((session_id, key), None)
+        for request in records.wakes:
+            if request.replaces is not None and request.replaces != request.key:
+                self._wakes.pop((session_id, request.replaces), None)
+            wake = Wake(session_id=session_id, key=request.key, at=utc(request.at))
+            self._wakes[(session_id, request.key)] = wake.model_dump_json()

@@ -1,0 +1,332 @@
+"""``PostgresStore``: sessions in PostgreSQL, safe across any number of processes and hosts.
+
+Uses psycopg 3 (async) with a ``psycopg_pool.AsyncConnectionPool``. The compare-and-swap is
+``UPDATE ... WHERE id = %s AND revision = %s`` (the row lock serializes racing writers, the loser
+matches no row); wakes are claimed with ``SELECT ... FOR UPDATE SKIP LOCKED``. psycopg is
+imported lazily: install it with ``pip install 'tether[postgres]'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from tether.engine.session import Session, TranscriptMessage
+from tether.errors import SessionConflict, SessionFlowMismatch, StoreError
+from tether.stores._postgres_io import insert_records, wake_from_row
+from tether.stores._postgres_schema import migrate, quote_schema
+from tether.stores.base import ClockLike, Store, backend_errors, event_from_row, utc
+from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
+
+if TYPE_CHECKING:
+    from psycopg_pool import AsyncConnectionPool
+
+    from tether.stores._postgres_io import Conn
+
+__all__ = ["PostgresStore"]
+
+_INSTALL_HINT = "PostgresStore needs psycopg 3 and psycopg-pool: pip install 'tether[postgres]'"
+_RECORD_TABLES = ("tether_messages", "tether_events", "tether_journal", "tether_wakes")
+
+
+def _backend_errors() -> tuple[type[BaseException], ...]:
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError as exc:
+        raise StoreError(_INSTALL_HINT, operation="open") from exc
+    return (psycopg.Error, psycopg_pool.PoolTimeout, psycopg_pool.PoolClosed, OSError)
+
+
+class PostgresStore(Store):
+    """A store in a PostgreSQL database (tables created or migrated on first use).
+
+    Args:
+        url: a libpq connection string or URL, ``postgresql://user@host:5432/db``.
+        pool_size: the most connections this store holds open.
+        schema: the PostgreSQL schema holding the tables (created if missing).
+        clock: stamps ``saved_at`` (default: the system clock, UTC).
+        connect_timeout: seconds to wait for the first connection.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 10,
+        schema: str = "public",
+        clock: ClockLike | None = None,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        super().__init__(clock=clock)
+        self._errors = _backend_errors()
+        self.url = url
+        self.schema = schema
+        self._s = quote_schema(schema)
+        self._pool_size = pool_size
+        self._connect_timeout = connect_timeout
+        self._pool: AsyncConnectionPool[Conn] | None = None
+        self._open_lock = asyncio.Lock()
+        self._closed = False
+
+    @classmethod
+    async def open(
+        cls,
+        url: str,
+        *,
+        pool_size: int = 10,
+        schema: str = "public",
+        clock: ClockLike | None = None,
+        connect_timeout: float = 10.0,
+    ) -> PostgresStore:
+        """Construct a store, connect and create or migrate its tables now."""
+        store = cls(url, pool_size=pool_size, schema=schema, clock=clock, connect_timeout=connect_timeout)
+        await store._ensure_pool()
+        return store
+
+    # ------------------------------------------------------------------ plumbing
+
+    async def _ensure_pool(self) -> AsyncConnectionPool[Conn]:
+        if self._pool is not None:
+            return self._pool
+        async with self._open_lock:
+            if self._closed:
+                raise StoreError("store is closed", operation="open")
+            if self._pool is None:
+                from psycopg_pool import AsyncConnectionPool
+
+                with backend_errors(self._errors, "open"):
+                    pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
+                        self.url,
+                        min_size=1,
+                        max_size=self._pool_size,
+                        open=False,
+                        kwargs={"autocommit": True},
+                        timeout=self._connect_timeout,
+                        name=f"tether-{self.schema}",
+                    )
+                    try:
+                        await pool.open(wait=True, timeout=self._connect_timeout)
+                        async with pool.connection() as conn:
+                            await migrate(conn, self.schema)
+                    except BaseException:
+                        await pool.close()
+                        raise
+                self._pool = pool
+        return self._pool
+
+    @asynccontextmanager
+    async def _connection(self, operation: str, session_id: str | None = None) -> AsyncIterator[Conn]:
+        if self._closed:
+            raise StoreError("store is closed", operation=operation)
+        pool = await self._ensure_pool()
+        with backend_errors(self._errors, operation, session_id):
+            async with pool.connection() as conn:
+                yield conn
+
+    @asynccontextmanager
+    async def _transaction(self, operation: str, session_id: str | None = None) -> AsyncIterator[Conn]:
+        async with self._connection(operation, session_id) as conn, conn.transaction():
+            yield conn
+
+    async def _fetchall(self, operation: str, session_id: str | None, sql: str, params: Any) -> list[Any]:
+        async with self._connection(operation, session_id) as conn:
+            cur = await conn.execute(sql, params)
+            return await cur.fetchall()
+
+    # ------------------------------------------------------------------ the document
+
+    async def load(self, session_id: str) -> Session | None:
+        rows = await self._fetchall(
+            "load",
+            session_id,
+            f"SELECT doc::text, revision FROM {self._s}.tether_sessions WHERE id = %s",
+            (session_id,),
+        )
+        return self._decode(session_id, rows[0][0], rows[0][1]) if rows else None
+
+    async def create(self, session: Session, records: TurnRecords | None = None) -> Session:
+        stored, text = self._prepare(session, revision=0, operation="create")
+        async with self._transaction("create", stored.id) as conn:
+            cur = await conn.execute(
+                f"INSERT INTO {self._s}.tether_sessions "
+                "(id, agent, status, revision, created_at, saved_at, doc) "
+                "VALUES (%s, %s, %s, 0, %s, %s, %s::json) ON CONFLICT (id) DO NOTHING",
+                (stored.id, stored.agent, stored.status, utc(stored.created_at), stored.saved_at, text),
+            )
+            if cur.rowcount != 1:
+                raise SessionConflict(stored.id, expected=None, operation="create")
+            await insert_records(conn, self._s, stored.id, records)
+        return stored
+
+    async def save(
+        self, session: Session, expected_revision: int, records: TurnRecords | None = None
+    ) -> Session:
+        stored, text = self._prepare(session, revision=expected_revision + 1, operation="save")
+        async with self._transaction("save", stored.id) as conn:
+            cur = await conn.execute(
+                f"UPDATE {self._s}.tether_sessions "
+                "SET status = %s, revision = %s, saved_at = %s, doc = %s::json "
+                "WHERE id = %s AND revision = %s AND agent = %s",
+                (
+                    stored.status,
+                    stored.revision,
+                    stored.saved_at,
+                    text,
+                    stored.id,
+                    expected_revision,
+                    stored.agent,
+                ),
+            )
+            if cur.rowcount != 1:
+                cur = await conn.execute(
+                    f"SELECT revision, agent FROM {self._s}.tether_sessions WHERE id = %s", (stored.id,)
+                )
+                row = await cur.fetchone()
+                if row is not None and row[0] == expected_revision and row[1] != stored.agent:
+                    raise SessionFlowMismatch(stored.id, bound=row[1], requested=stored.agent)
+                raise SessionConflict(
+                    stored.id, expected=expected_revision, actual=row[0] if row else None, operation="save"
+                )
+            await insert_records(conn, self._s, stored.id, records)
+        return stored
+
+    async def delete(self, session_id: str, expected_revision: int | None = None) -> None:
+        async with self._transaction("delete", session_id) as conn:
+            if expected_revision is None:
+                await conn.execute(f"DELETE FROM {self._s}.tether_sessions WHERE id = %s", (session_id,))
+            else:
+                cur = await conn.execute(
+                    f"DELETE FROM {self._s}.tether_sessions WHERE id = %s AND revision = %s",
+                    (session_id, expected_revision),
+                )
+                if cur.rowcount != 1:
+                    cur = await conn.execute(
+                        f"SELECT revision FROM {self._s}.tether_sessions WHERE id = %s", (session_id,)
+                    )
+                    row = await cur.fetchone()
+                    raise SessionConflict(
+                        session_id,
+                        expected=expected_revision,
+                        actual=row[0] if row else None,
+                        operation="delete",
+                    )
+            for table in _RECORD_TABLES:
+                await conn.execute(f"DELETE FROM {self._s}.{table} WHERE session_id = %s", (session_id,))
+
+    async def list(
+        self, *, agent: str | None = None, status: str | None = None, limit: int = 100
+    ) -> builtins.list[SessionSummary]:
+        rows = await self._fetchall(
+            "list",
+            None,
+            f"SELECT id, agent, status, revision, created_at, saved_at FROM {self._s}.tether_sessions "
+            "WHERE (%(agent)s::text IS NULL OR agent = %(agent)s) "
+            "AND (%(status)s::text IS NULL OR status = %(status)s) "
+            "ORDER BY saved_at DESC, id LIMIT %(limit)s",
+            {"agent": agent, "status": status, "limit": limit},
+        )
+        return [
+            SessionSummary(
+                id=r[0], agent=r[1], status=r[2], revision=r[3], created_at=utc(r[4]), saved_at=utc(r[5])
+            )
+            for r in rows
+        ]
+
+    async def prune(self, *, older_than: datetime) -> int:
+        async with self._transaction("prune") as conn:
+            cur = await conn.execute(
+                f"DELETE FROM {self._s}.tether_sessions "
+                "WHERE status IN ('completed', 'aborted') AND saved_at < %s "
+                "RETURNING id",
+                (utc(older_than),),
+            )
+            ids = [r[0] for r in await cur.fetchall()]
+            if ids:
+                for table in _RECORD_TABLES:
+                    await conn.execute(f"DELETE FROM {self._s}.{table} WHERE session_id = ANY(%s)", (ids,))
+        return len(ids)
+
+    # ------------------------------------------------------------------ records
+
+    async def transcript(
+        self, session_id: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> builtins.list[TranscriptMessage]:
+        rows = await self._fetchall(
+            "transcript",
+            session_id,
+            f"SELECT body::text FROM {self._s}.tether_messages WHERE session_id = %s AND seq > %s "
+            "ORDER BY seq LIMIT %s",
+            (session_id, after_seq, limit),
+        )
+        return [TranscriptMessage.model_validate_json(r[0]) for r in rows]
+
+    async def events(self, session_id: str, *, after: int = 0) -> builtins.list[StoredEvent]:
+        rows = await self._fetchall(
+            "events",
+            session_id,
+            f"SELECT seq, body::text FROM {self._s}.tether_events "
+            "WHERE session_id = %s AND seq > %s ORDER BY seq",
+            (session_id, after),
+        )
+        return [event_from_row(r[0], r[1]) for r in rows]
+
+    async def journal(self, session_id: str, *, run_id: str | None = None) -> builtins.list[JournalEntry]:
+        rows = await self._fetchall(
+            "journal",
+            session_id,
+            f"SELECT body::text FROM {self._s}.tether_journal WHERE session_id = %(sid)s "
+            "AND (%(run)s::text IS NULL OR run_id = %(run)s) ORDER BY id",
+            {"sid": session_id, "run": run_id},
+        )
+        return [JournalEntry.model_validate_json(r[0]) for r in rows]
+
+    # ------------------------------------------------------------------ wakes
+
+    async def due_wakes(
+        self, now: datetime, *, limit: int = 100, lease: float = 30.0, worker: str = ""
+    ) -> builtins.list[Wake]:
+        now = utc(now)
+        s = self._s
+        async with self._transaction("due_wakes") as conn:
+            cur = await conn.execute(
+                f"WITH due AS (SELECT session_id, key FROM {s}.tether_wakes "
+                "WHERE at <= %(now)s AND (leased_until IS NULL OR leased_until <= %(now)s) "
+                "ORDER BY at LIMIT %(limit)s FOR UPDATE SKIP LOCKED) "
+                f"UPDATE {s}.tether_wakes w SET leased_until = %(until)s, worker = %(worker)s FROM due "
+                "WHERE w.session_id = due.session_id AND w.key = due.key "
+                "RETURNING w.session_id, w.key, w.at, w.leased_until, w.worker",
+                {"now": now, "limit": limit, "until": now + timedelta(seconds=lease), "worker": worker},
+            )
+            rows = await cur.fetchall()
+        wakes = [wake_from_row(r) for r in rows]
+        wakes.sort(key=lambda w: (w.at, w.session_id, w.key))
+        return wakes
+
+    async def complete_wake(self, wake: Wake) -> None:
+        async with self._connection("complete_wake", wake.session_id) as conn:
+            await conn.execute(
+                f"DELETE FROM {self._s}.tether_wakes WHERE session_id = %s AND key = %s AND at = %s",
+                (wake.session_id, wake.key, utc(wake.at)),
+            )
+
+    async def pending_wakes(self, session_id: str | None = None) -> builtins.list[Wake]:
+        rows = await self._fetchall(
+            "pending_wakes",
+            session_id,
+            f"SELECT session_id, key, at, leased_until, worker FROM {self._s}.tether_wakes "
+            "WHERE %(sid)s::text IS NULL OR session_id = %(sid)s ORDER BY at, session_id, key",
+            {"sid": session_id},
+        )
+        return [wake_from_row(r) for r in rows]
+
+    async def close(self) -> None:
+        async with self._open_lock:
+            self._closed = True
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()

@@ -1,0 +1,154 @@
+"""The value types a store reads and writes besides the session document.
+
+``TurnRecords`` are the append-only records of one turn; a store writes them in the same
+transaction as the document, so a save that loses its compare-and-swap writes none of them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from tether.engine.session import SessionStatus, TranscriptMessage
+
+__all__ = [
+    "JournalEntry",
+    "JournalStatus",
+    "SessionSummary",
+    "StoredEvent",
+    "TurnRecords",
+    "Wake",
+    "WakeRequest",
+]
+
+_STRICT = ConfigDict(extra="forbid")
+
+JournalStatus = Literal["running", "finished", "error"]
+
+
+class JournalEntry(BaseModel):
+    """One entry of the durable effect journal.
+
+    An effect is written first as an intent (``status="running"``) and later finalized
+    (``finished`` or ``error``) by an entry with the same ``key``: ``(session_id, key)`` is
+    unique, and the later entry replaces the earlier one in place (its position is kept).
+
+    Attributes:
+        run_id: the run that performed the effect.
+        key: the deterministic effect key, unique within the session.
+        kind: what sort of effect it is (``tool``, ``http``, ``model``, ...).
+        status: ``running`` (intent recorded), ``finished`` or ``error``.
+        result: the JSON result of a finished effect.
+        error: the error message of a failed effect.
+        at: when this entry was written.
+    """
+
+    model_config = _STRICT
+
+    run_id: str
+    key: str
+    kind: str
+    status: JournalStatus = "running"
+    result: Any = None
+    error: str | None = None
+    at: datetime
+
+
+class WakeRequest(BaseModel):
+    """Schedule a wake for the session: ``key`` fires at ``at``.
+
+    A request with a key that is already scheduled replaces it; ``replaces`` names another key
+    of the same session to remove in the same write.
+    """
+
+    model_config = _STRICT
+
+    key: str
+    at: datetime
+    replaces: str | None = None
+
+
+class Wake(BaseModel):
+    """A scheduled wake, as the store holds it.
+
+    ``leased_until``/``worker`` are set while a worker holds a claim from ``due_wakes``; the claim
+    lapses at ``leased_until`` and the wake becomes claimable again.
+    """
+
+    model_config = _STRICT
+
+    session_id: str
+    key: str
+    at: datetime
+    leased_until: datetime | None = None
+    worker: str = ""
+
+
+class StoredEvent(BaseModel):
+    """An event record with its per-session sequence number (from 1).
+
+    ``data`` is the event as written, in its JSON form (datetimes become ISO strings).
+    """
+
+    model_config = _STRICT
+
+    seq: int
+    type: str
+    at: datetime
+    data: dict[str, Any]
+
+
+class SessionSummary(BaseModel):
+    """One row of ``Store.list``: the indexed columns of a session, without its document."""
+
+    model_config = _STRICT
+
+    id: str
+    agent: str
+    status: SessionStatus
+    revision: int
+    created_at: datetime
+    saved_at: datetime
+
+
+class TurnRecords(BaseModel):
+    """The append-only records of one turn, written in the same transaction as the document.
+
+    Attributes:
+        messages: transcript messages; ``(session_id, seq)`` is unique, a duplicate fails the write.
+        events: event dicts, each with at least ``type`` (a string) and ``at`` (a datetime or ISO
+            string); the store numbers them per session.
+        journal: effect journal entries (intent, then finalize by the same key).
+        wakes: wakes to schedule (applied after ``cancel_wakes``).
+        cancel_wakes: keys of wakes to remove.
+    """
+
+    model_config = _STRICT
+
+    messages: list[TranscriptMessage] = Field(default_factory=list)
+    events: list[dict[str, Any]] = Field(default_factory=list)
+    journal: list[JournalEntry] = Field(default_factory=list)
+    wakes: list[WakeRequest] = Field(default_factory=list)
+    cancel_wakes: list[str] = Field(default_factory=list)
+
+    @field_validator("events")
+    @classmethod
+    def _events_have_type_and_at(cls, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for index, event in enumerate(events):
+            if not isinstance(event.get("type"), str) or not event["type"]:
+                raise ValueError(f"event {index} needs a non-empty string 'type'")
+            at = event.get("at")
+            if isinstance(at, str):
+                try:
+                    datetime.fromisoformat(at)
+                except ValueError:
+                    raise ValueError(f"event {index}: 'at' is not an ISO 8601 datetime: {at!r}") from None
+            elif not isinstance(at, datetime):
+                raise ValueError(f"event {index} needs an 'at' (datetime or ISO string)")
+        return events
+
+    def is_empty(self) -> bool:
+        """True when there is nothing to write."""
+        return not (self.messages or self.events or self.journal or self.wakes or self.cancel_wakes)

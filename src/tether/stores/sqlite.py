@@ -1,0 +1,347 @@
+"""``SQLiteStore``: the embedded default, one database file in WAL mode.
+
+Safe across processes on one host: every write runs inside ``BEGIN IMMEDIATE`` (one writer at a
+time, others wait up to ``busy_timeout``) and the compare-and-swap is
+``UPDATE ... WHERE id = ? AND revision = ?`` with a rowcount check. sqlite3 calls run in a worker
+thread (``asyncio.to_thread``) on one connection guarded by a ``threading.Lock``, so any number of
+concurrent asyncio tasks may share a store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+from tether.engine.session import Session, TranscriptMessage
+from tether.errors import SessionConflict, SessionFlowMismatch, StoreError
+from tether.stores._sqlite_io import from_us, insert_records, to_us, wake_from_row
+from tether.stores._sqlite_schema import migrate
+from tether.stores.base import ClockLike, Store, backend_errors, event_from_row, utc
+from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
+
+__all__ = ["SQLiteStore"]
+
+T = TypeVar("T")
+_ERRORS = (sqlite3.Error, OSError)
+_RECORD_TABLES = ("tether_messages", "tether_events", "tether_journal", "tether_wakes")
+_ENDED = "status IN ('completed', 'aborted') AND saved_at < ?"
+
+
+class SQLiteStore(Store):
+    """A store in one SQLite file (created with its parent directory on first use).
+
+    Args:
+        path: the database file.
+        clock: stamps ``saved_at`` (default: the system clock, UTC).
+        busy_timeout: seconds a write waits for another process's write lock.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = ".tether/tether.db",
+        *,
+        clock: ClockLike | None = None,
+        busy_timeout: float = 30.0,
+    ) -> None:
+        super().__init__(clock=clock)
+        self.path = Path(path)
+        self._busy_ms = int(busy_timeout * 1000)
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @classmethod
+    async def open(
+        cls,
+        path: str | os.PathLike[str] = ".tether/tether.db",
+        *,
+        clock: ClockLike | None = None,
+        busy_timeout: float = 30.0,
+    ) -> SQLiteStore:
+        """Construct a store and open the database now (creating or migrating its schema)."""
+        store = cls(path, clock=clock, busy_timeout=busy_timeout)
+        await store._call("open", None, lambda conn: None)
+        return store
+
+    # ------------------------------------------------------------------ plumbing
+
+    async def _call(self, operation: str, session_id: str | None, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return await asyncio.to_thread(self._run, operation, session_id, fn)
+
+    def _run(self, operation: str, session_id: str | None, fn: Callable[[sqlite3.Connection], T]) -> T:
+        with self._lock, backend_errors(_ERRORS, operation, session_id):
+            return fn(self._connection(operation))
+
+    def _connection(self, operation: str) -> sqlite3.Connection:
+        if self._closed:
+            raise StoreError("store is closed", operation=operation)
+        if self._conn is None:
+            if str(self.path) != ":memory:":
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                str(self.path), timeout=self._busy_ms / 1000, isolation_level=None, check_same_thread=False
+            )
+            try:
+                conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+                conn.execute("PRAGMA journal_mode = WAL")
+                migrate(conn, str(self.path))
+            except BaseException:
+                conn.close()
+                raise
+            self._conn = conn
+        return self._conn
+
+    @staticmethod
+    @contextmanager
+    def _write(conn: sqlite3.Connection) -> Iterator[None]:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    # ------------------------------------------------------------------ the document
+
+    async def load(self, session_id: str) -> Session | None:
+        def op(conn: sqlite3.Connection) -> tuple[str, int] | None:
+            row = conn.execute(
+                "SELECT doc, revision FROM tether_sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            return None if row is None else (row[0], row[1])
+
+        found = await self._call("load", session_id, op)
+        return None if found is None else self._decode(session_id, found[0], found[1])
+
+    async def create(self, session: Session, records: TurnRecords | None = None) -> Session:
+        stored, text = self._prepare(session, revision=0, operation="create")
+        assert stored.saved_at is not None
+        row = (
+            stored.id,
+            stored.agent,
+            stored.status,
+            0,
+            to_us(stored.created_at),
+            to_us(stored.saved_at),
+            text,
+        )
+
+        def op(conn: sqlite3.Connection) -> None:
+            with self._write(conn):
+                cur = conn.execute(
+                    "INSERT INTO tether_sessions (id, agent, status, revision, created_at, saved_at, doc) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                    row,
+                )
+                if cur.rowcount != 1:
+                    raise SessionConflict(stored.id, expected=None, operation="create")
+                insert_records(conn, stored.id, records)
+
+        await self._call("create", stored.id, op)
+        return stored
+
+    async def save(
+        self, session: Session, expected_revision: int, records: TurnRecords | None = None
+    ) -> Session:
+        stored, text = self._prepare(session, revision=expected_revision + 1, operation="save")
+        assert stored.saved_at is not None
+        params = (
+            stored.status,
+            stored.revision,
+            to_us(stored.saved_at),
+            text,
+            stored.id,
+            expected_revision,
+            stored.agent,
+        )
+
+        def op(conn: sqlite3.Connection) -> None:
+            with self._write(conn):
+                cur = conn.execute(
+                    "UPDATE tether_sessions SET status = ?, revision = ?, saved_at = ?, doc = ? "
+                    "WHERE id = ? AND revision = ? AND agent = ?",
+                    params,
+                )
+                if cur.rowcount != 1:
+                    self._explain_failed_save(conn, stored, expected_revision)
+                insert_records(conn, stored.id, records)
+
+        await self._call("save", stored.id, op)
+        return stored
+
+    @staticmethod
+    def _explain_failed_save(conn: sqlite3.Connection, stored: Session, expected: int) -> None:
+        row = conn.execute(
+            "SELECT revision, agent FROM tether_sessions WHERE id = ?", (stored.id,)
+        ).fetchone()
+        if row is not None and row[0] == expected and row[1] != stored.agent:
+            raise SessionFlowMismatch(stored.id, bound=row[1], requested=stored.agent)
+        raise SessionConflict(stored.id, expected=expected, actual=row[0] if row else None, operation="save")
+
+    async def delete(self, session_id: str, expected_revision: int | None = None) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            with self._write(conn):
+                if expected_revision is None:
+                    conn.execute("DELETE FROM tether_sessions WHERE id = ?", (session_id,))
+                else:
+                    cur = conn.execute(
+                        "DELETE FROM tether_sessions WHERE id = ? AND revision = ?",
+                        (session_id, expected_revision),
+                    )
+                    if cur.rowcount != 1:
+                        row = conn.execute(
+                            "SELECT revision FROM tether_sessions WHERE id = ?", (session_id,)
+                        ).fetchone()
+                        raise SessionConflict(
+                            session_id,
+                            expected=expected_revision,
+                            actual=row[0] if row else None,
+                            operation="delete",
+                        )
+                for table in _RECORD_TABLES:
+                    conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+
+        await self._call("delete", session_id, op)
+
+    async def list(
+        self, *, agent: str | None = None, status: str | None = None, limit: int = 100
+    ) -> builtins.list[SessionSummary]:
+        where, params = [], []
+        if agent is not None:
+            where.append("agent = ?")
+            params.append(agent)
+        if status is not None:
+            where.append("status = ?")
+            params.append(status)
+        sql = "SELECT id, agent, status, revision, created_at, saved_at FROM tether_sessions"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY saved_at DESC, id LIMIT ?"
+
+        def op(conn: sqlite3.Connection) -> builtins.list[Any]:
+            return conn.execute(sql, (*params, limit)).fetchall()
+
+        rows = await self._call("list", None, op)
+        return [
+            SessionSummary(
+                id=r[0],
+                agent=r[1],
+                status=r[2],
+                revision=r[3],
+                created_at=from_us(r[4]),
+                saved_at=from_us(r[5]),
+            )
+            for r in rows
+        ]
+
+    async def prune(self, *, older_than: datetime) -> int:
+        cutoff = to_us(older_than)
+
+        def op(conn: sqlite3.Connection) -> int:
+            with self._write(conn):
+                for table in _RECORD_TABLES:
+                    conn.execute(
+                        f"DELETE FROM {table} WHERE session_id IN "
+                        f"(SELECT id FROM tether_sessions WHERE {_ENDED})",
+                        (cutoff,),
+                    )
+                return conn.execute(f"DELETE FROM tether_sessions WHERE {_ENDED}", (cutoff,)).rowcount
+
+        return await self._call("prune", None, op)
+
+    # ------------------------------------------------------------------ records
+
+    async def transcript(
+        self, session_id: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> builtins.list[TranscriptMessage]:
+        def op(conn: sqlite3.Connection) -> builtins.list[Any]:
+            return conn.execute(
+                "SELECT body FROM tether_messages WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                (session_id, after_seq, -1 if limit is None else limit),
+            ).fetchall()
+
+        rows = await self._call("transcript", session_id, op)
+        return [TranscriptMessage.model_validate_json(r[0]) for r in rows]
+
+    async def events(self, session_id: str, *, after: int = 0) -> builtins.list[StoredEvent]:
+        def op(conn: sqlite3.Connection) -> builtins.list[Any]:
+            return conn.execute(
+                "SELECT seq, body FROM tether_events WHERE session_id = ? AND seq > ? ORDER BY seq",
+                (session_id, after),
+            ).fetchall()
+
+        rows = await self._call("events", session_id, op)
+        return [event_from_row(r[0], r[1]) for r in rows]
+
+    async def journal(self, session_id: str, *, run_id: str | None = None) -> builtins.list[JournalEntry]:
+        def op(conn: sqlite3.Connection) -> builtins.list[Any]:
+            return conn.execute(
+                "SELECT body FROM tether_journal "
+                "WHERE session_id = ? AND (? IS NULL OR run_id = ?) ORDER BY id",
+                (session_id, run_id, run_id),
+            ).fetchall()
+
+        rows = await self._call("journal", session_id, op)
+        return [JournalEntry.model_validate_json(r[0]) for r in rows]
+
+    # ------------------------------------------------------------------ wakes
+
+    async def due_wakes(
+        self, now: datetime, *, limit: int = 100, lease: float = 30.0, worker: str = ""
+    ) -> builtins.list[Wake]:
+        at = to_us(now)
+        until = to_us(utc(now) + timedelta(seconds=lease))
+
+        def op(conn: sqlite3.Connection) -> builtins.list[Any]:
+            with self._write(conn):
+                return conn.execute(
+                    "UPDATE tether_wakes SET leased_until = ?, worker = ? WHERE rowid IN ("
+                    " SELECT rowid FROM tether_wakes"
+                    " WHERE at <= ? AND (leased_until IS NULL OR leased_until <= ?)"
+                    " ORDER BY at LIMIT ?) RETURNING session_id, key, at, leased_until, worker",
+                    (until, worker, at, at, limit),
+                ).fetchall()
+
+        rows = await self._call("due_wakes", None, op)
+        wakes = [wake_from_row(r) for r in rows]
+        wakes.sort(key=lambda w: (w.at, w.session_id, w.key))
+        return wakes
+
+    async def complete_wake(self, wake: Wake) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "DELETE FROM tether_wakes WHERE session_id = ? AND key = ? AND at = ?",
+                (wake.session_id, wake.key, to_us(wake.at)),
+            )
+
+        await self._call("complete_wake", wake.session_id, op)
+
+    async def pending_wakes(self, session_id: str | None = None) -> builtins.list[Wake]:
+        def op(conn: sqlite3.Connection) -> builtins.list[Any]:
+            return conn.execute(
+                "SELECT session_id, key, at, leased_until, worker FROM tether_wakes "
+                "WHERE ? IS NULL OR session_id = ? ORDER BY at, session_id, key",
+                (session_id, session_id),
+            ).fetchall()
+
+        return [wake_from_row(r) for r in await self._call("pending_wakes", session_id, op)]
+
+    async def close(self) -> None:
+        def op() -> None:
+            with self._lock:
+                self._closed = True
+                if self._conn is not None:
+                    self._conn.close()
+                    self._conn = None
+
+        await asyncio.to_thread(op)

@@ -1,0 +1,113 @@
+"""The seed 000 shipping example, end to end through Agent.turn with a scripted model."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from tether import Message, Session
+from tether.testing import FakeClock, ScriptedModel, SequentialIds
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def load_example(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def shipping() -> ModuleType:
+    return load_example("shipping")
+
+
+def event_types(result: Any) -> list[str]:
+    return [e.type for e in result.events]
+
+
+async def test_one_message_books_and_confirms(shipping: ModuleType) -> None:
+    calls: list[str] = []
+    original = shipping.book_shipment.fn
+
+    async def counting(address: str) -> dict[str, str]:
+        calls.append(address)
+        return dict(await original(address))
+
+    agent = shipping.agent.with_model(ScriptedModel(
+        extract=[{"address": "1 Main St"}],
+        summary=["Customer wants a shipment to 1 Main St."],
+        speak=["Booked! Your tracking id is trk_9."],
+    )).with_clock(FakeClock(), SequentialIds("s"))
+    object.__setattr__(shipping.book_shipment, "fn", counting)
+    try:
+        result = await agent.turn(None, Message("ship to 1 Main St"))
+    finally:
+        object.__setattr__(shipping.book_shipment, "fn", original)
+    model = agent.model_for("default")
+    assert result.llm_calls == 3  # extract, summary, speak
+    assert [c.call for c in model.calls] == ["extract", "summary", "speak"]
+    assert model.unused() == {}
+    assert calls == ["1 Main St"]  # the tool ran exactly once
+    assert result.status == "ended" and result.session.runs == []
+    assert [(e.run_id, e.reason) for e in result.ended] == [("ship#" + str(int(FakeClock().now().timestamp() * 1000)),
+                                                            "booked")]
+    assert result.text == "Booked! Your tracking id is trk_9."
+    assert [m.kind for m in result.messages] == ["ai"]
+    assert [(m.role, m.text) for m in result.session.messages] == [
+        ("user", "ship to 1 Main St"), ("assistant", "Booked! Your tracking id is trk_9.")]
+    assert event_types(result) == [
+        "flow-enter", "node-enter",                               # start at get_address
+        "collect-update",
+        "node-exit", "flow-transition", "node-enter",            # get_address -> book
+        "node-exit", "flow-transition", "node-enter",            # book -> done
+        "flow-end",
+    ]
+    transitions = [(e.source, e.target) for e in result.events if e.type == "flow-transition"]
+    assert transitions == [("get_address", "book"), ("book", "done")]
+    # the extraction call offered exactly the missing field through submit_get_address_data
+    extract = model.calls[0].request
+    assert [t.name for t in extract.tools] == ["submit_get_address_data"]
+    assert "ship to 1 Main St" in extract.tools[0].description
+    # reset_with_summary: the speak call sees the summary note, not the old turns
+    speak = model.calls[2].request
+    assert speak.messages[0].content == "Previous conversation summary: Customer wants a shipment to 1 Main St."
+    assert all(m.role == "system" for m in speak.messages)
+
+
+async def test_missing_address_asks_then_books_next_turn(shipping: ModuleType) -> None:
+    model = ScriptedModel(extract=[{}, {"address": "22 Elm Road"}], summary=["Wants a shipment to 22 Elm Road."],
+                          speak=["Booked, tracking trk_10."])
+    agent = shipping.agent.with_model(model).with_clock(FakeClock(), SequentialIds("s"))
+    first = await agent.turn(None, Message("I want to ship something", id="m1"))
+    assert first.llm_calls == 1
+    assert first.text == "Which address should the shipment go to?"
+    assert first.messages[0].kind == "verbatim"
+    assert first.status == "awaiting_user"
+    (run,) = first.session.runs
+    assert run.node == "get_address" and run.status == "asking"
+    assert run.state["__collectTurns_get_address"] == 1
+    # the run round-trips through JSON and resumes at the node it left
+    restored = Session.model_validate_json(first.session.model_dump_json())
+    second = await agent.turn(restored, Message("22 Elm Road please", id="m2"))
+    assert second.llm_calls == 3
+    assert second.text == "Booked, tracking trk_10."
+    assert second.session.runs == [] and second.ended[0].reason == "booked"
+    assert model.unused() == {}
+
+
+async def test_verbatim_guard_drops_a_guessed_address(shipping: ModuleType) -> None:
+    model = ScriptedModel(extract=[{"address": "10 Downing Street"}])
+    agent = shipping.agent.with_model(model).with_clock(FakeClock(), SequentialIds("s"))
+    result = await agent.turn(None, Message("ship it to my office"))
+    assert result.text == "Which address should the shipment go to?"
+    update = next(e for e in result.events if e.type == "collect-update")
+    assert update.rejected == ["address"] and update.missing == ["address"]
