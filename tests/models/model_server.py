@@ -6,6 +6,7 @@ recorded (path, headers, JSON body) so tests can assert on what the real SDKs se
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -61,10 +62,8 @@ class FakeProvider:
                     reply = Reply(599, {"error": {"message": "no scripted reply left", "type": "test"}})
                 if reply.delay:
                     time.sleep(reply.delay)
-                try:
+                with contextlib.suppress(OSError):
                     provider._write(self, reply)
-                except OSError:
-                    pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True

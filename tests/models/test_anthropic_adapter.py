@@ -47,8 +47,9 @@ async def test_plain_text_prompt_caching_and_usage(model: AnthropicModel, provid
     provider.add(Reply(body=anthropic_message([{"type": "text", "text": "Olá!"}], usage=USAGE)))
     response = await model.complete(_request(params={"temperature": 0.2, "max_tokens": 300, "timeout": 5}))
     assert response.text == "Olá!" and response.finish_reason == "stop" and response.model == "claude-haiku-4-5"
-    assert response.usage == Usage(prompt_tokens=1070, completion_tokens=7, cached_input_tokens=1000,
-                                   cache_creation_tokens=50)
+    assert response.usage == Usage(
+        prompt_tokens=1070, completion_tokens=7, cached_input_tokens=1000, cache_creation_tokens=50
+    )
     sent = provider.requests[-1]
     assert sent.path == "/v1/messages"
     assert sent.headers["x-stainless-retry-count"] == "0"
@@ -71,15 +72,27 @@ async def test_default_max_tokens_and_no_messages(model: AnthropicModel, provide
 
 
 async def test_tool_calls_both_ways(model: AnthropicModel, provider: FakeProvider) -> None:
-    provider.add(Reply(body=anthropic_message(
-        [{"type": "text", "text": "Let me check."},
-         {"type": "tool_use", "id": "toolu_9", "name": "get_weather", "input": {"city": "Lisbon"}}],
-        stop="tool_use",
-    )))
+    provider.add(
+        Reply(
+            body=anthropic_message(
+                [
+                    {"type": "text", "text": "Let me check."},
+                    {"type": "tool_use", "id": "toolu_9", "name": "get_weather", "input": {"city": "Lisbon"}},
+                ],
+                stop="tool_use",
+            )
+        )
+    )
     history = (
         ChatMessage("user", "Weather in Porto and Faro?"),
-        ChatMessage("assistant", "", tool_calls=(ToolCall("t1", "get_weather", {"city": "Porto"}),
-                                                 ToolCall("t2", "get_weather", {"city": "Faro"}))),
+        ChatMessage(
+            "assistant",
+            "",
+            tool_calls=(
+                ToolCall("t1", "get_weather", {"city": "Porto"}),
+                ToolCall("t2", "get_weather", {"city": "Faro"}),
+            ),
+        ),
         ChatMessage("tool", "sunny", tool_call_id="t1"),
         ChatMessage("tool", "rainy", tool_call_id="t2"),
         ChatMessage("user", "And Lisbon?"),
@@ -88,28 +101,43 @@ async def test_tool_calls_both_ways(model: AnthropicModel, provider: FakeProvide
     assert response.tool_calls == (ToolCall("toolu_9", "get_weather", {"city": "Lisbon"}),)
     assert response.text == "Let me check." and response.finish_reason == "tool_calls"
     body = provider.requests[-1].body
-    assert body["tools"] == [{"name": "get_weather", "description": "Weather of a city",
-                              "input_schema": WEATHER.parameters}]
+    assert body["tools"] == [
+        {"name": "get_weather", "description": "Weather of a city", "input_schema": WEATHER.parameters}
+    ]
     assert body["tool_choice"] == {"type": "any"}
-    assert body["messages"][1] == {"role": "assistant", "content": [
-        {"type": "tool_use", "id": "t1", "name": "get_weather", "input": {"city": "Porto"}},
-        {"type": "tool_use", "id": "t2", "name": "get_weather", "input": {"city": "Faro"}}]}
-    assert body["messages"][2] == {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "t1", "content": "sunny"},
-        {"type": "tool_result", "tool_use_id": "t2", "content": "rainy"},
-        {"type": "text", "text": "And Lisbon?"}]}
+    assert body["messages"][1] == {
+        "role": "assistant",
+        "content": [
+            {"type": "tool_use", "id": "t1", "name": "get_weather", "input": {"city": "Porto"}},
+            {"type": "tool_use", "id": "t2", "name": "get_weather", "input": {"city": "Faro"}},
+        ],
+    }
+    assert body["messages"][2] == {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "sunny"},
+            {"type": "tool_result", "tool_use_id": "t2", "content": "rainy"},
+            {"type": "text", "text": "And Lisbon?"},
+        ],
+    }
 
 
 async def test_structured_output_through_a_forced_tool(model: AnthropicModel, provider: FakeProvider) -> None:
-    provider.add(Reply(body=anthropic_message(
-        [{"type": "tool_use", "id": "toolu_1", "name": "label", "input": {"label": "spam"}}], stop="tool_use")))
+    provider.add(
+        Reply(
+            body=anthropic_message(
+                [{"type": "tool_use", "id": "toolu_1", "name": "label", "input": {"label": "spam"}}], stop="tool_use"
+            )
+        )
+    )
     response = await model.complete(_request(call="extract", response_format=LABEL))
     assert response.data == {"label": "spam"} and response.tool_calls == ()
     assert json.loads(response.text) == {"label": "spam"} and response.finish_reason == "stop"
     body = provider.requests[-1].body
     assert body["tool_choice"] == {"type": "tool", "name": "label"}
-    assert body["tools"] == [{"name": "label", "description": "Give the reply as 'label'.",
-                              "input_schema": LABEL.schema}]
+    assert body["tools"] == [
+        {"name": "label", "description": "Give the reply as 'label'.", "input_schema": LABEL.schema}
+    ]
 
 
 async def test_structured_output_with_tools_falls_back_to_the_prompt(
@@ -136,11 +164,26 @@ async def test_refusal_is_a_content_error(model: AnthropicModel, provider: FakeP
 
 
 def _stream_events(*blocks: list[dict[str, object]]) -> list[dict[str, object]]:
-    events: list[dict[str, object]] = [{"type": "message_start", "message": {
-        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-haiku-4-5", "content": [],
-        "stop_reason": None, "stop_sequence": None,
-        "usage": {"input_tokens": 20, "output_tokens": 1, "cache_read_input_tokens": 1000,
-                  "cache_creation_input_tokens": 0}}}]
+    events: list[dict[str, object]] = [
+        {
+            "type": "message_start",
+            "message": {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-haiku-4-5",
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {
+                    "input_tokens": 20,
+                    "output_tokens": 1,
+                    "cache_read_input_tokens": 1000,
+                    "cache_creation_input_tokens": 0,
+                },
+            },
+        }
+    ]
     for block in blocks:
         events += block
     return events
@@ -148,19 +191,34 @@ def _stream_events(*blocks: list[dict[str, object]]) -> list[dict[str, object]]:
 
 async def test_streaming_text_and_tool_use(model: AnthropicModel, provider: FakeProvider) -> None:
     events = _stream_events(
-        [{"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-         {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Check"}},
-         {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "ing."}},
-         {"type": "content_block_stop", "index": 0}],
-        [{"type": "content_block_start", "index": 1,
-          "content_block": {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}},
-         {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"ci'}},
-         {"type": "content_block_delta", "index": 1,
-          "delta": {"type": "input_json_delta", "partial_json": 'ty": "Porto"}'}},
-         {"type": "content_block_stop", "index": 1}],
-        [{"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-          "usage": {"output_tokens": 25}},
-         {"type": "message_stop"}],
+        [
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Check"}},
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "ing."}},
+            {"type": "content_block_stop", "index": 0},
+        ],
+        [
+            {
+                "type": "content_block_start",
+                "index": 1,
+                "content_block": {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}},
+            },
+            {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"ci'}},
+            {
+                "type": "content_block_delta",
+                "index": 1,
+                "delta": {"type": "input_json_delta", "partial_json": 'ty": "Porto"}'},
+            },
+            {"type": "content_block_stop", "index": 1},
+        ],
+        [
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                "usage": {"output_tokens": 25},
+            },
+            {"type": "message_stop"},
+        ],
     )
     provider.add(Reply(sse=anthropic_sse(events)))
     chunks = [c async for c in model.stream(_request(tools=(WEATHER,)))]
@@ -168,8 +226,9 @@ async def test_streaming_text_and_tool_use(model: AnthropicModel, provider: Fake
     response = chunks[-1].response
     assert response is not None and response.text == "Checking." and response.finish_reason == "tool_calls"
     assert response.tool_calls == (ToolCall("toolu_1", "get_weather", {"city": "Porto"}),)
-    assert response.usage == Usage(prompt_tokens=1020, completion_tokens=25, cached_input_tokens=1000,
-                                   cache_creation_tokens=0)
+    assert response.usage == Usage(
+        prompt_tokens=1020, completion_tokens=25, cached_input_tokens=1000, cache_creation_tokens=0
+    )
     assert provider.requests[-1].body["stream"] is True
 
 
@@ -190,8 +249,11 @@ async def test_streaming_error_event_is_mapped(model: AnthropicModel, provider: 
         (401, anthropic_error("invalid x-api-key", "authentication_error"), "auth"),
         (403, anthropic_error("Your API key does not have permission", "permission_error"), "entitlement"),
         (400, anthropic_error("messages: roles must alternate", "invalid_request_error"), "invalid"),
-        (400, anthropic_error("prompt is too long: 210000 tokens > 200000 maximum", "invalid_request_error"),
-         "context"),
+        (
+            400,
+            anthropic_error("prompt is too long: 210000 tokens > 200000 maximum", "invalid_request_error"),
+            "context",
+        ),
         (404, anthropic_error("model: claude-9", "not_found_error"), "model"),
     ],
 )
@@ -211,8 +273,11 @@ async def test_retries_count_at_the_server(
     model: AnthropicModel, provider: FakeProvider, sleeps: list[float], statuses: list[int], requests: int
 ) -> None:
     for status in statuses:
-        provider.add(Reply(body=anthropic_message([{"type": "text", "text": "ok"}])) if status == 200
-                     else Reply(status, anthropic_error("failed", "api_error" if status >= 500 else "x")))
+        provider.add(
+            Reply(body=anthropic_message([{"type": "text", "text": "ok"}]))
+            if status == 200
+            else Reply(status, anthropic_error("failed", "api_error" if status >= 500 else "x"))
+        )
 
     async def sleep(seconds: float) -> None:
         sleeps.append(seconds)

@@ -57,7 +57,9 @@ async def test_plain_text_usage_and_wire(model: OpenAIModel, provider: FakeProvi
     response = await model.complete(_request(params={"max_tokens": 50, "timeout": 5, "max_retries": 1}))
     assert response.text == "Hello!" and response.data is None and response.tool_calls == ()
     assert response.finish_reason == "stop" and response.model == "gpt-4o-mini"
-    assert response.usage == Usage(prompt_tokens=120, completion_tokens=30, cached_input_tokens=100, reasoning_tokens=12)
+    assert response.usage == Usage(
+        prompt_tokens=120, completion_tokens=30, cached_input_tokens=100, reasoning_tokens=12
+    )
     sent = provider.requests[-1]
     assert sent.path == "/v1/chat/completions"
     assert sent.headers["authorization"] == "Bearer sk-test"
@@ -75,17 +77,24 @@ async def test_plain_text_usage_and_wire(model: OpenAIModel, provider: FakeProvi
 
 
 async def test_unreported_usage_stays_absent(model: OpenAIModel, provider: FakeProvider) -> None:
-    provider.add(Reply(body=chat_completion("x", usage={"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4})))
+    provider.add(
+        Reply(body=chat_completion("x", usage={"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}))
+    )
     assert (await model.complete(_request())).usage == Usage(prompt_tokens=3, completion_tokens=1)
     provider.add(Reply(body=chat_completion("x")))
     assert (await model.complete(_request())).usage == Usage()
 
 
 async def test_tool_calls_both_ways(model: OpenAIModel, provider: FakeProvider) -> None:
-    provider.add(Reply(body=chat_completion(
-        None, finish="tool_calls",
-        tool_calls=[{"id": "call_9", "name": "get_weather", "arguments": '{"city": "Lisbon"}'}],
-    )))
+    provider.add(
+        Reply(
+            body=chat_completion(
+                None,
+                finish="tool_calls",
+                tool_calls=[{"id": "call_9", "name": "get_weather", "arguments": '{"city": "Lisbon"}'}],
+            )
+        )
+    )
     history = (
         ChatMessage("user", "Weather in Porto?"),
         ChatMessage("assistant", "", tool_calls=(ToolCall("call_1", "get_weather", {"city": "Porto"}),)),
@@ -96,17 +105,31 @@ async def test_tool_calls_both_ways(model: OpenAIModel, provider: FakeProvider) 
     assert response.tool_calls == (ToolCall("call_9", "get_weather", {"city": "Lisbon"}),)
     assert response.finish_reason == "tool_calls" and response.text == ""
     body = provider.requests[-1].body
-    assert body["tools"] == [{"type": "function", "function": {
-        "name": "get_weather", "description": "Weather of a city", "parameters": WEATHER.parameters}}]
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "function": {"name": "get_weather", "description": "Weather of a city", "parameters": WEATHER.parameters},
+        }
+    ]
     assert body["tool_choice"] == "required"
-    assert body["messages"][3] == {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Porto"}'}}]}
+    assert body["messages"][3] == {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Porto"}'}}
+        ],
+    }
     assert body["messages"][4] == {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}
 
 
 async def test_invalid_tool_arguments_are_an_invalid_error(model: OpenAIModel, provider: FakeProvider) -> None:
-    provider.add(Reply(body=chat_completion(None, finish="tool_calls",
-                                            tool_calls=[{"id": "c", "name": "get_weather", "arguments": "{oops"}])))
+    provider.add(
+        Reply(
+            body=chat_completion(
+                None, finish="tool_calls", tool_calls=[{"id": "c", "name": "get_weather", "arguments": "{oops"}]
+            )
+        )
+    )
     with pytest.raises(ModelError) as caught:
         await model.complete(_request(tools=(WEATHER,)))
     assert caught.value.kind == "invalid"
@@ -117,14 +140,20 @@ async def test_native_json_schema(model: OpenAIModel, provider: FakeProvider) ->
     response = await model.complete(_request(call="extract", response_format=LABEL))
     assert response.data == {"label": "spam"}
     body = provider.requests[-1].body
-    assert body["response_format"] == {"type": "json_schema",
-                                       "json_schema": {"name": "label", "schema": LABEL.schema, "strict": True}}
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "label", "schema": LABEL.schema, "strict": True},
+    }
     assert len([m for m in body["messages"] if m["role"] == "system"]) == 2
 
 
 async def test_fallback_json_mode_with_schema_in_prompt(provider: FakeProvider) -> None:
-    model = OpenAIModel("llama3.2", provider="ollama", base_url=provider.url + "/v1",
-                        capabilities=Capabilities(native_json_schema=False))
+    model = OpenAIModel(
+        "llama3.2",
+        provider="ollama",
+        base_url=provider.url + "/v1",
+        capabilities=Capabilities(native_json_schema=False),
+    )
     try:
         provider.add(Reply(body=chat_completion('Here is the classification:\n{"label": "ham"}')))
         response = await model.complete(_request(call="extract", response_format=LABEL))
@@ -164,14 +193,18 @@ async def test_content_filter_is_a_content_error(model: OpenAIModel, provider: F
 
 
 async def test_streaming_text_and_usage(model: OpenAIModel, provider: FakeProvider) -> None:
-    provider.add(Reply(sse=[
-        (None, openai_chunk({"role": "assistant", "content": ""})),
-        (None, openai_chunk({"content": "Hel"})),
-        (None, openai_chunk({"content": "lo!"})),
-        (None, openai_chunk({}, finish="stop")),
-        (None, openai_chunk(None, usage=USAGE)),
-        (None, "[DONE]"),
-    ]))
+    provider.add(
+        Reply(
+            sse=[
+                (None, openai_chunk({"role": "assistant", "content": ""})),
+                (None, openai_chunk({"content": "Hel"})),
+                (None, openai_chunk({"content": "lo!"})),
+                (None, openai_chunk({}, finish="stop")),
+                (None, openai_chunk(None, usage=USAGE)),
+                (None, "[DONE]"),
+            ]
+        )
+    )
     chunks = [c async for c in model.stream(_request())]
     assert [c.delta for c in chunks if not c.done] == ["Hel", "lo!"]
     final = chunks[-1]
@@ -183,17 +216,48 @@ async def test_streaming_text_and_usage(model: OpenAIModel, provider: FakeProvid
 
 
 async def test_streaming_tool_call_deltas(model: OpenAIModel, provider: FakeProvider) -> None:
-    provider.add(Reply(sse=[
-        (None, openai_chunk({"role": "assistant", "tool_calls": [
-            {"index": 0, "id": "call_a", "type": "function", "function": {"name": "get_weather", "arguments": ""}}]})),
-        (None, openai_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"ci'}}]})),
-        (None, openai_chunk({"tool_calls": [
-            {"index": 1, "id": "call_b", "type": "function", "function": {"name": "get_weather", "arguments": ""}}]})),
-        (None, openai_chunk({"tool_calls": [{"index": 0, "function": {"arguments": 'ty": "Porto"}'}}]})),
-        (None, openai_chunk({"tool_calls": [{"index": 1, "function": {"arguments": '{"city": "Faro"}'}}]})),
-        (None, openai_chunk({}, finish="tool_calls")),
-        (None, "[DONE]"),
-    ]))
+    provider.add(
+        Reply(
+            sse=[
+                (
+                    None,
+                    openai_chunk(
+                        {
+                            "role": "assistant",
+                            "tool_calls": [
+                                {
+                                    "index": 0,
+                                    "id": "call_a",
+                                    "type": "function",
+                                    "function": {"name": "get_weather", "arguments": ""},
+                                }
+                            ],
+                        }
+                    ),
+                ),
+                (None, openai_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"ci'}}]})),
+                (
+                    None,
+                    openai_chunk(
+                        {
+                            "tool_calls": [
+                                {
+                                    "index": 1,
+                                    "id": "call_b",
+                                    "type": "function",
+                                    "function": {"name": "get_weather", "arguments": ""},
+                                }
+                            ]
+                        }
+                    ),
+                ),
+                (None, openai_chunk({"tool_calls": [{"index": 0, "function": {"arguments": 'ty": "Porto"}'}}]})),
+                (None, openai_chunk({"tool_calls": [{"index": 1, "function": {"arguments": '{"city": "Faro"}'}}]})),
+                (None, openai_chunk({}, finish="tool_calls")),
+                (None, "[DONE]"),
+            ]
+        )
+    )
     chunks = [c async for c in model.stream(_request(tools=(WEATHER,)))]
     assert len(chunks) == 1
     response = chunks[0].response
@@ -214,8 +278,11 @@ async def test_streaming_tool_call_deltas(model: OpenAIModel, provider: FakeProv
         (503, openai_error("Slow down", "server_error"), "overload"),
         (401, openai_error("Incorrect API key provided", "invalid_request_error", "invalid_api_key"), "auth"),
         (400, openai_error("Invalid value for 'temperature'"), "invalid"),
-        (400, openai_error("This model's maximum context length is 128000 tokens.", code="context_length_exceeded"),
-         "context"),
+        (
+            400,
+            openai_error("This model's maximum context length is 128000 tokens.", code="context_length_exceeded"),
+            "context",
+        ),
         (404, openai_error("The model `gpt-9` does not exist", code="model_not_found"), "model"),
     ],
 )

@@ -19,9 +19,9 @@ ACCEPTED: list[tuple[str, str, Any]] = [
     ("json fence", '```json\n{"a": 1}\n```', {"a": 1}),
     ("bare fence", '```\n[{"a": 1}]\n```', [{"a": 1}]),
     ("fence with trailing spaces", '```JSON  \n{"a": 1}\n  ```', {"a": 1}),
-    ("narrated, structure on its own lines", "Here's the classification:\n{\n  \"label\": \"spam\"\n}", {"label": "spam"}),
+    ("narrated, structure on its own lines", 'Here\'s the classification:\n{\n  "label": "spam"\n}', {"label": "spam"}),
     ("prose after", '{"a": 1}\nHope this helps!', {"a": 1}),
-    ("prose before and after", 'Sure.\n\n[1, 2]\n\nAnything else?', [1, 2]),
+    ("prose before and after", "Sure.\n\n[1, 2]\n\nAnything else?", [1, 2]),
     ("prose with a fenced value", 'Result:\n```json\n{"a": 1}\n```\nDone.', {"a": 1}),
     ("brackets inside strings", 'Here:\n{"text": "a } and ] and { [", "n": 1}', {"text": "a } and ] and { [", "n": 1}),
     ("escaped quote in string", 'Out:\n{"q": "say \\"}\\" now"}', {"q": 'say "}" now'}),
@@ -53,7 +53,7 @@ REJECTED: list[tuple[str, str, str]] = [
     ("not json: bare words", "Result:\n[yes, no]", "invalid-json"),
     ("not json: NaN", "Result:\n[NaN]", "invalid-json"),
     ("whole NaN", "NaN", "no-json"),
-    ("citation brackets", "See [1].\n{\"a\": 1}", "two-candidates"),
+    ("citation brackets", 'See [1].\n{"a": 1}', "two-candidates"),
 ]
 
 
@@ -79,7 +79,13 @@ def test_parse_structured_checks_the_schema() -> None:
         "additionalProperties": False,
     }
     assert parse_structured('Here:\n{"label": "spam", "score": 1}', schema) == {"label": "spam", "score": 1}
-    for bad in ('{"score": 1}', '{"label": "eggs"}', '{"label": "ham", "x": 1}', "[1]", '{"label": "ham", "score": true}'):
+    for bad in (
+        '{"score": 1}',
+        '{"label": "eggs"}',
+        '{"label": "ham", "x": 1}',
+        "[1]",
+        '{"label": "ham", "score": true}',
+    ):
         with pytest.raises(ReplyParseError) as caught:
             parse_structured(bad, schema)
         assert caught.value.reason == "schema"

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from tether.engine.events import CustomEvent
+from tether.engine.runner import Static
 from tether.engine.session import Run, WaitingOn
 from tether.engine.state import TurnState
 from tether.engine.templates import render_value
@@ -102,7 +103,7 @@ async def run_action(ts: TurnState, run: Run, flow: Flow, node: Action) -> Any:
         return _failed(ts, run, node, str(exc) or type(exc).__name__)
     if result is None:
         ts.outcome(run, kind="do", node_id=node.id)
-        return node.then
+        return Static(node.then)
     if isinstance(result, ActionResult):
         return _interpret(ts, run, node, result)
     ts.outcome(run, kind="do", node_id=node.id)
@@ -111,7 +112,7 @@ async def run_action(ts: TurnState, run: Run, flow: Flow, node: Action) -> Any:
 
 def _failed(ts: TurnState, run: Run, node: Action, reason: str) -> Any:
     ts.outcome(run, code="action-failed", status="failed", kind="do", node_id=node.id, detail=reason)
-    return node.on_fail if node.on_fail is not None else node.then
+    return Static(node.on_fail if node.on_fail is not None else node.then)
 
 
 def _interpret(ts: TurnState, run: Run, node: Action, result: ActionResult) -> Any:
@@ -121,10 +122,10 @@ def _interpret(ts: TurnState, run: Run, node: Action, result: ActionResult) -> A
         ts.outcome(run, kind="do", node_id=node.id, detail=result.detail)
         if result.spoke:
             ts.answered_by.add(run.id)
-        return node.then
+        return Static(node.then)
     if result.status == "skipped":
         ts.outcome(run, code="action-skipped", status="skipped", kind="do", node_id=node.id, detail=result.detail)
-        return node.then
+        return Static(node.then)
     if result.status == "failed":
         return _failed(ts, run, node, result.detail or "failed")
     try:

@@ -19,11 +19,12 @@ from typing import Any
 
 from tether.engine.events import CollectUpdate
 from tether.engine.extract import extract_values, passes_verbatim_guard, validate_value
+from tether.engine.runner import Static
 from tether.engine.session import Run
 from tether.engine.state import SpeakRequest, TurnState
 from tether.flow.fields import is_known
 from tether.flow.flow import Flow
-from tether.flow.nodes import Collect
+from tether.flow.nodes import Collect, Node
 from tether.flow.transitions import Escalate
 
 __all__ = ["ask_text", "complete", "dispatch_collect", "merge_values", "missing", "pending"]
@@ -50,6 +51,13 @@ def value_of(ts: TurnState, run: Run, node: Collect, name: str) -> Any:
 def missing(ts: TurnState, run: Run, node: Collect) -> list[str]:
     """Required fields without a known value, in order."""
     return [name for name in node.required if not is_known(value_of(ts, run, node, name))]
+
+
+def missing_names(ts: TurnState, run: Run | None, node: Collect) -> list[str]:
+    """Required fields without a known value; with no run yet, every schema field is missing."""
+    if run is not None:
+        return missing(ts, run, node)
+    return [n for n in node.required if _is_schema_field(node, n) or not is_known(ts.session.data.get(n))]
 
 
 def pending(ts: TurnState, run: Run, node: Collect) -> list[str]:
@@ -134,7 +142,7 @@ def _humanize(ts: TurnState, name: str) -> str:
     return name.replace("_", " ").replace("-", " ").strip()
 
 
-def complete(ts: TurnState, run: Run, node: Collect) -> Any:
+def complete(ts: TurnState, run: Run, node: Collect, *, code: str | None = None) -> Any:
     """Project the required fields, promote schema fields into the state, call ``on_complete``."""
     projected = {name: value_of(ts, run, node, name) for name in node.required}
     for name, value in projected.items():
@@ -142,9 +150,9 @@ def complete(ts: TurnState, run: Run, node: Collect) -> Any:
             run.state[name] = value
     run.state.pop(f"__collect_{node.id}", None)
     run.state.pop(f"__collectTurns_{node.id}", None)
-    ts.outcome(run, kind="collect", node_id=node.id)
-    if node.on_complete is None or not callable(node.on_complete):
-        return node.on_complete if node.on_complete is not None else _next()
+    ts.outcome(run, code=code, status="skipped" if code else "ok", kind="collect", node_id=node.id)
+    if node.on_complete is None or not callable(node.on_complete) or isinstance(node.on_complete, Node):
+        return Static(node.on_complete if node.on_complete is not None else _next())
     return node.on_complete(projected, ts.state_view(run))
 
 
@@ -156,8 +164,15 @@ def _next() -> Any:
 
 async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -> Any:
     """Dispatch a collect node; returns a transition, a static target, or a pause."""
+    from tether.engine.dispatch import silenced
     from tether.engine.runner import ASKING
 
+    if not ts.message_available(run) and not missing(ts, run, node) and not run.staying:
+        return complete(ts, run, node, code="already-known")
+    quiet = silenced(ts, run, flow, node, then=Static(node.on_complete if node.on_complete is not None and
+                                                      not callable(node.on_complete) else _next()))
+    if quiet is not None:
+        return quiet
     if node.phrased_by_model:
         return await _dispatch_phrased(ts, run, node)
     if ts.message_available(run):
@@ -174,8 +189,14 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
         hits, ambiguous = _resolve(ts, run, node, wanted)
         sources, rejected = merge_values(ts, run, node, hits, source="deterministic", guard=False)
         targets = [n for n in wanted if n not in sources and n not in ambiguous]
-        if targets and ts.has_model(node.model) and ts.pre_speak_calls == 0 and not ts.spoke:
+        judged = ts.judgement.collect.get((run.id, node.id), ts.judgement.collect.get((run.flow, node.id)))
+        if targets and judged is not None:
+            values = {k: v for k, v in judged.items() if k in targets}
+        elif targets and ts.has_model(node.model) and ts.pre_speak_calls == 0 and not ts.spoke:
             values = await extract_values(ts, run, node, targets)
+        else:
+            values = {}
+        if values:
             more, dropped = merge_values(ts, run, node, values, source="model", guard=True)
             sources.update(more)
             rejected.extend(dropped)

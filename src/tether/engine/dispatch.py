@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from tether.engine.actions import run_action
 from tether.engine.collect import dispatch_collect
 from tether.engine.conditions import holds
+from tether.engine.runner import Static
 from tether.engine.session import Claim, Run, WaitingOn
 from tether.engine.state import SpeakRequest, TurnState
 from tether.engine.templates import render
@@ -20,7 +21,7 @@ from tether.flow.durations import parse_duration
 from tether.flow.flow import Flow
 from tether.flow.nodes import Action, Collect, Decide, Node, Reply, Router, Wait
 from tether.flow.results import ReplyTurn
-from tether.flow.transitions import Goto, Next, stay
+from tether.flow.transitions import NEXT, Goto, Next, stay
 from tether.models.parsing import ReplyParseError, extract_json
 from tether.models.types import ModelRequest, ResponseFormat
 
@@ -35,15 +36,18 @@ async def dispatch(ts: TurnState, run: Run, flow: Flow, node: Node) -> Any:
     if isinstance(node, Action):
         return await run_action(ts, run, flow, node)
     if isinstance(node, Collect):
+        run.last_talk = node.id
         return await dispatch_collect(ts, run, flow, node)
     if isinstance(node, Reply):
+        if node.response is None:
+            run.last_talk = node.id
         return _dispatch_reply(ts, run, flow, node)
     if isinstance(node, Decide):
         return await _dispatch_decide(ts, run, flow, node)
     if isinstance(node, Router):
         taken = holds(ts, node.when, run)
         ts.outcome(run, kind="if", node_id=node.id, next="then" if taken else "else")
-        return node.then if taken else node.else_
+        return Static(node.then if taken else node.else_)
     if isinstance(node, Wait):
         return _dispatch_wait(ts, run, flow, node)
     raise FlowRuntimeError(f"flow {flow.id!r}: node {node.id!r} has an unknown kind {node.kind!r}")
@@ -55,12 +59,34 @@ def reply_next(ts: TurnState, run: Run, node: Reply, turn: ReplyTurn) -> Any:
         return stay
     if callable(node.next) and not isinstance(node.next, Node):
         return node.next(turn, ts.state_view(run))
-    return node.next
+    return Static(node.next)
+
+
+def silenced(ts: TurnState, run: Run, flow: Flow, node: Reply | Collect, *, then: Any) -> Any:
+    """Under ``silenced`` a message step says nothing: a resuming asker stays asking, a step
+    reached fresh ends its run (``silenced``), or with ``skip`` is skipped and ``then`` taken.
+    Returns None when the turn is not silenced."""
+    from tether.engine.runner import ASKING, ENDED, finish
+
+    silence = ts.options.silence
+    if silence is None:
+        return None
+    if run.status == "asking" and not (isinstance(node, Reply) and node.response is not None):
+        return ASKING
+    ts.outcome(run, code="silenced", status="skipped", kind="talk", node_id=node.id, detail=silence.reason)
+    if silence.skip:
+        return then
+    finish(ts, run, flow, "skipped")
+    return ENDED
 
 
 def _dispatch_reply(ts: TurnState, run: Run, flow: Flow, node: Reply) -> Any:
     from tether.engine.runner import ASKING, Pause
 
+    quiet = silenced(ts, run, flow, node, then=Static(node.next if node.next is not None and not callable(node.next)
+                                                      else NEXT))
+    if quiet is not None:
+        return quiet
     if node.response is not None:
         if node.once:
             claim = f"{flow.id}:{node.id}:{ts.session.id}"
@@ -130,7 +156,7 @@ def _dispatch_wait(ts: TurnState, run: Run, flow: Flow, node: Wait) -> Any:
             ms = int(delay.total_seconds() * 1000)
             ts.after_ms += ms
             ts.outcome(run, code="inline-delay", kind="wait", node_id=node.id, detail=f"{ms}ms")
-            return node.then
+            return Static(node.then)
         until = ts.now + delay
         if node.business_hours and ts.agent.business_hours is not None:
             until = ts.agent.business_hours(until, {"context": ts.options.context})

@@ -17,7 +17,7 @@ from tether.flow.nodes import Collect
 from tether.models.parsing import ReplyParseError, extract_json
 from tether.models.types import ModelRequest, ToolSpec
 
-__all__ = ["extract_values", "field_schema", "passes_verbatim_guard", "submit_tool_name", "validate_value"]
+__all__ = ["extract_values", "collect_field_schema", "passes_verbatim_guard", "submit_tool_name", "validate_value"]
 
 _NUMBER = re.compile(r"[-+]?\d+(?:[.,]\d+)?")
 
@@ -51,7 +51,7 @@ def validate_value(ts: TurnState, node: Collect, name: str, value: Any) -> tuple
     return result.ok, result.value, result.code, result.detail
 
 
-def field_schema(ts: TurnState, node: Collect, name: str) -> dict[str, Any]:
+def collect_field_schema(ts: TurnState, node: Collect, name: str) -> dict[str, Any]:
     """The nullable JSON Schema of one field, for the model."""
     if node.schema is not None and name in node.schema.model_fields:
         prop = dict(_json_schema(node.schema)["properties"].get(name, {}))
@@ -88,7 +88,7 @@ async def extract_values(ts: TurnState, run: Run, node: Collect, names: list[str
     blanks dropped). Model prose is discarded."""
     model = ts.model(node.model, needed_for=f"collect node {node.id!r}")
     tool_name = submit_tool_name(node.id)
-    properties = {name: field_schema(ts, node, name) for name in names}
+    properties = {name: collect_field_schema(ts, node, name) for name in names}
     parameters: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
     defs = _json_schema(node.schema).get("$defs") if node.schema is not None else None
     if defs:

@@ -30,7 +30,7 @@ from tether.flow.flow import Flow
 from tether.flow.nodes import Action, Collect, Decide, Node, Reply, Router, Wait
 from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlow, Stay, Transition
 
-__all__ = ["MAX_STEPS", "Pause", "enter_flow", "move", "resume"]
+__all__ = ["MAX_STEPS", "Pause", "Static", "enter_flow", "move", "resume"]
 
 MAX_STEPS = 50
 """Steps one run may take in one turn before it ends ``failed`` with ``step-loop``."""
@@ -45,6 +45,14 @@ class Pause:
 
 ENDED = Pause("ended")
 ASKING = Pause("asking")
+
+
+@dataclass(frozen=True)
+class Static:
+    """A statically declared target of node options (``then``, ``else_``, ``on_fail``, branch
+    ``then``...): a node id, a registered node, ``NEXT``, ``"end"`` or a transition."""
+
+    target: Any
 
 
 def enter_flow(ts: TurnState, run: Run, flow: Flow) -> None:
@@ -102,6 +110,10 @@ async def _loop(ts: TurnState, run: Run, flow: Flow, pending: Any) -> Pause:
 def _normalize(flow: Flow, node: Node, value: Any) -> Transition:
     from tether.flow.transitions import normalize
 
+    if isinstance(value, Static):
+        value = value.target
+        if isinstance(value, str | Node | Next):
+            return flow.resolve_static(node.id, value)
     if isinstance(value, Next):
         return flow.resolve_static(node.id, value)
     return normalize(value, flow=flow.id, node=node.id, nodes=flow.by_id)
@@ -125,7 +137,13 @@ async def act(ts: TurnState, run: Run, flow: Flow, node: Node, move_: Transition
         await reduce(ts, run, flow, node.id, move_)
         return None
     if isinstance(move_, End):
-        await leave(ts, run, flow, move_.reason)
+        if flow.on_end == "stay" and run.last_talk is not None and run.last_talk in flow.by_id:
+            return _stay_on(ts, run, flow)
+        await leave(ts, run, flow, "reset" if flow.on_end == "reset" else move_.reason)
+        if flow.on_end == "reset":
+            from tether.engine.starts import restart
+
+            restart(ts, run, flow)
         return ENDED
     if isinstance(move_, Handoff):
         await leave(ts, run, flow, "handoff", handoff=HandoffRequest(move_.agent, move_.reason, run.id))
@@ -140,6 +158,21 @@ async def act(ts: TurnState, run: Run, flow: Flow, node: Node, move_: Transition
         await chain(ts, run, move_)
         return ENDED
     raise FlowRuntimeError(f"flow {flow.id!r}, node {node.id!r}: cannot act on {move_!r}")
+
+
+def _stay_on(ts: TurnState, run: Run, flow: Flow) -> Pause:
+    """``on_end="stay"``: go back to the last talk node the run took and answer from there."""
+    assert run.last_talk is not None
+    run.node = run.last_talk
+    run.visits[run.node] = run.visits.get(run.node, 0) + 1
+    run.staying = True
+    others_asking = any(r.id != run.id and r.status == "asking" for r in ts.session.runs)
+    if others_asking and ts.floor != run.id:
+        run.status = "suspended"
+        run.suspended_at = ts.now
+        return Pause("asking")
+    run.status = "asking"
+    return ASKING
 
 
 def verify(ts: TurnState, run: Run, node: Node, data: Mapping[str, Any]) -> str | None:

@@ -68,6 +68,7 @@ class RunTrigger(BaseModel):
     kind: Literal["message", "mention", "silence", "event", "start", "flow"]
     key: str
     payload: Any = None
+    index: int | None = None
 
 
 class WaitingOn(BaseModel):
@@ -132,6 +133,7 @@ class Run(BaseModel):
     started_at: datetime
     suspended_at: datetime | None = None
     staying: bool = False
+    last_talk: str | None = None
     waiting: WaitingOn | None = None
     asked: dict[str, int] = Field(default_factory=dict)
     visits: dict[str, int] = Field(default_factory=dict)

@@ -24,7 +24,7 @@ from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Reply
 from tether.flow.results import ReplyTurn
 
-__all__ = ["RETRY_LADDER", "provider_code", "settle"]
+__all__ = ["RETRY_LADDER", "bookkeeping", "provider_code", "settle"]
 
 RETRY_LADDER = (timedelta(minutes=1), timedelta(minutes=5), timedelta(minutes=15), timedelta(hours=1),
                 timedelta(hours=6))
@@ -65,10 +65,16 @@ async def settle(ts: TurnState, request: SpeakRequest, result: SpeakResult) -> N
     if result.interrupted:
         run.status = "asking"  # barge-in: the same node runs again on the next message
         return
+    if run.staying:
+        run.visits[node.id] = run.visits.get(node.id, 0) + 1  # stays for the next message, one visit later
+        run.status = "asking"
+        return
     if isinstance(node, Collect):
         values = {k: v for k, v in result.data.items() if k in request.fields}
         merge_values(ts, run, node, values, source="model", guard=True)
         if not missing(ts, run, node) or not pending(ts, run, node):
+            for name in missing(ts, run, node):
+                ts.outcome(run, code="max-asks", status="skipped", kind="collect", node_id=node.id, detail=name)
             await resume(ts, run, flow, complete(ts, run, node))
         else:
             for name in pending(ts, run, node):
@@ -121,3 +127,36 @@ def _defer(ts: TurnState, run: Run, flow: Flow, node_id: str, error: ModelError)
         return
     ts.outcome(run, code=code, status="failed", kind="talk", node_id=node_id, detail=str(error))
     finish(ts, run, flow, "failed")
+
+
+def bookkeeping(ts: TurnState) -> None:
+    """The end of every turn: stamp ``last_assistant_at`` when anything went out, resume the most
+    recently suspended run when nobody is asking, and arm silence wakes."""
+    from tether.engine.conditions import holds
+    from tether.engine.run_phase import resume_suspended
+    from tether.engine.understand import repeat_allows
+    from tether.flow.durations import parse_duration
+    from tether.flow.triggers import SilenceTrigger
+
+    session = ts.session
+    previous = session.last_assistant_at
+    if ts.messages or ts.answered_by:
+        session.last_assistant_at = ts.now
+    resume_suspended(ts)
+    spoke_last = session.last_assistant_at is not None and (
+        session.last_user_at is None or session.last_user_at <= session.last_assistant_at)
+    if session.last_assistant_at == previous or not spoke_last or session.last_assistant_at is None:
+        return
+    for flow in ts.agent.flows:
+        for trigger in flow.on:
+            if not isinstance(trigger, SilenceTrigger):
+                continue
+            if not holds(ts, trigger.if_, None) or not repeat_allows(ts, flow, trigger.repeat):
+                break
+            at = session.last_assistant_at + parse_duration(trigger.after)
+            if trigger.business_hours and ts.agent.business_hours is not None:
+                at = ts.agent.business_hours(at, {"context": ts.options.context})
+            ms = int(session.last_assistant_at.timestamp() * 1000)
+            replaces = f"silence:{flow.id}:{session.id}:{int(previous.timestamp() * 1000)}" if previous else None
+            ts.schedule_wake(f"silence:{flow.id}:{session.id}:{ms}", at, replaces)
+            break

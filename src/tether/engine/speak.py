@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tether.engine.collect import ask_text, value_of
-from tether.engine.extract import field_schema
+from tether.engine.extract import collect_field_schema
 from tether.engine.session import Run
 from tether.engine.state import SpeakRequest, TurnState
 from tether.errors import ModelError, ToolError
@@ -53,7 +53,7 @@ class SpeakResult:
     no_model: bool = False
 
 
-def _identity(ts: TurnState) -> str:
+def identity(ts: TurnState) -> str:
     agent = ts.agent
     parts = [f"You are {agent.name}."]
     if agent.persona:
@@ -140,7 +140,7 @@ def _envelope(ts: TurnState, node: Node | None, fields: tuple[str, ...]) -> dict
     properties: dict[str, Any] = {"message": {"type": ["string", "null"]}}
     if isinstance(node, Collect):
         for name in fields:
-            properties[name] = field_schema(ts, node, name)
+            properties[name] = collect_field_schema(ts, node, name)
     return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
 
 
@@ -170,7 +170,7 @@ async def speak(ts: TurnState, request: SpeakRequest) -> SpeakResult:
     envelope = ResponseFormat("speak", _envelope(ts, node, request.fields))
     for round_ in range(ts.agent.max_tool_loops + 1):
         offered = specs if round_ < ts.agent.max_tool_loops else ()
-        call = ModelRequest(call="speak", system=_identity(ts),
+        call = ModelRequest(call="speak", system=identity(ts),
                             instructions=_prompt(ts, run, flow, node, request.fields), messages=tuple(messages),
                             tools=offered, response_format=envelope, tier=tier)
         result.calls += 1

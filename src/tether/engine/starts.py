@@ -36,16 +36,16 @@ OUTCOME_MESSAGES = {
 }
 
 
-def _skip(ts: TurnState, flow_id: str, code: str, anchor: str, key: str) -> None:
+def skip(ts: TurnState, flow_id: str, code: str, anchor: str, key: str) -> None:
     ts.skipped.append(Skipped(flow_id, code, OUTCOME_MESSAGES.get(code, code), anchor, key))
 
 
 def start_run(ts: TurnState, flow: Flow, *, kind: TriggerKind, key: str, input: Any = None, hop: int = 0,
-              repeat: Any = "always", if_: Any = None, payload: Any = None) -> Run | None:
+              repeat: Any = "always", if_: Any = None, payload: Any = None, index: int | None = None) -> Run | None:
     """Run the start checks for ``flow``; returns the new run, or None when it did not start."""
-    anchor = _anchor(ts, flow)
+    anchor = anchor_of(ts, flow)
     draft = Run(id=f"{flow.id}#{key}", flow=flow.id, anchor=anchor, trigger=RunTrigger(kind=kind, key=key,
-                payload=payload), input=input, hop=hop, started_at=ts.now)
+                payload=payload, index=index), input=input, hop=hop, started_at=ts.now)
     if not holds(ts, if_, draft):
         return None
     nonce = key if repeat == "always" else ""
@@ -53,20 +53,28 @@ def start_run(ts: TurnState, flow: Flow, *, kind: TriggerKind, key: str, input: 
     held = ts.session.claims.get(dedupe)
     external = ts.options.claims.get("held", {}) if isinstance(ts.options.claims, Mapping) else {}
     if repeat == "once" and (held is not None or dedupe in external):
-        _skip(ts, flow.id, "already-claimed", anchor, key)
+        skip(ts, flow.id, "already-claimed", anchor, key)
         return None
     if repeat == "always" and held is not None:
-        _skip(ts, flow.id, "already-claimed", anchor, key)
+        skip(ts, flow.id, "already-claimed", anchor, key)
         return None
     if isinstance(repeat, Mapping) and held is not None and ts.now - held.at < parse_duration(repeat["cooldown"]):
-        _skip(ts, flow.id, "cooldown", anchor, key)
+        skip(ts, flow.id, "cooldown", anchor, key)
         return None
     if hop >= HOP_LIMIT:
-        _skip(ts, flow.id, "hop-limit", anchor, key)
+        skip(ts, flow.id, "hop-limit", anchor, key)
         return None
     active = ts.options.claims.get("active", []) if isinstance(ts.options.claims, Mapping) else []
-    if any(r.flow == flow.id and r.anchor == anchor for r in ts.session.runs) or f"{flow.id}:{anchor}" in active:
-        _skip(ts, flow.id, "already-running", anchor, key)
+    for live in [r for r in ts.session.runs if r.flow == flow.id and r.anchor == anchor]:
+        if live.node is None and live.waiting is not None and live.waiting.kind == "trigger":
+            from tether.engine.runner import finish
+
+            finish(ts, live, flow, "replaced")  # still parked on its own ``after``: the new start wins
+        else:
+            skip(ts, flow.id, "already-running", anchor, key)
+            return None
+    if f"{flow.id}:{anchor}" in active:
+        skip(ts, flow.id, "already-running", anchor, key)
         return None
     ts.session.claims[dedupe] = Claim(at=ts.now)
     if repeat == "always":
@@ -80,7 +88,7 @@ def start_run(ts: TurnState, flow: Flow, *, kind: TriggerKind, key: str, input: 
     return draft
 
 
-def _anchor(ts: TurnState, flow: Flow) -> str:
+def anchor_of(ts: TurnState, flow: Flow) -> str:
     if flow.anchor == "session":
         return ts.session.id
     anchor = ts.options.anchors.get(flow.anchor)
@@ -95,12 +103,19 @@ def _prune_always_claims(ts: TurnState, flow_id: str, anchor: str) -> None:
         del ts.session.claims[key]
 
 
+def restart(ts: TurnState, run: Run, flow: Flow) -> None:
+    """``on_end="reset"``: a fresh run of the same flow, one hop further, data kept."""
+    child = start_run(ts, flow, kind="flow", key=ts.key(run, run.node or "start"), input=run.input, hop=run.hop + 1)
+    if child is not None:
+        ts.queue.append(child.id)
+
+
 async def chain(ts: TurnState, parent: Run, move: StartFlow) -> None:
     """``start_flow``: start the child one hop further; it moves later in this turn."""
     flow = ts.agent.flows_by_id.get(move.flow)
     key = ts.key(parent, parent.node or "start")
     if flow is None:
-        _skip(ts, move.flow, "flow-gone", parent.anchor, key)
+        skip(ts, move.flow, "flow-gone", parent.anchor, key)
         return
     child = start_run(ts, flow, kind="flow", key=key, input=move.input if move.input is not None else parent.input,
                       hop=parent.hop + 1)

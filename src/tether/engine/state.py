@@ -13,6 +13,7 @@ from typing import Any, Literal, Protocol
 
 from tether.engine.events import FlowEvent
 from tether.engine.inputs import Message, TurnInput, TurnOptions
+from tether.engine.judgement import Judgement
 from tether.engine.ports import Clock, Ids
 from tether.engine.results import HandoffRequest, OutMessage, RunEnded, RunStarted, ScheduledWake, Skipped
 from tether.engine.session import Outcome, Run, Session, TranscriptMessage
@@ -73,6 +74,12 @@ class TurnState:
     after_ms: int = 0
     user_seq: int | None = None
     queue: list[str] = field(default_factory=list)
+    judgement: Judgement = field(default_factory=Judgement)
+    floor: str | None = None
+    floor_taken: bool = False
+    pending: dict[str, Any] = field(default_factory=dict)
+    retrying: set[str] = field(default_factory=set)
+    premise_checked: set[str] = field(default_factory=set)
 
     # ------------------------------------------------------------------ input
 
@@ -85,8 +92,9 @@ class TurnState:
         return self.input.text if isinstance(self.input, Message) else ""
 
     def message_available(self, run: Run) -> bool:
-        """True while this turn's message has not been consumed by one of ``run``'s nodes."""
-        return self.message is not None and run.id not in self.consumed_by
+        """True while this turn's message belongs to ``run`` (it holds the floor) and none of its
+        nodes has consumed it yet."""
+        return self.message is not None and self.floor == run.id and run.id not in self.consumed_by
 
     # ------------------------------------------------------------------ runs and views
 

@@ -30,6 +30,7 @@ from tether.flow.transitions import NEXT, End, Next, Transition, stay
 
 __all__ = [
     "Action",
+    "Branch",
     "Collect",
     "ContextStrategy",
     "Decide",
@@ -40,6 +41,7 @@ __all__ = [
     "Verify",
     "Wait",
     "action",
+    "branch",
     "collect",
     "decide",
     "reply",
@@ -66,6 +68,22 @@ class Verify:
 
     output_schema: type[BaseModel] | None = None
     check: Callable[[Mapping[str, Any], Mapping[str, Any]], bool] | None = None
+
+
+@dataclass(frozen=True)
+class Branch:
+    """A branch of a talk node, judged while the node is asking: ``when`` (text the understand
+    call judges true/false) or ``if_`` (a code predicate or JSON condition). The first true
+    branch takes ``then``."""
+
+    then: Any
+    when: str | None = None
+    if_: Any = None
+
+
+def branch(then: Any, *, when: str | None = None, if_: Any = None) -> Branch:
+    """A branch of a reply/collect node: ``when`` judged by the model, or ``if_`` by code."""
+    return Branch(then, when, if_)
 
 
 @dataclass(eq=False, kw_only=True)
@@ -130,13 +148,15 @@ class Reply(Node):
     once: bool = False
     tools: tuple[str, ...] | None = None
     model: Tier | None = None
+    branches: tuple[Branch, ...] = ()
 
     def static_targets(self) -> list[tuple[str, Target]]:
+        targets = _branch_targets(self.branches)
         if self.next is None:
-            return [("next", stay)]
+            return [("next", stay), *targets]
         if _is_static(self.next):
-            return [("next", self.next)]
-        return []
+            return [("next", self.next), *targets]
+        return targets
 
     def is_opaque(self) -> bool:
         return self.next is not None and not _is_static(self.next)
@@ -154,6 +174,7 @@ class Reply(Node):
             "next": _target_repr(self.next),
             "once": self.once,
             "tools": list(self.tools) if self.tools is not None else None,
+            "branches": _describe_branches(self.branches),
         }
 
 
@@ -176,6 +197,7 @@ class Collect(Node):
     verbatim_fields: tuple[str, ...] = ()
     on_complete: Any = None
     model: Tier | None = None
+    branches: tuple[Branch, ...] = ()
 
     @property
     def phrased_by_model(self) -> bool:
@@ -190,11 +212,12 @@ class Collect(Node):
         return names + tuple(f for f in self.fields if f not in names)
 
     def static_targets(self) -> list[tuple[str, Target]]:
+        targets = _branch_targets(self.branches)
         if self.on_complete is None:
-            return [("on_complete", NEXT)]
+            return [("on_complete", NEXT), *targets]
         if _is_static(self.on_complete):
-            return [("on_complete", self.on_complete)]
-        return []
+            return [("on_complete", self.on_complete), *targets]
+        return targets
 
     def is_opaque(self) -> bool:
         return self.on_complete is not None and not _is_static(self.on_complete)
@@ -213,6 +236,7 @@ class Collect(Node):
             "resolvers": [r.describe() for r in self.resolvers],
             "verbatim_fields": list(self.verbatim_fields),
             "on_complete": _target_repr(self.on_complete),
+            "branches": _describe_branches(self.branches),
         }
 
 
@@ -314,6 +338,15 @@ class Wait(Node):
                                      "else": _target_repr(self.else_)}
 
 
+def _describe_branches(branches: tuple[Branch, ...]) -> list[dict[str, Any]]:
+    return [{"then": _target_repr(b.then), "when": b.when,
+             "if": _callable_name(b.if_) if callable(b.if_) else b.if_} for b in branches]
+
+
+def _branch_targets(branches: tuple[Branch, ...]) -> list[tuple[str, Target]]:
+    return [(f"branches.{i}.then", b.then) for i, b in enumerate(branches)]
+
+
 def _is_static(target: Any) -> bool:
     """True for targets known without running code: ids, nodes, transition objects."""
     return isinstance(target, str | Node | Transition)
@@ -332,6 +365,7 @@ def reply(
     once: bool = False,
     tools: list[str] | tuple[str, ...] | None = None,
     model: Tier | None = None,
+    branches: list[Branch] | tuple[Branch, ...] = (),
     output_schema: type[BaseModel] | None = None,
     verify: Verify | None = None,
     label: str | None = None,
@@ -349,10 +383,11 @@ def reply(
         once: an engine-rendered reply sent at most once per session.
         tools: names of agent tools the model may call in this reply (default: all).
         model: the model tier that speaks (``default``, ``small``, ``deep``).
+        branches: judged while the node is asking; the first true one takes its ``then``.
     """
     return Reply(id=id, instructions=instructions, response=response, context=context, next=next, once=once,
-                 tools=tuple(tools) if tools is not None else None, model=model, output_schema=output_schema,
-                 verify=verify, label=label)
+                 tools=tuple(tools) if tools is not None else None, model=model, branches=tuple(branches),
+                 output_schema=output_schema, verify=verify, label=label)
 
 
 def collect(
@@ -371,6 +406,7 @@ def collect(
     verbatim_fields: list[str] | tuple[str, ...] = (),
     on_complete: Any = None,
     model: Tier | None = None,
+    branches: list[Branch] | tuple[Branch, ...] = (),
     output_schema: type[BaseModel] | None = None,
     verify: Verify | None = None,
     label: str | None = None,
@@ -402,7 +438,8 @@ def collect(
                    required=tuple(required) if required is not None else all_fields,
                    ask=ask, question=question, prompt=prompt, instructions=instructions, max_turns=max_turns,
                    max_asks=max_asks, resolvers=tuple(resolvers), verbatim_fields=tuple(verbatim_fields),
-                   on_complete=on_complete, model=model, output_schema=output_schema, verify=verify, label=label)
+                   on_complete=on_complete, model=model, branches=tuple(branches), output_schema=output_schema,
+                   verify=verify, label=label)
 
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -69,14 +69,10 @@ _CHOICE = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type
 
 def _blocks(message: ChatMessage) -> list[dict[str, Any]]:
     if message.role == "tool":
-        return [
-            {"type": "tool_result", "tool_use_id": message.tool_call_id or "", "content": message.content}
-        ]
+        return [{"type": "tool_result", "tool_use_id": message.tool_call_id or "", "content": message.content}]
     blocks: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content else []
     if message.role == "assistant":
-        blocks += [
-            {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in message.tool_calls
-        ]
+        blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in message.tool_calls]
     return blocks
 
 
@@ -152,12 +148,12 @@ class AnthropicModel:
     def build_request(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of ``messages.create`` for ``request``."""
         params, timeout = split_params(self._params, request.params)
+        if request.tools and not self._capabilities.tools:
+            raise ModelConfigurationError(f"Model {self.name!r} does not support tools.")
         forced = self._forced_tool(request)
         instructions = request.instructions
         if request.response_format is not None and forced is None:
-            instructions = "\n\n".join(
-                p for p in (instructions, schema_instructions(request.response_format)) if p
-            )
+            instructions = "\n\n".join(p for p in (instructions, schema_instructions(request.response_format)) if p)
         system: list[dict[str, Any]] = []
         if request.system:
             block: dict[str, Any] = {"type": "text", "text": request.system}
@@ -189,14 +185,7 @@ class AnthropicModel:
         }
         if system:
             kwargs["system"] = system
-        tools = (
-            [
-                {"name": t.name, "description": t.description, "input_schema": t.parameters}
-                for t in request.tools
-            ]
-            if self._capabilities.tools
-            else []
-        )
+        tools = [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in request.tools]
         if forced is not None and request.response_format is not None:
             tools = [
                 {
@@ -227,9 +216,7 @@ class AnthropicModel:
     ) -> ModelResponse:
         finish = _FINISH.get(stop, stop) if stop else None
         if finish == "content_filter":
-            raise ModelError(
-                f"{self.name}: the model refused to answer", kind="content", provider=self._provider
-            )
+            raise ModelError(f"{self.name}: the model refused to answer", kind="content", provider=self._provider)
         forced = self._forced_tool(request)
         data = None
         if forced is not None:
@@ -258,9 +245,7 @@ class AnthropicModel:
             raise_mapped(exc, self._sdk, self.name)
         text = "".join(b.text for b in raw.content if b.type == "text")
         calls = [
-            ToolCall(id=b.id, name=b.name, arguments=dict(b.input or {}))
-            for b in raw.content
-            if b.type == "tool_use"
+            ToolCall(id=b.id, name=b.name, arguments=dict(b.input or {})) for b in raw.content if b.type == "tool_use"
         ]
         return self._response(request, text, calls, raw.stop_reason, _usage(raw.usage), raw.model)
 
@@ -301,9 +286,7 @@ class AnthropicModel:
             if stream is not None:
                 await stream.close()
         calls = [self._streamed_call(t) for _, t in sorted(tools.items())]
-        yield StreamChunk(
-            done=True, response=self._response(request, "".join(text), calls, stop, usage, model)
-        )
+        yield StreamChunk(done=True, response=self._response(request, "".join(text), calls, stop, usage, model))
 
     def _streamed_call(self, acc: dict[str, str]) -> ToolCall:
         try:
@@ -314,9 +297,7 @@ class AnthropicModel:
                 kind="invalid",
                 provider=self._provider,
             ) from exc
-        return ToolCall(
-            id=acc["id"], name=acc["name"], arguments=arguments if isinstance(arguments, dict) else {}
-        )
+        return ToolCall(id=acc["id"], name=acc["name"], arguments=arguments if isinstance(arguments, dict) else {})
 
     async def aclose(self) -> None:
         """Close the HTTP client."""

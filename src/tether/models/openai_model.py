@@ -149,9 +149,7 @@ class OpenAIModel:
         if api_key is None:
             api_key = os.environ.get("OPENAI_API_KEY") if base_url is None else "not-needed"
         if not api_key:
-            raise ModelConfigurationError(
-                f"No API key for '{provider}:{model}': pass api_key= or set OPENAI_API_KEY."
-            )
+            raise ModelConfigurationError(f"No API key for '{provider}:{model}': pass api_key= or set OPENAI_API_KEY.")
         client_options["max_retries"] = 0
         self._client = self._sdk.AsyncOpenAI(api_key=api_key, base_url=base_url, **client_options)
         self._model = model
@@ -173,6 +171,8 @@ class OpenAIModel:
     def build_request(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for ``request``."""
         params, timeout = split_params(self._params, request.params)
+        if request.tools and not self._capabilities.tools:
+            raise ModelConfigurationError(f"Model {self.name!r} does not support tools.")
         instructions = request.instructions
         fmt = request.response_format
         native = self._capabilities.native_json_schema
@@ -181,7 +181,7 @@ class OpenAIModel:
         messages = [{"role": "system", "content": part} for part in (request.system, instructions) if part]
         messages += [_message(m) for m in request.messages]
         kwargs: dict[str, Any] = {"model": self._model, "messages": messages}
-        if request.tools and self._capabilities.tools:
+        if request.tools:
             kwargs["tools"] = [
                 {
                     "type": "function",
@@ -244,9 +244,7 @@ class OpenAIModel:
         except (Exception, asyncio.CancelledError) as exc:
             raise_mapped(exc, self._sdk, self.name)
         if not raw.choices:
-            raise ModelError(
-                f"{self.name}: the reply has no choices", kind="unknown", provider=self._provider
-            )
+            raise ModelError(f"{self.name}: the reply has no choices", kind="unknown", provider=self._provider)
         choice = raw.choices[0]
         message = choice.message
         calls = [
@@ -306,8 +304,7 @@ class OpenAIModel:
             if stream is not None:
                 await stream.close()
         tool_calls = [
-            parse_tool_arguments(c["id"], c["name"], c["arguments"], self.name)
-            for _, c in sorted(calls.items())
+            parse_tool_arguments(c["id"], c["name"], c["arguments"], self.name) for _, c in sorted(calls.items())
         ]
         response = self._response(request, "".join(text), tool_calls, finish, usage, model, "".join(refusal))
         yield StreamChunk(done=True, response=response)

@@ -1,0 +1,21 @@
+"""The applied reading of an understand reply (what Decide acts on)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Judgement"]
+
+
+@dataclass
+class Judgement:
+    """The applied reading of the understand reply."""
+
+    flows: dict[str, float] = field(default_factory=dict)
+    mentions: dict[str, bool] = field(default_factory=dict)
+    extract: dict[str, dict[str, Any]] = field(default_factory=dict)
+    branches: dict[tuple[str, str, int], bool] = field(default_factory=dict)
+    fields: dict[str, Any] = field(default_factory=dict)
+    collect: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    called: bool = False

@@ -1,0 +1,326 @@
+"""Phase 3, Understand: at most one ``understand`` call, and only when there is something to judge.
+
+Code first works out what there is to judge: candidate flows to score (the floor's flow plus
+every message flow with phrases whose ``if_`` holds and whose ``repeat`` allows a start),
+mentions, the asking node's ``when`` branches, unknown ``anywhere`` fields the floor's or a
+candidate's flow lists, and the pending fields of a deterministic collect node that will read
+this message. Then the zero-call shortcuts. Otherwise one call with one envelope holding only the
+sections with something to judge, every property required and nullable. A reply with no usable
+JSON is an empty judgement (the call still counts); a provider failure raises.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tether.engine.conditions import holds
+from tether.engine.judgement import Judgement
+from tether.engine.session import Run
+from tether.engine.speak import identity
+from tether.engine.state import TurnState
+from tether.flow.fields import is_known
+from tether.flow.flow import Flow
+from tether.flow.nodes import Collect, Reply
+from tether.flow.triggers import MentionTrigger, MessageTrigger
+from tether.models.parsing import ReplyParseError, extract_json
+from tether.models.types import ChatMessage, ModelRequest, ResponseFormat
+
+__all__ = ["Judgeables", "find_judgeables", "understand"]
+
+_SAFE_KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_TRUE = {"true", "yes", "sim", "1"}
+_FALSE = {"false", "no", "não", "nao", "0"}
+
+
+@dataclass
+class Judgeables:
+    """What the understand call would judge."""
+
+    candidates: list[Flow] = field(default_factory=list)
+    lone: Flow | None = None
+    mentions: list[Flow] = field(default_factory=list)
+    branches: dict[str, tuple[str, str, int]] = field(default_factory=dict)
+    fields: list[str] = field(default_factory=list)
+    collect: dict[str, tuple[str, str, list[str]]] = field(default_factory=dict)
+    catch_all: Flow | None = None
+
+    @property
+    def worth_a_call(self) -> bool:
+        return bool(self.candidates or self.mentions or self.branches or self.fields)
+
+
+def repeat_allows(ts: TurnState, flow: Flow, repeat: Any) -> bool:
+    """Would the trigger's ``repeat`` allow a start now (ignoring ``if_``)?"""
+    from tether.engine.starts import anchor_of
+    from tether.flow.durations import parse_duration
+
+    if repeat == "always":
+        return True
+    claim = ts.session.claims.get(f"{flow.id}:{anchor_of(ts, flow)}:")
+    if claim is None:
+        return True
+    if isinstance(repeat, Mapping):
+        return ts.now - claim.at >= parse_duration(repeat["cooldown"])
+    return False
+
+
+def _live_run(ts: TurnState, flow: Flow) -> Run | None:
+    return next((r for r in ts.session.runs if r.flow == flow.id), None)
+
+
+def message_trigger(flow: Flow, *, catch_all: bool) -> tuple[int, MessageTrigger] | None:
+    for index, trigger in enumerate(flow.on):
+        if isinstance(trigger, MessageTrigger) and trigger.catch_all == catch_all:
+            return index, trigger
+    return None
+
+
+def passing_catch_all(ts: TurnState) -> tuple[Flow, int, MessageTrigger] | None:
+    """The first catch-all flow whose ``if_`` holds and whose ``repeat`` allows (or that is live)."""
+    for flow in ts.agent.flows:
+        found = message_trigger(flow, catch_all=True)
+        if found is None:
+            continue
+        index, trigger = found
+        if holds(ts, trigger.if_, None) and (repeat_allows(ts, flow, trigger.repeat) or _live_run(ts, flow)):
+            return flow, index, trigger
+    return None
+
+
+def _flow_fields(flow: Flow) -> list[str]:
+    names = list(flow.collect)
+    for node in flow.nodes:
+        if isinstance(node, Collect):
+            names.extend(node.fields)
+    return names
+
+
+def find_judgeables(ts: TurnState, floor: Run | None) -> Judgeables:
+    """Work out what there is to judge for this message."""
+    found = Judgeables()
+    floor_flow = ts.agent.flows_by_id.get(floor.flow) if floor is not None else None
+    eligible: list[Flow] = []
+    for flow in ts.agent.flows:
+        scored = message_trigger(flow, catch_all=False)
+        if scored is None or (floor_flow is not None and flow.id == floor_flow.id):
+            continue
+        if holds(ts, scored[1].if_, None) and (repeat_allows(ts, flow, scored[1].repeat) or _live_run(ts, flow)):
+            eligible.append(flow)
+    catch_all = passing_catch_all(ts) if floor is None else None
+    found.catch_all = catch_all[0] if catch_all else None
+    if floor_flow is not None:
+        if eligible:
+            found.candidates = [floor_flow, *eligible]
+    elif len(eligible) == 1 and catch_all is None and ts.agent.idle is None:
+        found.lone = eligible[0]
+    elif eligible:
+        found.candidates = eligible
+    for flow in ts.agent.flows:
+        for trigger in flow.on:
+            if isinstance(trigger, MentionTrigger) and trigger.phrases and repeat_allows(ts, flow, trigger.repeat):
+                found.mentions.append(flow)
+                break
+    node = floor_flow.by_id.get(floor.node or "") if floor_flow is not None and floor is not None else None
+    if floor is not None and isinstance(node, Reply | Collect):
+        for index, branch_ in enumerate(node.branches):
+            if branch_.when:
+                found.branches[f"q{len(found.branches) + 1}"] = (floor.id, node.id, index)
+    free: set[str] = set()
+    if floor is not None and isinstance(node, Collect):
+        if node.phrased_by_model:
+            free.update(node.fields)  # the asking node's own speak call reads them
+        else:
+            _add_collect(ts, found, floor.id, node, floor)
+    taker = found.catch_all or found.lone if floor is None else None
+    if taker is not None:
+        first = taker.by_id[taker.start]
+        if isinstance(first, Collect):
+            if first.phrased_by_model and first.question is None:
+                free.update(first.fields)  # read by that step's own speak call
+            elif not first.phrased_by_model:
+                _add_collect(ts, found, taker.id, first, None)
+    sources = [f for f in (floor_flow, found.catch_all, *found.candidates, found.lone) if f is not None]
+    collected = {name for _, _, names in found.collect.values() for name in names}
+    for flow in sources:
+        for name in _flow_fields(flow):
+            definition = ts.agent.fields.get(name)
+            if (definition is not None and definition.extract_mode == "anywhere" and name not in free
+                    and name not in collected and not is_known(ts.session.data.get(name))
+                    and name not in found.fields):
+                found.fields.append(name)
+    return found
+
+
+def _add_collect(ts: TurnState, found: Judgeables, owner: str, node: Collect, run: Run | None) -> None:
+    from tether.engine.collect import missing_names
+
+    names = missing_names(ts, run, node)
+    if names:
+        found.collect[f"c{len(found.collect) + 1}"] = (owner, node.id, names)
+
+
+def _key(name: str, aliases: dict[str, str], prefix: str) -> str:
+    if _SAFE_KEY.match(name):
+        return name
+    alias = f"{prefix}{len(aliases) + 1}"
+    aliases[alias] = name
+    return alias
+
+
+def _envelope(ts: TurnState, found: Judgeables) -> tuple[dict[str, Any], dict[str, dict[str, str]], str]:
+    from tether.engine.extract import collect_field_schema
+
+    properties: dict[str, Any] = {}
+    aliases: dict[str, dict[str, str]] = {"flows": {}, "mentions": {}, "fields": {}}
+    lines: list[str] = []
+
+    def section(name: str, props: dict[str, Any]) -> None:
+        properties[name] = {"type": "object", "properties": props, "required": list(props),
+                            "additionalProperties": False}
+
+    if found.candidates:
+        props = {}
+        lines.append("Score 0-100 how well the customer's message fits each flow:")
+        for flow in found.candidates:
+            key = _key(flow.id, aliases["flows"], "f")
+            props[key] = {"type": ["integer", "null"], "minimum": 0, "maximum": 100}
+            scored = message_trigger(flow, catch_all=False)
+            all_phrases = scored[1].phrases if scored else ()
+            phrases = [p for p in all_phrases if not p.startswith("!")]
+            never = [p[1:] for p in all_phrases if p.startswith("!") and len(p) > 1]
+            lines.append(f"- {key}: {flow.description or flow.name}. Asks for: {'; '.join(phrases) or '-'}"
+                         + (f". Score 0 when: {'; '.join(never)}" if never else ""))
+        section("flows", props)
+    if found.mentions:
+        props = {}
+        extract: dict[str, Any] = {}
+        lines.append("Does the message mention each of these (true/false)?")
+        for flow in found.mentions:
+            key = _key(flow.id, aliases["mentions"], "m")
+            props[key] = {"type": ["boolean", "null"]}
+            mention = next(t for t in flow.on if isinstance(t, MentionTrigger))
+            yes = [p for p in mention.phrases if not p.startswith("!")]
+            never = [p[1:] for p in mention.phrases if p.startswith("!") and len(p) > 1]
+            unless = f" (does not count when: {'; '.join(never)})" if never else ""
+            lines.append(f"- {key}: {'; '.join(yes)}{unless}")
+            if mention.extract:
+                extract[key] = {"type": "object", "additionalProperties": False, "required": list(mention.extract),
+                                "properties": {n: {"type": [str(d), "null"]} if isinstance(d, str) else dict(d)
+                                               for n, d in mention.extract.items()}}
+        section("mentions", props)
+        if extract:
+            section("extract", extract)
+    if found.branches:
+        lines.append("Is each statement true of the customer's message?")
+        for alias, (run_id, node_id, index) in found.branches.items():
+            owner = ts.run(run_id)
+            owner_flow = ts.agent.flows_by_id.get(owner.flow) if owner is not None else None
+            branch_node = owner_flow.by_id.get(node_id) if owner_flow is not None else None
+            text = branch_node.branches[index].when if isinstance(branch_node, Reply | Collect) else ""
+            lines.append(f"- {alias}: {text}")
+        section("branches", {alias: {"type": ["boolean", "null"]} for alias in found.branches})
+    if found.fields:
+        props = {}
+        lines.append("Values the customer gave for these fields (null when not given):")
+        for name in found.fields:
+            key = _key(name, aliases["fields"], "v")
+            props[key] = ts.agent.fields[name].wire_schema()
+            lines.append(f"- {key}: {ts.agent.fields[name].description or name}")
+        section("fields", props)
+    if found.collect:
+        props = {}
+        lines.append("Values the customer gave for the step being answered (null when not given; never guess):")
+        for alias, (owner_id, node_id, names) in found.collect.items():
+            owner_run = ts.run(owner_id)
+            collect_flow = ts.agent.flows_by_id.get(owner_run.flow if owner_run is not None else owner_id)
+            node = collect_flow.by_id.get(node_id) if collect_flow is not None else None
+            assert isinstance(node, Collect)
+            props[alias] = {"type": "object", "additionalProperties": False, "required": names,
+                            "properties": {n: collect_field_schema(ts, node, n) for n in names}}
+            lines.append(f"- {alias}: {', '.join(names)}")
+        section("collect", props)
+    schema = {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+    return schema, aliases, "\n".join(lines)
+
+
+def _score(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return None
+    if isinstance(value, int | float):
+        return max(0.0, min(100.0, float(value)))
+    return None
+
+
+def _flag(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str | int) and str(value).strip().lower() in _TRUE:
+        return True
+    if isinstance(value, str | int) and str(value).strip().lower() in _FALSE:
+        return False
+    return None
+
+
+def _parse(found: Judgeables, aliases: dict[str, dict[str, str]], data: Mapping[str, Any]) -> Judgement:
+    judgement = Judgement(called=True)
+
+    def section(name: str) -> Mapping[str, Any]:
+        value = data.get(name)
+        return value if isinstance(value, Mapping) else {}
+
+    for key, value in section("flows").items():
+        if (score := _score(value)) is not None:
+            judgement.flows[aliases["flows"].get(key, key)] = score
+    for key, value in section("mentions").items():
+        if (flag := _flag(value)) is not None:
+            judgement.mentions[aliases["mentions"].get(key, key)] = flag
+    for key, value in section("extract").items():
+        if isinstance(value, Mapping):
+            judgement.extract[aliases["mentions"].get(key, key)] = {k: v for k, v in value.items() if v is not None}
+    for alias, value in section("branches").items():
+        if alias in found.branches and (flag := _flag(value)) is not None:
+            judgement.branches[found.branches[alias]] = flag
+    for key, value in section("fields").items():
+        if value is not None and value != "":
+            judgement.fields[aliases["fields"].get(key, key)] = value
+    for alias, value in section("collect").items():
+        if alias in found.collect and isinstance(value, Mapping):
+            owner, node_id, names = found.collect[alias]
+            judgement.collect[(owner, node_id)] = {k: v for k, v in value.items() if k in names and v not in (None, "")}
+    return judgement
+
+
+async def understand(ts: TurnState, found: Judgeables) -> Judgement:
+    """Make the understand call when there is something worth judging (else an empty judgement)."""
+    if not found.worth_a_call or not ts.has_model():
+        return Judgement()
+    model = ts.model(None, needed_for="understand")
+    schema, aliases, lines = _envelope(ts, found)
+    request = ModelRequest(
+        call="understand", system=identity(ts),
+        instructions=("Judge the customer's latest message. Do not reply to the customer.\n\n" + lines
+                      + f'\n\nThe customer\'s message:\n"""\n{ts.message_text}\n"""\n\n'
+                      "Respond with one JSON object with exactly the keys of the schema."),
+        messages=tuple(ChatMessage(m.role, m.content) for m in ts.history(None)),
+        response_format=ResponseFormat("understand", schema))
+    response = await ts.call(model, request)  # a provider failure raises: nothing ran, nothing is saved
+    data: Any = response.data
+    if data is None:
+        try:
+            data = extract_json(response.text)
+        except ReplyParseError as exc:
+            ts.log("warn", f"understand reply had no usable JSON ({exc}); treated as an empty judgement")
+            data = {}
+    if not isinstance(data, Mapping):
+        ts.log("warn", f"understand reply was not an object: {json.dumps(data)[:200]}")
+        data = {}
+    return _parse(found, aliases, data)

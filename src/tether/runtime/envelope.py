@@ -1,0 +1,53 @@
+"""``RunResponse``: the envelope every ``Runtime.run`` returns, success or failure."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation
+
+from tether.engine.results import TurnResult
+
+__all__ = ["CONTENT_TYPE", "RunResponse", "failure", "success"]
+
+CONTENT_TYPE = "text/plain"
+"""The content type of every envelope tether builds."""
+
+
+class RunResponse(BaseModel):
+    """The answer to one request.
+
+    Attributes:
+        success: False when the request failed (``message`` then holds the error).
+        completed: on success, True when the turn ended its flow or handed the conversation off
+            (no run waits for the user), or the session is no longer running; always True on a
+            failure (the request is over, nothing more will come of it).
+        message: the turn's text (its messages joined by a blank line) or the error message.
+        session: the session id the client must use next (it can change: a missing, completed or
+            aborted session, or a restore hook that resets it, gives a new id); ``""`` when no
+            session is known.
+        content_type: always ``text/plain``.
+        code: the stable error code of a failure (``SESSION_CONFLICT``, ``SESSION_FLOW_MISMATCH``,
+            ``SESSION_FLOW_INVARIANT``, ``agent-not-registered``, ...); on success, None or an
+            informational code such as ``no-session`` (a wake found no session to wake).
+        result: the full ``TurnResult`` of a successful turn (never serialized).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    success: bool
+    completed: bool
+    message: str
+    session: str
+    content_type: str = CONTENT_TYPE
+    code: str | None = None
+    result: SkipValidation[TurnResult | None] = Field(default=None, exclude=True, repr=False)
+
+
+def success(result: TurnResult, session_id: str, *, session_running: bool = True) -> RunResponse:
+    """The envelope of a turn that ran (and, when it changed anything, was saved)."""
+    completed = result.status in ("ended", "handoff") or not session_running
+    return RunResponse(success=True, completed=completed, message=result.text, session=session_id, result=result)
+
+
+def failure(message: str, session_id: str | None, code: str | None) -> RunResponse:
+    """A failed envelope: ``{success: False, completed: True, message, session, content_type}``."""
+    return RunResponse(success=False, completed=True, message=message, session=session_id or "", code=code)

@@ -1,0 +1,330 @@
+"""``Runtime``: the host that runs turns with persistence (the request lifecycle of seed 004).
+
+One ``run`` call, in order: the per-session FIFO lock; the registry lookup; the agent's model
+selections validated (before any session I/O); load or create; the agent-match and invariant
+checks; migrations and the restore hook (existing sessions only; a returned document is saved at
+once); the turn; the compare-and-swap save with the turn's records in the same transaction; the
+response envelope. ``run`` never raises: every failure becomes a failed ``RunResponse``.
+
+Store writes: a new session is created directly with its first turn's document and records
+(``store.create`` at revision 0, one write); an existing session is saved only when the turn
+changed something. A tether session stays ``running`` after a flow ends (the conversation goes
+on); only ``complete``/``end_session`` marks it ``completed``, and an unexpected error marks it
+``aborted``. A completed or aborted session is never resumed: the next request with its id gets a
+new session with a new id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from tether.agent import Agent
+from tether.clock import SystemClock, UuidIds
+from tether.engine.inputs import Event, Message, Start, TurnInput, TurnOptions, Wake
+from tether.engine.ports import Clock, Ids
+from tether.engine.results import TurnResult
+from tether.engine.session import LogEntry, Session
+from tether.errors import (
+    DefinitionIssue,
+    FlowDefinitionError,
+    SessionConflict,
+    SessionFlowInvariant,
+    SessionFlowMismatch,
+    TetherError,
+)
+from tether.runtime import scheduler
+from tether.runtime.envelope import RunResponse, failure, success
+from tether.runtime.locks import SessionLocks
+from tether.runtime.restore import MigrationRegistry, RestoreHook, call_restore_hook, default_restore
+from tether.runtime.selections import check_model_selections
+from tether.stores import SQLiteStore, Store, TurnRecords, WakeRequest
+
+__all__ = ["ConflictPolicy", "Runtime", "turn_records"]
+
+ConflictPolicy = Literal["replay", "reject"]
+"""What a compare-and-swap conflict does: re-run the input on the fresh document, or fail."""
+
+
+def turn_records(result: TurnResult) -> TurnRecords:
+    """The append-only records of a turn: its transcript messages, events and wakes."""
+    return TurnRecords(
+        messages=result.new_transcript,
+        events=[event.as_dict() for event in result.events],
+        wakes=[WakeRequest(key=w.key, at=w.at, replaces=w.replaces) for w in result.schedule],
+    )
+
+
+def _turn_input(message: str | Message | None, wake: str | None, event: Event | None,
+                start: Start | None) -> TurnInput:
+    given = [value for value in (message, wake, event, start) if value is not None]
+    if len(given) != 1:
+        raise ValueError("give exactly one input: a message, wake=, event= or start=")
+    if isinstance(message, str):
+        return Message(message)
+    if wake is not None:
+        return Wake(wake)
+    value = given[0]
+    assert isinstance(value, Message | Event | Start)
+    return value
+
+
+def _registry(agents: Agent | Sequence[Agent] | Mapping[str, Agent]) -> dict[str, Agent]:
+    if isinstance(agents, Agent):
+        pairs = [(agents.id, agents)]
+    elif isinstance(agents, Mapping):
+        pairs = list(agents.items())
+    else:
+        pairs = [(agent.id, agent) for agent in agents]
+    registry: dict[str, Agent] = {}
+    issues: list[DefinitionIssue] = []
+    for key, agent in pairs:
+        if key != agent.id:
+            issues.append(DefinitionIssue("agent-key-mismatch", f"agent {agent.id!r} is registered as {key!r}"))
+        elif key in registry:
+            issues.append(DefinitionIssue("duplicate-agent-id", f"agent id {key!r} is registered twice"))
+        registry[key] = agent
+    if issues:
+        raise FlowDefinitionError(issues, title="invalid runtime registry")
+    return registry
+
+
+@dataclass
+class _Attempt:
+    """What one attempt of a request has in hand, for the abort path."""
+
+    stored: Session | None = None  # the latest stored version of the session being worked on
+    fresh: Session | None = None  # a new session not written yet
+
+
+class Runtime:
+    """Runs turns of registered agents with persistence.
+
+    Args:
+        agents: one agent, several, or a mapping ``{agent.id: agent}``; the id is the registry
+            key a session is bound to forever. Duplicate ids raise ``FlowDefinitionError``.
+        store: where sessions live (default ``SQLiteStore(".tether/tether.db")``).
+        clock: the time for sessions, turns and the scheduler; when given, every agent is rebound
+            to it (``agent.with_clock``). Default: the system clock (agents keep their own).
+        ids: mints new session ids (default: UUID v4).
+        conflict_policy: ``replay`` (re-run the same input on the freshly loaded document, up to
+            ``max_replays`` times) or ``reject`` (return ``SESSION_CONFLICT`` at once).
+        on_restore: ``on_restore(doc) -> doc | None`` (sync or async) for existing sessions;
+            default :func:`~tether.runtime.restore.default_restore`.
+        migrations: schema upgrades applied to every loaded running session before the hook.
+    """
+
+    def __init__(
+        self,
+        agents: Agent | Sequence[Agent] | Mapping[str, Agent],
+        *,
+        store: Store | None = None,
+        clock: Clock | None = None,
+        ids: Ids | None = None,
+        conflict_policy: ConflictPolicy = "replay",
+        max_replays: int = 3,
+        on_restore: RestoreHook | None = None,
+        migrations: MigrationRegistry | None = None,
+    ) -> None:
+        if conflict_policy not in ("replay", "reject"):
+            raise ValueError(f"conflict_policy must be 'replay' or 'reject', not {conflict_policy!r}")
+        if max_replays < 0:
+            raise ValueError("max_replays must be >= 0")
+        registry = _registry(agents)
+        if clock is not None:
+            registry = {key: agent.with_clock(clock) for key, agent in registry.items()}
+        self._agents = registry
+        self.clock: Clock = clock or SystemClock()
+        self.ids: Ids = ids or UuidIds()
+        self.store: Store = store if store is not None else SQLiteStore(".tether/tether.db", clock=clock)
+        self.conflict_policy: ConflictPolicy = conflict_policy
+        self.max_replays = max_replays
+        self.on_restore: RestoreHook = on_restore or default_restore
+        self.migrations = migrations or MigrationRegistry()
+        self.locks = SessionLocks()
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._scheduler: scheduler.WakeScheduler | None = None
+
+    @property
+    def agents(self) -> Mapping[str, Agent]:
+        """The registered agents by id (read-only view)."""
+        return dict(self._agents)
+
+    # ------------------------------------------------------------------ requests
+
+    async def run(
+        self,
+        agent_id: str,
+        message: str | Message | None = None,
+        *,
+        session_id: str | None = None,
+        config: Mapping[str, Any] | None = None,
+        wake: str | None = None,
+        event: Event | None = None,
+        start: Start | None = None,
+        options: TurnOptions | None = None,
+    ) -> RunResponse:
+        """Run one turn of agent ``agent_id`` and persist it; never raises.
+
+        Give exactly one input: ``message`` (text or a ``Message``), ``wake`` (a wake key),
+        ``event`` or ``start``. ``session_id`` None (or unknown, completed, aborted, or reset by
+        the restore hook) starts a new session with a new id: read ``response.session``.
+        ``config`` is stored in ``session.metadata["config"]`` of a new session only. A wake for
+        a session that does not exist (or no longer runs) does nothing (``code="no-session"``).
+        """
+        try:
+            turn_input = _turn_input(message, wake, event, start)
+        except ValueError as exc:
+            return failure(str(exc), session_id, "invalid-request")
+        async with self.locks.hold(session_id):
+            agent = self._agents.get(agent_id)
+            if agent is None:
+                return failure(f"Agent {agent_id!r} not registered.", session_id, "agent-not-registered")
+            try:
+                check_model_selections(agent)
+            except Exception as exc:
+                return failure(_describe(exc), session_id, _code(exc))
+            replays = 0
+            while True:
+                attempt = _Attempt()
+                try:
+                    return await self._attempt(agent, session_id, turn_input, config, options, attempt)
+                except SessionConflict as exc:
+                    if self.conflict_policy == "reject" or replays >= self.max_replays:
+                        return failure(exc.message, exc.session_id or session_id, exc.code)
+                    replays += 1
+                except (SessionFlowMismatch, SessionFlowInvariant) as exc:
+                    return failure(exc.message, session_id, exc.code)
+                except Exception as exc:
+                    return await self._abort(attempt, exc, session_id)
+
+    def run_sync(self, agent_id: str, message: str | Message | None = None, **kwargs: Any) -> RunResponse:
+        """``run`` for scripts: runs it in a fresh event loop (``asyncio.run``)."""
+        return asyncio.run(self.run(agent_id, message, **kwargs))
+
+    async def _load(self, agent: Agent, session_id: str | None, attempt: _Attempt) -> Session | None:
+        """The running session to continue (migrated, restored and re-saved), or None for a new one."""
+        if session_id is None:
+            return None
+        doc = await self.store.load(session_id)
+        if doc is None or doc.status != "running":
+            return None
+        if doc.agent != agent.id:
+            raise SessionFlowMismatch(doc.id, bound=doc.agent, requested=agent.id)
+        attempt.stored = doc
+        restored = await call_restore_hook(self.on_restore, self.migrations.migrate(doc))
+        if restored is None:
+            attempt.stored = None
+            return None
+        attempt.stored = await self.store.save(restored, doc.revision)
+        return attempt.stored
+
+    async def _attempt(self, agent: Agent, session_id: str | None, turn_input: TurnInput,
+                       config: Mapping[str, Any] | None, options: TurnOptions | None,
+                       attempt: _Attempt) -> RunResponse:
+        doc = await self._load(agent, session_id, attempt)
+        if doc is None:
+            if isinstance(turn_input, Wake):
+                return RunResponse(success=True, completed=True, message="", session="", code="no-session")
+            metadata: dict[str, Any] = {"config": dict(config)} if config else {}
+            doc = attempt.fresh = Session(id=self.ids.new_id(), agent=agent.id, created_at=self.clock.now(),
+                                          metadata=metadata)
+        result = await agent.turn(doc, turn_input, options=options)
+        after = result.session or doc
+        if attempt.fresh is not None:
+            attempt.stored = await self.store.create(after, turn_records(result))
+            attempt.fresh = None
+        elif result.changed:
+            attempt.stored = await self.store.save(after, doc.revision, turn_records(result))
+        stored = attempt.stored or doc
+        result.session = stored
+        return success(result, stored.id, session_running=stored.status == "running")
+
+    async def _abort(self, attempt: _Attempt, exc: Exception, session_id: str | None) -> RunResponse:
+        """Mark the session aborted with the error logged, persist it, and build the envelope."""
+        message, code = _describe(exc), _code(exc)
+        target = attempt.stored or attempt.fresh
+        if target is None:
+            return failure(message, session_id, code)
+        aborted = target.model_copy(deep=True)
+        aborted.status = "aborted"
+        aborted.error.append(LogEntry(at=self.clock.now(), level="error", message=message, code=code))
+        try:
+            if attempt.stored is not None:
+                await self.store.save(aborted, attempt.stored.revision)
+            else:
+                await self.store.create(aborted)
+        except Exception as save_exc:
+            message += f"; failed to persist aborted session: {_describe(save_exc)}"
+        return failure(message, aborted.id, code)
+
+    # ------------------------------------------------------------------ sessions
+
+    async def complete(self, session_id: str) -> Session | None:
+        """Mark a running session ``completed`` (kept in the store; never resumed again).
+
+        Returns the stored document (unchanged when it was missing or had already ended).
+        Conflicts are retried ``max_replays`` times, then ``SessionConflict`` is raised.
+        """
+        async with self.locks.hold(session_id):
+            for _ in range(self.max_replays + 1):
+                doc = await self.store.load(session_id)
+                if doc is None or doc.status != "running":
+                    return doc
+                try:
+                    return await self.store.save(doc.model_copy(update={"status": "completed"}), doc.revision)
+                except SessionConflict:
+                    continue
+            raise SessionConflict(session_id, operation="complete")
+
+    end_session = complete
+
+    # ------------------------------------------------------------------ wakes
+
+    async def fire_due_wakes(self, limit: int = 100, *, lease: float = 30.0) -> int:
+        """Claim up to ``limit`` due wakes, run each as a wake input, complete them; returns how
+        many ran. See :func:`tether.runtime.scheduler.fire_due_wakes`."""
+        return await scheduler.fire_due_wakes(self, limit=limit, lease=lease)
+
+    async def rebuild_schedule(self, *, limit: int = 10_000) -> int:
+        """Re-derive the wakes of running sessions from their waiting runs; returns how many were
+        written. See :func:`tether.runtime.scheduler.rebuild_schedule`."""
+        return await scheduler.rebuild_schedule(self, limit=limit)
+
+    def start_scheduler(self, interval: float = 1.0, *, limit: int = 100) -> None:
+        """Fire due wakes every ``interval`` seconds in a background task (needs a running loop)."""
+        if self._scheduler is None:
+            self._scheduler = scheduler.WakeScheduler(self, interval=interval, limit=limit)
+        self._scheduler.start()
+
+    async def stop_scheduler(self) -> None:
+        """Stop the background scheduler (cancels its loop and waits for it)."""
+        if self._scheduler is not None:
+            await self._scheduler.stop()
+
+    async def close(self) -> None:
+        """Stop the scheduler and close the store."""
+        await self.stop_scheduler()
+        await self.store.close()
+
+    async def __aenter__(self) -> Runtime:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, TetherError):
+        return exc.message or type(exc).__name__
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _code(exc: BaseException) -> str:
+    return exc.code if isinstance(exc, TetherError) else "turn-failed"

@@ -1,0 +1,128 @@
+"""Firing due wakes, re-deriving the schedule, and the background scheduler task.
+
+Every wake a turn schedules is stored by that turn's save. A scheduler claims due wakes from the
+store (``Store.due_wakes``: leased to one worker; with PostgreSQL claimed with
+``FOR UPDATE SKIP LOCKED``, so several workers never receive one wake twice), runs each as a
+``wake`` input through ``Runtime.run`` (the agent comes from the stored session) and completes it.
+The engine ignores a stale wake (its run no longer waits on that key).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING
+
+from tether.errors import SessionConflict, SessionFlowInvariant, StoreError
+from tether.runtime.restore import pending_wakes_of
+from tether.stores.base import utc
+from tether.stores.records import TurnRecords, Wake
+
+if TYPE_CHECKING:
+    from tether.runtime.runtime import Runtime
+
+__all__ = ["WakeScheduler", "fire_due_wakes", "rebuild_schedule"]
+
+log = logging.getLogger("tether.runtime")
+
+
+async def fire_due_wakes(runtime: Runtime, *, limit: int = 100, lease: float = 30.0) -> int:
+    """Claim up to ``limit`` wakes due at ``runtime.clock.now()`` (leased for ``lease`` seconds
+    to ``runtime.worker_id``), run them concurrently (one session's wakes still one at a time) and
+    complete each one that ran. Returns how many ran.
+
+    A wake whose session is gone, ended or malformed is completed without running. A wake is
+    left to its lease (so it is claimed again later) when its session's agent is not registered
+    here, the store failed, or the turn lost its compare-and-swap more than ``max_replays`` times.
+    """
+    wakes = await runtime.store.due_wakes(runtime.clock.now(), limit=limit, lease=lease, worker=runtime.worker_id)
+    fired = await asyncio.gather(*(_fire(runtime, wake) for wake in wakes))
+    return sum(fired)
+
+
+async def _fire(runtime: Runtime, wake: Wake) -> bool:
+    try:
+        doc = await runtime.store.load(wake.session_id)
+    except SessionFlowInvariant:
+        doc = None
+    except StoreError as exc:
+        log.warning("wake %s of session %s: load failed: %s", wake.key, wake.session_id, exc)
+        return False
+    if doc is None or doc.status != "running":
+        await runtime.store.complete_wake(wake)
+        return False
+    if doc.agent not in runtime.agents:
+        log.warning("wake %s of session %s: agent %r is not registered here", wake.key, doc.id, doc.agent)
+        return False
+    response = await runtime.run(doc.agent, session_id=wake.session_id, wake=wake.key)
+    if not response.success and response.code in (SessionConflict.code, StoreError.code):
+        log.warning("wake %s of session %s failed, left for a retry: %s", wake.key, doc.id, response.message)
+        return False
+    await runtime.store.complete_wake(wake)
+    return True
+
+
+async def rebuild_schedule(runtime: Runtime, *, limit: int = 10_000) -> int:
+    """Re-derive wakes from stored sessions: for every running session (at most ``limit``), each
+    run waiting with a deadline needs a wake ``{key: run.waiting.key, at: run.waiting.until}``.
+
+    Missing wakes are written with a compare-and-swap save of the unchanged document (its
+    revision advances); a session that loses that race is skipped (its writer stored its own
+    wakes). Returns how many wakes were written.
+    """
+    written = 0
+    for summary in await runtime.store.list(status="running", limit=limit):
+        async with runtime.locks.hold(summary.id):
+            doc = await runtime.store.load(summary.id)
+            if doc is None or doc.status != "running":
+                continue
+            have = {(w.key, utc(w.at)) for w in await runtime.store.pending_wakes(doc.id)}
+            missing = [w for w in pending_wakes_of(doc) if (w.key, utc(w.at)) not in have]
+            if not missing:
+                continue
+            try:
+                await runtime.store.save(doc, doc.revision, TurnRecords(wakes=missing))
+            except SessionConflict:
+                continue
+            written += len(missing)
+    return written
+
+
+class WakeScheduler:
+    """A background asyncio task calling ``fire_due_wakes`` every ``interval`` seconds (at once
+    again while full batches keep coming). Errors are logged, never raised."""
+
+    def __init__(self, runtime: Runtime, *, interval: float = 1.0, limit: int = 100) -> None:
+        self.runtime = runtime
+        self.interval = interval
+        self.limit = limit
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def running(self) -> bool:
+        """True while the task runs."""
+        return self._task is not None and not self._task.done()
+
+    def start(self) -> None:
+        """Start the task in the running event loop (no-op when already running)."""
+        if not self.running:
+            self._task = asyncio.get_running_loop().create_task(self._loop(), name="tether-wake-scheduler")
+
+    async def stop(self) -> None:
+        """Cancel the task and wait for it."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _loop(self) -> None:
+        while True:
+            fired = 0
+            try:
+                fired = await self.runtime.fire_due_wakes(self.limit)
+            except Exception:
+                log.exception("firing due wakes failed")
+            if fired < self.limit:
+                await asyncio.sleep(self.interval)

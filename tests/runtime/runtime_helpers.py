@@ -1,0 +1,137 @@
+"""Test agents and a spying store wrapper for the runtime tests."""
+
+from __future__ import annotations
+
+import builtins
+import itertools
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Any
+
+from tether import Agent, Flow, Message, action, end, on_message, reply, wait
+from tether.engine.session import Session, TranscriptMessage
+from tether.errors import StoreError
+from tether.stores import Store, TurnRecords
+from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, Wake
+
+Hook = Callable[[str], Awaitable[None]]
+_ids = itertools.count(1)
+
+
+def msg(text: str = "hello") -> Message:
+    """A message with a unique id (a FakeClock that stands still would make every run key equal)."""
+    return Message(text, id=f"m{next(_ids)}")
+
+
+def counter_agent(name: str = "Counter", *, on_work: Hook | None = None, explode: list[bool] | None = None,
+                  model: Any = None) -> Agent:
+    """Every message starts a run: ``work`` bumps ``n`` (awaiting ``on_work(tag)`` first, the tag
+    coming from the turn context), then ``say`` answers ``n=<n>`` verbatim and ends the run.
+    While ``explode[0]`` is true the reply raises ZeroDivisionError (an unexpected error)."""
+
+    @action("work")
+    async def work(state: dict[str, Any], ctx: Any) -> None:
+        if on_work is not None:
+            await on_work(str(ctx.context.get("tag", "")))
+        ctx.set(n=int(ctx.data.get("n", 0)) + 1)
+
+    def answer(state: dict[str, Any]) -> str:
+        if explode and explode[0]:
+            raise ZeroDivisionError("division by zero")
+        return f"n={state['n']}"
+
+    say = reply("say", response=answer, next=end("answered"))
+    flow = Flow("count", start=work, nodes=[work, say], on=[on_message(repeat="always")])
+    return Agent(name, flows=[flow], model=model)
+
+
+def waiting_agent(name: str = "Waiter", fired: list[str] | None = None) -> Agent:
+    """The first message is answered, then the run waits one hour (a timer wake) before ``fire``."""
+
+    @action("fire")
+    async def fire(state: dict[str, Any], ctx: Any) -> Any:
+        if fired is not None:
+            fired.append(ctx.key)
+        ctx.set(fired=True)
+        return end("fired")
+
+    pause = wait("pause", timer="1h", then=fire)
+    first = reply("first", response="I will get back to you.", next=pause)
+    flow = Flow("later", start=first, nodes=[first, pause, fire], on=[on_message()])
+    return Agent(name, flows=[flow])
+
+
+class SpyStore(Store):
+    """Delegates to ``inner`` and records every call; can fail or interfere with saves.
+
+    ``calls`` lists ``(method, session_id)``; ``saves`` lists ``(session, expected, records)``.
+    ``before_save(session, expected)`` runs before each delegated save (to simulate another
+    writer); ``fail_saves`` makes every save and create raise ``StoreError``.
+    """
+
+    def __init__(self, inner: Store) -> None:
+        super().__init__()
+        self.inner = inner
+        self.calls: builtins.list[tuple[str, str | None]] = []
+        self.saves: builtins.list[tuple[Session, int, TurnRecords | None]] = []
+        self.before_save: Callable[[Session, int], Awaitable[None]] | None = None
+        self.fail_saves: str | None = None
+
+    def writes(self) -> builtins.list[tuple[str, str | None]]:
+        return [c for c in self.calls if c[0] in ("create", "save", "delete")]
+
+    async def load(self, session_id: str) -> Session | None:
+        self.calls.append(("load", session_id))
+        return await self.inner.load(session_id)
+
+    async def create(self, session: Session, records: TurnRecords | None = None) -> Session:
+        self.calls.append(("create", session.id))
+        if self.fail_saves:
+            raise StoreError(self.fail_saves, operation="create", session_id=session.id)
+        return await self.inner.create(session, records)
+
+    async def save(self, session: Session, expected_revision: int, records: TurnRecords | None = None) -> Session:
+        self.calls.append(("save", session.id))
+        self.saves.append((session, expected_revision, records))
+        if self.fail_saves:
+            raise StoreError(self.fail_saves, operation="save", session_id=session.id)
+        if self.before_save is not None:
+            await self.before_save(session, expected_revision)
+        return await self.inner.save(session, expected_revision, records)
+
+    async def delete(self, session_id: str, expected_revision: int | None = None) -> None:
+        self.calls.append(("delete", session_id))
+        await self.inner.delete(session_id, expected_revision)
+
+    async def list(self, *, agent: str | None = None, status: str | None = None,
+                   limit: int = 100) -> builtins.list[SessionSummary]:
+        self.calls.append(("list", None))
+        return await self.inner.list(agent=agent, status=status, limit=limit)
+
+    async def prune(self, *, older_than: datetime) -> int:
+        return await self.inner.prune(older_than=older_than)
+
+    async def transcript(self, session_id: str, *, after_seq: int = 0,
+                         limit: int | None = None) -> builtins.list[TranscriptMessage]:
+        return await self.inner.transcript(session_id, after_seq=after_seq, limit=limit)
+
+    async def events(self, session_id: str, *, after: int = 0) -> builtins.list[StoredEvent]:
+        return await self.inner.events(session_id, after=after)
+
+    async def journal(self, session_id: str, *, run_id: str | None = None) -> builtins.list[JournalEntry]:
+        return await self.inner.journal(session_id, run_id=run_id)
+
+    async def due_wakes(self, now: datetime, *, limit: int = 100, lease: float = 30.0,
+                        worker: str = "") -> builtins.list[Wake]:
+        self.calls.append(("due_wakes", None))
+        return await self.inner.due_wakes(now, limit=limit, lease=lease, worker=worker)
+
+    async def complete_wake(self, wake: Wake) -> None:
+        self.calls.append(("complete_wake", wake.session_id))
+        await self.inner.complete_wake(wake)
+
+    async def pending_wakes(self, session_id: str | None = None) -> builtins.list[Wake]:
+        return await self.inner.pending_wakes(session_id)
+
+    async def close(self) -> None:
+        await self.inner.close()

@@ -1,0 +1,269 @@
+"""Every response envelope of ``Runtime.run`` (seed 004), on every store."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from runtime_helpers import SpyStore, counter_agent, msg
+from store_backends import Backend
+
+from tether import Event, Message, Start
+from tether.engine.session import Session
+from tether.errors import FlowDefinitionError
+from tether.runtime import RunResponse, Runtime
+from tether.stores import MemoryStore
+from tether.testing import FakeClock, ScriptedModel
+
+
+async def test_first_request_creates_the_session_with_its_records(
+    make_runtime: Callable[..., Runtime], spy: SpyStore
+) -> None:
+    runtime = make_runtime(counter_agent())
+    response = await runtime.run("Counter", "hi", config={"plan": "gold"})
+    assert response.success and response.completed and response.message == "n=1"
+    assert response.content_type == "text/plain" and response.code is None
+    assert spy.writes() == [("create", response.session)]  # one write: document and records together
+    stored = await spy.load(response.session)
+    assert stored is not None and stored.revision == 0 and stored.status == "running"
+    assert stored.metadata["config"] == {"plan": "gold"} and stored.data["n"] == 1
+    assert [m.text for m in await spy.transcript(stored.id)] == ["hi", "n=1"]
+    assert [e.type for e in await spy.events(stored.id)][:2] == ["flow-enter", "node-enter"]
+    assert response.result is not None and response.result.session == stored
+    assert json.loads(response.model_dump_json()) == {
+        "success": True, "completed": True, "message": "n=1", "session": stored.id,
+        "content_type": "text/plain", "code": None}
+
+
+async def test_next_request_continues_and_ignores_a_new_config(
+    make_runtime: Callable[..., Runtime], spy: SpyStore
+) -> None:
+    runtime = make_runtime(counter_agent())
+    first = await runtime.run("Counter", msg(), config={"plan": "gold"})
+    second = await runtime.run("Counter", msg(), session_id=first.session, config={"plan": "free"})
+    assert second.success and second.session == first.session and second.message == "n=2"
+    stored = await spy.load(first.session)
+    assert stored is not None
+    assert stored.revision == 2  # the restore hook's save, then the turn's
+    assert stored.metadata["config"] == {"plan": "gold"}  # a new config cannot reconfigure a running session
+    assert second.result is not None and second.result.session is not None
+    assert second.result.session.revision == 2  # the in-memory revision follows the store
+
+
+async def test_unknown_agent_fails_naming_it_without_store_io(
+    make_runtime: Callable[..., Runtime], spy: SpyStore
+) -> None:
+    response = await make_runtime(counter_agent()).run("Ghost", "hi", session_id="s-1")
+    assert response.model_dump() == {"success": False, "completed": True, "message": "Agent 'Ghost' not registered.",
+                                     "session": "s-1", "content_type": "text/plain", "code": "agent-not-registered"}
+    assert spy.calls == []
+
+
+async def test_bad_model_selection_fails_before_any_session_io(
+    make_runtime: Callable[..., Runtime], spy: SpyStore
+) -> None:
+    unknown = counter_agent("Unknown", model="openai:not-a-real-model")
+    no_adapter = counter_agent("NoAdapter", model="nowhere:model-x")
+    not_a_model = counter_agent("NotAModel", model=42)
+    runtime = make_runtime([unknown, no_adapter, not_a_model])
+    for agent_id, fragment in [("Unknown", "Unknown built-in model 'openai:not-a-real-model'"),
+                               ("NoAdapter", "no adapter is registered for provider 'nowhere'"),
+                               ("NotAModel", "neither a 'provider:model' name nor a Model")]:
+        response = await runtime.run(agent_id, "hi", session_id="s-1")
+        assert not response.success and response.completed and response.code == "model-configuration"
+        assert fragment in response.message and response.session == "s-1"
+    assert spy.calls == []  # no load, no create: the store was never touched
+
+
+async def test_a_model_object_passes_validation(make_runtime: Callable[..., Runtime]) -> None:
+    runtime = make_runtime(counter_agent(model=ScriptedModel()))
+    assert (await runtime.run("Counter", "hi")).success
+
+
+async def test_missing_completed_and_aborted_ids_get_a_new_session(
+    make_runtime: Callable[..., Runtime], spy: SpyStore
+) -> None:
+    explode = [False]
+    runtime = make_runtime(counter_agent(explode=explode))
+    missing = await runtime.run("Counter", msg(), session_id="no-such-session")
+    assert missing.success and missing.session not in ("", "no-such-session")
+    assert await spy.load("no-such-session") is None
+
+    done = await runtime.run("Counter", msg())
+    completed = await runtime.complete(done.session)
+    assert completed is not None and completed.status == "completed"
+    again = await runtime.run("Counter", msg(), session_id=done.session)
+    assert again.success and again.session != done.session and again.message == "n=1"
+    kept = await spy.load(done.session)
+    assert kept is not None and kept.status == "completed" and kept.revision == completed.revision
+
+    explode[0] = True
+    broken = await runtime.run("Counter", msg(), session_id=again.session)
+    assert not broken.success and broken.session == again.session
+    explode[0] = False
+    fresh = await runtime.run("Counter", msg(), session_id=again.session)
+    assert fresh.success and fresh.session != again.session and fresh.message == "n=1"
+    aborted = await spy.load(again.session)
+    assert aborted is not None and aborted.status == "aborted"
+
+
+async def test_agent_mismatch_fails_and_leaves_the_document_untouched(
+    make_runtime: Callable[..., Runtime], spy: SpyStore
+) -> None:
+    runtime = make_runtime([counter_agent("A"), counter_agent("B")])
+    first = await runtime.run("A", "hi")
+    before = await spy.load(first.session)
+    spy.calls.clear()
+    response = await runtime.run("B", "hi", session_id=first.session)
+    assert not response.success and response.completed and response.code == "SESSION_FLOW_MISMATCH"
+    assert response.message == f"Session {first.session!r} belongs to agent 'A', not 'B'."
+    assert response.session == first.session
+    assert spy.writes() == []
+    assert await spy.load(first.session) == before
+
+
+async def test_malformed_document_fails_with_invariant_and_stays_untouched(
+    make_runtime: Callable[..., Runtime], spy: SpyStore, backend: Backend
+) -> None:
+    runtime = make_runtime(counter_agent())
+    first = await runtime.run("Counter", "hi")
+    await backend.corrupt(first.session, json.dumps({"id": first.session, "agent": "", "created_at": "nope"}))
+    spy.calls.clear()
+    response = await runtime.run("Counter", "hi", session_id=first.session)
+    assert not response.success and response.completed and response.code == "SESSION_FLOW_INVARIANT"
+    assert response.session == first.session
+    assert spy.writes() == []
+
+
+async def test_conflict_is_replayed_on_the_fresh_document(
+    make_runtime: Callable[..., Runtime], spy: SpyStore
+) -> None:
+    runtime = make_runtime(counter_agent())
+    first = await runtime.run("Counter", msg())
+    interfered: list[int] = []
+
+    async def other_writer(session: Session, expected: int) -> None:
+        if not interfered and spy.saves and len(spy.saves) == 2:  # the turn's save of the second request
+            doc = await spy.inner.load(session.id)
+            assert doc is not None
+            doc.data["other"] = "writer"
+            interfered.append((await spy.inner.save(doc, doc.revision)).revision)
+
+    spy.before_save = other_writer
+    second = await runtime.run("Counter", Message("again", id="m-replayed"), session_id=first.session)
+    assert interfered == [2]
+    assert second.success and second.message == "n=2"  # a fresh run, not a duplicate-input
+    stored = await spy.load(first.session)
+    assert stored is not None and stored.data == {"n": 2, "other": "writer"}
+    assert stored.revision == 4  # restore 1, other writer 2, replay: restore 3, turn 4
+    assert [m.text for m in await spy.transcript(first.session)] == ["hello", "n=1", "again", "n=2"]
+
+
+async def test_conflict_is_rejected_under_the_reject_policy(
+    make_runtime: Callable[..., Runtime], spy: SpyStore
+) -> None:
+    runtime = make_runtime(counter_agent(), conflict_policy="reject")
+    first = await runtime.run("Counter", msg())
+
+    async def other_writer(session: Session, expected: int) -> None:
+        doc = await spy.inner.load(session.id)
+        assert doc is not None and doc.revision == expected
+        await spy.inner.save(doc, doc.revision)
+
+    spy.before_save = other_writer
+    response = await runtime.run("Counter", msg(), session_id=first.session)
+    assert response.model_dump() == {
+        "success": False, "completed": True, "content_type": "text/plain", "code": "SESSION_CONFLICT",
+        "message": f"Session {first.session!r} was changed or removed by another request.", "session": first.session}
+    stored = await spy.load(first.session)
+    assert stored is not None and stored.revision == 1 and stored.data == {"n": 1}  # only the other writer's save
+
+
+async def test_replays_are_bounded(make_runtime: Callable[..., Runtime], spy: SpyStore) -> None:
+    runtime = make_runtime(counter_agent(), max_replays=2)
+    first = await runtime.run("Counter", msg())
+
+    async def always_first(session: Session, expected: int) -> None:
+        doc = await spy.inner.load(session.id)
+        assert doc is not None
+        await spy.inner.save(doc, doc.revision)
+
+    spy.before_save = always_first
+    response = await runtime.run("Counter", msg(), session_id=first.session)
+    assert not response.success and response.code == "SESSION_CONFLICT"
+    assert len(spy.saves) == 3  # the first attempt and two replays, each losing its first save
+
+
+async def test_unexpected_error_aborts_and_persists_the_error(
+    make_runtime: Callable[..., Runtime], spy: SpyStore, clock: FakeClock
+) -> None:
+    explode = [False]
+    runtime = make_runtime(counter_agent(explode=explode))
+    first = await runtime.run("Counter", msg())
+    explode[0] = True
+    response = await runtime.run("Counter", msg(), session_id=first.session)
+    assert response.model_dump() == {
+        "success": False, "completed": True, "message": "ZeroDivisionError: division by zero",
+        "session": first.session, "content_type": "text/plain", "code": "turn-failed"}
+    stored = await spy.load(first.session)
+    assert stored is not None and stored.status == "aborted" and stored.revision == 2
+    assert [(e.level, e.message, e.at) for e in stored.error] == [
+        ("error", "ZeroDivisionError: division by zero", clock.now())]
+    assert stored.data == {"n": 1}  # the failed turn's changes were not saved
+
+
+async def test_unexpected_error_on_a_new_session_stores_it_aborted(
+    make_runtime: Callable[..., Runtime], spy: SpyStore
+) -> None:
+    runtime = make_runtime(counter_agent(explode=[True]))
+    response = await runtime.run("Counter", "hi")
+    assert not response.success and response.session
+    stored = await spy.load(response.session)
+    assert stored is not None and stored.status == "aborted" and len(stored.error) == 1
+
+
+async def test_failure_to_persist_the_abort_is_appended(
+    make_runtime: Callable[..., Runtime], spy: SpyStore
+) -> None:
+    runtime = make_runtime(counter_agent())
+    first = await runtime.run("Counter", msg())
+    spy.fail_saves = "disk full"
+    response = await runtime.run("Counter", msg(), session_id=first.session)
+    assert not response.success and response.completed and response.code == "SESSION_STORE_ERROR"
+    assert response.message == "disk full; failed to persist aborted session: disk full"
+    stored = await spy.inner.load(first.session)
+    assert stored is not None and stored.status == "running" and stored.revision == 0
+
+
+async def test_other_inputs_run_through_the_same_path(make_runtime: Callable[..., Runtime]) -> None:
+    runtime = make_runtime(counter_agent())
+    first = await runtime.run("Counter", msg())
+    started = await runtime.run("Counter", session_id=first.session, start=Start("count", key="k1"))
+    assert started.success and started.session == first.session and started.message == "n=2"
+    evented = await runtime.run("Counter", session_id=first.session, event=Event("ping", key="e1"))
+    assert evented.success and evented.session == first.session
+    nothing = await runtime.run("Counter", session_id="nobody", wake="some-key")
+    assert nothing.success and nothing.session == "" and nothing.code == "no-session"
+    both = await runtime.run("Counter", "hi", wake="k")
+    assert not both.success and both.code == "invalid-request"
+    assert not (await runtime.run("Counter")).success
+
+
+async def test_duplicate_agent_ids_are_rejected_at_construction() -> None:
+    store = MemoryStore()
+    for agents in ([counter_agent("A"), counter_agent("A")], {"B": counter_agent("A")}):
+        try:
+            Runtime(agents, store=store)
+        except FlowDefinitionError as exc:
+            assert exc.code in ("duplicate-agent-id", "agent-key-mismatch")
+        else:
+            raise AssertionError("expected FlowDefinitionError")
+    assert set(Runtime({"A": counter_agent("A")}, store=store).agents) == {"A"}
+
+
+def test_run_sync_runs_a_turn_in_a_fresh_loop(tmp_path: object) -> None:
+    store = MemoryStore()
+    runtime = Runtime(counter_agent(), store=store)
+    first = runtime.run_sync("Counter", msg())
+    second = runtime.run_sync("Counter", msg(), session_id=first.session)
+    assert isinstance(second, RunResponse) and second.message == "n=2" and second.session == first.session

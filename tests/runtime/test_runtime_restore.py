@@ -1,0 +1,173 @@
+"""The restore hook and session schema migrations."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from runtime_helpers import SpyStore, counter_agent, msg
+
+from tether.engine.session import SESSION_SCHEMA_VERSION, Session
+from tether.runtime import MigrationRegistry, Runtime, default_restore, is_session_current, session_idle
+from tether.testing import FakeClock
+
+
+async def stored_session(spy: SpyStore, clock: FakeClock, **fields: Any) -> Session:
+    """A running Counter session written straight to the store."""
+    return await spy.inner.create(Session(id="old-1", agent="Counter", created_at=clock.now(), **fields))
+
+
+async def test_default_hook_resets_a_document_of_another_version(
+    make_runtime: Callable[..., Runtime], spy: SpyStore, clock: FakeClock
+) -> None:
+    old = await stored_session(spy, clock, schema_version=SESSION_SCHEMA_VERSION - 1, data={"n": 41})
+    response = await make_runtime(counter_agent()).run("Counter", msg(), session_id=old.id)
+    assert response.success and response.session != old.id and response.message == "n=1"
+    assert await spy.inner.load(old.id) == old  # kept, untouched
+
+
+async def test_idle_expiry_override_with_session_idle(
+    make_runtime: Callable[..., Runtime], spy: SpyStore, clock: FakeClock
+) -> None:
+    def expire_after_30_minutes(doc: Session) -> Session | None:
+        restored = default_restore(doc)
+        if restored is not None and session_idle(restored, clock.now()) >= timedelta(minutes=30):
+            return None
+        return restored
+
+    runtime = make_runtime(counter_agent(), on_restore=expire_after_30_minutes)
+    first = await runtime.run("Counter", msg())
+    clock.advance("29m")
+    kept = await runtime.run("Counter", msg(), session_id=first.session)
+    assert kept.session == first.session and kept.message == "n=2"
+    clock.advance("30m")
+    expired = await runtime.run("Counter", msg(), session_id=first.session)
+    assert expired.session != first.session and expired.message == "n=1"
+    old = await spy.load(first.session)
+    assert old is not None and old.status == "running" and old.data == {"n": 2}  # kept
+
+
+async def test_returned_document_is_saved_at_once_before_the_turn(
+    make_runtime: Callable[..., Runtime], spy: SpyStore
+) -> None:
+    seen: list[int] = []
+
+    async def mark(doc: Session) -> Session:
+        seen.append(doc.revision)
+        doc.metadata["restored"] = doc.metadata.get("restored", 0) + 1
+        return doc
+
+    runtime = make_runtime(counter_agent(), on_restore=mark)
+    first = await runtime.run("Counter", msg())
+    assert seen == []  # never for a new session
+    spy.saves.clear()
+    await runtime.run("Counter", msg(), session_id=first.session)
+    assert seen == [0]
+    (hook_doc, hook_expected, hook_records), (turn_doc, turn_expected, _) = spy.saves
+    assert (hook_expected, hook_records) == (0, None) and hook_doc.metadata["restored"] == 1
+    assert hook_doc.data == {"n": 1}  # saved before the turn ran
+    assert turn_expected == 1 and turn_doc.data == {"n": 2}
+    stored = await spy.load(first.session)
+    assert stored is not None and stored.revision == 2 and stored.metadata["restored"] == 1
+
+
+async def test_unchanged_document_is_saved_too(make_runtime: Callable[..., Runtime], spy: SpyStore) -> None:
+    runtime = make_runtime(counter_agent(), on_restore=lambda doc: doc)
+    first = await runtime.run("Counter", msg())
+    spy.saves.clear()
+    await runtime.run("Counter", msg(), session_id=first.session)
+    assert [expected for _, expected, _ in spy.saves] == [0, 1]
+
+
+async def test_none_starts_a_new_session_and_keeps_the_old_one(
+    make_runtime: Callable[..., Runtime], spy: SpyStore
+) -> None:
+    runtime = make_runtime(counter_agent(), on_restore=lambda doc: None)
+    first = await runtime.run("Counter", msg())
+    before = await spy.load(first.session)
+    second = await runtime.run("Counter", msg(), session_id=first.session)
+    assert second.success and second.session != first.session and second.message == "n=1"
+    assert await spy.load(first.session) == before
+
+
+async def test_hook_that_changes_the_agent_is_an_invariant_failure(
+    make_runtime: Callable[..., Runtime], spy: SpyStore
+) -> None:
+    runtime = make_runtime(counter_agent(), on_restore=lambda doc: doc.model_copy(update={"agent": "Other"}))
+    first = await runtime.run("Counter", msg())
+    response = await runtime.run("Counter", msg(), session_id=first.session)
+    assert not response.success and response.code == "SESSION_FLOW_INVARIANT"
+    stored = await spy.load(first.session)
+    assert stored is not None and stored.revision == 0 and stored.status == "running"
+
+
+async def test_hook_error_aborts_the_session(make_runtime: Callable[..., Runtime], spy: SpyStore) -> None:
+    def broken(doc: Session) -> Session:
+        raise RuntimeError("hook failed")
+
+    runtime = make_runtime(counter_agent(), on_restore=broken)
+    first = await runtime.run("Counter", msg())
+    response = await runtime.run("Counter", msg(), session_id=first.session)
+    assert not response.success and response.message == "RuntimeError: hook failed"
+    stored = await spy.load(first.session)
+    assert stored is not None and stored.status == "aborted"
+
+
+def test_session_idle_and_current() -> None:
+    clock = FakeClock()
+    doc = Session(id="s", agent="a", created_at=clock.now())
+    assert session_idle(doc, clock.advance("5m")) == timedelta(minutes=5)  # no save yet: since creation
+    saved = doc.model_copy(update={"saved_at": clock.now()})
+    assert session_idle(saved, clock.advance("1h")) == timedelta(hours=1)
+    assert session_idle(saved, saved.saved_at - timedelta(seconds=5)) == timedelta(0)  # type: ignore[operator]
+    assert is_session_current(doc) and default_restore(doc) is doc
+    assert default_restore(doc.model_copy(update={"schema_version": 0})) is None
+
+
+def v0_to_v1(doc: dict[str, Any]) -> dict[str, Any]:
+    data = dict(doc.get("data", {}))
+    if "count" in data:
+        data["n"] = data.pop("count")
+    return {**doc, "data": data}
+
+
+def test_migrations_chain_stamp_and_are_idempotent() -> None:
+    migrations = MigrationRegistry()
+    migrations.register(-1, lambda doc: {**doc, "metadata": {"from": -1}})
+    migrations.register(0)(v0_to_v1)
+    raw = {"schema_version": -1, "data": {"count": 3}}
+    once = migrations.apply(raw)
+    assert once == {"schema_version": 1, "data": {"n": 3}, "metadata": {"from": -1}}
+    assert migrations.apply(once) == once
+    assert raw == {"schema_version": -1, "data": {"count": 3}}  # not mutated
+    assert migrations.versions == [-1, 0] and len(migrations) == 2
+    with pytest.raises(ValueError, match="already registered"):
+        migrations.register(0, v0_to_v1)
+    with pytest.raises(ValueError, match="move forward"):
+        migrations.register(5, v0_to_v1, to_version=5)
+
+
+async def test_migrations_run_on_load_before_the_hook(
+    make_runtime: Callable[..., Runtime], spy: SpyStore, clock: FakeClock
+) -> None:
+    old = await stored_session(spy, clock, schema_version=0, data={"count": 41})
+    migrations = MigrationRegistry()
+    migrations.register(0, v0_to_v1)
+    response = await make_runtime(counter_agent(), migrations=migrations).run("Counter", msg(), session_id=old.id)
+    assert response.success and response.session == old.id and response.message == "n=42"
+    stored = await spy.load(old.id)
+    assert stored is not None and stored.schema_version == SESSION_SCHEMA_VERSION and stored.data == {"n": 42}
+    assert stored.revision == 2  # the migrated document was saved at once, then the turn
+
+
+async def test_migration_producing_an_invalid_document_is_an_invariant_failure(
+    make_runtime: Callable[..., Runtime], spy: SpyStore, clock: FakeClock
+) -> None:
+    old = await stored_session(spy, clock, schema_version=0)
+    migrations = MigrationRegistry()
+    migrations.register(0, lambda doc: {**doc, "unknown_field": True})
+    response = await make_runtime(counter_agent(), migrations=migrations).run("Counter", msg(), session_id=old.id)
+    assert not response.success and response.code == "SESSION_FLOW_INVARIANT"
+    assert await spy.inner.load(old.id) == old
