@@ -14,9 +14,10 @@ from typing import Any
 from tether.clock import SystemClock, UuidIds
 from tether.engine.inputs import Message, TurnInput, TurnOptions
 from tether.engine.ports import Clock, Ids
-from tether.engine.results import TurnResult
+from tether.engine.results import ScheduledWake, TurnResult
 from tether.engine.session import Session
 from tether.engine.turn import run_turn
+from tether.engine.wakes import pending_wakes
 from tether.errors import ModelConfigurationError
 from tether.flow.agent_def import AgentDefinition
 from tether.models.types import Model
@@ -103,6 +104,10 @@ class Agent(AgentDefinition):
         return resolved
 
     # ------------------------------------------------------------------ turns
+
+    def pending_wakes(self, session: Session, *, options: TurnOptions | None = None) -> list[ScheduledWake]:
+        """The wakes a saved session waits on (parked runs and silence flows); no model calls."""
+        return pending_wakes(self, session, options, self.clock)
 
     async def turn(self, session: Session | None, input: TurnInput | str, *, options: TurnOptions | None = None,
                    session_id: str | None = None, **option_fields: Any) -> TurnResult:

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 from seed000_helpers import make_agent, say, scripted, the_run
 
-from tether import Field, action, collect, end, enum_check, goto, jsonpath, range_
+from tether import Field, action, collect, end, enum_check, goto, jsonpath, range_, reply
 
 
 class Contact(BaseModel):
@@ -68,9 +68,11 @@ async def test_the_extraction_tool_is_partial_nullable_and_quotes_the_user() -> 
     assert spec.name == "submit_contact_info_data"
     assert call.request.tool_choice == "required"
     params = spec.parameters
-    assert set(params["properties"]) == {"name", "email"}
+    # the node schema made partial: optional fields may be submitted too; only the required ones are "still needed"
+    assert set(params["properties"]) == {"name", "email", "note"}
     assert "required" not in params or params["required"] == []
-    for name in ("name", "email"):
+    assert "Still needed: name, email." in spec.description
+    for name in ("name", "email", "note"):
         variants = params["properties"][name]["anyOf"]
         assert {"type": "null"} in variants
     assert "name" in spec.description and "email" in spec.description
@@ -122,7 +124,7 @@ async def test_fields_gathered_over_two_turns_complete_on_the_second() -> None:
     second = await say(agent, first.session, "ada@example.com")
     assert seen[0][0] == {"name": "Ada", "email": "ada@example.com"}
     assert second.ended[0].reason == "collected"
-    assert model.calls[1].request.tools[0].parameters["properties"].keys() == {"email"}
+    assert model.calls[1].request.tools[0].parameters["properties"].keys() == {"email", "note"}  # name is known
     assert first.llm_calls == 1 and second.llm_calls == 1 and model.unused() == {}
 
 
@@ -239,3 +241,34 @@ async def test_a_collect_reached_after_the_message_was_consumed_asks_without_ext
     assert result.text == "Could you share: size, name?"
     assert the_run(result).node == "order"
     assert result.llm_calls == 1 and model.unused() == {}
+
+
+async def test_a_static_on_complete_id_moves_to_that_node() -> None:
+    node = collect("pick", schema=Order, required=["size"], resolvers=[enum_check("size", ["small", "large"])],
+                   on_complete="confirm")
+    confirm = reply("confirm", response="A {size} one.", next=end("done"))
+    result = await say(make_agent(node, confirm, model=scripted()), None, "small please")
+    assert result.text == "A small one."
+    assert result.llm_calls == 0
+
+
+async def test_no_on_complete_takes_the_next_node() -> None:
+    node = collect("pick", schema=Order, required=["size"], resolvers=[enum_check("size", ["small", "large"])])
+    following = reply("following", response="next node, {size}", next=end("done"))
+    result = await say(make_agent(node, following, model=scripted()), None, "large")
+    assert result.text == "next node, large"
+
+
+async def test_max_turns_defaults_to_ten() -> None:
+    node = collect("contact", schema=Contact, required=["name", "email"])  # no model: nothing is extracted
+    assert node.max_turns == 10
+    agent = make_agent(node)
+    result = await say(agent, None, "turn 1")
+    for n in range(2, 11):
+        result = await say(agent, result.session, f"turn {n}")
+        assert result.status == "awaiting_user"
+    assert the_run(result).state["__collectTurns_contact"] == 10
+    result = await say(agent, result.session, "turn 11")
+    assert result.status == "handoff"
+    assert result.handoff is not None
+    assert result.handoff.reason == 'Could not collect name, email for "contact" after 10 turns.'

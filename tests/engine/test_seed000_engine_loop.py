@@ -259,3 +259,30 @@ async def test_a_model_reply_turn_counts_its_one_call() -> None:
     result = await say(agent, None)
     assert result.llm_calls == 1 and model.unused() == {}
     assert result.text == "Hello from the model."
+
+
+# --------------------------------------------------------------------------- static targets
+
+
+async def test_a_static_node_id_is_a_goto() -> None:
+    result = await say(make_agent(action("a", noop, then="b"), reply("b", response="at b", next=end("done"))), None)
+    assert result.text == "at b" and result.ended[0].reason == "done"
+
+
+async def test_static_end_and_stay_strings() -> None:
+    ended = await say(make_agent(reply("a", response="A", next="end")), None)
+    assert ended.ended[0].reason == "end"
+    stayed = await say(make_agent(reply("a", response="A", next="stay")), None)
+    assert the_run(stayed).node == "a" and the_run(stayed).status == "asking"
+
+
+async def test_a_static_registered_node_object_is_a_goto() -> None:
+    b = reply("b", response="at b", next=end("done"))
+    result = await say(make_agent(action("a", noop, then=b), b), None)
+    assert result.text == "at b"
+
+
+async def test_a_next_function_returning_a_bare_id_string_is_not_a_transition() -> None:
+    agent = make_agent(reply("a", response="A", next=lambda turn, state: "b"), reply("b", response="B"))
+    with pytest.raises(TransitionError, match="returned 'b'"):
+        await say(agent, None)

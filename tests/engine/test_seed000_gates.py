@@ -117,3 +117,15 @@ async def test_an_invalid_judge_verdict_is_an_execution_error() -> None:
     assert result.ended[0].reason == "failed-verification"
     assert "execution_error" in flow_end(result).gates[0]
     assert result.llm_calls == 1 and model.unused() == {}
+
+
+async def test_the_gate_input_is_the_run_input_when_there_is_one() -> None:
+    from tether import Agent, Flow, Start
+    from tether.testing import FakeClock, SequentialIds
+
+    scopes: list[Any] = []
+    flow = Flow("manual", nodes=[action("a", lambda s, c: end("done"))],
+                gates=[predicate_gate("look", lambda scope: scopes.append(scope) or True)])
+    agent = Agent("Tester", flows=[flow], idle="silent").with_clock(FakeClock(), SequentialIds("s"))
+    await agent.turn(None, Start("manual", input={"order": "A1"}))
+    assert scopes[0].input == {"order": "A1"}

@@ -272,3 +272,68 @@ async def test_reset_keeps_system_messages() -> None:
     assert [(m.role, m.content) for m in model.calls[0].request.messages] == [
         ("system", "Policy: be brief."), ("user", "I am Ada")]
     assert second.llm_calls == 1 and model.unused() == {}
+
+
+async def test_a_failed_summary_call_falls_back_to_reset() -> None:
+    from tether import ModelError
+
+    def down(request: Any) -> Any:
+        raise ModelError("provider down", kind="timeout")
+
+    model = scripted(summary=[down], speak=["Hi Ada."])
+    result = await conversation_then_talk(model, node_context="reset_with_summary")
+    assert [(m.role, m.content) for m in model.calls[1].request.messages] == [("user", "I am Ada")]
+    assert result.llm_calls == 2 and model.unused() == {}
+
+
+async def test_verify_blocking_a_model_reply_re_speaks_it_next_turn() -> None:
+    tries = {"n": 0}
+
+    def after(turn: Any, state: Any) -> Any:
+        tries["n"] += 1
+        return goto("fin", data={"ok": tries["n"] >= 2})
+
+    model = scripted(speak=["First try.", "Second try."])
+    talk = reply("talk", instructions="Talk.", next=after, verify=Verify(check=lambda state, data: data["ok"]))
+    agent = make_agent(talk, reply("fin", response="Done.", next=end("done")), model=model)
+    first = await say(agent, None, "a")
+    assert first.text == "First try." and the_run(first).node == "talk"
+    assert "error" in types(first) and first.llm_calls == 1
+    second = await say(agent, first.session, "b")
+    assert second.text == "Second try.\n\nDone."
+    assert second.ended[0].reason == "done" and second.llm_calls == 1
+    assert model.unused() == {}
+
+
+async def test_reset_with_summary_with_nothing_to_summarise_makes_no_call() -> None:
+    from tether import Agent, Flow, Start
+    from tether.testing import FakeClock, SequentialIds
+
+    model = scripted(speak=["Hello, I speak first."])
+    flow = Flow("manual", nodes=[action("a", lambda s, c: goto("talk")),
+                                 reply("talk", instructions="Greet.", context="reset_with_summary", next=end())])
+    agent = Agent("Tester", flows=[flow], idle="silent").with_model(model).with_clock(FakeClock(), SequentialIds("s"))
+    result = await agent.turn(None, Start("manual"))
+    assert [c.call for c in model.calls] == ["speak"]
+    assert result.llm_calls == 1 and model.unused() == {}
+
+
+async def test_a_second_summary_consolidates_the_earlier_one() -> None:
+    holds = {"n": 0}
+
+    def hold_run(state: Any, ctx: Any) -> Any:
+        holds["n"] += 1
+        return stay if holds["n"] % 2 == 1 else goto("talk")
+
+    model = scripted(summary=["S1.", "S2."], speak=["first", "second"])
+    talk = reply("talk", instructions="Talk.", context="reset_with_summary", next=lambda t, s: goto("hold"))
+    agent = make_agent(action("hold", hold_run), talk, model=model, max_oscillations=5)
+    result = await say(agent, None, "one")  # hold stays
+    result = await say(agent, result.session, "two")  # hold -> talk (summary S1, speak), talk -> hold stays
+    result = await say(agent, result.session, "three")  # the same again: summary S2 folds S1 in
+    assert [c.call for c in model.calls] == ["summary", "speak", "summary", "speak"]
+    second_summary = model.calls[2].request.messages[-1].content
+    assert "S1." in second_summary and "three" in second_summary
+    last_speak = model.calls[3].request
+    assert [m.content for m in last_speak.messages] == ["Previous conversation summary: S2."]
+    assert result.llm_calls == 2 and model.unused() == {}

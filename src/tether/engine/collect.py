@@ -27,7 +27,13 @@ from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node
 from tether.flow.transitions import Escalate
 
-__all__ = ["ask_text", "complete", "dispatch_collect", "merge_values", "missing", "pending"]
+__all__ = ["ask_text", "clear_caches", "complete", "dispatch_collect", "merge_values", "missing", "pending"]
+
+
+def clear_caches(run: Run, node_id: str) -> None:
+    """Forget a collect node's gathered values and pass count (when the run leaves the node)."""
+    run.state.pop(f"__collect_{node_id}", None)
+    run.state.pop(f"__collectTurns_{node_id}", None)
 
 
 def _frame(run: Run, node: Collect) -> dict[str, Any]:
@@ -145,11 +151,7 @@ def _humanize(ts: TurnState, name: str) -> str:
 def complete(ts: TurnState, run: Run, node: Collect, *, code: str | None = None) -> Any:
     """Project the required fields, promote schema fields into the state, call ``on_complete``."""
     projected = {name: value_of(ts, run, node, name) for name in node.required}
-    for name, value in projected.items():
-        if _is_schema_field(node, name):
-            run.state[name] = value
-    run.state.pop(f"__collect_{node.id}", None)
-    run.state.pop(f"__collectTurns_{node.id}", None)
+    run.state.update(_frame(run, node))  # every gathered schema field is promoted; caches go on the goto
     ts.outcome(run, code=code, status="skipped" if code else "ok", kind="collect", node_id=node.id)
     if node.on_complete is None or not callable(node.on_complete) or isinstance(node.on_complete, Node):
         return Static(node.on_complete if node.on_complete is not None else _next())
@@ -185,15 +187,20 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
                 return complete(ts, run, node)
             return Escalate(f'Could not collect {", ".join(before)} for "{node.id}" after {node.max_turns} turns.')
         _purge_invalid(ts, run, node)
-        wanted = missing(ts, run, node) or list(node.required)
+        # the node schema made partial: every field not yet known (all of them on a correction pass)
+        unknown = [n for n in node.slots if not is_known(value_of(ts, run, node, n))]
+        wanted = unknown if missing(ts, run, node) else list(node.slots)
         hits, ambiguous = _resolve(ts, run, node, wanted)
         sources, rejected = merge_values(ts, run, node, hits, source="deterministic", guard=False)
         targets = [n for n in wanted if n not in sources and n not in ambiguous]
+        needed = [n for n in missing(ts, run, node) if n in targets]
+        if before and not needed:
+            targets = []  # satisfied by the resolvers: optional fields are not worth a call
         judged = ts.judgement.collect.get((run.id, node.id), ts.judgement.collect.get((run.flow, node.id)))
         if targets and judged is not None:
             values = {k: v for k, v in judged.items() if k in targets}
         elif targets and ts.has_model(node.model) and ts.pre_speak_calls == 0 and not ts.spoke:
-            values = await extract_values(ts, run, node, targets)
+            values = await extract_values(ts, run, node, targets, needed)
         else:
             values = {}
         if values:

@@ -25,11 +25,11 @@ SUMMARY_INSTRUCTIONS = (
 )
 
 
-def _last_user_seq(ts: TurnState) -> int:
+def _last_user_seq(ts: TurnState) -> int | None:
     for entry in reversed(ts.session.messages):
         if entry.role == "user":
             return entry.seq
-    return ts.session.message_seq + 1
+    return None
 
 
 async def apply(ts: TurnState, run: Run, strategy: str) -> None:
@@ -37,7 +37,7 @@ async def apply(ts: TurnState, run: Run, strategy: str) -> None:
     if strategy == "append":
         return
     if strategy == "reset":
-        run.context.from_seq = _last_user_seq(ts)
+        _reset(ts, run)
         return
     seen = [m for m in ts.session.messages if m.role != "system" and m.seq >= run.context.from_seq]
     if not seen:
@@ -55,6 +55,13 @@ async def apply(ts: TurnState, run: Run, strategy: str) -> None:
             ts.log("warn", f"summary failed, falling back to reset: {exc}")
     if summary:
         run.context.summary = summary
+        run.context.keep_seq = None
         run.context.from_seq = ts.session.message_seq + 1
     else:
-        run.context.from_seq = _last_user_seq(ts)
+        _reset(ts, run)
+
+
+def _reset(ts: TurnState, run: Run) -> None:
+    """Keep system messages and the last user message only."""
+    run.context.keep_seq = _last_user_seq(ts)
+    run.context.from_seq = ts.session.message_seq + 1

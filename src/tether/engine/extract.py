@@ -83,7 +83,8 @@ def passes_verbatim_guard(value: Any, text: str) -> bool:
     return False
 
 
-async def extract_values(ts: TurnState, run: Run, node: Collect, names: list[str]) -> dict[str, Any]:
+async def extract_values(ts: TurnState, run: Run, node: Collect, names: list[str],
+                         still_needed: list[str] | None = None) -> dict[str, Any]:
     """One non-speaking ``extract`` call for ``names``; returns the raw submitted values (nulls and
     blanks dropped). Model prose is discarded."""
     model = ts.model(node.model, needed_for=f"collect node {node.id!r}")
@@ -94,7 +95,8 @@ async def extract_values(ts: TurnState, run: Run, node: Collect, names: list[str
     if defs:
         parameters["$defs"] = defs
     quoted = "\n".join(f"> {line}" for line in ts.message_text.splitlines() or [""])
-    description = (f"Submit the data collected for step {node.id!r}. Still needed: {', '.join(names)}. "
+    needed = still_needed if still_needed else names
+    description = (f"Submit the data collected for step {node.id!r}. Still needed: {', '.join(needed)}. "
                    "Only submit values explicitly provided by the user; use null for anything not given.\n"
                    f"The user's latest message:\n{quoted}")
     steer = node.instructions

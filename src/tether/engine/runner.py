@@ -134,6 +134,10 @@ async def act(ts: TurnState, run: Run, flow: Flow, node: Node, move_: Transition
             run.status = "asking"
             return ASKING
         _guard_oscillation(ts, run, flow, node.id, move_.target)
+        if isinstance(node, Collect):
+            from tether.engine.collect import clear_caches
+
+            clear_caches(run, node.id)
         await reduce(ts, run, flow, node.id, move_)
         return None
     if isinstance(move_, End):
@@ -188,8 +192,13 @@ def verify(ts: TurnState, run: Run, node: Node, data: Mapping[str, Any]) -> str 
         except ValidationError as exc:
             issues = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
             return f"Verify blocked on {node.id!r}: {issues}"
-    if check is not None and not check(ts.state_view(run), dict(data)):
-        return f"Verify check failed on {node.id!r}"
+    if check is not None:
+        try:
+            passed = check(ts.state_view(run), dict(data))
+        except Exception as exc:  # a check that cannot decide blocks, naming the error
+            return f"Verify check raised on {node.id!r}: {type(exc).__name__}: {exc}"
+        if not passed:
+            return f"Verify check failed on {node.id!r}"
     return None
 
 
@@ -228,6 +237,7 @@ async def leave(ts: TurnState, run: Run, flow: Flow, reason: str, *, handoff: Ha
         run.verification = {"outcome": outcome, "gates": gates}
         if outcome == "failed-verification":
             reason = "failed-verification"
+            handoff = None  # the turn ends with that reason: nobody is handed the conversation
     if handoff is not None:
         ts.emit(HandoffEvent(run_id=run.id, flow=flow.id, at=ts.now, agent=handoff.agent, reason=handoff.reason))
         ts.handoff = handoff

@@ -106,13 +106,15 @@ class Outcome(BaseModel):
 class RunContext(BaseModel):
     """The run's view of the transcript (context strategies never delete messages).
 
-    ``from_seq``: the model sees messages with ``seq >= from_seq`` (plus system messages kept by
-    ``reset``); ``summary``: the system summary note set by ``reset_with_summary``.
+    ``from_seq``: the model sees messages with ``seq >= from_seq``, plus system messages and the
+    message ``keep_seq`` (the last user message kept by ``reset``); ``summary``: the system summary
+    note set by ``reset_with_summary``.
     """
 
     model_config = _STRICT
 
     from_seq: int = 0
+    keep_seq: int | None = None
     summary: str | None = None
 
 

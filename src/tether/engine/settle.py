@@ -58,7 +58,8 @@ async def settle(ts: TurnState, request: SpeakRequest, result: SpeakResult) -> N
     if result.error is not None:
         _defer(ts, run, flow, node.id, result.error)
         return
-    ts.say(result.text, kind="ai", key=ts.key(run, node.id), run=run, node_id=node.id)
+    if result.text:
+        ts.say(result.text, kind="ai", key=ts.key(run, node.id), run=run, node_id=node.id)
     ts.outcome(run, kind="talk", node_id=node.id, llm_calls=result.calls)
     if result.tool_data:
         ts.session.data.update(result.tool_data)

@@ -175,7 +175,7 @@ async def speak(ts: TurnState, request: SpeakRequest) -> SpeakResult:
                             tools=offered, response_format=envelope, tier=tier)
         result.calls += 1
         try:
-            response = await ts.call(model, call)
+            response = await ts.call(model, call, stream=True)
         except ModelError as exc:
             result.error = exc
             return result

@@ -7,6 +7,7 @@ the result is assembled from it at the end. User code never sees it.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -17,7 +18,7 @@ from tether.engine.judgement import Judgement
 from tether.engine.ports import Clock, Ids
 from tether.engine.results import HandoffRequest, OutMessage, RunEnded, RunStarted, ScheduledWake, Skipped
 from tether.engine.session import Outcome, Run, Session, TranscriptMessage
-from tether.errors import ModelConfigurationError
+from tether.errors import ModelConfigurationError, ModelError
 from tether.flow.agent_def import AgentDefinition
 from tether.models.types import ChatMessage, Model, ModelRequest, ModelResponse, Usage
 
@@ -80,6 +81,7 @@ class TurnState:
     pending: dict[str, Any] = field(default_factory=dict)
     retrying: set[str] = field(default_factory=set)
     premise_checked: set[str] = field(default_factory=set)
+    on_delta: Callable[[str], Awaitable[None]] | None = None
 
     # ------------------------------------------------------------------ input
 
@@ -186,24 +188,44 @@ class TurnState:
     def has_model(self, tier: str | None = None) -> bool:
         return self.models.model_for(tier or "default") is not None
 
-    async def call(self, model: Model, request: ModelRequest) -> ModelResponse:
-        """Call a model, counting the call and its tokens (also on failure: it was spent)."""
+    async def call(self, model: Model, request: ModelRequest, *, stream: bool = False) -> ModelResponse:
+        """Call a model, counting the call and its tokens (also on failure: it was spent). With
+        ``stream`` and a delta listener, the reply's visible text is passed on as it arrives."""
         self.llm_calls += 1
         if request.call in ("understand", "extract"):
             self.pre_speak_calls += 1
         self.session.usage.llm_calls += 1
-        response = await model.complete(request)
+        if stream and self.on_delta is not None and model.capabilities.streaming:
+            response = await self._stream(model, request, self.on_delta)
+        else:
+            response = await model.complete(request)
         self.usage = self.usage + response.usage
         tally = self.session.usage
         for name, value in response.usage.as_dict().items():
             setattr(tally, name, getattr(tally, name) + value)
         return response
 
+    @staticmethod
+    async def _stream(model: Model, request: ModelRequest, on_delta: Callable[[str], Awaitable[None]]) -> ModelResponse:
+        from tether.engine.streaming import MessageDeltas
+
+        deltas = MessageDeltas()
+        final: ModelResponse | None = None
+        async for chunk in model.stream(request):
+            if chunk.delta and (visible := deltas.feed(chunk.delta)):
+                await on_delta(visible)
+            if chunk.done:
+                final = chunk.response
+        if final is None:
+            raise ModelError("the model's stream ended without a final response", kind="unknown")
+        return final
+
     def history(self, run: Run | None) -> list[ChatMessage]:
         """The conversation the next model call sees for ``run``: its context view of the
         transcript (system messages always, the rest from ``run.context.from_seq``), plus the
         run's summary note. The current user message is included."""
         from_seq = run.context.from_seq if run is not None else 0
+        keep = run.context.keep_seq if run is not None else None
         chat: list[ChatMessage] = []
         if run is not None and run.context.summary:
             chat.append(ChatMessage("system", f"Previous conversation summary: {run.context.summary}"))
@@ -212,6 +234,6 @@ class TurnState:
         else:
             source = self.session.messages
         for entry in source:
-            if entry.role == "system" or entry.seq >= from_seq:
+            if entry.role == "system" or entry.seq >= from_seq or entry.seq == keep:
                 chat.append(ChatMessage(entry.role, entry.text))
         return chat

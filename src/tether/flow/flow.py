@@ -278,10 +278,19 @@ class Flow:
             "max_oscillations": self.max_oscillations,
             "on_end": self.on_end,
             "nodes": [node.describe() for node in self.nodes],
-            "gates": [{"id": g.id, "kind": g.kind, "severity": g.severity} for g in self.gates],
+            "gates": [_describe_gate(g) for g in self.gates],
         }
         canonical = json.dumps(description, sort_keys=True, separators=(",", ":"), default=repr)
         return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _describe_gate(gate: Gate) -> dict[str, Any]:
+    described: dict[str, Any] = {"id": gate.id, "kind": gate.kind, "severity": gate.severity}
+    if isinstance(gate, JudgeGate):
+        described |= {"inputs": list(gate.inputs), "rubric": gate.rubric}
+    else:
+        described["when"] = f"{getattr(gate.when, '__module__', '?')}.{getattr(gate.when, '__qualname__', '?')}"
+    return described
 
 
 def _is_thunk(fn: Callable[..., Any]) -> bool:

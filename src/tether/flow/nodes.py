@@ -107,7 +107,12 @@ class Node:
 
     def describe(self) -> dict[str, Any]:
         """A stable, JSON-able description of the node's definition (for the flow digest)."""
-        return {"id": self.id, "kind": self.kind, "output_schema": _schema_name(self.output_schema)}
+        verify = None
+        if self.verify is not None:
+            verify = {"output_schema": _schema_name(self.verify.output_schema),
+                      "check": _callable_name(self.verify.check)}
+        return {"id": self.id, "kind": self.kind, "output_schema": _schema_name(self.output_schema),
+                "verify": verify, "model": getattr(self, "model", None)}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.id!r})"
@@ -231,6 +236,8 @@ class Collect(Node):
             (dict(self.ask) if isinstance(self.ask, Mapping) else _callable_name(self.ask)),
             "question": self.question,
             "prompt": self.prompt,
+            "instructions": self.instructions if isinstance(self.instructions, str | None) else
+            _callable_name(self.instructions),
             "max_turns": self.max_turns,
             "max_asks": self.max_asks,
             "resolvers": [r.describe() for r in self.resolvers],

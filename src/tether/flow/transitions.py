@@ -189,7 +189,10 @@ def normalize(value: Any, *, flow: str, node: str, nodes: Mapping[str, Node]) ->
         if "escalate" in value:
             return Escalate(str(value["escalate"]))
         if "goto" in value and isinstance(value["goto"], str):
-            return normalize(Goto(value["goto"], value.get("data")), flow=flow, node=node, nodes=nodes)
+            data = value.get("data")
+            if data is not None and not isinstance(data, Mapping):
+                raise TransitionError(f"flow {flow!r}, node {node!r}: goto data must be a mapping, got {describe(data)}")
+            return normalize(Goto(value["goto"], data), flow=flow, node=node, nodes=nodes)
     if callable(value):
         raise TransitionError(
             f"flow {flow!r}, node {node!r}: returned a callable {describe(value)}; thunks are not transitions "

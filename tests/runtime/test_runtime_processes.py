@@ -1,0 +1,114 @@
+"""Several OS processes: no wake fired twice on PostgreSQL; a SIGKILLed worker loses nothing committed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sqlite3
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from runtime_helpers import counter_agent, msg, waiting_agent
+from store_backends import PostgresBackend, require_postgres
+
+from tether.runtime import Runtime
+from tether.stores import SQLiteStore
+from tether.testing import FakeClock
+
+WORKER = Path(__file__).with_name("runtime_worker.py")
+SESSIONS = 24
+
+
+async def spawn(*args: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable, str(WORKER), *args,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+
+
+@pytest.mark.postgres
+async def test_two_worker_processes_fire_every_wake_exactly_once(clock: FakeClock) -> None:
+    backend = PostgresBackend(clock, require_postgres())
+    try:
+        store = await backend.make()
+        runtime = Runtime(waiting_agent(), store=store, clock=clock)
+        sessions = [(await runtime.run("Waiter", msg())).session for _ in range(SESSIONS)]
+        due = {(w.session_id, w.key) for w in await store.pending_wakes()}
+        assert len(due) == SESSIONS
+        now = (clock.now() + timedelta(hours=2)).isoformat()
+        procs = [await spawn("wakes", backend.target, backend.schema, now) for _ in range(2)]
+        try:
+            for proc in procs:
+                assert proc.stdout is not None
+                line = await asyncio.wait_for(proc.stdout.readline(), 60)
+                if line.strip() != b"ready":
+                    _, err = await proc.communicate()
+                    pytest.fail(f"worker did not start: {line!r} {err.decode()[-2000:]}")
+            outputs = await asyncio.wait_for(asyncio.gather(*(p.communicate(b"go\n") for p in procs)), 120)
+        finally:
+            for proc in procs:
+                if proc.returncode is None:
+                    proc.kill()
+                    await proc.wait()
+        fired: list[tuple[str, str]] = []
+        for proc, (out, err) in zip(procs, outputs, strict=True):
+            assert proc.returncode == 0, err.decode()[-2000:]
+            fired += [(s, k) for s, k in json.loads(out.decode().strip().splitlines()[-1])["fired"]]
+        print("wakes fired per worker:", [len(json.loads(o.decode().splitlines()[-1])["fired"]) for o, _ in outputs])
+        assert sorted(fired) == sorted(due)  # every wake once, none twice
+        for session_id in sessions:
+            doc = await store.load(session_id)
+            assert doc is not None and doc.revision == 2  # exactly one wake turn (restore save + turn save)
+            assert doc.data == {"fired": True} and doc.runs == []
+        assert await store.pending_wakes() == []
+    finally:
+        await backend.aclose()
+
+
+async def test_a_worker_killed_mid_turn_loses_nothing_committed(tmp_path: Path) -> None:
+    db = tmp_path / "tether.db"
+    marker = tmp_path / "in-flight"
+    runtime = Runtime(counter_agent(), store=SQLiteStore(db), clock=FakeClock())
+    try:
+        first = await runtime.run("Counter", msg())
+        assert first.message == "n=1"
+        proc = await spawn("blocker", str(db), first.session, str(marker))
+        try:
+            assert proc.stdout is not None
+            line = await asyncio.wait_for(proc.stdout.readline(), 60)
+            if line.strip() != b"committed":
+                _, err = await proc.communicate()
+                pytest.fail(f"worker failed: {line!r} {err.decode()[-2000:]}")
+            for _ in range(3000):
+                if marker.exists():
+                    break
+                await asyncio.sleep(0.01)
+            else:
+                pytest.fail("the blocking turn never started")
+            os.kill(proc.pid, signal.SIGKILL)
+            assert await asyncio.wait_for(proc.wait(), 30) == -signal.SIGKILL
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        stored = await runtime.store.load(first.session)
+        assert stored is not None and stored.status == "running"
+        # the child's committed turn is there (revision 2, n=2); of the killed turn only its restore save
+        # (revision 3), committed before the turn began; none of its records
+        assert stored.revision == 3 and stored.data == {"n": 2}
+        texts = [m.text for m in await runtime.store.transcript(first.session)]
+        assert texts == ["hello", "n=1", "child", "n=2"]
+        following = await runtime.run("Counter", msg(), session_id=first.session)
+        assert following.success and following.session == first.session and following.message == "n=3"
+        after = await runtime.store.load(first.session)
+        assert after is not None and after.revision == 5
+    finally:
+        await runtime.close()
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    finally:
+        conn.close()

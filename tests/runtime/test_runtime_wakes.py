@@ -1,0 +1,119 @@
+"""Wakes: stored by the turn's save, fired by the scheduler, re-derived by rebuild_schedule."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import timedelta
+
+from runtime_helpers import SpyStore, counter_agent, msg, waiting_agent
+
+from tether.engine.session import Run, RunTrigger, Session, WaitingOn
+from tether.runtime import Runtime, pending_wakes_of
+from tether.stores import TurnRecords, WakeRequest
+from tether.testing import FakeClock
+
+
+async def test_a_turns_schedule_is_stored(make_runtime: Callable[..., Runtime], spy: SpyStore,
+                                          clock: FakeClock) -> None:
+    runtime = make_runtime(waiting_agent())
+    response = await runtime.run("Waiter", "ping me later")
+    assert response.success and response.message == "I will get back to you."
+    assert response.result is not None
+    (scheduled,) = response.result.schedule
+    (pending,) = await spy.pending_wakes(response.session)
+    assert (pending.key, pending.at) == (scheduled.key, clock.now() + timedelta(hours=1))
+
+
+async def test_fire_due_wakes_runs_due_wakes_and_completes_them(
+    make_runtime: Callable[..., Runtime], spy: SpyStore, clock: FakeClock
+) -> None:
+    fired: list[str] = []
+    runtime = make_runtime(waiting_agent(fired=fired))
+    response = await runtime.run("Waiter", "ping me later")
+    (wake,) = await spy.pending_wakes(response.session)
+    assert await runtime.fire_due_wakes() == 0  # not due yet
+    clock.advance("61m")
+    spy.calls.clear()
+    assert await runtime.fire_due_wakes() == 1
+    assert ("complete_wake", response.session) in spy.calls
+    assert wake.key not in [w.key for w in await spy.pending_wakes(response.session)]
+    stored = await spy.load(response.session)
+    assert stored is not None and stored.revision == 2  # the restore hook's save, then the wake turn's
+    assert stored.data == {"fired": True} and stored.runs == []  # the run resumed after its timer and ended
+    assert len(fired) == 1 and await spy.pending_wakes() == []
+    assert await runtime.fire_due_wakes() == 0  # completed: never fired twice
+    assert len(fired) == 1
+
+
+async def test_a_stale_wake_is_ignored(make_runtime: Callable[..., Runtime], spy: SpyStore,
+                                       clock: FakeClock) -> None:
+    runtime = make_runtime(counter_agent())
+    response = await runtime.run("Counter", msg())
+    doc = await spy.load(response.session)
+    assert doc is not None
+    await spy.inner.save(doc, doc.revision, TurnRecords(wakes=[WakeRequest(key="gone", at=clock.now())]))
+    events_before = len(await spy.events(doc.id))
+    assert await runtime.fire_due_wakes() == 1
+    assert await spy.pending_wakes(doc.id) == []
+    stored = await spy.load(doc.id)
+    assert stored is not None and stored.data == {"n": 1}
+    assert stored.revision == 2  # only the restore hook's save: the ignored turn changed nothing
+    assert len(await spy.events(doc.id)) == events_before
+
+
+async def test_wakes_of_ended_sessions_are_dropped(make_runtime: Callable[..., Runtime], spy: SpyStore,
+                                                   clock: FakeClock) -> None:
+    runtime = make_runtime(waiting_agent())
+    response = await runtime.run("Waiter", "ping me later")
+    await runtime.complete(response.session)
+    clock.advance("2h")
+    assert await runtime.fire_due_wakes() == 0
+    assert await spy.pending_wakes(response.session) == []
+
+
+async def test_the_background_scheduler_fires_due_wakes(make_runtime: Callable[..., Runtime], spy: SpyStore,
+                                                        clock: FakeClock) -> None:
+    runtime = make_runtime(waiting_agent())
+    response = await runtime.run("Waiter", "ping me later")
+    (wake,) = await spy.pending_wakes(response.session)
+    clock.advance("2h")
+    runtime.start_scheduler(interval=0.01)
+    try:
+        for _ in range(500):
+            if wake.key not in [w.key for w in await spy.pending_wakes(response.session)]:
+                break
+            await asyncio.sleep(0.01)
+        else:
+            raise AssertionError("the scheduler did not fire the due wake")
+    finally:
+        await runtime.stop_scheduler()
+    await runtime.stop_scheduler()  # stopping twice is fine
+
+
+async def test_rebuild_schedule_rederives_missing_wakes(make_runtime: Callable[..., Runtime], spy: SpyStore) -> None:
+    runtime = make_runtime([waiting_agent(), counter_agent()])
+    waiting = await runtime.run("Waiter", "ping me later")
+    await runtime.run("Counter", msg())
+    (wake,) = await spy.pending_wakes(waiting.session)
+    await spy.complete_wake(wake)  # lost (e.g. a schedule table restored from an old backup)
+    assert await spy.pending_wakes() == []
+    assert await runtime.rebuild_schedule() == 1
+    assert [(w.session_id, w.key, w.at) for w in await spy.pending_wakes()] == [
+        (waiting.session, wake.key, wake.at)]
+    assert await runtime.rebuild_schedule() == 0  # nothing missing: nothing written
+
+
+def test_pending_wakes_of_lists_runs_waiting_with_a_deadline() -> None:
+    clock = FakeClock()
+    now = clock.now()
+    trigger = RunTrigger(kind="message", key="k")
+    runs = [
+        Run(id="r1", flow="f", trigger=trigger, started_at=now, status="waiting",
+            waiting=WaitingOn(kind="timer", key="r1:w:1", until=now + timedelta(hours=1), set_at=now)),
+        Run(id="r2", flow="f", trigger=trigger, started_at=now, status="suspended",
+            waiting=WaitingOn(kind="signal", key="r2:s", set_at=now)),
+        Run(id="r3", flow="f", trigger=trigger, started_at=now),
+    ]
+    session = Session(id="s", agent="a", created_at=now, runs=runs)
+    assert pending_wakes_of(session) == [WakeRequest(key="r1:w:1", at=now + timedelta(hours=1))]
