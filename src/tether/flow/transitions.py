@@ -191,7 +191,8 @@ def normalize(value: Any, *, flow: str, node: str, nodes: Mapping[str, Node]) ->
         if "goto" in value and isinstance(value["goto"], str):
             data = value.get("data")
             if data is not None and not isinstance(data, Mapping):
-                raise TransitionError(f"flow {flow!r}, node {node!r}: goto data must be a mapping, got {describe(data)}")
+                raise TransitionError(
+                    f"flow {flow!r}, node {node!r}: goto data must be a mapping, got {describe(data)}")
             return normalize(Goto(value["goto"], data), flow=flow, node=node, nodes=nodes)
     if callable(value):
         raise TransitionError(
