@@ -10,7 +10,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from tether import Agent, Flow, action, collect, end, goto, on_message, reply, tool
+from tether import Agent, Flow, action, collect, end, goto, on_message, pattern, reply, tool
+
+# Deterministic first: a street address starts with a house number ("ship to 1 Main St" -> "1 Main St").
+# When it resolves, no extraction call is needed; otherwise the model extracts (if one is configured).
+ADDRESS = r"\b(\d+[\w .,'-]*[A-Za-z.])"
 
 
 class Address(BaseModel):
@@ -33,6 +37,7 @@ get_address = collect(
     required=["address"],
     max_turns=5,
     verbatim_fields=["address"],
+    resolvers=[pattern("address", ADDRESS)],
     ask=lambda missing, state: f"Which {' and '.join(missing)} should the shipment go to?",
     on_complete=lambda data, state: goto("book"),
 )
@@ -48,6 +53,7 @@ done = reply(
     "done",
     context="reset_with_summary",
     instructions="Confirm the shipment was booked with its tracking id, then end.",
+    fallback="Booked! Your shipment to {address} has tracking id {tracking_id}.",
     next=lambda turn, state: end("booked"),
 )
 

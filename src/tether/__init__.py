@@ -41,6 +41,7 @@ from tether.flow import (
     on_mention,
     on_message,
     on_silence,
+    pattern,
     predicate_gate,
     range_,
     reply,
@@ -50,6 +51,7 @@ from tether.flow import (
     stay,
     tool,
     wait,
+    whole_message,
 )
 
 __all__ = [
@@ -94,6 +96,7 @@ __all__ = [
     "on_mention",
     "on_message",
     "on_silence",
+    "pattern",
     "predicate_gate",
     "range_",
     "reply",
@@ -103,4 +106,5 @@ __all__ = [
     "stay",
     "tool",
     "wait",
+    "whole_message",
 ]

@@ -4,7 +4,19 @@ from __future__ import annotations
 
 import typer
 
-app = typer.Typer(name="tether", help="Deterministic, durable LLM agents.", no_args_is_help=True)
+from tether.cli._inspect import check, graph, load_or_exit
+from tether.cli._output import CliError, fail, stdout_console
+from tether.cli._sessions import DEFAULT_DB, sessions_app
+
+__all__ = ["app"]
+
+app = typer.Typer(name="tether", help="Deterministic, durable LLM agents.", no_args_is_help=True,
+                  pretty_exceptions_enable=False)
+app.command()(check)
+app.command()(graph)
+app.add_typer(sessions_app)
+
+APP_HELP = "path/to/file.py[:attr] or package.module:attr naming an Agent (or a list of Agents)"
 
 
 @app.command()
@@ -13,3 +25,28 @@ def version() -> None:
     from importlib.metadata import version as _version
 
     typer.echo(_version("tether"))
+
+
+@app.command()
+def chat(
+    app_spec: str = typer.Argument(..., metavar="APP", help=APP_HELP),
+    session: str | None = typer.Option(None, "--session", "-s", help="resume this session id"),
+    model: str | None = typer.Option(None, "--model", "-m", help="provider:model (default: TETHER_MODEL)"),
+    db: str = typer.Option(DEFAULT_DB, "--db", help="the session store: a SQLite path or a store URL"),
+    agent: str | None = typer.Option(None, "--agent", help="the agent id, when APP defines several"),
+    message: list[str] | None = typer.Option(None, "--message", help="send this message (repeatable), then exit"),
+) -> None:
+    """Talk to an agent in the terminal (/help lists the slash commands).
+
+    With --message, send those messages (or slash commands) in order and exit: 1 if a turn failed.
+    """
+    from tether.cli._chat import run_chat
+
+    loaded = load_or_exit(app_spec)
+    try:
+        code = run_chat(loaded, agent_id=agent, session=session, model=model, db=db, messages=message or [],
+                 console=stdout_console())
+    except CliError as exc:
+        fail(exc.message, exc.code)
+    if code:
+        raise typer.Exit(code)

@@ -53,7 +53,10 @@ async def settle(ts: TurnState, request: SpeakRequest, result: SpeakResult) -> N
     node = flow.by_id[run.node or ""]
     if result.no_model:
         ts.say(result.text, kind="verbatim", key=ts.key(run, node.id), run=run, node_id=node.id)
-        ts.outcome(run, code="no-model", status="skipped", kind="talk", node_id=node.id)
+        ts.outcome(run, code=None if result.fallback else "no-model", status="ok" if result.fallback else "skipped",
+                   kind="talk", node_id=node.id)
+        if result.fallback and isinstance(node, Reply):
+            await resume(ts, run, flow, reply_next(ts, run, node, ReplyTurn(result.text, "engine", {})))
         return
     if result.error is not None:
         _defer(ts, run, flow, node.id, result.error)

@@ -21,6 +21,7 @@ from tether.engine.collect import ask_text, value_of
 from tether.engine.extract import collect_field_schema
 from tether.engine.session import Run
 from tether.engine.state import SpeakRequest, TurnState
+from tether.engine.templates import render
 from tether.errors import ModelError, ToolError
 from tether.flow.fields import is_known
 from tether.flow.flow import Flow
@@ -51,6 +52,7 @@ class SpeakResult:
     error: ModelError | None = None
     interrupted: bool = False
     no_model: bool = False
+    fallback: bool = False
 
 
 def identity(ts: TurnState) -> str:
@@ -162,6 +164,12 @@ async def speak(ts: TurnState, request: SpeakRequest) -> SpeakResult:
     tier: Tier = getattr(node, "model", None) or "default"
     model = ts.models.model_for(tier)
     if model is None:
+        fallback = node.fallback if isinstance(node, Reply) else None
+        if fallback is not None:
+            state = ts.state_view(run)
+            text = fallback(state) if callable(fallback) else render(fallback, state, run.input if run else None,
+                                                                     ts.options.context)
+            return SpeakResult(text=text, no_model=True, fallback=True)
         return SpeakResult(text=NO_MODEL_TEXT, no_model=True)
     tools = _tools_for(ts, flow, node)
     specs = tuple(ToolSpec(t.name, t.description, t.parameters) for t in tools)

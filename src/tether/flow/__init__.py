@@ -22,7 +22,7 @@ from tether.flow.nodes import (
     router,
     wait,
 )
-from tether.flow.resolvers import enum_check, jsonpath, range_
+from tether.flow.resolvers import enum_check, jsonpath, pattern, range_, whole_message
 from tether.flow.results import ActionResult, ReplyTurn, defer, failed, ok, skipped
 from tether.flow.tools import Tool, ToolResult, tool
 from tether.flow.transitions import (
@@ -92,6 +92,7 @@ __all__ = [
     "on_message",
     "on_silence",
     "parse_duration",
+    "pattern",
     "predicate_gate",
     "range_",
     "reply",
@@ -101,4 +102,5 @@ __all__ = [
     "stay",
     "tool",
     "wait",
+    "whole_message",
 ]

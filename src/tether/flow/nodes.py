@@ -154,6 +154,7 @@ class Reply(Node):
     tools: tuple[str, ...] | None = None
     model: Tier | None = None
     branches: tuple[Branch, ...] = ()
+    fallback: str | Callable[[Mapping[str, Any]], str] | None = None
 
     def static_targets(self) -> list[tuple[str, Target]]:
         targets = _branch_targets(self.branches)
@@ -180,6 +181,7 @@ class Reply(Node):
             "once": self.once,
             "tools": list(self.tools) if self.tools is not None else None,
             "branches": _describe_branches(self.branches),
+            "fallback": self.fallback if isinstance(self.fallback, str | None) else _callable_name(self.fallback),
         }
 
 
@@ -373,6 +375,7 @@ def reply(
     tools: list[str] | tuple[str, ...] | None = None,
     model: Tier | None = None,
     branches: list[Branch] | tuple[Branch, ...] = (),
+    fallback: str | Callable[[Mapping[str, Any]], str] | None = None,
     output_schema: type[BaseModel] | None = None,
     verify: Verify | None = None,
     label: str | None = None,
@@ -391,10 +394,12 @@ def reply(
         tools: names of agent tools the model may call in this reply (default: all).
         model: the model tier that speaks (``default``, ``small``, ``deep``).
         branches: judged while the node is asking; the first true one takes its ``then``.
+        fallback: text (or ``fallback(state)``) the engine sends instead of the model turn when no
+            model is configured, so a deterministic-first agent stays useful without one.
     """
     return Reply(id=id, instructions=instructions, response=response, context=context, next=next, once=once,
                  tools=tuple(tools) if tools is not None else None, model=model, branches=tuple(branches),
-                 output_schema=output_schema, verify=verify, label=label)
+                 fallback=fallback, output_schema=output_schema, verify=verify, label=label)
 
 
 def collect(

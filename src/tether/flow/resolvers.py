@@ -7,6 +7,10 @@
   several -> ambiguous. Commas as thousands separators, decimals and signs are read.
 - ``jsonpath(field, path)``: reads ``input.*``, ``state.*`` or ``results.*`` from the run; a
   populated value -> hit.
+- ``pattern(field, regex)``: exactly one distinct match of ``regex`` in the text -> hit (the
+  first group if the pattern has one); several -> ambiguous.
+- ``whole_message(field)``: the user's whole (trimmed) message is the value, for free-text
+  answers to a question the node asked.
 
 A value resolved here is recorded with slot source ``deterministic`` and removed from the model's
 extraction schema for that turn; an ambiguous field is not offered to the model either (it will
@@ -20,7 +24,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["EnumCheck", "JsonPath", "Range", "Resolution", "Resolver", "enum_check", "jsonpath", "range_"]
+__all__ = [
+    "EnumCheck",
+    "JsonPath",
+    "Pattern",
+    "Range",
+    "Resolution",
+    "Resolver",
+    "WholeMessage",
+    "enum_check",
+    "jsonpath",
+    "pattern",
+    "range_",
+    "whole_message",
+]
 
 _WORD = re.compile(r"[a-z0-9]+")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w])")
@@ -109,7 +126,43 @@ class JsonPath:
         return {"kind": self.kind, "field": self.field, "path": self.path}
 
 
-Resolver = EnumCheck | Range | JsonPath
+@dataclass(frozen=True)
+class Pattern:
+    """Find exactly one distinct match of a regular expression."""
+
+    field: str
+    regex: str
+    flags: int = re.IGNORECASE
+    kind: Literal["pattern"] = "pattern"
+
+    def resolve(self, text: str, frame: Mapping[str, Any]) -> Resolution:
+        compiled = re.compile(self.regex, self.flags)
+        found = {m.group(1) if compiled.groups else m.group(0) for m in compiled.finditer(text)}
+        if len(found) == 1:
+            return Resolution("hit", found.pop())
+        return Resolution("ambiguous") if found else _MISS
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "field": self.field, "regex": self.regex, "flags": self.flags}
+
+
+@dataclass(frozen=True)
+class WholeMessage:
+    """The whole trimmed message is the value (at least ``min_length`` characters)."""
+
+    field: str
+    min_length: int = 1
+    kind: Literal["whole_message"] = "whole_message"
+
+    def resolve(self, text: str, frame: Mapping[str, Any]) -> Resolution:
+        value = text.strip()
+        return Resolution("hit", value) if len(value) >= self.min_length else _MISS
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "field": self.field, "min_length": self.min_length}
+
+
+Resolver = EnumCheck | Range | JsonPath | Pattern | WholeMessage
 
 
 def read_path(root: Mapping[str, Any], path: str) -> Any:
@@ -142,3 +195,14 @@ def range_(field: str, *, min: float | None = None, max: float | None = None) ->
 def jsonpath(field: str, path: str) -> JsonPath:
     """Resolve ``field`` from a path in the run (``input.x``, ``state.x``, ``results.node.x``)."""
     return JsonPath(field, path)
+
+
+def pattern(field: str, regex: str, *, flags: int = re.IGNORECASE) -> Pattern:
+    """Resolve ``field`` when ``regex`` matches exactly one distinct value in the text."""
+    re.compile(regex, flags)  # a bad pattern fails when the flow is defined
+    return Pattern(field, regex, flags)
+
+
+def whole_message(field: str, *, min_length: int = 1) -> WholeMessage:
+    """Resolve ``field`` to the user's whole message (a free-text answer)."""
+    return WholeMessage(field, min_length)

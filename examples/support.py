@@ -1,0 +1,204 @@
+"""A multi-flow support agent in the turn-pipeline style.
+
+Deterministic first: with no model configured it still holds a useful conversation (fixed
+questions, tier-0 resolvers, engine-rendered replies, a catch-all menu that routes by keywords).
+With a model (``TETHER_MODEL=openai:gpt-4o-mini`` or ``--model``) the same flows are routed by the
+understand call and extraction reads free text.
+
+    tether chat examples/support.py
+
+Flows:
+- ``menu``: the catch-all; asks what the customer needs and chains into the right flow.
+- ``orders``: collects an order number (a regex resolver), looks it up in a bundled SQLite table.
+- ``address``: changes the delivery address of an order after an explicit yes/no confirmation.
+- ``refund``: collects the order and a reason, opens a refund request (idempotent on ``ctx.key``).
+- ``human``: hands the conversation to a person.
+- ``still_there``: a follow-up ("still there?") when the customer goes quiet for 10 minutes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from tether import (
+    NEXT,
+    Agent,
+    Field,
+    Flow,
+    action,
+    collect,
+    end,
+    enum_check,
+    goto,
+    handoff,
+    on_message,
+    on_silence,
+    pattern,
+    reply,
+    router,
+    start_flow,
+    whole_message,
+)
+
+ORDERS_SQL = Path(__file__).with_name("data") / "orders.sql"
+ORDER_NUMBER = r"\b([A-Z]-\d{4})\b"
+# With no model, the menu routes on one keyword of the customer's answer.
+TOPICS = {"order": "orders", "address": "address", "refund": "refund", "person": "human"}
+
+
+def orders_db() -> sqlite3.Connection:
+    """The bundled order table (an in-memory SQLite database built from data/orders.sql)."""
+    connection = sqlite3.connect(":memory:")
+    connection.executescript(ORDERS_SQL.read_text())
+    return connection
+
+
+DB = orders_db()
+
+
+# ---------------------------------------------------------------------------------------------- menu
+
+menu = Flow(
+    "menu",
+    "Greets the customer and finds out what they need",
+    nodes=[
+        collect(
+            "topic",
+            fields=["topic"],
+            ask=("Hi, I'm Sam from Acme support. I can check an order, change an address, start a refund, "
+                 "or get you a person. What would you like to do?"),
+            resolvers=[enum_check("topic", list(TOPICS))],
+            max_turns=3,
+            on_complete=lambda data, state: start_flow(TOPICS[data["topic"]]),
+        ),
+    ],
+    on=[on_message(repeat="always")],
+    clear_on_start=["topic"],
+)
+
+# ---------------------------------------------------------------------------------------------- orders
+
+
+def lookup(state: dict[str, Any], ctx: Any) -> Any:
+    number = str(state["order_number"]).upper()
+    row = DB.execute("SELECT status, detail FROM orders WHERE number = ?", (number,)).fetchone()
+    if row is None:
+        return goto("not_found")
+    return goto("status", data={"order_number": number, "order_status": row[0], "order_detail": row[1]})
+
+
+ask_order = collect(
+    "ask_order",
+    fields=["order_number"],
+    ask="What's your order number? It looks like A-1001.",
+    resolvers=[pattern("order_number", ORDER_NUMBER)],
+    max_turns=3,
+)
+
+orders = Flow(
+    "orders",
+    "Order status: where an order is, when it arrives",
+    nodes=[
+        ask_order,
+        action("lookup", lookup),
+        reply("status", response="Order {order_number} is {order_status}: {order_detail}.", next=end("answered")),
+        reply("not_found", response="I couldn't find an order {order_number}.",
+              next=goto("ask_order", clear=["order_number"])),
+    ],
+    on=[on_message("where is my order", "order status", "track a package", repeat="always")],
+)
+
+# ---------------------------------------------------------------------------------------------- address
+
+
+def known_order(state: dict[str, Any], ctx: Any) -> Any:
+    number = str(state["order_number"]).upper()
+    found = DB.execute("SELECT 1 FROM orders WHERE number = ?", (number,)).fetchone()
+    return goto("new_address", data={"order_number": number}) if found else goto("address_unknown")
+
+
+def change_address(state: dict[str, Any], ctx: Any) -> None:
+    DB.execute("UPDATE orders SET address = ? WHERE number = ?", (state["new_address"], state["order_number"]))
+
+
+address = Flow(
+    "address",
+    "Change the delivery address of an order",
+    nodes=[
+        collect("address_order", fields=["order_number"], ask="Which order should I update? It looks like A-1001.",
+                resolvers=[pattern("order_number", ORDER_NUMBER)], max_turns=3),
+        action("address_check", known_order),
+        collect("new_address", fields=["new_address"], ask="What's the new delivery address?",
+                resolvers=[whole_message("new_address", min_length=5)], max_turns=3),
+        collect("confirm", fields=["confirm"],
+                ask=lambda missing, state: (f"Change the delivery address of {state['order_number']} to "
+                                            f"{state['new_address']}? Please answer yes or no."),
+                resolvers=[enum_check("confirm", ["yes", "no"])], max_turns=3),
+        router("confirmed", when={"equals": {"confirm": "yes"}}, then="address_save", else_="address_kept"),
+        action("address_save", change_address, then="address_done"),
+        reply("address_done", response="Done: order {order_number} will go to {new_address}.", next=end("changed")),
+        reply("address_kept", response="OK, I left the address of {order_number} unchanged.", next=end("kept")),
+        reply("address_unknown", response="I couldn't find an order {order_number}.", next=end("unknown")),
+    ],
+    on=[on_message("change my delivery address", "wrong address", repeat="always")],
+    clear_on_start=["new_address", "confirm"],
+)
+
+# ---------------------------------------------------------------------------------------------- refund
+
+
+def open_refund(state: dict[str, Any], ctx: Any) -> Any:
+    # idempotent on ctx.key: replaying this turn opens no second request
+    ticket = "R-" + str(int(hashlib.sha256(ctx.key.encode()).hexdigest(), 16) % 90000 + 10000)
+    return goto("refund_done", data={"ticket": ticket})
+
+
+refund = Flow(
+    "refund",
+    "Start a refund for an order",
+    nodes=[
+        collect("refund_order", fields=["order_number"], ask="Which order is the refund for? It looks like A-1001.",
+                resolvers=[pattern("order_number", ORDER_NUMBER)], max_turns=3),
+        collect("refund_reason", fields=["refund_reason"], ask="In a few words, what went wrong?",
+                resolvers=[whole_message("refund_reason", min_length=3)], max_turns=3),
+        action("refund_open", open_refund),
+        reply("refund_done", response=("I've opened refund request {ticket} for order {order_number}. "
+                                       "You'll get an email within one business day."), next=end("refund")),
+    ],
+    on=[on_message("refund", "money back", "return an item", repeat="always")],
+    clear_on_start=["refund_reason"],
+)
+
+# ---------------------------------------------------------------------------------------------- human and silence
+
+human = Flow(
+    "human",
+    "The customer wants to talk to a person",
+    nodes=[reply("to_human", response="I'm connecting you with a person now. They'll see this conversation.",
+                 next=handoff("human", "customer asked for a person"))],
+    on=[on_message("talk to a person", "human agent", "representative", repeat="always")],
+)
+
+still_there = Flow(
+    "still_there",
+    "A nudge when the customer goes quiet",
+    nodes=[reply("nudge", response="Are you still there? Just reply whenever you're ready.", next=NEXT)],
+    on=[on_silence("10m")],
+)
+
+agent = Agent(
+    "Sam",
+    persona="A friendly, concise support assistant for Acme.",
+    goal="Resolve order questions quickly, and hand over to a person when asked.",
+    fields={
+        "topic": Field("string", enum=tuple(TOPICS), description="What the customer needs", extract="asked"),
+        "order_number": Field("string", description="An order number like A-1001", label="order number"),
+        "new_address": Field("string", description="The new delivery address", extract="asked"),
+        "confirm": Field("string", enum=("yes", "no"), description="Whether the customer confirmed", extract="asked"),
+        "refund_reason": Field("string", description="Why the customer wants a refund", extract="asked"),
+    },
+    flows=[menu, orders, address, refund, human, still_there],
+)

@@ -1,0 +1,96 @@
+"""``tether check`` and ``tether graph``: validate an app, draw its flows."""
+
+from __future__ import annotations
+
+import typer
+
+from tether.cli._loader import LoadedApp, load_app
+from tether.cli._output import CliError, fail, format_issue, one_line
+from tether.errors import DefinitionIssue, FlowDefinitionError
+from tether.runtime import check_model_selections
+
+__all__ = ["check", "graph", "load_or_exit"]
+
+
+def load_or_exit(spec: str) -> LoadedApp:
+    """Load ``APP`` for a command that needs a valid app.
+
+    A bad ``APP`` is a one-line error (exit 2); definition problems are printed one per line on
+    stderr (exit 1).
+    """
+    try:
+        return load_app(spec)
+    except CliError as exc:
+        fail(exc.message, exc.code)
+    except FlowDefinitionError as exc:
+        for issue in exc.issues:
+            typer.echo(format_issue(issue), err=True)
+        typer.echo(f"error: {spec} has {len(exc.issues)} definition problem(s) (see `tether check`)", err=True)
+        raise typer.Exit(1) from None
+
+
+def _model_issues(app: LoadedApp) -> list[DefinitionIssue]:
+    issues: list[DefinitionIssue] = []
+    for agent in app.agents:
+        try:
+            check_model_selections(agent)
+        except Exception as exc:
+            issues.append(DefinitionIssue(getattr(exc, "code", "model-configuration"), one_line(str(exc))))
+    return issues
+
+
+def _registry_issues(app: LoadedApp) -> list[DefinitionIssue]:
+    seen: set[str] = set()
+    issues: list[DefinitionIssue] = []
+    for agent in app.agents:
+        if agent.id in seen:
+            issues.append(DefinitionIssue("duplicate-agent-id", f"agent id {agent.id!r} is used more than once"))
+        seen.add(agent.id)
+    return issues
+
+
+def check(app_spec: str = typer.Argument(..., metavar="APP", help="path/to/file.py[:attr] or package.module:attr")
+          ) -> None:
+    """Load APP and validate every flow; print each definition problem (exit 1 if any)."""
+    try:
+        app = load_app(app_spec)
+    except CliError as exc:
+        fail(exc.message, exc.code)
+    except FlowDefinitionError as exc:
+        issues = exc.issues or [DefinitionIssue(exc.code, one_line(exc.message))]
+        for issue in issues:
+            typer.echo(format_issue(issue))
+        typer.echo(f"{len(issues)} problem(s)")
+        raise typer.Exit(1) from None
+    problems = _registry_issues(app) + _model_issues(app)
+    if problems:
+        for issue in problems:
+            typer.echo(format_issue(issue))
+        typer.echo(f"{len(problems)} problem(s)")
+        raise typer.Exit(1)
+    typer.echo(f"ok: {len(app.agents)} agent(s), {app.flow_count} flow(s)")
+
+
+def graph(
+    app_spec: str = typer.Argument(..., metavar="APP", help="path/to/file.py[:attr] or package.module:attr"),
+    flow: str | None = typer.Argument(None, metavar="[FLOW]", help="only this flow"),
+) -> None:
+    """Print the mermaid graph of every flow of APP (or only FLOW)."""
+    app = load_or_exit(app_spec)
+    several = len(app.agents) > 1
+    shown = 0
+    for agent in app.agents:
+        flows = [f for f in agent.flows if flow is None or f.id == flow]
+        if several and flows and flow is None:
+            typer.echo(f"%% agent {agent.id}")
+        for item in flows:
+            if shown and flow is None:
+                typer.echo("")
+            typer.echo(f"%% flow {item.id}")
+            typer.echo(item.to_mermaid().rstrip("\n"))
+            shown += 1
+        if flow is not None and shown:
+            return
+    if flow is not None and not shown:
+        known = ", ".join(f.id for agent in app.agents for f in agent.flows) or "none"
+        fail(f"unknown flow {flow!r} (flows: {known})")

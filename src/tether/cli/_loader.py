@@ -1,0 +1,193 @@
+"""Loading the ``APP`` argument: ``path/to/file.py[:attr]`` or ``package.module:attr``.
+
+Without ``:attr`` the module's ``agent`` attribute is taken, else ``agents``, else the single
+``Agent`` instance among its globals. Every failure becomes a one-line ``CliError`` (exit 2),
+except definition problems: a ``FlowDefinitionError`` raised while the module is imported
+propagates as it is, so ``tether check`` can print its issues.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from tether.agent import Agent
+from tether.cli._output import CliError, one_line
+from tether.errors import FlowDefinitionError
+
+__all__ = ["LoadedApp", "load_app", "split_app_spec"]
+
+_ATTR = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+_MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+
+
+@dataclass(frozen=True)
+class LoadedApp:
+    """The agents an ``APP`` names, in the order they were given, and where they came from."""
+
+    spec: str
+    agents: tuple[Agent, ...]
+
+    @property
+    def flow_count(self) -> int:
+        """How many flows the agents define, in all."""
+        return sum(len(agent.flows) for agent in self.agents)
+
+    def agent(self, agent_id: str | None = None) -> Agent:
+        """The agent with id ``agent_id`` (default: the first one); ``CliError`` when unknown."""
+        if agent_id is None:
+            return self.agents[0]
+        for agent in self.agents:
+            if agent.id == agent_id:
+                return agent
+        known = ", ".join(repr(a.id) for a in self.agents)
+        raise CliError(f"{self.spec} has no agent {agent_id!r} (agents: {known})")
+
+
+def split_app_spec(spec: str) -> tuple[str, str | None, bool]:
+    """``(target, attr, is_file)`` of an ``APP`` argument.
+
+    The attribute follows the last ``:`` when what follows is a dotted identifier. The target is
+    a file when it ends in ``.py``, contains a path separator, or names an existing file.
+    """
+    target, attr = spec, None
+    head, sep, tail = spec.rpartition(":")
+    if sep:
+        if not tail or not _ATTR.match(tail):
+            raise CliError(f"invalid APP {spec!r}: expected path/to/file.py[:attr] or package.module:attr")
+        target, attr = head, tail
+    if not target:
+        raise CliError(f"invalid APP {spec!r}: no file or module before ':'")
+    is_file = (target.endswith(".py") or "/" in target or os.sep in target or Path(target).is_file())
+    if not is_file and not _MODULE.match(target):
+        raise CliError(f"invalid APP {spec!r}: {target!r} is neither a .py file nor a module name")
+    return target, attr, is_file
+
+
+def _module_name(path: Path) -> str:
+    stem = re.sub(r"\W", "_", path.stem) or "app"
+    digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
+    return f"_tether_app_{stem}_{digest}"
+
+
+def _describe(exc: BaseException) -> str:
+    text = one_line(str(exc))
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _syntax_error(exc: SyntaxError, fallback: str) -> CliError:
+    where = f"{exc.filename or fallback}:{exc.lineno}" if exc.lineno else (exc.filename or fallback)
+    return CliError(f"syntax error in {where}: {exc.msg}")
+
+
+def _import_file(target: str) -> ModuleType:
+    path = Path(target).expanduser()
+    if not path.exists():
+        raise CliError(f"no such file: {target}")
+    if not path.is_file():
+        raise CliError(f"not a Python file: {target}")
+    path = path.resolve()
+    name = _module_name(path)
+    if name in sys.modules:
+        return sys.modules[name]
+    directory = str(path.parent)
+    if directory not in sys.path:
+        sys.path.insert(0, directory)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise CliError(f"cannot load {target} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except FlowDefinitionError:
+        sys.modules.pop(name, None)
+        raise
+    except SyntaxError as exc:
+        sys.modules.pop(name, None)
+        raise _syntax_error(exc, target) from None
+    except (Exception, SystemExit) as exc:
+        sys.modules.pop(name, None)
+        raise CliError(f"cannot import {target}: {_describe(exc)}") from None
+    return module
+
+
+def _import_module(target: str) -> ModuleType:
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.append(cwd)
+    try:
+        return importlib.import_module(target)
+    except FlowDefinitionError:
+        raise
+    except SyntaxError as exc:
+        raise _syntax_error(exc, target) from None
+    except ModuleNotFoundError as exc:
+        if exc.name and (target == exc.name or target.startswith(exc.name + ".")):
+            raise CliError(f"no module named {target!r}") from None
+        raise CliError(f"cannot import {target}: {_describe(exc)}") from None
+    except (Exception, SystemExit) as exc:
+        raise CliError(f"cannot import {target}: {_describe(exc)}") from None
+
+
+def _as_agents(value: Any, what: str) -> tuple[Agent, ...]:
+    if isinstance(value, Agent):
+        return (value,)
+    items: list[Any] | None = None
+    if isinstance(value, Mapping):
+        items = list(value.values())
+    elif isinstance(value, list | tuple):
+        items = list(value)
+    if items is None:
+        raise CliError(f"{what} is a {type(value).__name__}, not an Agent (or a list of Agents)")
+    if not items:
+        raise CliError(f"{what} holds no agents")
+    for item in items:
+        if not isinstance(item, Agent):
+            raise CliError(f"{what} holds a {type(item).__name__}, not an Agent")
+    return tuple(items)
+
+
+def _find_agents(module: ModuleType, target: str, attr: str | None) -> tuple[Agent, ...]:
+    if attr is not None:
+        value: Any = module
+        for part in attr.split("."):
+            if not hasattr(value, part):
+                raise CliError(f"{target} has no attribute {attr!r}")
+            value = getattr(value, part)
+        return _as_agents(value, f"{target}:{attr}")
+    for name in ("agent", "agents"):
+        if hasattr(module, name):
+            return _as_agents(getattr(module, name), f"{target}:{name}")
+    found: list[tuple[str, Agent]] = []
+    for name, value in vars(module).items():
+        if isinstance(value, Agent) and all(value is not other for _, other in found):
+            found.append((name, value))
+    if not found:
+        raise CliError(f"no Agent found in {target}: define `agent` or name one with {target}:ATTR")
+    if len(found) > 1:
+        names = ", ".join(name for name, _ in found)
+        raise CliError(f"several Agents in {target} ({names}): name one with {target}:ATTR")
+    return (found[0][1],)
+
+
+def load_app(spec: str) -> LoadedApp:
+    """Import the ``APP`` named by ``spec`` and return its agents.
+
+    Raises:
+        CliError: a bad ``APP`` (missing file or module, import or syntax error, no such
+            attribute, not an Agent), one line, exit code 2.
+        FlowDefinitionError: the app's flows or agents are defined wrongly.
+    """
+    target, attr, is_file = split_app_spec(spec)
+    module = _import_file(target) if is_file else _import_module(target)
+    return LoadedApp(spec=spec, agents=_find_agents(module, target, attr))

@@ -1,0 +1,58 @@
+"""``tether chat`` on examples/support.py (no model): a conversation across flows, resumed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_helpers import SUPPORT, chat, tether
+
+pytestmark = pytest.mark.skipif(not SUPPORT.exists(), reason="examples/support.py is not there yet")
+
+NO_MODEL = "needs a language model"
+
+
+def test_support_conversation_then_resume(tmp_path: Path) -> None:
+    db = tmp_path / "support.db"
+    first = chat(SUPPORT, db, "hello", "where is my order", "A-1009", "/quit", cwd=tmp_path)
+    assert first.code == 0, first.err
+    replies = first.replies("Sam")
+    assert "What would you like to do?" in replies[0]  # the catch-all menu greets
+    assert "order number" in replies[1]  # the orders flow asks for the number
+    assert "couldn't find an order A-1009" in replies[2]  # looked up in the bundled table
+    assert "order number" in replies[3]  # ... and asked again
+    assert first.infos() == ["menu/topic · 0 calls", "orders/ask_order · 0 calls", "orders/ask_order · 0 calls"]
+    assert not any(NO_MODEL in reply for reply in replies)
+    session = first.session
+
+    second = chat(SUPPORT, db, "A-1002", "refund", "it arrived broken", "talk to a person", "/state",
+                  cwd=tmp_path, extra=("--session", session))
+    assert second.code == 0, second.err
+    assert f"session {session} (resumed)" in second.out
+    infos = second.infos()
+    assert infos[0] == "orders/ask_order"  # continues where the first process stopped
+    replies = second.replies("Sam")
+    assert not any(NO_MODEL in reply for reply in replies)
+    assert "Order A-1002 is processing" in replies[0]
+    assert infos[1] == "- · 0 calls"  # the orders flow ended
+    assert "what went wrong" in replies[1]  # the order number is known: the refund asks for the reason
+    assert infos[2] == "refund/refund_reason · 0 calls"
+    assert "refund request R-" in replies[2] and "order A-1002" in replies[2]
+    assert "connecting you with a person" in replies[3]
+    assert infos[-1].endswith("handoff to human: customer asked for a person")
+    assert '"order_number": "A-1002"' in second.out  # /state shows the session data
+
+    shown = tether("sessions", "show", session, "--db", db)
+    assert shown.code == 0, shown.err
+    assert "user/user: A-1009" in shown.out and "user/user: talk to a person" in shown.out
+
+
+def test_support_change_of_address(tmp_path: Path) -> None:
+    done = tether("chat", SUPPORT, "--db", tmp_path / "t.db", "--message", "I need to change my delivery address",
+                  "--message", "A-1003", "--message", "7 New Road, Springfield", "--message", "yes")
+    assert done.code == 0, done.err
+    replies = done.replies("Sam")
+    assert "Which order" in replies[0]
+    assert "new delivery address" in replies[1]
+    assert "A-1003 to 7 New Road, Springfield?" in replies[2]
+    assert replies[3] == "Done: order A-1003 will go to 7 New Road, Springfield."

@@ -1,0 +1,107 @@
+"""The support example holds a useful conversation with no model, and routes with one."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from tether import Message, TurnResult
+from tether.engine.session import Session
+from tether.testing import FakeClock, ScriptedModel, SequentialIds
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.fixture
+def support() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("example_support", EXAMPLES / "support.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class Chat:
+    def __init__(self, support: ModuleType, model: ScriptedModel | None = None) -> None:
+        self.clock = FakeClock()
+        agent = support.agent if model is None else support.agent.with_model(model)
+        self.agent = agent.with_clock(self.clock, SequentialIds("s"))
+        self.session: Session | None = None
+
+    async def say(self, text: str) -> TurnResult:
+        self.clock.advance("30s")
+        result = await self.agent.turn(self.session, Message(text))
+        self.session = result.session
+        return result
+
+    def asking(self) -> list[str]:
+        assert self.session is not None
+        return [f"{r.flow}/{r.node}" for r in self.session.runs if r.status == "asking"]
+
+
+async def test_order_status_with_no_model(support: ModuleType) -> None:
+    chat = Chat(support)
+    hello = await chat.say("hi")
+    assert hello.text.startswith("Hi, I'm Sam from Acme support.") and chat.asking() == ["menu/topic"]
+    asked = await chat.say("I want to check my order")
+    assert asked.text == "What's your order number? It looks like A-1001."
+    assert chat.asking() == ["orders/ask_order"]
+    answered = await chat.say("it's a-1001")
+    assert answered.text == "Order A-1001 is shipped: it left our warehouse on Monday and should arrive by Thursday."
+    assert answered.status == "ended" and all(r.llm_calls == 0 for r in (hello, asked, answered))
+
+
+async def test_unknown_order_is_asked_again(support: ModuleType) -> None:
+    chat = Chat(support)
+    await chat.say("order status please")
+    result = await chat.say("A-9999")
+    assert result.text == "I couldn't find an order A-9999.\n\nWhat's your order number? It looks like A-1001."
+    assert chat.asking() == ["orders/ask_order"]
+
+
+async def test_change_of_address_needs_an_explicit_yes(support: ModuleType) -> None:
+    chat = Chat(support)
+    await chat.say("I need to change my address")
+    await chat.say("A-1002")
+    confirm = await chat.say("5 Main Street, Springfield")
+    assert confirm.text == "Change the delivery address of A-1002 to 5 Main Street, Springfield? Please answer yes or no."
+    again = await chat.say("hmm")
+    assert again.text == confirm.text
+    done = await chat.say("yes")
+    assert done.text == "Done: order A-1002 will go to 5 Main Street, Springfield."
+    row = support.DB.execute("SELECT address FROM orders WHERE number = 'A-1002'").fetchone()
+    assert row == ("5 Main Street, Springfield",)
+
+
+async def test_refund_and_handoff(support: ModuleType) -> None:
+    chat = Chat(support)
+    await chat.say("I want a refund")
+    await chat.say("A-1003")
+    opened = await chat.say("it arrived broken")
+    assert opened.text.startswith("I've opened refund request R-") and "order A-1003" in opened.text
+    person = await chat.say("can I talk to a person?")
+    assert person.status == "handoff" and person.handoff is not None and person.handoff.agent == "human"
+
+
+async def test_silence_arms_a_still_there_nudge(support: ModuleType) -> None:
+    chat = Chat(support)
+    first = await chat.say("hi")
+    (wake,) = first.schedule
+    assert wake.key.startswith("silence:still_there:")
+    chat.clock.advance("10m")
+    nudged = await chat.agent.turn(chat.session, __import__("tether").Wake(wake.key))
+    assert nudged.text == "Are you still there? Just reply whenever you're ready."
+
+
+async def test_with_a_model_one_understand_call_routes_and_extracts(support: ModuleType) -> None:
+    model = ScriptedModel(understand=[{"flows": {"orders": 92, "address": 5, "refund": 0, "human": 0},
+                                       "fields": {"order_number": "A-1004"}}])
+    chat = Chat(support, model)
+    result = await chat.say("where's my order A-1004?")
+    assert result.text == "Order A-1004 is cancelled: it was cancelled at your request and refunded in full."
+    assert result.llm_calls == 1 and model.unused() == {}
