@@ -69,7 +69,8 @@ async def test_change_of_address_needs_an_explicit_yes(support: ModuleType) -> N
     await chat.say("I need to change my address")
     await chat.say("A-1002")
     confirm = await chat.say("5 Main Street, Springfield")
-    assert confirm.text == "Change the delivery address of A-1002 to 5 Main Street, Springfield? Please answer yes or no."
+    assert confirm.text == ("Change the delivery address of A-1002 to 5 Main Street, Springfield? "
+                            "Please answer yes or no.")
     again = await chat.say("hmm")
     assert again.text == confirm.text
     done = await chat.say("yes")
