@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from tether.engine.session import TranscriptMessage
+from tether.engine.session import Session, TranscriptMessage
 
-__all__ = ["Event", "Message", "Silenced", "Start", "TurnInput", "TurnOptions", "Wake"]
+Checkpoint = Callable[[Session, Sequence[TranscriptMessage], Sequence[Any]], Awaitable[int]]
+"""A host's mid-turn save: ``(session, transcript so far, events so far) -> new revision``."""
+
+__all__ = ["Checkpoint", "Event", "Message", "Silenced", "Start", "TurnInput", "TurnOptions", "Wake"]
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,9 @@ class TurnOptions:
         history: the conversation before this input (default: the session's recent window).
         anchors: host anchors by name: ``{"lead": {"key": ..., "last_inbound_at": ...}}``.
         claims: claims held elsewhere: ``{"held": {dedupe_key: iso}, "active": ["flow:anchor"]}``.
+        checkpoint: called after every committed move to another node (before that node runs) with
+            a copy of the working session and the transcript messages and events of the turn so
+            far; returns the session's new revision (the host saved it under compare-and-swap).
     """
 
     silenced: Silenced | str | None = None
@@ -85,6 +91,7 @@ class TurnOptions:
     history: Sequence[TranscriptMessage] | None = None
     anchors: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     claims: Mapping[str, Any] = field(default_factory=dict)
+    checkpoint: Checkpoint | None = None
 
     @property
     def silence(self) -> Silenced | None:

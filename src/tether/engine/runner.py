@@ -226,6 +226,7 @@ async def reduce(ts: TurnState, run: Run, flow: Flow, source: str, move_: Goto) 
     await context_strategy.apply(ts, run, strategy)
     run.node = target.id
     run.visits[target.id] = run.visits.get(target.id, 0) + 1
+    await ts.checkpoint()
 
 
 async def leave(ts: TurnState, run: Run, flow: Flow, reason: str, *, handoff: HandoffRequest | None = None) -> None:

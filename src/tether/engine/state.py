@@ -171,6 +171,14 @@ class TurnState:
         if len(entries) > MAX_LOG:
             del entries[: len(entries) - MAX_LOG]
 
+    async def checkpoint(self) -> None:
+        """Let the host save the working session mid-turn (seed 004's cross-node checkpoint)."""
+        if self.options.checkpoint is None:
+            return
+        snapshot = self.session.model_copy(deep=True)
+        self.session.revision = await self.options.checkpoint(snapshot, list(self.transcript),
+                                                              [e.as_dict() for e in self.events])
+
     def schedule_wake(self, key: str, at: datetime, replaces: str | None = None) -> None:
         """Ask the host to wake this session with ``key`` at ``at``."""
         self.schedule = [w for w in self.schedule if w.key != key]
