@@ -19,6 +19,7 @@ from tether.errors import (
 )
 from tether.flow import (
     NEXT,
+    Compaction,
     Field,
     Flow,
     Idle,
@@ -56,6 +57,7 @@ from tether.flow import (
 
 __all__ = [
     "Agent",
+    "Compaction",
     "Event",
     "Field",
     "Flow",

@@ -7,8 +7,10 @@ turns: ``await agent.turn(session, input)``.
 
 from __future__ import annotations
 
+import asyncio
 import copy
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from tether.clock import SystemClock, UuidIds
@@ -22,9 +24,19 @@ from tether.errors import ModelConfigurationError
 from tether.flow.agent_def import AgentDefinition
 from tether.models.types import Model
 
-__all__ = ["Agent"]
+__all__ = ["Agent", "TurnChunk"]
 
 TIERS = ("default", "small", "deep")
+
+
+@dataclass(frozen=True)
+class TurnChunk:
+    """One item of :meth:`Agent.turn_stream`: a text ``delta``, or the last chunk (``done``) with
+    the turn's ``result``."""
+
+    delta: str = ""
+    done: bool = False
+    result: TurnResult | None = None
 
 
 class Agent(AgentDefinition):
@@ -120,3 +132,32 @@ class Agent(AgentDefinition):
             options = TurnOptions(**option_fields)
         return await run_turn(self, session, input, options=options, clock=self.clock, ids=self.ids, models=self,
                               session_id=session_id)
+
+    async def turn_stream(self, session: Session | None, input: TurnInput | str, *,
+                          options: TurnOptions | None = None, session_id: str | None = None,
+                          **option_fields: Any) -> AsyncIterator[TurnChunk]:
+        """Like :meth:`turn`, but yields the speak call's text deltas as they arrive, then one
+        final chunk with ``done`` and the result (only that chunk when nobody speaks)."""
+        if isinstance(input, str):
+            input = Message(input)
+        if options is None:
+            options = TurnOptions(**option_fields)
+        deltas: asyncio.Queue[str] = asyncio.Queue()
+
+        async def on_delta(text: str) -> None:
+            await deltas.put(text)
+
+        task = asyncio.ensure_future(run_turn(self, session, input, options=options, clock=self.clock, ids=self.ids,
+                                              models=self, session_id=session_id, on_delta=on_delta))
+        try:
+            while not task.done() or not deltas.empty():
+                getter = asyncio.ensure_future(deltas.get())
+                await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+                if getter.done():
+                    yield TurnChunk(delta=getter.result())
+                else:
+                    getter.cancel()
+            yield TurnChunk(done=True, result=task.result())
+        finally:
+            if not task.done():
+                task.cancel()

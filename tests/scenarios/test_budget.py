@@ -232,3 +232,41 @@ async def test_wake_reaching_a_talk_step_costs_one_call() -> None:
     result = await convo.wake(wake.key)
     assert result.llm_calls == 1 and result.text == "Still there?"
     assert "no-reply" in result.codes()
+
+
+async def test_a_compaction_summary_adds_one_call() -> None:
+    from tether import Compaction
+
+    talk = reply("talk", instructions="Chat.")
+    agent = Agent("Ava", flows=[Flow("f", "f", nodes=[talk], on=[on_message()])],
+                  compaction=Compaction(max_tokens=60, preserve_recent=2))
+    model = ScriptedModel(speak=["A fairly long answer that fills the window quickly, " * 2] * 3,
+                          summary=["The customer is chatting about the weather."])
+    convo = Conversation(agent, model)
+    assert (await convo.say("first message about the weather")).llm_calls == 1
+    assert (await convo.say("second message about the weather")).llm_calls == 1
+    third = await convo.say("third message")
+    assert third.llm_calls == 2  # the compaction summary + the speak call
+    assert [c.call for c in model.calls][-2:] == ["summary", "speak"]
+    assert convo.session is not None and convo.session.summary == "The customer is chatting about the weather."
+    assert len(convo.session.messages) == 3  # two kept + the answer of this turn
+    seen = model.calls[-1].request.messages
+    assert seen[0].content == "Summary of the earlier conversation: The customer is chatting about the weather."
+    assert model.unused() == {}
+
+
+async def test_compaction_without_a_model_truncates() -> None:
+    from tether import Compaction
+
+    hello = reply("hello", response="Hello there, this reply is long enough to need trimming soon.")
+    agent = Agent("Ava", flows=[Flow("f", "f", nodes=[hello], on=[on_message()])], idle="silent",
+                  compaction=Compaction(max_tokens=40, preserve_recent=2))
+    convo = Conversation(agent, ScriptedModel())
+    convo.agent = convo.agent.with_model(None)  # no model at all: truncation is the last layer
+    for text in ("one", "two", "three", "four"):
+        result = await convo.say(text)
+        assert result.llm_calls == 0
+    assert convo.session is not None and convo.session.summary is None
+    window = convo.session.messages
+    assert window[0].seq > 1 and len(window) < 8  # the oldest left the window (the store keeps the transcript)
+    assert window[-1].role == "assistant" and any(o.kind == "compaction" for o in result.outcomes)

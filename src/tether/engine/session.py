@@ -8,6 +8,7 @@ Everything round-trips through JSON; no pickle anywhere.
 
 from __future__ import annotations
 
+import copy
 from datetime import datetime
 from typing import Any, Literal
 
@@ -26,6 +27,8 @@ __all__ = [
     "SessionUsage",
     "TranscriptMessage",
     "WaitingOn",
+    "fork_run",
+    "fork_session",
 ]
 
 SESSION_SCHEMA_VERSION = 1
@@ -191,6 +194,7 @@ class Session(BaseModel):
         claims: start claims by dedupe key.
         inputs: the last 50 message ids seen (duplicate detection).
         messages: a bounded window of the most recent transcript messages.
+        summary: the compaction summary of messages that left the window.
         message_seq: the ``seq`` of the last message ever appended.
     """
 
@@ -211,6 +215,7 @@ class Session(BaseModel):
     last_assistant_at: datetime | None = None
     messages: list[TranscriptMessage] = Field(default_factory=list)
     message_seq: int = 0
+    summary: str | None = None
     usage: SessionUsage = Field(default_factory=SessionUsage)
     log: list[LogEntry] = Field(default_factory=list)
     warn: list[LogEntry] = Field(default_factory=list)
@@ -230,3 +235,33 @@ class Session(BaseModel):
         if value < 0:
             raise ValueError("must be >= 0")
         return value
+
+
+def fork_run(run: Run) -> Run:
+    """A copy of ``run`` that the engine may mutate freely: every container the engine changes
+    is copied (user state deeply); records it never changes (outcomes, waiting) are shared."""
+    return run.model_copy(update={
+        "state": copy.deepcopy(run.state),
+        "visits": dict(run.visits),
+        "asked": dict(run.asked),
+        "outcomes": list(run.outcomes),
+        "context": run.context.model_copy(),
+    })
+
+
+def fork_session(session: Session) -> Session:
+    """A copy of ``session`` for one turn to work on, without deep-copying the whole document:
+    its cost does not grow with the transcript window (messages, claims and log entries are
+    never mutated once written, so they are shared)."""
+    return session.model_copy(update={
+        "data": copy.deepcopy(session.data),
+        "runs": [fork_run(run) for run in session.runs],
+        "claims": dict(session.claims),
+        "inputs": list(session.inputs),
+        "messages": list(session.messages),
+        "usage": session.usage.model_copy(),
+        "log": list(session.log),
+        "warn": list(session.warn),
+        "error": list(session.error),
+        "metadata": copy.deepcopy(session.metadata),
+    })

@@ -220,4 +220,8 @@ async def _run_tool(ts: TurnState, tools: list[Tool], name: str, arguments: dict
         result.tool_data.update(value.data)
         value = value.value
     result.tool_results.append({"tool": name, "arguments": arguments, "value": value})
-    return value if isinstance(value, str) else json.dumps(value, default=str)
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    limit = ts.agent.compaction.max_tool_result_chars if ts.agent.compaction is not None else None
+    if limit is not None and len(text) > limit:
+        text = text[:limit] + f" …[{len(text) - limit} characters cut]"
+    return text

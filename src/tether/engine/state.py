@@ -17,7 +17,7 @@ from tether.engine.inputs import Message, TurnInput, TurnOptions
 from tether.engine.judgement import Judgement
 from tether.engine.ports import Clock, Ids
 from tether.engine.results import HandoffRequest, OutMessage, RunEnded, RunStarted, ScheduledWake, Skipped
-from tether.engine.session import Outcome, Run, Session, TranscriptMessage
+from tether.engine.session import Outcome, Run, Session, TranscriptMessage, fork_session
 from tether.errors import ModelConfigurationError, ModelError
 from tether.flow.agent_def import AgentDefinition
 from tether.models.types import ChatMessage, Model, ModelRequest, ModelResponse, Usage
@@ -175,7 +175,7 @@ class TurnState:
         """Let the host save the working session mid-turn (seed 004's cross-node checkpoint)."""
         if self.options.checkpoint is None:
             return
-        snapshot = self.session.model_copy(deep=True)
+        snapshot = fork_session(self.session)
         self.session.revision = await self.options.checkpoint(snapshot, list(self.transcript),
                                                               [e.as_dict() for e in self.events])
 
@@ -235,6 +235,8 @@ class TurnState:
         from_seq = run.context.from_seq if run is not None else 0
         keep = run.context.keep_seq if run is not None else None
         chat: list[ChatMessage] = []
+        if self.session.summary:
+            chat.append(ChatMessage("system", f"Summary of the earlier conversation: {self.session.summary}"))
         if run is not None and run.context.summary:
             chat.append(ChatMessage("system", f"Previous conversation summary: {run.context.summary}"))
         if self.options.history is not None:

@@ -6,13 +6,16 @@ call the model on a message turn; decide/summary/judge calls are the ones an aut
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
+from tether.engine.compaction import compact
 from tether.engine.ingest import ingest
 from tether.engine.inputs import Message, TurnInput, TurnOptions, Wake
 from tether.engine.ports import Clock, Ids
 from tether.engine.results import TurnResult
 from tether.engine.route import decide
 from tether.engine.run_phase import keep_moving, run_phase
-from tether.engine.session import Outcome, Run, Session
+from tether.engine.session import Outcome, Run, Session, fork_session
 from tether.engine.settle import bookkeeping, settle
 from tether.engine.speak import SpeakResult, speak
 from tether.engine.state import ModelSource, SpeakRequest, TurnState
@@ -24,9 +27,10 @@ __all__ = ["run_turn"]
 
 async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnInput, *,
                    options: TurnOptions | None = None, clock: Clock, ids: Ids, models: ModelSource,
-                   session_id: str | None = None) -> TurnResult:
+                   session_id: str | None = None,
+                   on_delta: Callable[[str], Awaitable[None]] | None = None) -> TurnResult:
     """Run one turn of ``agent`` over ``session`` (None: a fresh session). The session passed in is
-    never mutated."""
+    never mutated. ``on_delta`` receives the speak call's visible text as it streams."""
     options = options or TurnOptions()
     now = clock.now()
     # 1. Load
@@ -36,13 +40,15 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
             return TurnResult(session=None, changed=False, outcomes=[line])
         working = Session(id=session_id or ids.new_id(), agent=agent.id, created_at=now)
     else:
-        working = session.model_copy(deep=True)
+        working = fork_session(session)
     ts = TurnState(agent=agent, session=working, input=input, options=options, clock=clock, ids=ids, models=models,
-                   now=now)
+                   now=now, on_delta=on_delta)
     # 2. Ingest
     ignored = ingest(ts)
     if ignored is not None:
         return TurnResult(session=session, changed=False, outcomes=[ignored])
+    if agent.compaction is not None:  # once per turn, before either call sees the history
+        await compact(ts, agent.compaction)
     silence = options.silence
     if isinstance(input, Message):
         asker = _asker(ts) if ts.floor is None else None

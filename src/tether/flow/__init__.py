@@ -1,6 +1,6 @@
 """Authoring: flows, node kinds, transitions, fields, triggers, tools, gates (pure: no I/O)."""
 
-from tether.flow.agent_def import AgentDefinition, Idle
+from tether.flow.agent_def import AgentDefinition, Compaction, Idle
 from tether.flow.durations import parse_duration
 from tether.flow.fields import Field, coerce, is_known
 from tether.flow.flow import Flow
@@ -48,6 +48,7 @@ __all__ = [
     "ActionResult",
     "AgentDefinition",
     "Collect",
+    "Compaction",
     "Decide",
     "End",
     "Escalate",

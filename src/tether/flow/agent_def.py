@@ -16,9 +16,40 @@ from tether.flow.flow import Flow
 from tether.flow.nodes import Action, Collect, Reply
 from tether.flow.tools import Tool
 
-__all__ = ["AgentDefinition", "Idle"]
+__all__ = ["AgentDefinition", "Compaction", "Idle"]
 
 RESERVED_CONDITIONS = frozenset({"equals", "known", "silenced"})
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """Keep the history under ``threshold * max_tokens`` (about 4 characters a token).
+
+    Attributes:
+        max_tokens: the model's budget for history.
+        threshold: when to compact (0.5-0.95, default 0.8).
+        preserve_recent: how many recent messages always stay (>= 2, default 4).
+        max_tool_result_chars: a tool result longer than this is cut before the model sees it.
+        enabled: switch it off without removing it.
+    """
+
+    max_tokens: int
+    threshold: float = 0.8
+    preserve_recent: int = 4
+    max_tool_result_chars: int = 5000
+    enabled: bool = True
+
+    def problems(self) -> list[str]:
+        found = []
+        if not isinstance(self.max_tokens, int) or self.max_tokens <= 0:
+            found.append(f"max_tokens must be a positive integer, got {self.max_tokens!r}")
+        if not 0.5 <= self.threshold <= 0.95:
+            found.append(f"threshold must be between 0.5 and 0.95, got {self.threshold!r}")
+        if not isinstance(self.preserve_recent, int) or self.preserve_recent < 2:
+            found.append(f"preserve_recent must be an integer >= 2, got {self.preserve_recent!r}")
+        if not isinstance(self.max_tool_result_chars, int) or self.max_tool_result_chars <= 0:
+            found.append(f"max_tool_result_chars must be a positive integer, got {self.max_tool_result_chars!r}")
+        return found
 
 
 @dataclass(frozen=True)
@@ -55,6 +86,7 @@ class AgentDefinition:
         business_hours: Callable[..., Any] | None = None,
         max_tool_loops: int = 5,
         history_window: int = 40,
+        compaction: Compaction | None = None,
         id: str | None = None,
     ) -> None:
         self.name = name
@@ -82,6 +114,7 @@ class AgentDefinition:
         self.business_hours = business_hours
         self.max_tool_loops = max_tool_loops
         self.history_window = history_window
+        self.compaction = compaction
         issues = self._validate()
         if issues:
             raise FlowDefinitionError(issues, title=f"Agent {name!r} failed validation with {len(issues)} issue(s)")
@@ -95,6 +128,12 @@ class AgentDefinition:
 
         if not isinstance(self.name, str) or not self.name.strip():
             issue("invalid-agent", "an agent needs a non-empty name", path="name")
+        if self.compaction is not None:
+            for message in self.compaction.problems():
+                issue("invalid-option", message, path="compaction")
+        if not isinstance(self.history_window, int) or self.history_window < 2:
+            issue("invalid-option", f"history_window must be an integer >= 2, got {self.history_window!r}",
+                  path="history_window")
         if not isinstance(self.max_tool_loops, int) or self.max_tool_loops < 0:
             issue("invalid-option", f"max_tool_loops must be an integer >= 0, got {self.max_tool_loops!r}",
                   path="max_tool_loops")

@@ -1,0 +1,74 @@
+"""Phase 1 compaction: keep the history a model call sees under a token budget, once per turn.
+
+Layers, cheapest first, each only when the estimate (about 4 characters a token) is still over
+``threshold * max_tokens``:
+
+1. micro-compaction: long older messages are shortened (the transcript in the store keeps them);
+2. a written summary (one ``summary`` model call, counted in ``llm_calls``): the older messages
+   are folded into the session's summary note and leave the window;
+3. truncation: when no model is configured or the summary fails, the oldest messages leave the
+   window until it fits (the most recent ``preserve_recent`` always stay).
+"""
+
+from __future__ import annotations
+
+from tether.engine.session import TranscriptMessage
+from tether.engine.state import TurnState
+from tether.errors import ModelError
+from tether.flow.agent_def import Compaction
+from tether.models.types import ChatMessage, ModelRequest
+
+__all__ = ["CHARS_PER_TOKEN", "compact"]
+
+CHARS_PER_TOKEN = 4
+MICRO_LIMIT = 600
+SUMMARY_INSTRUCTIONS = (
+    "Write an updated, cumulative summary of the conversation: merge the previous summary (if any) "
+    "with the older messages below. Keep every fact the customer gave and every commitment made. "
+    "Reply with the summary only."
+)
+
+
+def estimate(messages: list[TranscriptMessage], summary: str | None) -> int:
+    """The token estimate of a window and its summary."""
+    return (sum(len(m.text) for m in messages) + len(summary or "")) // CHARS_PER_TOKEN
+
+
+async def compact(ts: TurnState, config: Compaction) -> None:
+    """Trim ``ts.session.messages`` in place when it is over budget."""
+    session = ts.session
+    budget = int(config.max_tokens * config.threshold)
+    window = session.messages
+    if not config.enabled or estimate(window, session.summary) <= budget:
+        return
+    older = window[: max(0, len(window) - config.preserve_recent)]
+    for i, message in enumerate(older):
+        if len(message.text) > MICRO_LIMIT:
+            older[i] = message.model_copy(update={"text": message.text[:MICRO_LIMIT] + " …[shortened]"})
+    window[: len(older)] = older
+    if estimate(window, session.summary) <= budget or not older:
+        return
+    summary = await _summarise(ts, older)
+    if summary:
+        session.summary = summary
+        del window[: len(older)]
+        ts.outcome(None, kind="compaction", detail=f"summarised {len(older)} message(s)", llm_calls=1)
+        return
+    while len(window) > config.preserve_recent and estimate(window, session.summary) > budget:
+        del window[0]
+    ts.outcome(None, kind="compaction", detail="truncated the oldest messages")
+
+
+async def _summarise(ts: TurnState, older: list[TranscriptMessage]) -> str:
+    model = ts.models.model_for("default")
+    if model is None:
+        return ""
+    lines = "\n".join(f"{m.role}: {m.text}" for m in older)
+    previous = f"Previous summary: {ts.session.summary}\n\n" if ts.session.summary else ""
+    request = ModelRequest(call="summary", instructions=SUMMARY_INSTRUCTIONS,
+                           messages=(ChatMessage("user", f"{previous}Older messages:\n{lines}"),))
+    try:
+        return (await ts.call(model, request)).text.strip()
+    except ModelError as exc:
+        ts.log("warn", f"compaction summary failed, truncating instead: {exc}")
+        return ""

@@ -1,0 +1,50 @@
+"""turn_stream yields the speak call's visible text as it streams, then the result."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from tether import Agent, Flow, on_message, reply
+from tether.engine.streaming import MessageDeltas
+from tether.models.types import ModelRequest, StreamChunk
+from tether.testing import FakeClock, ScriptedModel, SequentialIds
+
+
+class ChunkedModel(ScriptedModel):
+    """Streams each scripted reply's text in small pieces."""
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
+        response = await self.complete(request)
+        raw = response.text
+        for i in range(0, len(raw), 5):
+            yield StreamChunk(delta=raw[i:i + 5])
+        yield StreamChunk(done=True, response=response)
+
+
+async def test_deltas_then_the_result() -> None:
+    talk = reply("talk", instructions="Chat.")
+    agent = Agent("Ava", flows=[Flow("f", "f", nodes=[talk], on=[on_message()])])
+    model = ChunkedModel(speak=['{"message": "Hello \\"there\\", friend!"}'])
+    agent = agent.with_model(model).with_clock(FakeClock(), SequentialIds("s"))
+    chunks = [chunk async for chunk in agent.turn_stream(None, "hi")]
+    assert "".join(c.delta for c in chunks[:-1]) == 'Hello "there", friend!'
+    assert len(chunks) > 3 and chunks[-1].done and chunks[-1].result is not None
+    assert chunks[-1].result.text == 'Hello "there", friend!'
+
+
+async def test_only_the_final_chunk_when_nobody_speaks() -> None:
+    say = reply("say", response="Fixed text.")
+    agent = Agent("Ava", flows=[Flow("f", "f", nodes=[say], on=[on_message()])]).with_clock(FakeClock())
+    chunks = [chunk async for chunk in agent.turn_stream(None, "hi")]
+    assert len(chunks) == 1 and chunks[0].done and chunks[0].result is not None
+    assert chunks[0].result.text == "Fixed text."
+
+
+def test_message_deltas_decode_the_envelope_and_pass_plain_text() -> None:
+    deltas = MessageDeltas()
+    pieces = ['{"mess', 'age": "a\\', 'nb\\u00e9', '", "email": null}']
+    assert "".join(deltas.feed(p) for p in pieces) == "a\nbé"
+    plain = MessageDeltas()
+    assert plain.feed("Hello ") + plain.feed("world") == "Hello world"
+    fenced = MessageDeltas()
+    assert "".join(fenced.feed(p) for p in ["```json\n", '{"message": "ok"}', "\n```"]) == "ok"
