@@ -13,7 +13,7 @@ from typing import Any
 from tether.errors import DefinitionIssue, FlowDefinitionError
 from tether.flow.fields import Field
 from tether.flow.flow import Flow
-from tether.flow.nodes import Action, Collect, Reply
+from tether.flow.nodes import Action, Collect, Reply, Router
 from tether.flow.tools import Tool
 
 __all__ = ["AgentDefinition", "Compaction", "Idle"]
@@ -165,7 +165,44 @@ class AgentDefinition:
                     issue("unknown-tool", f"idle names tool {name!r}, which the agent does not have", path="idle.tools")
         return issues
 
+    def _check_condition(self, condition: Any, issue: Callable[..., None], *, flow: str, node: str | None,
+                         path: str) -> None:
+        """A JSON condition may use ``equals``/``known`` on declared fields, ``silenced``, and the
+        agent's registered conditions; code predicates are not inspected."""
+        if condition is None or callable(condition):
+            return
+        if not isinstance(condition, Mapping):
+            issue("invalid-condition", f"a condition is a function or a mapping, got {condition!r}", flow=flow,
+                  node=node, path=path)
+            return
+        for key, arg in condition.items():
+            if key == "equals":
+                names = list(arg) if isinstance(arg, Mapping) else []
+                if not isinstance(arg, Mapping):
+                    issue("invalid-condition", f"equals takes a mapping of field to value, got {arg!r}", flow=flow,
+                          node=node, path=path)
+            elif key == "known":
+                names = list(arg) if isinstance(arg, list | tuple) else []
+                if not isinstance(arg, list | tuple):
+                    issue("invalid-condition", f"known takes a list of fields, got {arg!r}", flow=flow, node=node,
+                          path=path)
+            elif key == "silenced":
+                names = []
+            elif key not in self.conditions:
+                issue("unknown-condition", f"condition {key!r} is not registered on the agent", flow=flow, node=node,
+                      path=path)
+                continue
+            else:
+                names = []
+            for name in names:
+                if name not in self.fields:
+                    issue("unknown-field", f"condition names field {name!r}, which is not declared on the agent",
+                          flow=flow, node=node, path=path)
+
     def _validate_flow(self, flow: Flow, issue: Callable[..., None]) -> None:
+        self._check_condition(flow.while_, issue, flow=flow.id, node=None, path="while_")
+        for i, trigger in enumerate(flow.on):
+            self._check_condition(getattr(trigger, "if_", None), issue, flow=flow.id, node=None, path=f"on.{i}.if_")
         for name in (*flow.collect, *flow.clear_on_start):
             if name not in self.fields:
                 issue("unknown-field", f"field {name!r} is not declared on the agent", flow=flow.id)
@@ -173,6 +210,10 @@ class AgentDefinition:
             if name not in self.tools_by_name:
                 issue("unknown-tool", f"tool {name!r} is not registered on the agent", flow=flow.id, path="tools")
         for node in flow.nodes:
+            if isinstance(node, Router):
+                self._check_condition(node.when, issue, flow=flow.id, node=node.id, path="when")
+            for i, branch in enumerate(getattr(node, "branches", ())):
+                self._check_condition(branch.if_, issue, flow=flow.id, node=node.id, path=f"branches.{i}.if_")
             if isinstance(node, Collect):
                 for name in node.fields:
                     if name not in self.fields:
