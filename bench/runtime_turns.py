@@ -3,13 +3,17 @@
 One conversation of ``--turns`` messages through ``Runtime.run`` with an agent whose flow answers
 every message with an engine-rendered reply that stays (no model call). Reported per store:
 
-* the median latency of a whole request (lock, load, restore save, turn, CAS save) over all turns,
-  over the first 50 and over the last 50;
+* the median latency of a whole request (lock, load, turn, CAS save) over all turns, over the
+  first 50 and over the last 50 (the echo turn never moves to another node, so it makes no
+  checkpoint save, and with no restore hook there is no restore save: one write per request);
 * the bytes written at turn 1 and at the last turn: the session JSON plus the records JSON of every
   store write of that request (measured by wrapping the store's ``create``/``save``);
 * for SQLite, the growth of the database file plus its WAL at those turns, and the final sizes.
 
-    python bench/runtime_turns.py [--turns 500]
+With ``--agent relay`` every message instead runs a two-node turn (an action, then the reply):
+one move to another node, so one checkpoint save plus the final save per request.
+
+    python bench/runtime_turns.py [--turns 500] [--agent echo|relay]
     TETHER_TEST_POSTGRES_URL=postgresql://postgres@127.0.0.1:5432/test python bench/runtime_turns.py
 """
 
@@ -27,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tether import Agent, Flow, Message, on_message, reply, stay
+from tether import Agent, Flow, Message, action, end, on_message, reply, stay
 from tether.engine.session import Session
 from tether.runtime import Runtime
 from tether.stores import MemoryStore, PostgresStore, SQLiteStore, Store, TurnRecords
@@ -37,6 +41,18 @@ from tether.testing import FakeClock
 def echo_agent() -> Agent:
     echo = reply("echo", response="Noted, thank you. Anything else I can help you with today?", next=stay)
     return Agent("Echo", flows=[Flow("echo", start=echo, nodes=[echo], on=[on_message()])])
+
+
+def relay_agent() -> Agent:
+    @action("note")
+    async def note(state: dict[str, Any], ctx: Any) -> None:
+        ctx.set(count=int(ctx.data.get("count", 0)) + 1)
+
+    answer = reply("answer", response="Noted, thank you. Anything else I can help you with today?", next=end("done"))
+    return Agent("Echo", flows=[Flow("relay", start=note, nodes=[note, answer], on=[on_message(repeat="always")])])
+
+
+AGENTS = {"echo": echo_agent, "relay": relay_agent}
 
 
 @dataclass
@@ -66,7 +82,7 @@ def metered(store: Store, meter: Meter) -> Store:
         return await save(session, expected, records)
 
     store.create = counted_create  # type: ignore[method-assign]
-    store.save = counted_save  # type: ignore[method-assign]
+    store.save = counted_save  # type: ignore[method-assign,assignment]
     return store
 
 
@@ -76,10 +92,10 @@ def disk_size(path: Path | None) -> int:
     return sum(os.path.getsize(p) for p in (path, Path(f"{path}-wal")) if p.exists())
 
 
-async def conversation(store: Store, turns: int, db: Path | None) -> dict[str, Any]:
+async def conversation(store: Store, turns: int, db: Path | None, agent: str = "echo") -> dict[str, Any]:
     meter = Meter()
     clock = FakeClock()
-    runtime = Runtime(echo_agent(), store=metered(store, meter), clock=clock)
+    runtime = Runtime(AGENTS[agent](), store=metered(store, meter), clock=clock)
     latencies: list[float] = []
     disk: list[int] = []
     session_id: str | None = None
@@ -115,17 +131,17 @@ async def conversation(store: Store, turns: int, db: Path | None) -> dict[str, A
     }
 
 
-async def main(turns: int) -> None:
+async def main(turns: int, agent: str = "echo") -> None:
     results: dict[str, dict[str, Any]] = {}
-    results["memory"] = await conversation(MemoryStore(), turns, None)
+    results["memory"] = await conversation(MemoryStore(), turns, None, agent)
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.db"
-        results["sqlite"] = await conversation(SQLiteStore(db), turns, db)
+        results["sqlite"] = await conversation(SQLiteStore(db), turns, db, agent)
     url = os.environ.get("TETHER_TEST_POSTGRES_URL")
     if url:
         schema = f"tether_bench_{uuid.uuid4().hex[:8]}"
         try:
-            results["postgres"] = await conversation(PostgresStore(url, schema=schema), turns, None)
+            results["postgres"] = await conversation(PostgresStore(url, schema=schema), turns, None, agent)
         finally:
             import psycopg
 
@@ -133,8 +149,9 @@ async def main(turns: int) -> None:
                 conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     else:
         print("postgres: skipped (TETHER_TEST_POSTGRES_URL is not set)")
-    print(f"{turns} turns of one conversation; bytes = session JSON + records JSON per request "
-          f"(restore-hook save + turn save); disk = sqlite db+wal growth")
+    writes = "one write: no restore save, no checkpoint" if agent == "echo" else "a checkpoint + the final save"
+    print(f"{turns} turns of one conversation ({agent}); bytes = session JSON + records JSON per request "
+          f"({writes}); disk = sqlite db+wal growth")
     head = (f"{'store':<9} {'median ms':>9} {'first50':>8} {'last50':>8} {'bytes t1':>9} {f'bytes t{turns}':>10} "
             f"{'doc bytes':>9} {'rev':>5} {'disk t1':>8} {f'disk t{turns}':>9} {'disk avg50':>10} {'db+wal':>9}")
     print(head)
@@ -152,4 +169,6 @@ async def main(turns: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=500)
-    asyncio.run(main(parser.parse_args().turns))
+    parser.add_argument("--agent", choices=sorted(AGENTS), default="echo")
+    args = parser.parse_args()
+    asyncio.run(main(args.turns, args.agent))

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
-from tether import Agent, Flow, Message, action, end, on_message, reply, wait
+from tether import Agent, Flow, Message, action, end, on_message, on_silence, reply, stay, wait
 from tether.engine.session import Session, TranscriptMessage
 from tether.errors import StoreError
 from tether.stores import Store, TurnRecords
@@ -59,6 +59,37 @@ def waiting_agent(name: str = "Waiter", fired: list[str] | None = None) -> Agent
     first = reply("first", response="I will get back to you.", next=pause)
     flow = Flow("later", start=first, nodes=[first, pause, fire], on=[on_message()])
     return Agent(name, flows=[flow])
+
+
+def relay_agent(name: str = "Relay", *, on_hold: Hook | None = None) -> Agent:
+    """A three-node turn: ``prep`` bumps ``prepped`` and moves to ``hold``, which awaits
+    ``on_hold(tag)`` (the tag from the turn context), bumps ``held`` and moves to ``done``, which
+    answers ``prepped=<p> held=<h>`` verbatim and ends the run: two moves, so two checkpoints."""
+
+    @action("prep")
+    async def prep(state: dict[str, Any], ctx: Any) -> None:
+        ctx.set(prepped=int(ctx.data.get("prepped", 0)) + 1)
+
+    @action("hold")
+    async def hold(state: dict[str, Any], ctx: Any) -> None:
+        if on_hold is not None:
+            await on_hold(str(ctx.context.get("tag", "")))
+        ctx.set(held=int(ctx.data.get("held", 0)) + 1)
+
+    done = reply("done", response=lambda state: f"prepped={state['prepped']} held={state['held']}",
+                 next=end("done"))
+    flow = Flow("relay", start=prep, nodes=[prep, hold, done], on=[on_message(repeat="always")])
+    return Agent(name, flows=[flow])
+
+
+def silence_agent(name: str = "Nudger") -> Agent:
+    """Every message gets an engine-rendered ``Got it.``; ten minutes of silence after it starts
+    ``nudge``, which says ``Still there?``."""
+    ack = reply("ack", response="Got it.", next=stay)
+    chat = Flow("chat", start=ack, nodes=[ack], on=[on_message()])
+    ping = reply("ping", response="Still there?", next=end("nudged"))
+    nudge = Flow("nudge", start=ping, nodes=[ping], on=[on_silence("10m")])
+    return Agent(name, flows=[chat, nudge])
 
 
 class SpyStore(Store):

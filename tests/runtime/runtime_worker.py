@@ -2,11 +2,14 @@
 
     python runtime_worker.py wakes   <postgres-url> <schema> <now-iso>
     python runtime_worker.py blocker <sqlite-path> <session-id> <marker-path>
+    python runtime_worker.py relay   <sqlite-path> <session-id> <marker-path>
 
 ``wakes`` prints ``ready``, waits for a line on stdin (so every worker starts at once), fires due
 wakes until none is left and prints one JSON line: the ``[session_id, key]`` pairs it fired.
 ``blocker`` runs one committed turn on the session (prints ``committed``), then a turn whose
 action writes the marker file and sleeps: the parent kills the process during that turn.
+``relay`` runs a ``relay_agent`` turn whose second node (``hold``, reached after the checkpoint
+of the move prep -> hold) writes the marker file and sleeps: the parent kills it there.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from runtime_helpers import counter_agent, waiting_agent
+from runtime_helpers import counter_agent, relay_agent, waiting_agent
 
 from tether import Message, TurnOptions
 from tether.runtime import RunResponse, Runtime
@@ -69,6 +72,18 @@ async def blocker(path: str, session_id: str, marker: str) -> None:
     print("not killed", flush=True)
 
 
+async def relay(path: str, session_id: str, marker: str) -> None:
+    async def hold(tag: str) -> None:
+        if tag == "block":
+            Path(marker).write_text("in flight")
+            await asyncio.sleep(120)
+
+    runtime = Runtime(relay_agent(on_hold=hold), store=SQLiteStore(path), clock=FakeClock())
+    await runtime.run("Relay", Message("blocked", id="child-1"), session_id=session_id,
+                      options=TurnOptions(context={"tag": "block"}))
+    print("not killed", flush=True)
+
+
 if __name__ == "__main__":
     mode, *args = sys.argv[1:]
-    asyncio.run(wakes(*args) if mode == "wakes" else blocker(*args))
+    asyncio.run({"wakes": wakes, "blocker": blocker, "relay": relay}[mode](*args))

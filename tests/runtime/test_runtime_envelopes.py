@@ -23,9 +23,13 @@ async def test_first_request_creates_the_session_with_its_records(
     response = await runtime.run("Counter", "hi", config={"plan": "gold"})
     assert response.success and response.completed and response.message == "n=1"
     assert response.content_type == "text/plain" and response.code is None
-    assert spy.writes() == [("create", response.session)]  # one write: document and records together
+    # work -> say is a move to another node: the checkpoint creates the session (revision 0) with the
+    # records so far, the final save writes the rest (revision 1); each write is document and records together
+    assert spy.writes() == [("create", response.session), ("save", response.session)]
+    ((_, expected, records),) = spy.saves
+    assert expected == 0 and records is not None and [m.text for m in records.messages] == ["n=1"]
     stored = await spy.load(response.session)
-    assert stored is not None and stored.revision == 0 and stored.status == "running"
+    assert stored is not None and stored.revision == 1 and stored.status == "running"
     assert stored.metadata["config"] == {"plan": "gold"} and stored.data["n"] == 1
     assert [m.text for m in await spy.transcript(stored.id)] == ["hi", "n=1"]
     assert [e.type for e in await spy.events(stored.id)][:2] == ["flow-enter", "node-enter"]
@@ -44,10 +48,10 @@ async def test_next_request_continues_and_ignores_a_new_config(
     assert second.success and second.session == first.session and second.message == "n=2"
     stored = await spy.load(first.session)
     assert stored is not None
-    assert stored.revision == 2  # the restore hook's save, then the turn's
+    assert stored.revision == 3  # per request: the checkpoint at work -> say, then the final save (no restore save)
     assert stored.metadata["config"] == {"plan": "gold"}  # a new config cannot reconfigure a running session
     assert second.result is not None and second.result.session is not None
-    assert second.result.session.revision == 2  # the in-memory revision follows the store
+    assert second.result.session.revision == 3  # the in-memory revision follows the store
 
 
 async def test_unknown_agent_fails_naming_it_without_store_io(
@@ -155,7 +159,7 @@ async def test_conflict_is_replayed_on_the_fresh_document(
     assert second.success and second.message == "n=2"  # a fresh run, not a duplicate-input
     stored = await spy.load(first.session)
     assert stored is not None and stored.data == {"n": 2, "other": "writer"}
-    assert stored.revision == 4  # restore 1, other writer 2, replay: restore 3, turn 4
+    assert stored.revision == 4  # first request 0-1, other writer 2 (our checkpoint lost), replay 3-4
     assert [m.text for m in await spy.transcript(first.session)] == ["hello", "n=1", "again", "n=2"]
 
 
@@ -176,7 +180,7 @@ async def test_conflict_is_rejected_under_the_reject_policy(
         "success": False, "completed": True, "content_type": "text/plain", "code": "SESSION_CONFLICT",
         "message": f"Session {first.session!r} was changed or removed by another request.", "session": first.session}
     stored = await spy.load(first.session)
-    assert stored is not None and stored.revision == 1 and stored.data == {"n": 1}  # only the other writer's save
+    assert stored is not None and stored.revision == 2 and stored.data == {"n": 1}  # only the other writer's save
 
 
 async def test_replays_are_bounded(make_runtime: Callable[..., Runtime], spy: SpyStore) -> None:
@@ -189,9 +193,10 @@ async def test_replays_are_bounded(make_runtime: Callable[..., Runtime], spy: Sp
         await spy.inner.save(doc, doc.revision)
 
     spy.before_save = always_first
+    spy.saves.clear()
     response = await runtime.run("Counter", msg(), session_id=first.session)
     assert not response.success and response.code == "SESSION_CONFLICT"
-    assert len(spy.saves) == 3  # the first attempt and two replays, each losing its first save
+    assert len(spy.saves) == 3  # the first attempt and two replays, each losing its first save (a checkpoint)
 
 
 async def test_unexpected_error_aborts_and_persists_the_error(
@@ -206,10 +211,10 @@ async def test_unexpected_error_aborts_and_persists_the_error(
         "success": False, "completed": True, "message": "ZeroDivisionError: division by zero",
         "session": first.session, "content_type": "text/plain", "code": "turn-failed"}
     stored = await spy.load(first.session)
-    assert stored is not None and stored.status == "aborted" and stored.revision == 2
+    assert stored is not None and stored.status == "aborted" and stored.revision == 3  # checkpoint 2, abort 3
     assert [(e.level, e.message, e.at) for e in stored.error] == [
         ("error", "ZeroDivisionError: division by zero", clock.now())]
-    assert stored.data == {"n": 1}  # the failed turn's changes were not saved
+    assert stored.data == {"n": 2}  # the checkpoint at work -> say stays committed; the failed reply was not saved
 
 
 async def test_unexpected_error_on_a_new_session_stores_it_aborted(
@@ -232,7 +237,7 @@ async def test_failure_to_persist_the_abort_is_appended(
     assert not response.success and response.completed and response.code == "SESSION_STORE_ERROR"
     assert response.message == "disk full; failed to persist aborted session: disk full"
     stored = await spy.inner.load(first.session)
-    assert stored is not None and stored.status == "running" and stored.revision == 0
+    assert stored is not None and stored.status == "running" and stored.revision == 1
 
 
 async def test_other_inputs_run_through_the_same_path(make_runtime: Callable[..., Runtime]) -> None:

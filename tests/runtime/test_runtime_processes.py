@@ -1,4 +1,5 @@
-"""Several OS processes: no wake fired twice on PostgreSQL; a SIGKILLed worker loses nothing committed."""
+"""Several OS processes: no wake fired twice on PostgreSQL; a SIGKILLed worker loses nothing committed
+(its committed checkpoints included)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from runtime_helpers import counter_agent, msg, waiting_agent
+from runtime_helpers import counter_agent, msg, relay_agent, waiting_agent
 from store_backends import PostgresBackend, require_postgres
 
 from tether.runtime import Runtime
@@ -61,7 +62,7 @@ async def test_two_worker_processes_fire_every_wake_exactly_once(clock: FakeCloc
         assert sorted(fired) == sorted(due)  # every wake once, none twice
         for session_id in sessions:
             doc = await store.load(session_id)
-            assert doc is not None and doc.revision == 2  # exactly one wake turn (restore save + turn save)
+            assert doc is not None and doc.revision == 3  # exactly one wake turn (checkpoint + final save)
             assert doc.data == {"fired": True} and doc.runs == []
         assert await store.pending_wakes() == []
     finally:
@@ -96,8 +97,8 @@ async def test_a_worker_killed_mid_turn_loses_nothing_committed(tmp_path: Path) 
                 await proc.wait()
         stored = await runtime.store.load(first.session)
         assert stored is not None and stored.status == "running"
-        # the child's committed turn is there (revision 2, n=2); of the killed turn only its restore save
-        # (revision 3), committed before the turn began; none of its records
+        # the child's committed turn is there (checkpoint 2, final save 3, n=2); the killed turn blocked in
+        # its first node, before any move: nothing of it was written (no restore save either)
         assert stored.revision == 3 and stored.data == {"n": 2}
         texts = [m.text for m in await runtime.store.transcript(first.session)]
         assert texts == ["hello", "n=1", "child", "n=2"]
@@ -107,8 +108,63 @@ async def test_a_worker_killed_mid_turn_loses_nothing_committed(tmp_path: Path) 
         assert after is not None and after.revision == 5
     finally:
         await runtime.close()
+    assert_integrity(db)
+
+
+async def kill_when_marked(proc: asyncio.subprocess.Process, marker: Path) -> None:
+    try:
+        for _ in range(3000):
+            if marker.exists():
+                break
+            if proc.returncode is not None:
+                _, err = await proc.communicate()
+                pytest.fail(f"worker exited: {err.decode()[-2000:]}")
+            await asyncio.sleep(0.01)
+        else:
+            pytest.fail("the blocking turn never started")
+        os.kill(proc.pid, signal.SIGKILL)
+        assert await asyncio.wait_for(proc.wait(), 30) == -signal.SIGKILL
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+def assert_integrity(db: Path) -> None:
     conn = sqlite3.connect(db)
     try:
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     finally:
         conn.close()
+
+
+async def test_a_worker_killed_after_a_checkpoint_leaves_the_checkpoint_committed(tmp_path: Path) -> None:
+    db = tmp_path / "tether.db"
+    marker = tmp_path / "in-flight"
+    runtime = Runtime(relay_agent(), store=SQLiteStore(db), clock=FakeClock())
+    try:
+        first = await runtime.run("Relay", msg())
+        assert first.message == "prepped=1 held=1"
+        before = await runtime.store.load(first.session)
+        assert before is not None and before.revision == 2
+        events_before = len(await runtime.store.events(first.session))
+        # the child's turn: prep runs, the move prep -> hold is checkpointed, hold blocks; SIGKILL
+        await kill_when_marked(await spawn("relay", str(db), first.session, str(marker)), marker)
+        stored = await runtime.store.load(first.session)
+        assert stored is not None and stored.status == "running"
+        assert stored.revision == 3  # the checkpoint, and nothing after it
+        assert stored.data == {"prepped": 2, "held": 1} and [(r.node, r.status) for r in stored.runs] == [
+            ("hold", "running")]
+        assert [m.text for m in await runtime.store.transcript(first.session)] == [
+            "hello", "prepped=1 held=1", "blocked"]  # the checkpoint's records were committed with it
+        assert len(await runtime.store.events(first.session)) > events_before
+        # the next request resumes at the node the checkpoint recorded: prep does not run again
+        following = await runtime.run("Relay", msg("next"), session_id=first.session)
+        assert following.success and following.session == first.session and following.message == "prepped=2 held=2"
+        assert [m.text for m in await runtime.store.transcript(first.session)] == [
+            "hello", "prepped=1 held=1", "blocked", "next", "prepped=2 held=2"]
+        after = await runtime.store.load(first.session)
+        assert after is not None and after.revision == 5 and after.runs == []  # checkpoint 4 (hold -> done), final 5
+    finally:
+        await runtime.close()
+    assert_integrity(db)

@@ -64,13 +64,15 @@ async def test_returned_document_is_saved_at_once_before_the_turn(
     assert seen == []  # never for a new session
     spy.saves.clear()
     await runtime.run("Counter", msg(), session_id=first.session)
-    assert seen == [0]
-    (hook_doc, hook_expected, hook_records), (turn_doc, turn_expected, _) = spy.saves
-    assert (hook_expected, hook_records) == (0, None) and hook_doc.metadata["restored"] == 1
+    assert seen == [1]
+    (hook_doc, hook_expected, hook_records), (checkpoint_doc, checkpoint_expected, _), (turn_doc, turn_expected, _) = \
+        spy.saves
+    assert (hook_expected, hook_records) == (1, None) and hook_doc.metadata["restored"] == 1
     assert hook_doc.data == {"n": 1}  # saved before the turn ran
-    assert turn_expected == 1 and turn_doc.data == {"n": 2}
+    assert checkpoint_expected == 2 and checkpoint_doc.data == {"n": 2}
+    assert turn_expected == 3 and turn_doc.data == {"n": 2}
     stored = await spy.load(first.session)
-    assert stored is not None and stored.revision == 2 and stored.metadata["restored"] == 1
+    assert stored is not None and stored.revision == 4 and stored.metadata["restored"] == 1
 
 
 async def test_unchanged_document_is_saved_too(make_runtime: Callable[..., Runtime], spy: SpyStore) -> None:
@@ -78,7 +80,20 @@ async def test_unchanged_document_is_saved_too(make_runtime: Callable[..., Runti
     first = await runtime.run("Counter", msg())
     spy.saves.clear()
     await runtime.run("Counter", msg(), session_id=first.session)
-    assert [expected for _, expected, _ in spy.saves] == [0, 1]
+    assert [expected for _, expected, _ in spy.saves] == [1, 2, 3]  # the hook's save, the checkpoint, the final save
+
+
+async def test_without_a_hook_nothing_is_saved_before_the_turn(
+    make_runtime: Callable[..., Runtime], spy: SpyStore
+) -> None:
+    runtime = make_runtime(counter_agent())
+    first = await runtime.run("Counter", msg())
+    spy.saves.clear()
+    second = await runtime.run("Counter", msg(), session_id=first.session)
+    assert second.message == "n=2"
+    # only the turn's writes: the checkpoint at work -> say (with records) and the final save
+    assert [(expected, records is not None and not records.is_empty()) for _, expected, records in spy.saves] == [
+        (1, True), (2, True)]
 
 
 async def test_none_starts_a_new_session_and_keeps_the_old_one(
@@ -100,7 +115,7 @@ async def test_hook_that_changes_the_agent_is_an_invariant_failure(
     response = await runtime.run("Counter", msg(), session_id=first.session)
     assert not response.success and response.code == "SESSION_FLOW_INVARIANT"
     stored = await spy.load(first.session)
-    assert stored is not None and stored.revision == 0 and stored.status == "running"
+    assert stored is not None and stored.revision == 1 and stored.status == "running"
 
 
 async def test_hook_error_aborts_the_session(make_runtime: Callable[..., Runtime], spy: SpyStore) -> None:
@@ -159,7 +174,7 @@ async def test_migrations_run_on_load_before_the_hook(
     assert response.success and response.session == old.id and response.message == "n=42"
     stored = await spy.load(old.id)
     assert stored is not None and stored.schema_version == SESSION_SCHEMA_VERSION and stored.data == {"n": 42}
-    assert stored.revision == 2  # the migrated document was saved at once, then the turn
+    assert stored.revision == 3  # the migrated document was saved at once, then the turn's checkpoint and save
 
 
 async def test_migration_producing_an_invalid_document_is_an_invariant_failure(

@@ -6,10 +6,11 @@ import asyncio
 from collections.abc import Callable
 from datetime import timedelta
 
-from runtime_helpers import SpyStore, counter_agent, msg, waiting_agent
+from runtime_helpers import SpyStore, counter_agent, msg, silence_agent, waiting_agent
 
+from tether.engine.results import ScheduledWake
 from tether.engine.session import Run, RunTrigger, Session, WaitingOn
-from tether.runtime import Runtime, pending_wakes_of
+from tether.runtime import Runtime
 from tether.stores import TurnRecords, WakeRequest
 from tether.testing import FakeClock
 
@@ -39,7 +40,7 @@ async def test_fire_due_wakes_runs_due_wakes_and_completes_them(
     assert ("complete_wake", response.session) in spy.calls
     assert wake.key not in [w.key for w in await spy.pending_wakes(response.session)]
     stored = await spy.load(response.session)
-    assert stored is not None and stored.revision == 2  # the restore hook's save, then the wake turn's
+    assert stored is not None and stored.revision == 3  # first turn 0-1; the wake turn: checkpoint 2, save 3
     assert stored.data == {"fired": True} and stored.runs == []  # the run resumed after its timer and ended
     assert len(fired) == 1 and await spy.pending_wakes() == []
     assert await runtime.fire_due_wakes() == 0  # completed: never fired twice
@@ -58,7 +59,7 @@ async def test_a_stale_wake_is_ignored(make_runtime: Callable[..., Runtime], spy
     assert await spy.pending_wakes(doc.id) == []
     stored = await spy.load(doc.id)
     assert stored is not None and stored.data == {"n": 1}
-    assert stored.revision == 2  # only the restore hook's save: the ignored turn changed nothing
+    assert stored.revision == 2  # the injected save; the ignored wake turn wrote nothing (no restore save either)
     assert len(await spy.events(doc.id)) == events_before
 
 
@@ -104,7 +105,44 @@ async def test_rebuild_schedule_rederives_missing_wakes(make_runtime: Callable[.
     assert await runtime.rebuild_schedule() == 0  # nothing missing: nothing written
 
 
-def test_pending_wakes_of_lists_runs_waiting_with_a_deadline() -> None:
+async def test_rebuild_schedule_restores_a_silence_wake(
+    make_runtime: Callable[..., Runtime], spy: SpyStore, clock: FakeClock
+) -> None:
+    runtime = make_runtime([silence_agent(), counter_agent()])
+    response = await runtime.run("Nudger", msg())
+    assert response.success and response.message == "Got it."
+    doc = await spy.load(response.session)
+    assert doc is not None and doc.last_assistant_at is not None
+    millis = int(doc.last_assistant_at.timestamp() * 1000)
+    key = f"silence:nudge:{doc.id}:{millis}"
+    (wake,) = await spy.pending_wakes(doc.id)  # the turn scheduled it
+    assert (wake.key, wake.at) == (key, doc.last_assistant_at + timedelta(minutes=10))
+    await spy.complete_wake(wake)  # lost
+    assert await spy.pending_wakes() == []
+    spy.saves.clear()
+    assert await runtime.rebuild_schedule() == 1
+    assert [(w.session_id, w.key, w.at) for w in await spy.pending_wakes()] == [(doc.id, key, wake.at)]
+    ((saved, expected, records),) = spy.saves  # one CAS save of the unchanged document, with the wake
+    assert expected == doc.revision and saved.data == doc.data and records is not None
+    assert [(w.key, w.at) for w in records.wakes] == [(key, wake.at)]
+    assert await runtime.rebuild_schedule() == 0
+    clock.advance("11m")
+    assert await runtime.fire_due_wakes() == 1  # the rebuilt wake starts the silence flow
+    (nudge,) = [m.text for m in await spy.transcript(doc.id)][-1:]
+    assert nudge == "Still there?"
+
+
+async def test_rebuild_schedule_skips_sessions_of_agents_not_registered(
+    make_runtime: Callable[..., Runtime], spy: SpyStore, clock: FakeClock
+) -> None:
+    waiting = await make_runtime(waiting_agent()).run("Waiter", "ping me later")
+    (wake,) = await spy.pending_wakes(waiting.session)
+    await spy.complete_wake(wake)
+    assert await make_runtime(counter_agent()).rebuild_schedule() == 0
+    assert await spy.pending_wakes() == []
+
+
+def test_the_engine_derives_the_wakes_of_parked_runs() -> None:
     clock = FakeClock()
     now = clock.now()
     trigger = RunTrigger(kind="message", key="k")
@@ -115,5 +153,5 @@ def test_pending_wakes_of_lists_runs_waiting_with_a_deadline() -> None:
             waiting=WaitingOn(kind="signal", key="r2:s", set_at=now)),
         Run(id="r3", flow="f", trigger=trigger, started_at=now),
     ]
-    session = Session(id="s", agent="a", created_at=now, runs=runs)
-    assert pending_wakes_of(session) == [WakeRequest(key="r1:w:1", at=now + timedelta(hours=1))]
+    session = Session(id="s", agent="Waiter", created_at=now, runs=runs)
+    assert waiting_agent().pending_wakes(session) == [ScheduledWake("r1:w:1", now + timedelta(hours=1))]

@@ -2,9 +2,10 @@
 
 ``Runtime(agents, store=...)`` follows the request lifecycle of seed 004: per-session FIFO lock,
 registry lookup, model validation before any session I/O, load or create, agent-match and
-invariant checks, migrations and the restore hook, the turn, the compare-and-swap save with the
-turn's records, and a ``RunResponse`` envelope (``run`` never raises). It also fires due wakes
-(``fire_due_wakes``, ``start_scheduler``) and re-derives them (``rebuild_schedule``).
+invariant checks, migrations and the restore hook, the turn (saved at every move to another node),
+the compare-and-swap save with the rest of the turn's records, and a ``RunResponse`` envelope
+(``run`` never raises). It also fires due wakes (``fire_due_wakes``, ``start_scheduler``) and
+re-derives them (``rebuild_schedule``).
 """
 
 from tether.runtime.envelope import CONTENT_TYPE, RunResponse
@@ -15,7 +16,6 @@ from tether.runtime.restore import (
     Upgrade,
     default_restore,
     is_session_current,
-    pending_wakes_of,
     session_idle,
 )
 from tether.runtime.runtime import ConflictPolicy, Runtime, turn_records
@@ -35,7 +35,6 @@ __all__ = [
     "check_model_selections",
     "default_restore",
     "is_session_current",
-    "pending_wakes_of",
     "session_idle",
     "turn_records",
 ]

@@ -2,8 +2,10 @@
 
 On every request for an existing, running session the runtime applies the registered
 migrations (``MigrationRegistry``) to the loaded document, then calls the restore hook
-``on_restore(doc) -> doc | None``. A returned document is saved at once (compare-and-swap) before
-the turn; ``None`` starts a new session with a new id and keeps the old document.
+``on_restore(doc) -> doc | None`` the user supplied. Its returned document is saved at once
+(compare-and-swap) before the turn, even if unchanged; ``None`` starts a new session with a new id
+and keeps the old document. With no hook the runtime applies :func:`default_restore`'s version
+check without that save (the document is unchanged), unless the migrations upgraded it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from pydantic import ValidationError
 from tether.engine.session import SESSION_SCHEMA_VERSION, Session
 from tether.errors import SessionFlowInvariant
 from tether.stores.base import utc
-from tether.stores.records import WakeRequest
 
 __all__ = [
     "MigrationRegistry",
@@ -27,7 +28,6 @@ __all__ = [
     "call_restore_hook",
     "default_restore",
     "is_session_current",
-    "pending_wakes_of",
     "session_idle",
 ]
 
@@ -84,18 +84,6 @@ async def call_restore_hook(hook: RestoreHook, doc: Session) -> Session | None:
             session_id=doc.id,
         )
     return returned
-
-
-def pending_wakes_of(session: Session) -> list[WakeRequest]:
-    """The wakes a session's waiting runs need: one ``{key, at}`` per run parked with a deadline.
-
-    A pure helper (the engine's own ``pending_wakes(session)`` will replace it).
-    """
-    return [
-        WakeRequest(key=run.waiting.key, at=run.waiting.until)
-        for run in session.runs
-        if run.waiting is not None and run.waiting.until is not None
-    ]
 
 
 class MigrationRegistry:

@@ -2,21 +2,50 @@
 
 One ``run`` call, in order: the per-session FIFO lock; the registry lookup; the agent's model
 selections validated (before any session I/O); load or create; the agent-match and invariant
-checks; migrations and the restore hook (existing sessions only; a returned document is saved at
-once); the turn; the compare-and-swap save with the turn's records in the same transaction; the
-response envelope. ``run`` never raises: every failure becomes a failed ``RunResponse``.
+checks; migrations and the restore hook (existing sessions only); the turn, with a checkpoint save
+at every move to another node; the final compare-and-swap save with the rest of the turn's records
+in the same transaction; the response envelope. ``run`` never raises: every failure becomes a
+failed ``RunResponse``.
 
-Store writes: a new session is created directly with its first turn's document and records
-(``store.create`` at revision 0, one write); an existing session is saved only when the turn
-changed something. A tether session stays ``running`` after a flow ends (the conversation goes
-on); only ``complete``/``end_session`` marks it ``completed``, and an unexpected error marks it
-``aborted``. A completed or aborted session is never resumed: the next request with its id gets a
-new session with a new id.
+Store writes. Seed 004 saves the session "mid-turn before the new step's onCrossing() runs": the
+runtime gives the engine a checkpoint (``TurnOptions.checkpoint``) that, after every committed move
+to another node, saves the working session under compare-and-swap with the transcript messages and
+events not written yet, and hands the new revision back to the engine ("a successful save updates
+the in-memory revision, so later checkpoints in the same run use a current token"). The final save
+writes the remainder and the turn's wakes. So a turn crossing ``k`` nodes writes ``k + 1`` times,
+each advancing the revision, and every record exactly once. A brand-new session is created by its
+first write (``store.create``, revision 0): the first checkpoint, or the final save of a turn that
+never moved. An existing session is saved at the end only when the turn changed something since
+its last write.
+
+Departure from seed 004, the restore save: the seed saves the restore hook's returned document at
+once, and its default hook returns the document unchanged, so every request wrote the document
+twice. Here a hook the user supplies (``on_restore=``) keeps that rule (its document is saved at
+once, even if unchanged), but with no hook the runtime applies the default version check without
+a save: nothing changed, so nothing is written (a document the migrations upgraded is saved at
+once). That halves the writes of a request that does not cross nodes.
+
+Conflicts: a ``SessionConflict`` from any save (the restore save, a checkpoint or the final save)
+goes through the conflict policy (``replay`` re-runs the input on the freshly loaded document,
+``reject`` fails with ``SESSION_CONFLICT``). Under replay a turn's records are written
+*at least once*: what the failed attempt's earlier checkpoints committed stays committed (it is
+not deleted). The replay runs on the stored document, which may hold that checkpointed progress:
+a message whose id it recorded is then ignored as ``duplicate-input`` and the checkpointed run
+moves on with the next input; otherwise the input is ingested again and its records are written
+again (with new sequence numbers). A replay of a new session's request runs on the session its
+first checkpoint created.
+
+A tether session stays ``running`` after a flow ends (the conversation goes on); only
+``complete``/``end_session`` marks it ``completed``, and an unexpected error marks it ``aborted``
+(a checkpoint committed before the error stays: the aborted document is the last one written). A
+completed or aborted session is never resumed: the next request with its id gets a new session
+with a new id.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import socket
 import uuid
@@ -29,7 +58,7 @@ from tether.clock import SystemClock, UuidIds
 from tether.engine.inputs import Event, Message, Start, TurnInput, TurnOptions, Wake
 from tether.engine.ports import Clock, Ids
 from tether.engine.results import TurnResult
-from tether.engine.session import LogEntry, Session
+from tether.engine.session import LogEntry, Session, TranscriptMessage
 from tether.errors import (
     DefinitionIssue,
     FlowDefinitionError,
@@ -41,7 +70,7 @@ from tether.errors import (
 from tether.runtime import scheduler
 from tether.runtime.envelope import RunResponse, failure, success
 from tether.runtime.locks import SessionLocks
-from tether.runtime.restore import MigrationRegistry, RestoreHook, call_restore_hook, default_restore
+from tether.runtime.restore import MigrationRegistry, RestoreHook, call_restore_hook, is_session_current
 from tether.runtime.selections import check_model_selections
 from tether.stores import SQLiteStore, Store, TurnRecords, WakeRequest
 
@@ -96,10 +125,14 @@ def _registry(agents: Agent | Sequence[Agent] | Mapping[str, Agent]) -> dict[str
 
 @dataclass
 class _Attempt:
-    """What one attempt of a request has in hand, for the abort path."""
+    """What one attempt of a request has in hand, for the abort path and the final save."""
 
     stored: Session | None = None  # the latest stored version of the session being worked on
     fresh: Session | None = None  # a new session not written yet
+    created: str | None = None  # the id of a new session this attempt created (a replay continues it)
+    messages: int = 0  # how many of the turn's transcript messages are written
+    events: int = 0  # how many of the turn's events are written
+    checkpointed: Session | None = None  # the working session as the last checkpoint wrote it
 
 
 class Runtime:
@@ -114,8 +147,9 @@ class Runtime:
         ids: mints new session ids (default: UUID v4).
         conflict_policy: ``replay`` (re-run the same input on the freshly loaded document, up to
             ``max_replays`` times) or ``reject`` (return ``SESSION_CONFLICT`` at once).
-        on_restore: ``on_restore(doc) -> doc | None`` (sync or async) for existing sessions;
-            default :func:`~tether.runtime.restore.default_restore`.
+        on_restore: ``on_restore(doc) -> doc | None`` (sync or async) for existing sessions; its
+            returned document is saved at once (even if unchanged). Default: the version check of
+            :func:`~tether.runtime.restore.default_restore` without a save (see the module notes).
         migrations: schema upgrades applied to every loaded running session before the hook.
     """
 
@@ -144,7 +178,7 @@ class Runtime:
         self.store: Store = store if store is not None else SQLiteStore(".tether/tether.db", clock=clock)
         self.conflict_policy: ConflictPolicy = conflict_policy
         self.max_replays = max_replays
-        self.on_restore: RestoreHook = on_restore or default_restore
+        self.on_restore: RestoreHook | None = on_restore
         self.migrations = migrations or MigrationRegistry()
         self.locks = SessionLocks()
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -176,6 +210,8 @@ class Runtime:
         the restore hook) starts a new session with a new id: read ``response.session``.
         ``config`` is stored in ``session.metadata["config"]`` of a new session only. A wake for
         a session that does not exist (or no longer runs) does nothing (``code="no-session"``).
+        ``options`` are passed to the turn with the runtime's checkpoint (it replaces any
+        ``options.checkpoint``).
         """
         try:
             turn_input = _turn_input(message, wake, event, start)
@@ -190,13 +226,15 @@ class Runtime:
             except Exception as exc:
                 return failure(_describe(exc), session_id, _code(exc))
             replays = 0
+            target = session_id
             while True:
                 attempt = _Attempt()
                 try:
-                    return await self._attempt(agent, session_id, turn_input, config, options, attempt)
+                    return await self._attempt(agent, target, turn_input, config, options, attempt)
                 except SessionConflict as exc:
+                    target = attempt.created or target  # a replay continues the session a checkpoint created
                     if self.conflict_policy == "reject" or replays >= self.max_replays:
-                        return failure(exc.message, exc.session_id or session_id, exc.code)
+                        return failure(exc.message, exc.session_id or target, exc.code)
                     replays += 1
                 except (SessionFlowMismatch, SessionFlowInvariant) as exc:
                     return failure(exc.message, session_id, exc.code)
@@ -208,7 +246,7 @@ class Runtime:
         return asyncio.run(self.run(agent_id, message, **kwargs))
 
     async def _load(self, agent: Agent, session_id: str | None, attempt: _Attempt) -> Session | None:
-        """The running session to continue (migrated, restored and re-saved), or None for a new one."""
+        """The running session to continue (migrated and restored), or None for a new one."""
         if session_id is None:
             return None
         doc = await self.store.load(session_id)
@@ -217,7 +255,13 @@ class Runtime:
         if doc.agent != agent.id:
             raise SessionFlowMismatch(doc.id, bound=doc.agent, requested=agent.id)
         attempt.stored = doc
-        restored = await call_restore_hook(self.on_restore, self.migrations.migrate(doc))
+        migrated = self.migrations.migrate(doc)
+        if self.on_restore is not None:  # the user's hook: its document is saved at once (seed 004)
+            restored = await call_restore_hook(self.on_restore, migrated)
+        else:  # the default version check; nothing to save unless the migrations changed the document
+            restored = migrated if is_session_current(migrated) else None
+            if restored is not None and restored.schema_version == doc.schema_version:
+                return doc
         if restored is None:
             attempt.stored = None
             return None
@@ -234,16 +278,39 @@ class Runtime:
             metadata: dict[str, Any] = {"config": dict(config)} if config else {}
             doc = attempt.fresh = Session(id=self.ids.new_id(), agent=agent.id, created_at=self.clock.now(),
                                           metadata=metadata)
-        result = await agent.turn(doc, turn_input, options=options)
+
+        async def checkpoint(session: Session, transcript: Sequence[TranscriptMessage],
+                             events: Sequence[dict[str, Any]]) -> int:
+            records = TurnRecords(messages=list(transcript[attempt.messages:]), events=list(events[attempt.events:]))
+            await self._write(session, records, attempt)
+            attempt.messages, attempt.events = len(transcript), len(events)
+            assert attempt.stored is not None
+            attempt.checkpointed = session.model_copy(update={"revision": attempt.stored.revision})
+            return attempt.stored.revision
+
+        turn_options = dataclasses.replace(options or TurnOptions(), checkpoint=checkpoint)
+        result = await agent.turn(doc, turn_input, options=turn_options)
         after = result.session or doc
-        if attempt.fresh is not None:
-            attempt.stored = await self.store.create(after, turn_records(result))
-            attempt.fresh = None
-        elif result.changed:
-            attempt.stored = await self.store.save(after, doc.revision, turn_records(result))
+        records = turn_records(result)
+        records.messages = records.messages[attempt.messages:]
+        records.events = records.events[attempt.events:]
+        if attempt.fresh is not None or (
+                result.changed and (attempt.checkpointed is None or after != attempt.checkpointed
+                                    or not records.is_empty())):
+            await self._write(after, records, attempt)
         stored = attempt.stored or doc
         result.session = stored
         return success(result, stored.id, session_running=stored.status == "running")
+
+    async def _write(self, session: Session, records: TurnRecords, attempt: _Attempt) -> None:
+        """Create the new session (first write) or save it under compare-and-swap from the revision
+        the session carries (the engine keeps it current across checkpoints)."""
+        if attempt.fresh is not None:
+            attempt.stored = await self.store.create(session, records)
+            attempt.fresh = None
+            attempt.created = session.id
+        else:
+            attempt.stored = await self.store.save(session, session.revision, records)
 
     async def _abort(self, attempt: _Attempt, exc: Exception, session_id: str | None) -> RunResponse:
         """Mark the session aborted with the error logged, persist it, and build the envelope."""

@@ -15,9 +15,8 @@ import logging
 from typing import TYPE_CHECKING
 
 from tether.errors import SessionConflict, SessionFlowInvariant, StoreError
-from tether.runtime.restore import pending_wakes_of
 from tether.stores.base import utc
-from tether.stores.records import TurnRecords, Wake
+from tether.stores.records import TurnRecords, Wake, WakeRequest
 
 if TYPE_CHECKING:
     from tether.runtime.runtime import Runtime
@@ -64,21 +63,27 @@ async def _fire(runtime: Runtime, wake: Wake) -> bool:
 
 
 async def rebuild_schedule(runtime: Runtime, *, limit: int = 10_000) -> int:
-    """Re-derive wakes from stored sessions: for every running session (at most ``limit``), each
-    run waiting with a deadline needs a wake ``{key: run.waiting.key, at: run.waiting.until}``.
+    """Re-derive wakes from stored sessions: for every running session (at most ``limit``) of a
+    registered agent, the wakes the engine says it waits on (``agent.pending_wakes(session)``:
+    each parked run's deadline, and the silence wake of every silence flow that could still start).
 
     Missing wakes are written with a compare-and-swap save of the unchanged document (its
     revision advances); a session that loses that race is skipped (its writer stored its own
-    wakes). Returns how many wakes were written.
+    wakes). Sessions of agents not registered here are skipped. Returns how many wakes were written.
     """
+    agents = runtime.agents
     written = 0
     for summary in await runtime.store.list(status="running", limit=limit):
+        agent = agents.get(summary.agent)
+        if agent is None:
+            continue
         async with runtime.locks.hold(summary.id):
             doc = await runtime.store.load(summary.id)
             if doc is None or doc.status != "running":
                 continue
             have = {(w.key, utc(w.at)) for w in await runtime.store.pending_wakes(doc.id)}
-            missing = [w for w in pending_wakes_of(doc) if (w.key, utc(w.at)) not in have]
+            missing = [WakeRequest(key=w.key, at=w.at, replaces=w.replaces) for w in agent.pending_wakes(doc)
+                       if (w.key, utc(w.at)) not in have]
             if not missing:
                 continue
             try:
