@@ -97,6 +97,8 @@ def test_bad_model_is_a_one_line_error(tmp_path: Path) -> None:
     unknown = tether("chat", SHIPPING, "--db", tmp_path / "t.db", "--model", "nosuchprovider:some-model")
     assert unknown.code == 2 and len(unknown.err.strip().splitlines()) == 1
     assert unknown.err.startswith("error: invalid")
+    keyless = tether("chat", SHIPPING, "--db", tmp_path / "t.db", "--model", "openai:gpt-4o-mini")
+    assert keyless.code == 2 and "No API key for 'openai:gpt-4o-mini'" in keyless.err  # before any turn
     assert not (tmp_path / "t.db").exists()
 
 

@@ -190,3 +190,17 @@ async def test_idle_speaker_answers_when_no_flow_takes_the_message() -> None:
     result = await Conversation(Agent("Ava", idle="Answer briefly."), model).say("what can you do?")
     assert result.text == "I can help with orders."
     assert "Answer briefly." in model.calls[0].request.instructions
+
+
+async def test_a_speak_retry_is_told_the_message_has_no_answer_yet() -> None:
+    error = ModelError("overloaded", kind="overload")
+    model = ScriptedModel(speak=[lambda r: (_ for _ in ()).throw(error), "Sorry for the wait! Here it is."])
+    flow = Flow("f", "f", nodes=[reply("talk", instructions="Chat.")], on=[on_message()])
+    convo = Conversation(agent(flow), model)
+    first = await convo.say("what are your opening hours?")
+    (wake,) = first.schedule
+    convo.clock.set(wake.at)
+    retried = await convo.wake(wake.key)
+    assert retried.text == "Sorry for the wait! Here it is."
+    prompt = model.calls[-1].request.instructions
+    assert "has no answer yet" in prompt and "what are your opening hours?" in prompt

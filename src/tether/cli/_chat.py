@@ -91,6 +91,8 @@ def serve_agents(app: LoadedApp, model: str | None) -> list[Agent]:
     for agent in agents:
         try:
             check_model_selections(agent)
+            for tier in agent.model_selections:
+                agent.model_for(tier)  # builds the client now: a missing key or SDK fails here, not mid-chat
         except Exception as exc:
             raise CliError(f"invalid model: {one_line(str(exc))}") from None
     return agents

@@ -125,8 +125,12 @@ def _prompt(ts: TurnState, run: Run | None, flow: Flow | None, node: Node | None
         items += ts.agent.idle.instructions
     if lines := _instruction_lines(ts, run, items):
         sections.append("Instructions:\n" + "\n".join(lines))
+    last = ts.session.messages[-1] if ts.session.messages else None
     if ts.message is not None:
         sections.append(f'The customer\'s message:\n"""\n{ts.message_text}\n"""')
+    elif run is not None and run.id in ts.retrying and last is not None and last.role == "user":
+        # only a speak retry: any other wake speaks first, even after a customer message
+        sections.append(f'The customer\'s last message has no answer yet:\n"""\n{last.text}\n"""')
     else:
         sections.append("There is no new customer message: you speak first.")
     if ts.messages:
