@@ -106,3 +106,12 @@ async def test_with_a_model_one_understand_call_routes_and_extracts(support: Mod
     result = await chat.say("where's my order A-1004?")
     assert result.text == "Order A-1004 is cancelled: it was cancelled at your request and refunded in full."
     assert result.llm_calls == 1 and model.unused() == {}
+
+
+async def test_the_menu_hands_the_message_to_the_flow_it_chains_into(support: ModuleType) -> None:
+    chat = Chat(support)
+    await chat.say("hello")
+    result = await chat.say("what's the status of my order A-1002?")
+    # the chained orders run inherits the floor and reads the order number from the same message
+    assert result.text == "Order A-1002 is processing: it is being packed and will ship within 2 business days."
+    assert [e.reason for e in result.ended] == ["flow", "answered"] and result.llm_calls == 0

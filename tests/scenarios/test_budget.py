@@ -270,3 +270,17 @@ async def test_compaction_without_a_model_truncates() -> None:
     window = convo.session.messages
     assert window[0].seq > 1 and len(window) < 8  # the oldest left the window (the store keeps the transcript)
     assert window[-1].role == "assistant" and any(o.kind == "compaction" for o in result.outcomes)
+
+
+async def test_a_fixed_question_follows_the_answer_when_the_customer_asked_something() -> None:
+    ask = collect("who", fields=["email"], question="What's your email?", prompt="Ask for the email.")
+    fields = {"email": Field("string", extract="asked")}
+    model = ScriptedModel(understand=[{"flows": {"refunds": 10}, "asks": True}],
+                          speak=[{"message": "We're open 9 to 5.", "email": None}])
+    flows = [Flow("f", "f", nodes=[ask], on=[on_message()]), refund_flow()]
+    convo = Conversation(Agent("Ava", fields=fields, flows=flows), model)
+    result = await convo.say("hi, when are you open?")
+    assert [m.text for m in result.messages] == ["We're open 9 to 5.", "What's your email?"]
+    assert [m.kind for m in result.messages] == ["ai", "verbatim"]
+    assert result.llm_calls == 2 and "asked-fixed" in result.codes()  # understand + the answer; the question is free
+    assert model.unused() == {}

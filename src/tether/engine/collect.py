@@ -238,6 +238,10 @@ async def _dispatch_phrased(ts: TurnState, run: Run, node: Collect) -> Any:
     first_ask = all(run.asked.get(n, 0) == 0 for n in node.required) and not any(
         is_known(value_of(ts, run, node, n)) for n in node.required)
     if node.question is not None and first_ask and not run.staying:
+        if ts.message is not None and ts.judgement.asks and ts.speaker is None and not ts.spoke:
+            # the customer asked something: answer first, the fixed question follows in Settle
+            ts.speaker = SpeakRequest(run.id, node.id, tuple(asking), then_ask=node.question)
+            return Pause("speak")
         ts.say(node.question, kind="verbatim", key=ts.key(run, node.id), run=run, node_id=node.id)
         for name in asking:
             run.asked[name] = run.asked.get(name, 0) + 1

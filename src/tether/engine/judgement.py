@@ -18,4 +18,5 @@ class Judgement:
     branches: dict[tuple[str, str, int], bool] = field(default_factory=dict)
     fields: dict[str, Any] = field(default_factory=dict)
     collect: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    asks: bool | None = None
     called: bool = False

@@ -76,6 +76,13 @@ async def settle(ts: TurnState, request: SpeakRequest, result: SpeakResult) -> N
     if isinstance(node, Collect):
         values = {k: v for k, v in result.data.items() if k in request.fields}
         merge_values(ts, run, node, values, source="model", guard=True)
+        if request.then_ask is not None and missing(ts, run, node):
+            ts.say(request.then_ask, kind="verbatim", key=ts.key(run, node.id), run=run, node_id=node.id)
+            for name in pending(ts, run, node):
+                run.asked[name] = run.asked.get(name, 0) + 1
+            ts.outcome(run, code="asked-fixed", kind="collect", node_id=node.id)
+            run.status = "asking"
+            return
         if not missing(ts, run, node) or not pending(ts, run, node):
             for name in missing(ts, run, node):
                 ts.outcome(run, code="max-asks", status="skipped", kind="collect", node_id=node.id, detail=name)

@@ -120,4 +120,6 @@ async def chain(ts: TurnState, parent: Run, move: StartFlow) -> None:
     child = start_run(ts, flow, kind="flow", key=key, input=move.input if move.input is not None else parent.input,
                       hop=parent.hop + 1)
     if child is not None:
+        if ts.floor in (parent.id, None):
+            ts.floor = child.id  # the child inherits the floor: the customer's message is now its to read
         ts.queue.append(child.id)

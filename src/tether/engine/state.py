@@ -41,6 +41,8 @@ class SpeakRequest:
     run_id: str | None
     node_id: str | None
     fields: tuple[str, ...] = ()
+    then_ask: str | None = None
+    """A fixed question that follows the spoken answer verbatim (the customer asked something)."""
 
 
 @dataclass

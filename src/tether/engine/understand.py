@@ -47,6 +47,8 @@ class Judgeables:
     fields: list[str] = field(default_factory=list)
     collect: dict[str, tuple[str, str, list[str]]] = field(default_factory=dict)
     catch_all: Flow | None = None
+    asks: bool = False
+    """A fixed question is due for the node that reads this message: judge whether it asks something."""
 
     @property
     def worth_a_call(self) -> bool:
@@ -130,6 +132,9 @@ def find_judgeables(ts: TurnState, floor: Run | None) -> Judgeables:
             if branch_.when:
                 found.branches[f"q{len(found.branches) + 1}"] = (floor.id, node.id, index)
     free: set[str] = set()
+    if floor is not None and isinstance(node, Collect) and node.question is not None and not floor.staying \
+            and not any(floor.asked.values()):
+        found.asks = True
     if floor is not None and isinstance(node, Collect):
         if node.phrased_by_model:
             free.update(node.fields)  # the asking node's own speak call reads them
@@ -138,6 +143,8 @@ def find_judgeables(ts: TurnState, floor: Run | None) -> Judgeables:
     taker = found.catch_all or found.lone if floor is None else None
     if taker is not None:
         first = taker.by_id[taker.start]
+        if isinstance(first, Collect) and first.question is not None:
+            found.asks = True
         if isinstance(first, Collect):
             if first.phrased_by_model and first.question is None:
                 free.update(first.fields)  # read by that step's own speak call
@@ -243,6 +250,9 @@ def _envelope(ts: TurnState, found: Judgeables) -> tuple[dict[str, Any], dict[st
                             "properties": {n: collect_field_schema(ts, node, n) for n in names}}
             lines.append(f"- {alias}: {', '.join(names)}")
         section("collect", props)
+    if found.asks:
+        properties["asks"] = {"type": ["boolean", "null"]}
+        lines.append("asks: does the message ask a question that needs an answer (true/false)?")
     schema = {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
     return schema, aliases, "\n".join(lines)
 
@@ -292,6 +302,8 @@ def _parse(found: Judgeables, aliases: dict[str, dict[str, str]], data: Mapping[
     for key, value in section("fields").items():
         if value is not None and value != "":
             judgement.fields[aliases["fields"].get(key, key)] = value
+    if found.asks:
+        judgement.asks = _flag(data.get("asks"))
     for alias, value in section("collect").items():
         if alias in found.collect and isinstance(value, Mapping):
             owner, node_id, names = found.collect[alias]
