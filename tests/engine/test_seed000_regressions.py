@@ -123,3 +123,13 @@ async def test_an_interrupted_reply_with_no_text_sends_nothing() -> None:
     result = await say(make_agent(reply("r", instructions="Talk.", next=end()), model=model), None)
     assert result.messages == []                                   # fails: [OutMessage(text='', kind='ai', ...)]
     assert [m.role for m in result.session.messages] == ["user"]   # fails: an empty assistant entry
+
+
+async def test_an_exception_in_user_code_names_the_flow_and_node() -> None:
+    from tether import FlowRuntimeError
+
+    broken = reply("greet", response=lambda state: state["missing"], next=end("done"))
+    agent = make_agent(broken, model=scripted())
+    with pytest.raises(FlowRuntimeError) as caught:
+        await say(agent, None)
+    assert "node 'greet'" in str(caught.value) and "KeyError" in str(caught.value)

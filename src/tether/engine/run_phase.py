@@ -11,6 +11,7 @@ asking and moves, and so on down the stack.
 from __future__ import annotations
 
 from tether.engine.conditions import holds
+from tether.engine.inputs import Wake
 from tether.engine.route import take_branch
 from tether.engine.runner import enter_flow, finish, move, resume
 from tether.engine.session import Run
@@ -58,7 +59,7 @@ async def _move_one(ts: TurnState, run: Run) -> None:
         return
     if run.id not in ts.premise_checked:
         ts.premise_checked.add(run.id)
-        if run.trigger.kind == "silence" and ts.input.__class__.__name__ == "Wake" and \
+        if run.trigger.kind == "silence" and isinstance(ts.input, Wake) and \
                 ts.session.last_user_at is not None and ts.session.last_user_at > run.started_at:
             ts.outcome(run, code="customer-replied", status="skipped")
             finish(ts, run, flow, "skipped")

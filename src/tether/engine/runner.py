@@ -13,7 +13,7 @@ the loop pauses; the speak phase calls the model and :func:`resume` continues wi
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -25,7 +25,7 @@ from tether.engine.gates import evaluate_gates
 from tether.engine.results import HandoffRequest, RunEnded
 from tether.engine.session import Run
 from tether.engine.state import TurnState
-from tether.errors import FlowRuntimeError, OscillationError
+from tether.errors import FlowRuntimeError, OscillationError, TetherError, TetherSignal
 from tether.flow.flow import Flow
 from tether.flow.nodes import Action, Collect, Decide, Node, Reply, Router, Wait
 from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlow, Stay, Transition
@@ -96,7 +96,7 @@ async def _loop(ts: TurnState, run: Run, flow: Flow, pending: Any) -> Pause:
                            detail=f"more than {MAX_STEPS} steps in one turn")
                 finish(ts, run, flow, "failed")
                 return ENDED
-            result = await dispatch(ts, run, flow, node)
+            result = await _guarded(flow, node, dispatch(ts, run, flow, node))
             if isinstance(result, Pause):
                 return result
             pending = result
@@ -105,6 +105,17 @@ async def _loop(ts: TurnState, run: Run, flow: Flow, pending: Any) -> Pause:
         outcome = await act(ts, run, flow, node, move_)
         if outcome is not None:
             return outcome
+
+
+async def _guarded(flow: Flow, node: Node, work: Coroutine[Any, Any, Any]) -> Any:
+    """Run a node's work; an exception from user code (an ``ask``, ``next``, ``on_complete``,
+    ``decide`` or predicate function) becomes a FlowRuntimeError naming the flow and the node."""
+    try:
+        return await work
+    except (TetherError, TetherSignal, AssertionError):
+        raise
+    except Exception as exc:
+        raise FlowRuntimeError(f"flow {flow.id!r}, node {node.id!r}: {type(exc).__name__}: {exc}") from exc
 
 
 def _normalize(flow: Flow, node: Node, value: Any) -> Transition:
