@@ -146,6 +146,7 @@ class Agent(AgentDefinition):
 
         async def on_delta(text: str) -> None:
             await deltas.put(text)
+            await asyncio.sleep(0)  # let the consumer see the delta (and perhaps barge in) before the next one
 
         task = asyncio.ensure_future(run_turn(self, session, input, options=options, clock=self.clock, ids=self.ids,
                                               models=self, session_id=session_id, on_delta=on_delta))

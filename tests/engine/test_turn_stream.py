@@ -48,3 +48,29 @@ def test_message_deltas_decode_the_envelope_and_pass_plain_text() -> None:
     assert plain.feed("Hello ") + plain.feed("world") == "Hello world"
     fenced = MessageDeltas()
     assert "".join(fenced.feed(p) for p in ["```json\n", '{"message": "ok"}', "\n```"]) == "ok"
+
+
+async def test_barge_in_stops_the_stream_and_keeps_the_reply_node() -> None:
+    import asyncio
+
+    from tether import TurnOptions
+
+    talk = reply("talk", instructions="Explain.", next=lambda turn, state: __import__("tether").end("done"))
+    agent = Agent("Ava", flows=[Flow("f", "f", nodes=[talk], on=[on_message()])])
+    model = ChunkedModel(speak=["Let me explain this in a rather long way", "Short answer: yes."])
+    agent = agent.with_model(model).with_clock(FakeClock(), SequentialIds("s"))
+    barge_in = asyncio.Event()
+    heard = []
+    result = None
+    async for chunk in agent.turn_stream(None, "explain", options=TurnOptions(barge_in=barge_in)):
+        if chunk.done:
+            result = chunk.result
+        else:
+            heard.append(chunk.delta)
+            barge_in.set()  # the customer starts talking over the first words
+    assert result is not None and result.status == "awaiting_user"
+    assert result.text == "".join(heard).strip() and len(result.text) < len("Let me explain this in a rather long way")
+    (run,) = result.session.runs
+    assert run.node == "talk" and run.status == "asking"  # next() was not applied
+    again = await agent.turn(result.session, "just tell me")
+    assert again.text == "Short answer: yes." and again.ended[0].reason == "done"

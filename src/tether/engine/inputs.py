@@ -20,14 +20,12 @@ class Message:
     """The customer wrote ``text``.
 
     ``id`` is the channel's message id (a repeated id is dropped as ``duplicate-input``); ``at``
-    defaults to the clock's now. ``interrupted`` marks a barge-in: the assistant's reply being
-    spoken was cut off by this message, so the reply node that spoke re-runs instead of moving on.
+    defaults to the clock's now.
     """
 
     text: str
     id: str | None = None
     at: datetime | None = None
-    interrupted: bool = False
 
 
 @dataclass(frozen=True)
@@ -81,6 +79,9 @@ class TurnOptions:
         history: the conversation before this input (default: the session's recent window).
         anchors: host anchors by name: ``{"lead": {"key": ..., "last_inbound_at": ...}}``.
         claims: claims held elsewhere: ``{"held": {dedupe_key: iso}, "active": ["flow:anchor"]}``.
+        barge_in: set by the host when the customer interrupts the reply being spoken (anything with
+            ``is_set()``, e.g. an ``asyncio.Event``): the stream stops, the reply node does not take
+            ``next``, and the next message re-runs the same node.
         checkpoint: called after every committed move to another node (before that node runs) with
             a copy of the working session and the transcript messages and events of the turn so
             far; returns the session's new revision (the host saved it under compare-and-swap).
@@ -92,6 +93,7 @@ class TurnOptions:
     anchors: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     claims: Mapping[str, Any] = field(default_factory=dict)
     checkpoint: Checkpoint | None = None
+    barge_in: Any = None
 
     @property
     def silence(self) -> Silenced | None:

@@ -201,7 +201,9 @@ async def speak(ts: TurnState, request: SpeakRequest) -> SpeakResult:
         result.data.update({k: v for k, v in envelope_data.items() if k != "message" and v is not None})
         message = envelope_data.get("message")
         result.text = message.strip() if isinstance(message, str) else ""
-        result.interrupted = response.finish_reason == "interrupted"
+        barge_in = ts.options.barge_in
+        result.interrupted = response.finish_reason == "interrupted" or bool(barge_in is not None and
+                                                                              barge_in.is_set())
         break
     if not result.text and not result.interrupted:
         result.error = ModelError("the model returned an empty message", kind="unknown")

@@ -206,7 +206,7 @@ class TurnState:
             self.pre_speak_calls += 1
         self.session.usage.llm_calls += 1
         if stream and self.on_delta is not None and model.capabilities.streaming:
-            response = await self._stream(model, request, self.on_delta)
+            response = await self._stream(model, request, self.on_delta, self.options.barge_in)
         else:
             response = await model.complete(request)
         self.usage = self.usage + response.usage
@@ -216,16 +216,22 @@ class TurnState:
         return response
 
     @staticmethod
-    async def _stream(model: Model, request: ModelRequest, on_delta: Callable[[str], Awaitable[None]]) -> ModelResponse:
+    async def _stream(model: Model, request: ModelRequest, on_delta: Callable[[str], Awaitable[None]],
+                      barge_in: Any) -> ModelResponse:
         from tether.engine.streaming import MessageDeltas
 
         deltas = MessageDeltas()
         final: ModelResponse | None = None
+        heard: list[str] = []
         async for chunk in model.stream(request):
             if chunk.delta and (visible := deltas.feed(chunk.delta)):
+                heard.append(visible)
                 await on_delta(visible)
             if chunk.done:
                 final = chunk.response
+            if barge_in is not None and barge_in.is_set():
+                # the customer cut in: keep what was heard, as an interrupted reply
+                return ModelResponse(text="".join(heard), finish_reason="interrupted")
         if final is None:
             raise ModelError("the model's stream ended without a final response", kind="unknown")
         return final
