@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import sqlite3
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from runtime_helpers import counter_agent, msg, relay_agent, waiting_agent
-from store_backends import PostgresBackend, require_postgres
+from store_backends import PostgresBackend, require_postgres, run_in_lockstep
 
 from tether.runtime import Runtime
 from tether.stores import SQLiteStore
@@ -41,24 +40,9 @@ async def test_two_worker_processes_fire_every_wake_exactly_once(clock: FakeCloc
         assert len(due) == SESSIONS
         now = (clock.now() + timedelta(hours=2)).isoformat()
         procs = [await spawn("wakes", backend.target, backend.schema, now) for _ in range(2)]
-        try:
-            for proc in procs:
-                assert proc.stdout is not None
-                line = await asyncio.wait_for(proc.stdout.readline(), 60)
-                if line.strip() != b"ready":
-                    _, err = await proc.communicate()
-                    pytest.fail(f"worker did not start: {line!r} {err.decode()[-2000:]}")
-            outputs = await asyncio.wait_for(asyncio.gather(*(p.communicate(b"go\n") for p in procs)), 120)
-        finally:
-            for proc in procs:
-                if proc.returncode is None:
-                    proc.kill()
-                    await proc.wait()
-        fired: list[tuple[str, str]] = []
-        for proc, (out, err) in zip(procs, outputs, strict=True):
-            assert proc.returncode == 0, err.decode()[-2000:]
-            fired += [(s, k) for s, k in json.loads(out.decode().strip().splitlines()[-1])["fired"]]
-        print("wakes fired per worker:", [len(json.loads(o.decode().splitlines()[-1])["fired"]) for o, _ in outputs])
+        results = await run_in_lockstep(procs)
+        fired = [(s, k) for result in results for s, k in result["fired"]]
+        print("wakes fired per worker:", [len(result["fired"]) for result in results])
         assert sorted(fired) == sorted(due)  # every wake once, none twice
         for session_id in sessions:
             doc = await store.load(session_id)

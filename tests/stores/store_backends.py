@@ -6,7 +6,9 @@ server is unreachable. Each PostgreSQL backend gets its own schema, dropped afte
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import json
 import os
 import sqlite3
 import uuid
@@ -155,3 +157,26 @@ async def open_backend(name: str, clock: FakeClock, tmp_path: Path) -> Backend:
     if name == "sqlite":
         return SQLiteBackend(clock, tmp_path)
     return PostgresBackend(clock, require_postgres())
+
+
+async def run_in_lockstep(procs: list[asyncio.subprocess.Process], timeout: float = 120) -> list[dict[str, Any]]:
+    """Wait until every worker printed ``ready``, release them together (a line on stdin), and
+    return the JSON object each printed last. Kills what is still running on the way out."""
+    try:
+        for proc in procs:
+            assert proc.stdout is not None
+            line = await asyncio.wait_for(proc.stdout.readline(), 60)
+            if line.strip() != b"ready":
+                _, err = await proc.communicate()
+                pytest.fail(f"worker did not start: {line!r} {err.decode()[-2000:]}")
+        outputs = await asyncio.wait_for(asyncio.gather(*(p.communicate(b"go\n") for p in procs)), timeout)
+    finally:
+        for proc in procs:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+    results = []
+    for proc, (out, err) in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0, err.decode()[-2000:]
+        results.append(json.loads(out.decode().strip().splitlines()[-1]))
+    return results

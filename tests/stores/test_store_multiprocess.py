@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from store_backends import Backend
+from store_backends import Backend, run_in_lockstep
 
 from tether.engine.session import Session
 from tether.stores import TurnRecords, WakeRequest
@@ -37,24 +36,7 @@ async def run_workers(backend: Backend, args: list[list[str]]) -> list[dict[str,
         )
         for extra in args
     ]
-    try:
-        for proc in procs:
-            assert proc.stdout is not None
-            line = await asyncio.wait_for(proc.stdout.readline(), 60)
-            if line.strip() != b"ready":
-                _, err = await proc.communicate()
-                pytest.fail(f"worker did not start: {line!r} {err.decode()[-2000:]}")
-        outputs = await asyncio.wait_for(asyncio.gather(*(p.communicate(b"go\n") for p in procs)), 120)
-    finally:
-        for proc in procs:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
-    results = []
-    for proc, (out, err) in zip(procs, outputs, strict=True):
-        assert proc.returncode == 0, err.decode()[-2000:]
-        results.append(json.loads(out.decode().strip().splitlines()[-1]))
-    return results
+    return await run_in_lockstep(procs)
 
 
 async def test_processes_racing_load_increment_save_lose_no_update(
