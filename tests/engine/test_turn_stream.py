@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from tether import Agent, Flow, on_message, reply
+from tether import Agent, Flow, end, on_message, reply
 from tether.engine.streaming import MessageDeltas
 from tether.models.types import ModelRequest, StreamChunk
 from tether.testing import FakeClock, ScriptedModel, SequentialIds
@@ -55,7 +55,7 @@ async def test_barge_in_stops_the_stream_and_keeps_the_reply_node() -> None:
 
     from tether import TurnOptions
 
-    talk = reply("talk", instructions="Explain.", next=lambda turn, state: __import__("tether").end("done"))
+    talk = reply("talk", instructions="Explain.", next=lambda turn, state: end("done"))
     agent = Agent("Ava", flows=[Flow("f", "f", nodes=[talk], on=[on_message()])])
     model = ChunkedModel(speak=["Let me explain this in a rather long way", "Short answer: yes."])
     agent = agent.with_model(model).with_clock(FakeClock(), SequentialIds("s"))

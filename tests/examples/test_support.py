@@ -9,7 +9,7 @@ from types import ModuleType
 
 import pytest
 
-from tether import Message, TurnResult
+from tether import Message, TurnResult, Wake
 from tether.engine.session import Session
 from tether.testing import FakeClock, ScriptedModel, SequentialIds
 
@@ -95,7 +95,7 @@ async def test_silence_arms_a_still_there_nudge(support: ModuleType) -> None:
     (wake,) = first.schedule
     assert wake.key.startswith("silence:still_there:")
     chat.clock.advance("10m")
-    nudged = await chat.agent.turn(chat.session, __import__("tether").Wake(wake.key))
+    nudged = await chat.agent.turn(chat.session, Wake(wake.key))
     assert nudged.text == "Are you still there? Just reply whenever you're ready."
 
 

@@ -13,12 +13,14 @@ from tether import (
     Agent,
     Field,
     Flow,
+    Wake,
     action,
     collect,
     defer,
     end,
     failed,
     on_event,
+    on_mention,
     on_message,
     on_silence,
     reply,
@@ -66,7 +68,7 @@ def say_flow(id_: str, text: str, **kw: Any) -> Flow:
 
 @scenario("no-session")
 async def _no_session() -> list[str]:
-    result = await Agent("Ava").turn(None, __import__("tether").Wake("x"))
+    result = await Agent("Ava").turn(None, Wake("x"))
     assert result.changed is False and result.session is None
     return codes(result)
 
@@ -108,7 +110,7 @@ async def _silence_broken() -> list[str]:
 async def _claimed() -> list[str]:
     # a code-only mention detector goes through the start checks on every message
     detector = Flow("first_visit", "first visit", nodes=[action("log", lambda s, c: None)],
-                    on=[__import__("tether").on_mention(repeat="once")])
+                    on=[on_mention(repeat="once")])
     convo = Conversation(Agent("Ava", flows=[detector], idle="silent"))
     first = await convo.say("hi")
     assert [r.flow for r in first.started] == ["first_visit"]
@@ -222,7 +224,7 @@ async def _known() -> list[str]:
 @scenario("another-reply")
 async def _another() -> list[str]:
     notice = Flow("notice", "notice", nodes=[reply("n", response="FYI: we moved!", next=NEXT)],
-                  on=[__import__("tether").on_mention()])
+                  on=[on_mention()])
     chat = Flow("chat", "chat", nodes=[reply("c", instructions="Chat.")], on=[on_message()])
     model = ScriptedModel()
     convo = Conversation(Agent("Ava", flows=[notice, chat]), model)

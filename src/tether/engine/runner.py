@@ -27,7 +27,7 @@ from tether.engine.session import Run
 from tether.engine.state import TurnState
 from tether.errors import FlowRuntimeError, OscillationError, TetherError, TetherSignal
 from tether.flow.flow import Flow
-from tether.flow.nodes import Action, Collect, Decide, Node, Reply, Router, Wait
+from tether.flow.nodes import Collect, Node, Reply
 from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlow, Stay, Transition
 
 __all__ = ["MAX_STEPS", "Pause", "Static", "enter_flow", "move", "resume"]
@@ -263,5 +263,3 @@ def finish(ts: TurnState, run: Run, flow: Flow | None, reason: str) -> None:
     ts.session.runs = [r for r in ts.session.runs if r.id != run.id]
     ts.ended.append(RunEnded(run.id, run.flow, reason))
 
-
-NODE_KINDS = (Reply, Collect, Action, Decide, Router, Wait)
