@@ -61,24 +61,12 @@ async def test_a_worker_killed_mid_turn_loses_nothing_committed(tmp_path: Path) 
         first = await runtime.run("Counter", msg())
         assert first.message == "n=1"
         proc = await spawn("blocker", str(db), first.session, str(marker))
-        try:
-            assert proc.stdout is not None
-            line = await asyncio.wait_for(proc.stdout.readline(), 60)
-            if line.strip() != b"committed":
-                _, err = await proc.communicate()
-                pytest.fail(f"worker failed: {line!r} {err.decode()[-2000:]}")
-            for _ in range(3000):
-                if marker.exists():
-                    break
-                await asyncio.sleep(0.01)
-            else:
-                pytest.fail("the blocking turn never started")
-            os.kill(proc.pid, signal.SIGKILL)
-            assert await asyncio.wait_for(proc.wait(), 30) == -signal.SIGKILL
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
+        assert proc.stdout is not None
+        line = await asyncio.wait_for(proc.stdout.readline(), 60)
+        if line.strip() != b"committed":
+            _, err = await proc.communicate()
+            pytest.fail(f"worker failed: {line!r} {err.decode()[-2000:]}")
+        await kill_when_marked(proc, marker)
         stored = await runtime.store.load(first.session)
         assert stored is not None and stored.status == "running"
         # the child's committed turn is there (checkpoint 2, final save 3, n=2); the killed turn blocked in
