@@ -6,8 +6,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tether.testing import FakeClock, block_network_models
+
+# Property tests run with a fixed seed (derandomized) so CI is repeatable; no deadline, because the
+# machine is shared and slow runs are not failures.
+settings.register_profile(
+    "ci", derandomize=True, deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("ci")
 
 
 @pytest.fixture(autouse=True)
