@@ -357,8 +357,9 @@ def _branch_targets(branches: tuple[Branch, ...]) -> list[tuple[str, Target]]:
 
 
 def _is_static(target: Any) -> bool:
-    """True for targets known without running code: ids, nodes, transition objects."""
-    return isinstance(target, str | Node | Transition)
+    """True for targets known without running code: ids, nodes, transition objects and the seed's
+    mapping forms (``{"goto": id}``, ``{"end": reason}``, ...)."""
+    return isinstance(target, str | Node | Transition | Mapping)
 
 
 # --------------------------------------------------------------------------- constructors
