@@ -6,6 +6,7 @@ saved with compare-and-swap; side effects are journaled so nothing runs twice.
 
 from tether.agent import Agent
 from tether.engine import Event, Message, Session, Silenced, Start, TurnOptions, TurnResult, Wake
+from tether.engine.migrate import migrate_session
 from tether.errors import (
     FlowDefinitionError,
     FlowRuntimeError,
@@ -93,6 +94,7 @@ __all__ = [
     "handoff",
     "jsonpath",
     "judge_gate",
+    "migrate_session",
     "ok",
     "on_event",
     "on_mention",

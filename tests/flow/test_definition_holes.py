@@ -137,3 +137,12 @@ def test_a_static_mapping_target_is_checked_like_a_goto() -> None:
 def test_a_start_flow_without_a_flow_id_is_refused() -> None:
     a = action("a", act, then=start_flow(42))  # type: ignore[arg-type]
     assert issues_of(lambda: Flow("f", nodes=[a])) == [("unresolved-transition", "a", "nodes.0.then")]
+
+
+def test_trigger_phrases_that_are_not_text_are_refused_with_a_code() -> None:
+    from tether import on_message
+
+    a = reply("a", response="A")
+    with pytest.raises(FlowDefinitionError) as info:
+        Flow("f", nodes=[a], on=[on_message(["book a table"])])  # type: ignore[arg-type]
+    assert info.value.code == "invalid-trigger" and "own argument" in str(info.value)

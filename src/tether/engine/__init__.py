@@ -13,6 +13,7 @@ from tether.engine.events import (
     NodeExit,
 )
 from tether.engine.inputs import Event, Message, Silenced, Start, TurnInput, TurnOptions, Wake
+from tether.engine.migrate import migrate_session
 from tether.engine.ports import Clock, Ids
 from tether.engine.results import HandoffRequest, OutMessage, RunEnded, RunStarted, ScheduledWake, Skipped, TurnResult
 from tether.engine.session import SESSION_SCHEMA_VERSION, Run, Session, TranscriptMessage
@@ -49,5 +50,6 @@ __all__ = [
     "TurnOptions",
     "TurnResult",
     "Wake",
+    "migrate_session",
     "run_turn",
 ]
