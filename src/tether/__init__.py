@@ -20,6 +20,7 @@ from tether.errors import (
 )
 from tether.flow import (
     NEXT,
+    Choice,
     Compaction,
     Field,
     Flow,
@@ -58,6 +59,7 @@ from tether.flow import (
 
 __all__ = [
     "Agent",
+    "Choice",
     "Compaction",
     "Event",
     "Field",

@@ -1,5 +1,6 @@
 """Execution: the turn pipeline and the graph engine (pure: no I/O; time and ids are injected)."""
 
+from tether.engine.choices import Interactive
 from tether.engine.events import (
     CollectUpdate,
     CustomEvent,
@@ -32,6 +33,7 @@ __all__ = [
     "HandoffEvent",
     "HandoffRequest",
     "Ids",
+    "Interactive",
     "Message",
     "NodeEnter",
     "NodeExit",

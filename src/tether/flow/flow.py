@@ -14,9 +14,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from tether.errors import DefinitionIssue, FlowDefinitionError, TransitionError
+from tether.flow.choices import choice_problems
 from tether.flow.durations import parse_duration
 from tether.flow.gates import GATE_ROOTS, Gate, JudgeGate, PredicateGate
-from tether.flow.nodes import CONTEXT_STRATEGIES, Collect, ContextStrategy, Node, Reply, Wait
+from tether.flow.nodes import CONTEXT_STRATEGIES, Collect, ContextStrategy, Decide, Node, Reply, Wait
 from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlow, Stay, Transition, normalize
 from tether.flow.triggers import Trigger, trigger_problems
 
@@ -371,6 +372,13 @@ def _node_problems(node: Node) -> list[tuple[str, str]]:
             for name in node.ask:
                 if name not in slots:
                     problems.append(("ask", f"ask names field {name!r}, which this node does not gather"))
+    if isinstance(node, Collect | Decide) and node.choices:
+        problems.extend(("choices", message) for message in choice_problems(node.choices))
+        if isinstance(node, Collect) and len(node.slots) != 1:
+            problems.append(("choices", f"choices fill one field, and this node gathers {len(node.slots)}"))
+        if isinstance(node, Decide) and "choice" not in getattr(node.schema, "model_fields", {}):
+            problems.append(("schema", "a decide node with choices needs a schema with a 'choice' field "
+                             "(leave schema out to get {choice: str})"))
     if isinstance(node, Wait):
         if (node.timer is None) == (node.event is None):
             problems.append(("timer", "a wait node needs exactly one of timer or event"))
