@@ -64,7 +64,7 @@ def parse_tool_arguments(call_id: str, name: str, raw: str | None, provider: str
     ``ModelError(kind="invalid")``."""
     try:
         arguments = json.loads(raw) if raw and raw.strip() else {}
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # a reply nested thousands deep exhausts the decoder
         raise ModelError(
             f"{provider}: arguments of tool call {name!r} are not valid JSON",
             kind="invalid",

@@ -291,7 +291,7 @@ class AnthropicModel:
     def _streamed_call(self, acc: dict[str, str]) -> ToolCall:
         try:
             arguments = json.loads(acc["json"]) if acc["json"].strip() else {}
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise ModelError(
                 f"{self.name}: streamed input of tool {acc['name']!r} is not valid JSON",
                 kind="invalid",

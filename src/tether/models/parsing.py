@@ -16,7 +16,9 @@ Extraction never repairs and never guesses. It raises :class:`ReplyParseError` (
 with a stable ``reason`` when the reply is empty (``empty``), holds no bracket structure
 (``no-json``), holds two candidate values (``two-candidates``), a stray or mismatched bracket
 (``unbalanced``), an unterminated structure or string (``unterminated``), a candidate sharing a
-line with prose (``embedded``), or a candidate that does not itself parse (``invalid-json``).
+line with prose (``embedded``), a candidate that does not itself parse (``invalid-json``), or a value nested more
+than :data:`MAX_REPLY_DEPTH` levels deep (``too-deep``: no schema tether sends is that deep, and a
+deeper value would exhaust the interpreter's recursion limit in the decoder or in validation).
 :func:`parse_structured` adds a minimal structural check against a JSON Schema (``schema``).
 
 Brackets inside JSON strings of a structure do not count; quotes in the surrounding prose are
@@ -33,7 +35,11 @@ from typing import Any
 
 from tether.errors import TetherError
 
-__all__ = ["REPLY_PARSE_REASONS", "ReplyParseError", "extract_json", "parse_structured"]
+__all__ = ["MAX_REPLY_DEPTH", "REPLY_PARSE_REASONS", "ReplyParseError", "extract_json", "json_depth",
+           "parse_structured"]
+
+MAX_REPLY_DEPTH = 64
+"""The deepest nesting of arrays and objects a model reply may hold."""
 
 REPLY_PARSE_REASONS: tuple[str, ...] = (
     "empty",
@@ -43,6 +49,7 @@ REPLY_PARSE_REASONS: tuple[str, ...] = (
     "unterminated",
     "embedded",
     "invalid-json",
+    "too-deep",
     "schema",
 )
 
@@ -64,9 +71,51 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def json_depth(value: Any) -> int:
+    """How deeply arrays and objects nest in ``value`` (a scalar is 0); iterative, so any depth is safe."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list | tuple):
+            deepest = max(deepest, depth + 1)
+            stack.extend((child, depth + 1) for child in item)
+    return deepest
+
+
+def _too_deep(text: str) -> bool:
+    """True when brackets outside strings nest deeper than :data:`MAX_REPLY_DEPTH` (checked before
+    decoding, so the decoder never recurses that far)."""
+    depth = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            depth += 1
+            if depth > MAX_REPLY_DEPTH:
+                return True
+        elif ch in "}]":
+            depth -= 1
+    return False
+
+
 def _loads(text: str) -> tuple[bool, Any]:
+    if _too_deep(text):
+        raise ReplyParseError("too-deep", f"the reply nests deeper than {MAX_REPLY_DEPTH} levels")
     try:
         return True, json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:  # defensive: _too_deep bounds the nesting well below the recursion limit
+        raise ReplyParseError("too-deep", "the reply nests too deeply to decode") from None
     except ValueError:
         return False, None
 
