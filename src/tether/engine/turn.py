@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 
 from tether.engine.compaction import compact
 from tether.engine.ingest import ingest
+from tether.engine.input_checks import check_input
 from tether.engine.inputs import Message, TurnInput, TurnOptions, Wake
 from tether.engine.ports import Clock, Ids
 from tether.engine.results import TurnResult
@@ -31,6 +32,7 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
                    on_delta: Callable[[str], Awaitable[None]] | None = None) -> TurnResult:
     """Run one turn of ``agent`` over ``session`` (None: a fresh session). The session passed in is
     never mutated. ``on_delta`` receives the speak call's visible text as it streams."""
+    check_input(input)  # bad input is refused before anything runs or is saved
     options = options or TurnOptions()
     now = clock.now()
     # 1. Load
