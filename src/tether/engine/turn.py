@@ -31,7 +31,8 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
                    session_id: str | None = None,
                    on_delta: Callable[[str], Awaitable[None]] | None = None) -> TurnResult:
     """Run one turn of ``agent`` over ``session`` (None: a fresh session). The session passed in is
-    never mutated. ``on_delta`` receives the speak call's visible text as it streams."""
+    never mutated. ``on_delta`` receives every message's visible text as deltas (the speak call's as
+it streams, an engine-rendered message when it is said)."""
     check_input(input)  # bad input is refused before anything runs or is saved
     options = options or TurnOptions()
     now = clock.now()
@@ -72,6 +73,7 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
             await settle(ts, request, result)
             await keep_moving(ts)
     bookkeeping(ts)
+    await ts.flush_deltas()
     # 8. Return
     return _result(ts, session)
 
