@@ -136,3 +136,9 @@ def test_deeply_nested_tool_arguments_are_an_invalid_reply() -> None:
     with pytest.raises(ModelError) as caught:
         parse_tool_arguments("c1", "submit", "[" * 100_000 + "]" * 100_000, "openai")
     assert caught.value.kind == "invalid"
+
+
+def test_escaped_lone_surrogates_and_nuls_parse_to_storable_strings() -> None:
+    value = extract_json('{"message": "hi \\ud800 there\\u0000", "k\\udfff": ["\\ud83d\\ude00"]}')
+    assert value == {"message": "hi \ufffd there", "k\ufffd": ["\U0001f600"]}  # a proper pair stays an emoji
+    assert extract_json('Here:\n["\\ud800"]') == ["\ufffd"]

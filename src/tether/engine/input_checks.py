@@ -14,10 +14,10 @@ Every other character, control characters included, is accepted and stored as it
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from tether.engine.inputs import Event, Message, Start, TurnInput, Wake
+from tether.engine.storable import UNSTORABLE
 from tether.errors import InvalidInputError
 
 __all__ = ["MAX_KEY_CHARS", "MAX_MESSAGE_CHARS", "check_input"]
@@ -27,13 +27,11 @@ MAX_MESSAGE_CHARS = 100_000
 MAX_KEY_CHARS = 512
 """The longest message id, event or start key, or flow id a turn accepts."""
 
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
 
 def _check_text(text: str, where: str, limit: int | None = None) -> None:
     if limit is not None and len(text) > limit:
         raise InvalidInputError(f"{where} is {len(text)} characters long; the limit is {limit}", where=where)
-    bad = _UNSTORABLE.search(text)
+    bad = UNSTORABLE.search(text)
     if bad is not None:
         char = bad.group()
         what = "a NUL character" if char == "\x00" else f"a lone surrogate (U+{ord(char):04X})"

@@ -18,6 +18,7 @@ from tether.engine.judgement import Judgement
 from tether.engine.ports import Clock, Ids
 from tether.engine.results import HandoffRequest, OutMessage, RunEnded, RunStarted, ScheduledWake, Skipped
 from tether.engine.session import Outcome, Run, Session, TranscriptMessage, fork_session
+from tether.engine.storable import storable_response
 from tether.engine.streaming import ReplyStream
 from tether.errors import ModelConfigurationError, ModelError
 from tether.flow.agent_def import AgentDefinition
@@ -224,6 +225,7 @@ class TurnState:
             response = await self._stream(model, request, self.outbox.live(), self.options.barge_in)
         else:
             response = await model.complete(request)
+        response = storable_response(response)  # a reply echoing "\ud800" must not make the session unsaveable
         self.usage = self.usage + response.usage
         tally = self.session.usage
         for name, value in response.usage.as_dict().items():

@@ -15,6 +15,8 @@ import json
 import re
 from collections.abc import Awaitable, Callable
 
+from tether.engine.storable import storable_text
+
 __all__ = ["MessageDeltas", "ReplyStream"]
 
 Sink = Callable[[str], Awaitable[None]]
@@ -56,6 +58,7 @@ class ReplyStream:
         self._live = False
 
         async def send(text: str) -> None:
+            text = storable_text(text)
             if not self._live:
                 await self.flush()
                 if self._started:

@@ -21,7 +21,8 @@ than :data:`MAX_REPLY_DEPTH` levels deep (``too-deep``: no schema tether sends i
 deeper value would exhaust the interpreter's recursion limit in the decoder or in validation).
 :func:`parse_structured` adds a minimal structural check against a JSON Schema (``schema``).
 
-Brackets inside JSON strings of a structure do not count; quotes in the surrounding prose are
+Strings in the parsed value are storable: an escaped lone surrogate becomes U+FFFD and an escaped
+NUL is removed. Brackets inside JSON strings of a structure do not count; quotes in the surrounding prose are
 prose, not strings. The guarantee is structural, not semantic: a refusal printed as one JSON value
 on its own line is still accepted; validating it against the declared schema is the next layer.
 """
@@ -35,8 +36,32 @@ from typing import Any
 
 from tether.errors import TetherError
 
-__all__ = ["MAX_REPLY_DEPTH", "REPLY_PARSE_REASONS", "ReplyParseError", "extract_json", "json_depth",
-           "parse_structured"]
+__all__ = ["MAX_REPLY_DEPTH", "REPLY_PARSE_REASONS", "UNSTORABLE", "ReplyParseError", "extract_json", "json_depth",
+           "parse_structured", "storable_text", "storable_value"]
+
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+"""A NUL or a surrogate code point (in a Python string, always a lone surrogate): no store can save it."""
+
+
+def _replace(match: re.Match[str]) -> str:
+    return "" if match.group() == "\x00" else "\ufffd"
+
+
+def storable_text(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD and NULs removed."""
+    return UNSTORABLE.sub(_replace, text) if UNSTORABLE.search(text) else text
+
+
+def storable_value(value: Any) -> Any:
+    """``value`` (JSON-like, at most :data:`MAX_REPLY_DEPTH` deep) with every string, keys included,
+    made storable."""
+    if isinstance(value, str):
+        return storable_text(value)
+    if isinstance(value, dict):
+        return {storable_value(k): storable_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(storable_value(v) for v in value)
+    return value
 
 MAX_REPLY_DEPTH = 64
 """The deepest nesting of arrays and objects a model reply may hold."""
@@ -113,7 +138,9 @@ def _loads(text: str) -> tuple[bool, Any]:
     if _too_deep(text):
         raise ReplyParseError("too-deep", f"the reply nests deeper than {MAX_REPLY_DEPTH} levels")
     try:
-        return True, json.loads(text, parse_constant=_reject_constant)
+        value = json.loads(text, parse_constant=_reject_constant)
+        # "\ud800" and "\u0000" escapes decode to strings no store can save: make them storable
+        return True, storable_value(value) if "\\u" in text else value
     except RecursionError:  # defensive: _too_deep bounds the nesting well below the recursion limit
         raise ReplyParseError("too-deep", "the reply nests too deeply to decode") from None
     except ValueError:
