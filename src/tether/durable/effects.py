@@ -113,6 +113,7 @@ class Effects:
         key = self._next_key()
         idempotency_key = f"{self._ts.session.id}:{key}"
         entry = self._recorded(key, "tool", tool.name)
+        self.idempotency_key = idempotency_key
         attempt = 1
         if entry is not None:
             if entry.status == "finished":
@@ -121,7 +122,6 @@ class Effects:
                 raise ToolError(f"{self._where()}: tool {tool.name!r} failed: {entry.error}")
             attempt = entry.attempt + 1
             await self._in_doubt(tool, entry)
-        self.idempotency_key = idempotency_key
         self._ts.journal.record(self._entry(key, "tool", name=tool.name, request=request,
                                             idempotency_key=idempotency_key, attempt=attempt))
         await self._commit()  # the started record is durable before the effect runs
