@@ -62,6 +62,9 @@ async def _restart(kind: str, target: str, schema: str, directory: Path) -> Runt
     return Runtime(pay_agent(directory), store=open_store(kind, target, schema), clock=FakeClock())
 
 
+pytestmark = pytest.mark.slow
+
+
 @pytest.mark.parametrize("boundary", BOUNDARIES)
 @pytest.mark.parametrize("kind", DURABLE)
 @pytest.mark.parametrize("next_input", ["retry", "new-message"])
@@ -102,6 +105,38 @@ async def test_a_worker_killed_at_an_effect_boundary_loses_nothing_and_repeats_n
         entry_45 = next(e for e in charges if e.result["value"]["amount"] == 45)
         assert entry_45.idempotency_key == calls_45[0]["key"]
         assert entry_45.attempt == (2 if boundary in ("started", "effect") else 1)  # in doubt: started again
+    finally:
+        await runtime.close()
+        await _drop(kind, target, schema)
+
+
+SUSPEND_WORKER = Path(__file__).with_name("suspend_worker.py")
+
+
+@pytest.mark.parametrize("kind", DURABLE)
+@pytest.mark.parametrize("mode", ["refund", "pay"])
+async def test_a_run_parked_by_one_process_is_resumed_by_another(kind: str, mode: str, tmp_path: Path) -> None:
+    from journal_agents import payment_agent, refund_agent
+
+    target, schema = await _location(kind, tmp_path)
+    proc = await asyncio.create_subprocess_exec(sys.executable, str(SUSPEND_WORKER), mode, kind, target, schema,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()[-2000:]
+    session_id = json.loads(out.decode().splitlines()[-1])["session"]
+    refunds: list[int] = []
+    agent = refund_agent(refunds) if mode == "refund" else payment_agent()
+    runtime = Runtime(agent, store=open_store(kind, target, schema), clock=FakeClock())
+    try:
+        if mode == "refund":
+            (pending,) = await runtime.pending_approvals(session_id)
+            response = await runtime.approve(session_id, pending.key, True, feedback="fine", decided_by="ann")
+            assert response.message == "refund approved by ann: fine" and refunds == [30]
+        else:
+            response = await runtime.signal(session_id, "paid", {"amount": 7}, signal_id="s1")
+            assert response.message == "payment of 7 received"
+        stored = await runtime.store.load(session_id)
+        assert stored is not None and stored.runs == [] and stored.turn is None
     finally:
         await runtime.close()
         await _drop(kind, target, schema)

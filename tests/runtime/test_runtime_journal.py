@@ -107,3 +107,39 @@ async def test_a_new_message_completes_the_unfinished_turn_first(make_runtime: C
     texts = [m.text for m in await spy.transcript(session_id)]
     assert texts == ["pay", "charged ch_30", "pay again", "charged ch_30"]
     assert len(calls) == 3 and calls[0] == calls[1] != calls[2]  # m1 retried with its key, m2 with its own
+
+
+async def test_effects_in_another_order_on_a_redispatch_are_refused(make_runtime: Callable[..., Runtime],
+                                                                    spy: SpyStore) -> None:
+    from tether import Agent, Flow, Verify, action, end, goto, on_message, reply, tool
+
+    order = [["first", "second"]]
+
+    @tool
+    def first() -> str:
+        """One."""
+        return "1"
+
+    @tool
+    def second() -> str:
+        """Two."""
+        return "2"
+
+    @action("work", on_fail="oops", verify=Verify(check=lambda state, data: state.get("tries", 0) >= 2))
+    async def work(state: dict[str, object], ctx: object) -> object:
+        for name in order[0]:
+            await ctx.tool(name)  # type: ignore[attr-defined]
+        ctx.set(tries=int(ctx.data.get("tries", 0)) + 1)  # type: ignore[attr-defined]
+        return goto("done")
+
+    done = reply("done", response="done", next=end("done"))
+    oops = reply("oops", response="the journal did not match", next=end("failed"))
+    agent = Agent("Worker", flows=[Flow("w", start=work, nodes=[work, done, oops], on=[on_message(repeat="always")])],
+                  tools=[first, second])
+    runtime = make_runtime(agent)
+    blocked = await runtime.run("Worker", Message("go", id="m1"))
+    order[0] = ["second", "first"]
+    refused = await runtime.run("Worker", Message("again", id="m2"), session_id=blocked.session)
+    assert refused.result is not None  # (its verify then holds the run: on_fail is a goto out of the node too)
+    (failed,) = [o for o in refused.result.outcomes if o.code == "action-failed"]
+    assert "recorded as tool 'first' but is now tool 'second'" in (failed.detail or "")
