@@ -147,9 +147,16 @@ class OscillationError(FlowRuntimeError):
 
 
 class FlowDriftError(FlowRuntimeError):
-    """A parked run was pinned to another definition of its flow than the one running now."""
+    """A parked run was pinned to another definition of its flow than the one running now.
+
+    ``flow``, ``pinned`` (the run's digest) and ``current`` (the flow's digest now) say which.
+    """
 
     code = "flow-drift"
+
+    def __init__(self, message: str, *, flow: str = "", pinned: str = "", current: str = "") -> None:
+        super().__init__(message)
+        self.flow, self.pinned, self.current = flow, pinned, current
 
 
 class ToolError(FlowRuntimeError):

@@ -85,4 +85,8 @@ async def main(kind: str, target: str, schema: str, session_id: str, text: str, 
 
 
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:]))
+    # run the module's own copy (not ``__main__``'s): the flow's digest names its functions by module,
+    # and the restarted runtime in the parent imports them from ``crash_worker``
+    import crash_worker
+
+    asyncio.run(crash_worker.main(*sys.argv[1:]))

@@ -27,15 +27,21 @@ once). That halves the writes of a request that does not cross nodes.
 
 Conflicts: a ``SessionConflict`` from any save (the restore save, a checkpoint or the final save)
 goes through the conflict policy (``replay`` re-runs the input on the freshly loaded document,
-``reject`` fails with ``SESSION_CONFLICT``). Under replay a turn's records are written
-*at least once*: what the failed attempt's earlier checkpoints committed stays committed (it is
-not deleted). The replay runs on the stored document, which may hold that checkpointed progress:
-a message whose id it recorded is then ignored as ``duplicate-input`` and the checkpointed run
-moves on with the next input; otherwise the input is ingested again and its records are written
-again (with new sequence numbers). A replay of a new session's request runs on the session its
-first checkpoint created.
+``reject`` fails with ``SESSION_CONFLICT``). What the failed attempt's earlier checkpoints committed
+stays committed, with the turn's open-turn mark (see :mod:`tether.engine.continuation`): a replay
+that finds its own mark continues its turn from the checkpoint (the input is not ingested again,
+journaled effects are not run again) and the caller gets the whole reply. A replay of a new
+session's request runs on the session its first checkpoint created.
 
-A tether session stays ``running`` after a flow ends (the conversation goes on); only
+Unfinished turns: a document loaded with another input's open-turn mark (its worker crashed) is
+completed first (``Resume``: its reply is recorded in the transcript), and then the new input
+gets a turn of its own; the same input again (same message id, wake key, approval or signal id)
+continues that turn and gets its reply. Effects inside actions are journaled (started record
+before, result after, each a write; see :mod:`tether.durable.effects`); the journal entries of
+the live runs are loaded before a turn that may re-dispatch an action.
+
+A tether session stays ``running`` after a flow ends (the conversation goes on); an escalation
+hands it to a human (``handed_off``: messages are recorded, nobody answers, until ``release``); only
 ``complete``/``end_session`` marks it ``completed``, and an unexpected error marks it ``aborted``
 (a checkpoint committed before the error stays: the aborted document is the last one written). A
 completed or aborted session is never resumed: the next request with its id gets a new session
@@ -67,6 +73,7 @@ from tether.engine.session import LogEntry, Session, TranscriptMessage
 from tether.errors import (
     DefinitionIssue,
     FlowDefinitionError,
+    FlowDriftError,
     SessionConflict,
     SessionFlowInvariant,
     SessionFlowMismatch,
@@ -254,8 +261,8 @@ class Runtime:
                     if self.conflict_policy == "reject" or replays >= self.max_replays:
                         return failure(exc.message, exc.session_id or target, exc.code)
                     replays += 1
-                except (SessionFlowMismatch, SessionFlowInvariant) as exc:
-                    return failure(exc.message, session_id, exc.code)
+                except (SessionFlowMismatch, SessionFlowInvariant, FlowDriftError) as exc:
+                    return failure(exc.message, session_id, exc.code)  # nothing saved: fix the deploy, not the session
                 except Exception as exc:
                     return await self._abort(attempt, exc, session_id)
 
