@@ -10,6 +10,7 @@ from tether.engine.migrate import migrate_session
 from tether.errors import (
     FlowDefinitionError,
     FlowRuntimeError,
+    InvalidInputError,
     ModelConfigurationError,
     ModelError,
     OscillationError,
@@ -67,6 +68,7 @@ __all__ = [
     "FlowDefinitionError",
     "FlowRuntimeError",
     "Idle",
+    "InvalidInputError",
     "Message",
     "ModelConfigurationError",
     "ModelError",
