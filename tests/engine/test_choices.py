@@ -157,3 +157,14 @@ def test_a_decide_with_neither_schema_nor_choices_is_refused_when_defined() -> N
     with pytest.raises(FlowDefinitionError) as info:
         decide("d", decide=lambda d, s: end())
     assert info.value.code == "invalid-option" and info.value.issues[0].node == "d"
+
+
+async def test_a_model_pick_outside_the_choices_is_refused_by_the_sent_schema() -> None:
+    from tether.errors import ModelError
+
+    model = ScriptedModel(decide=[{"choice": "medium"}])
+    agent = pizza_agent(model)
+    first = await agent.turn(None, Start("pizza", key="k"))
+    with pytest.raises(ModelError) as info:
+        await agent.turn(first.session, Message("something in between"))
+    assert info.value.kind == "invalid" and "'size'" in info.value.message
