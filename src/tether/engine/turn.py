@@ -124,7 +124,11 @@ def _result(ts: TurnState, original: Session | None) -> TurnResult:
         status = "handoff"
         if ts.handoff.agent == "human":
             session.status = "handed_off"  # the bot stays quiet until the host releases it
-    elif any(r.status == "asking" for r in session.runs) or not ts.ended:
+    elif any(r.status == "asking" for r in session.runs):
+        status = "awaiting_user"
+    elif any(r.waiting is not None and r.waiting.kind == "approval" for r in session.runs):
+        status = "awaiting_approval"  # a run is parked on ctx.approve and nobody waits for the user
+    elif not ts.ended:
         status = "awaiting_user"
     else:
         status = "ended"
