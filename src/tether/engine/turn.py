@@ -43,6 +43,7 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
         working = fork_session(session)
     ts = TurnState(agent=agent, session=working, input=input, options=options, clock=clock, ids=ids, models=models,
                    now=now, on_delta=on_delta)
+    ts.asking_at = {r.id: r.node for r in working.runs if r.status in ("asking", "suspended") and r.node}
     # 2. Ingest
     ignored = ingest(ts)
     if ignored is not None:
@@ -51,7 +52,7 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
         await compact(ts, agent.compaction)
     silence = options.silence
     if isinstance(input, Message):
-        asker = _asker(ts) if ts.floor is None else None
+        asker = _asker(ts)  # also when Ingest gave the floor to another run: the message may come back to it
         found = find_judgeables(ts, asker)
         # 3. Understand
         if silence is None or silence.understand:
