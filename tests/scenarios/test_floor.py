@@ -181,3 +181,19 @@ async def test_a_question_at_a_confirm_step_is_answered_and_the_confirmation_ask
     reader.says = {"flows": {"signup": 90}}
     done = await convo.say("yes")
     assert done.text == "Account created for Acme."
+
+
+async def test_a_stay_flow_answers_from_the_step_it_stays_on() -> None:
+    chat = Flow("chat", "Chat", nodes=[collect("who", fields=["name"], prompt="Ask their name, then chat.")],
+                on=[on_message("chat", "talk")], on_end="stay")
+    reader = Reader()
+    convo = Conversation(agent(chat, pricing_flow()), reader.model)  # type: ignore[arg-type]
+    reader.says = {"flows": {"chat": 90}}
+    await convo.say("let's chat")
+    reader.says = {"flows": {"chat": 90}, "name": "Ada"}
+    named = await convo.say("I'm Ada")  # understand reads the name: the step completes, the run stays on it
+    assert [m.node_id for m in named.messages] == ["who"] and convo.run("chat").staying
+    reader.says = {"flows": {"chat": 90}}
+    again = await convo.say("how are you?")
+    assert [m.node_id for m in again.messages] == ["who"]  # the step it stays on answers anyway
+    assert convo.run("chat").status == "asking"

@@ -217,6 +217,8 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
                                          if is_known(value_of(ts, run, node, n))},
                               missing=missing(ts, run, node), sources=sources, rejected=rejected))
     still = missing(ts, run, node)
+    if not still and run.staying:
+        return _stay_answer(ts, run, node)
     if not still:
         return complete(ts, run, node, code="already-known" if known and not sources and not answering else None)
     if _asked_something(ts, run, node):
@@ -229,6 +231,17 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
     ts.say(ask_text(ts, run, node, still), kind="verbatim", key=ts.key(run, node.id), run=run, node_id=node.id)
     ts.outcome(run, status="waiting", kind="collect", node_id=node.id, detail=", ".join(still))
     run.status = "asking"
+    return ASKING
+
+
+def _stay_answer(ts: TurnState, run: Run, node: Collect) -> Any:
+    """The step an ``on_end="stay"`` run stays on answers anyway (seed 003), with nothing to ask."""
+    from tether.engine.runner import ASKING, Pause
+
+    run.status = "asking"
+    if ts.speaker is None and not ts.spoke and ts.has_model(node.model):
+        ts.speaker = SpeakRequest(run.id, node.id)
+        return Pause("speak")
     return ASKING
 
 
@@ -248,7 +261,7 @@ async def _dispatch_phrased(ts: TurnState, run: Run, node: Collect) -> Any:
         hits, _ = _resolve(ts, run, node, missing(ts, run, node))
         merge_values(ts, run, node, hits, source="deterministic", guard=False)
     if not missing(ts, run, node):
-        return complete(ts, run, node)
+        return _stay_answer(ts, run, node) if run.staying else complete(ts, run, node)
     asking = pending(ts, run, node)
     if not asking:
         for name in missing(ts, run, node):

@@ -7,8 +7,9 @@ candidate's flow lists, and the pending fields of a deterministic collect node t
 this message. The asking step's own fields ride in the call too (so one message can complete
 several steps and the next step asks in the same turn), but on their own they are not worth a
 call: that step's speak call would read them. Then the zero-call shortcuts. Otherwise one call
-with one envelope holding only the sections with something to judge, every property required and nullable. A reply with no usable
-JSON is an empty judgement (the call still counts); a provider failure raises.
+with one envelope holding only the sections with something to judge, every property required and
+nullable. A reply with no usable JSON is an empty judgement (the call still counts); a provider
+failure raises.
 """
 
 from __future__ import annotations
@@ -160,7 +161,8 @@ def find_judgeables(ts: TurnState, floor: Run | None) -> Judgeables:
     for flow in sources:
         for name in _flow_fields(flow):
             definition = ts.agent.fields.get(name)
-            if (definition is not None and definition.extract_mode == "anywhere" and name not in collected and not is_known(ts.session.data.get(name))
+            if (definition is not None and definition.extract_mode == "anywhere" and name not in collected
+                    and not is_known(ts.session.data.get(name))
                     and name not in found.fields):
                 found.fields.append(name)
     return found
