@@ -197,3 +197,14 @@ async def test_a_stay_flow_answers_from_the_step_it_stays_on() -> None:
     again = await convo.say("how are you?")
     assert [m.node_id for m in again.messages] == ["who"]  # the step it stays on answers anyway
     assert convo.run("chat").status == "asking"
+
+
+async def test_a_stay_flow_past_max_asks_answers_instead_of_looping() -> None:
+    chat = Flow("chat", "Chat", nodes=[collect("who", fields=["name"], prompt="Ask their name.", max_asks=1)],
+                on=[on_message("chat")], on_end="stay")
+    reader = Reader()
+    convo = Conversation(Agent("Ava", fields=FIELDS, flows=[chat], idle="silent"), reader.model)  # type: ignore[arg-type]
+    await convo.say("chat")
+    result = await convo.say("I'd rather not say")
+    assert "max-asks" in [o.code for o in result.outcomes]
+    assert [m.node_id for m in result.messages] == ["who"] and convo.run("chat").status == "asking"

@@ -4,7 +4,8 @@ Hypothesis generates agents (flows of collect, reply, decide, action, wait and i
 message, mention and event triggers) and sequences of messages, events and wakes. The model is a
 :class:`reader.Reader` giving plausible envelopes (random scores, field values, true branches,
 questions). On an agent that can speak (it has an idle speaker), every message turn must produce a
-reply, hand the conversation off, or carry an outcome code that says why it stays quiet.
+reply, hand the conversation off, or carry an outcome code that says why it stays quiet; a
+silenced message turn sends nothing.
 """
 
 from __future__ import annotations
@@ -149,7 +150,8 @@ def says(draw: st.DrawFn) -> dict[str, Any]:
     return said
 
 
-steps = st.lists(st.one_of(says(), says(), st.sampled_from(["event:e", "event:ping", "wake"])), min_size=1, max_size=8)
+steps = st.lists(st.one_of(says(), says(), st.tuples(st.just("silenced"), says()),
+                           st.sampled_from(["event:e", "event:ping", "wake"])), min_size=1, max_size=8)
 
 
 def _explain(result: TurnResult) -> str:
@@ -170,6 +172,10 @@ async def _converse(agent: Agent, sequence: list[Any]) -> None:
             if at > convo.clock.now():
                 convo.clock.set(at)
             result = await convo.wake(key)
+        elif isinstance(step, tuple):  # a human took over: nothing is sent, whoever would have answered
+            reader.says = step[1]
+            result = await convo.say("a message", silenced="a person answers")
+            assert result.messages == [], f"a silenced turn spoke: {_explain(result)}"
         elif isinstance(step, str):
             result = await convo.event(step.split(":", 1)[1], key=f"k{len(convo.results)}", direction="inbound")
         else:

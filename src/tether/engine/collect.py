@@ -263,6 +263,8 @@ async def _dispatch_phrased(ts: TurnState, run: Run, node: Collect) -> Any:
     if not missing(ts, run, node):
         return _stay_answer(ts, run, node) if run.staying else complete(ts, run, node)
     asking = pending(ts, run, node)
+    if not asking and run.staying:
+        return _stay_answer(ts, run, node)
     if not asking:
         for name in missing(ts, run, node):
             ts.outcome(run, code="max-asks", status="skipped", kind="collect", node_id=node.id, detail=name)
