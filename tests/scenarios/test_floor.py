@@ -208,3 +208,15 @@ async def test_a_stay_flow_past_max_asks_answers_instead_of_looping() -> None:
     result = await convo.say("I'd rather not say")
     assert "max-asks" in [o.code for o in result.outcomes]
     assert [m.node_id for m in result.messages] == ["who"] and convo.run("chat").status == "asking"
+
+
+async def test_a_deterministic_step_whose_fields_are_known_is_already_known() -> None:
+    flow = Flow("f", "f", nodes=[reply("hello", response="Welcome!", next=NEXT),
+                                 collect("who", fields=["name"], ask="Your name?"),
+                                 reply("greet", response="Hi {name}.", next=end("done"))], on=[on_message()])
+    reader = Reader()
+    convo = Conversation(Agent("Ava", fields=FIELDS, flows=[flow]), reader.model)  # type: ignore[arg-type]
+    reader.says = {"name": "Ada"}
+    result = await convo.say("hi, Ada here")
+    assert codes(result, "who") == ["already-known"]
+    assert result.text == "Welcome!\n\nHi Ada."
