@@ -9,6 +9,8 @@ The tree::
     │   ├── OscillationError                 an edge was traversed more than max_oscillations times
     │   ├── FlowDriftError                   a parked run's flow changed under it
     │   ├── ToolError                        a tool is unknown or its arguments are invalid
+    │   ├── EffectInDoubtError               a journaled effect started, no result, policy "fail"
+    │   ├── JournalMismatchError             an action's effects changed order between dispatches
     │   └── ModelConfigurationError          a node needs a model (or a capability) that is missing
     ├── ModelError (RuntimeError)            a model provider failed; ``kind``, ``retryable``
     ├── StoreError (RuntimeError)            SESSION_STORE_ERROR: a store backend failed
@@ -33,10 +35,12 @@ from typing import Any, Literal
 
 __all__ = [
     "DefinitionIssue",
+    "EffectInDoubtError",
     "ExecutorError",
     "FlowDefinitionError",
     "FlowDriftError",
     "FlowRuntimeError",
+    "JournalMismatchError",
     "ModelConfigurationError",
     "ModelError",
     "ModelErrorKind",
@@ -143,15 +147,36 @@ class OscillationError(FlowRuntimeError):
 
 
 class FlowDriftError(FlowRuntimeError):
-    """A parked run was pinned to another definition of its flow than the one running now."""
+    """A parked run was pinned to another definition of its flow than the one running now.
+
+    ``flow``, ``pinned`` (the run's digest) and ``current`` (the flow's digest now) say which.
+    """
 
     code = "flow-drift"
+
+    def __init__(self, message: str, *, flow: str = "", pinned: str = "", current: str = "") -> None:
+        super().__init__(message)
+        self.flow, self.pinned, self.current = flow, pinned, current
 
 
 class ToolError(FlowRuntimeError):
     """A tool is unknown, or was called with arguments its input model rejects."""
 
     code = "tool-error"
+
+
+class EffectInDoubtError(FlowRuntimeError):
+    """A journaled effect started and has no recorded result (its worker stopped), and its
+    policy does not allow running it again."""
+
+    code = "effect-in-doubt"
+
+
+class JournalMismatchError(FlowRuntimeError):
+    """An action's effects do not match what the journal recorded for the same key (the action
+    performed them in another order, or others): its recorded results cannot be trusted."""
+
+    code = "journal-mismatch"
 
 
 class ModelConfigurationError(FlowRuntimeError):

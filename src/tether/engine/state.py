@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
+from tether.durable.journal import EffectJournal
 from tether.engine.events import FlowEvent
 from tether.engine.inputs import Message, TurnInput, TurnOptions
 from tether.engine.judgement import Judgement
@@ -86,6 +87,8 @@ class TurnState:
     retrying: set[str] = field(default_factory=set)
     premise_checked: set[str] = field(default_factory=set)
     on_delta: Callable[[str], Awaitable[None]] | None = None
+    journal: EffectJournal = field(default_factory=EffectJournal)
+    open_input: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ input
 
@@ -176,12 +179,17 @@ class TurnState:
             del entries[: len(entries) - MAX_LOG]
 
     async def checkpoint(self) -> None:
-        """Let the host save the working session mid-turn (seed 004's cross-node checkpoint)."""
+        """Let the host save the working session mid-turn (seed 004's cross-node checkpoint, and
+        every effect's started and result records). The saved copy carries the open-turn mark."""
         if self.options.checkpoint is None:
             return
+        from tether.engine.continuation import open_turn
+
         snapshot = fork_session(self.session)
+        snapshot.turn = open_turn(self)
         self.session.revision = await self.options.checkpoint(snapshot, list(self.transcript),
-                                                              [e.as_dict() for e in self.events])
+                                                              [e.as_dict() for e in self.events],
+                                                              list(self.journal.written))
 
     def schedule_wake(self, key: str, at: datetime, replaces: str | None = None) -> None:
         """Ask the host to wake this session with ``key`` at ``at``."""

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from tether.durable.journal import EffectJournal
 from tether.engine.compaction import compact
+from tether.engine.continuation import continue_turn
+from tether.engine.handed_off import quiet_turn
 from tether.engine.ingest import ingest
-from tether.engine.inputs import Message, TurnInput, TurnOptions, Wake
+from tether.engine.inputs import Message, Resume, TurnInput, TurnOptions, Wake
 from tether.engine.ports import Clock, Ids
 from tether.engine.results import TurnResult
 from tether.engine.route import decide
@@ -42,8 +45,12 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
     else:
         working = fork_session(session)
     ts = TurnState(agent=agent, session=working, input=input, options=options, clock=clock, ids=ids, models=models,
-                   now=now, on_delta=on_delta)
+                   now=now, on_delta=on_delta, journal=EffectJournal(options.journal))
     ts.asking_at = {r.id: r.node for r in working.runs if r.status in ("asking", "suspended") and r.node}
+    if session is not None and session.turn is not None:  # a turn that did not finish: continue it
+        return await continue_turn(ts, session)
+    if isinstance(input, Resume) or working.status == "handed_off":
+        return quiet_turn(ts, session)
     # 2. Ingest
     ignored = ingest(ts)
     if ignored is not None:
@@ -110,6 +117,8 @@ def _result(ts: TurnState, original: Session | None) -> TurnResult:
                                        or ts.ended) or session != original
     if ts.handoff is not None:
         status = "handoff"
+        if ts.handoff.agent == "human":
+            session.status = "handed_off"  # the bot stays quiet until the host releases it
     elif any(r.status == "asking" for r in session.runs) or not ts.ended:
         status = "awaiting_user"
     else:
@@ -117,4 +126,4 @@ def _result(ts: TurnState, original: Session | None) -> TurnResult:
     return TurnResult(session=session, changed=changed, status=status,  # type: ignore[arg-type]
                       messages=ts.messages, schedule=ts.schedule, outcomes=ts.outcomes, started=ts.started,
                       ended=ts.ended, skipped=ts.skipped, llm_calls=ts.llm_calls, usage=ts.usage, events=ts.events,
-                      handoff=ts.handoff, new_transcript=list(ts.transcript))
+                      handoff=ts.handoff, new_transcript=list(ts.transcript), journal=list(ts.journal.written))
