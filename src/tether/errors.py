@@ -4,6 +4,7 @@ The tree::
 
     TetherError                              root of everything tether raises on purpose
     ├── FlowDefinitionError (TypeError, ValueError)   a flow/agent was defined wrongly (build time)
+    ├── InvalidInputError (ValueError)       a turn input was refused before anything ran or was saved
     ├── FlowRuntimeError (RuntimeError)      a run failed while it was executing
     │   ├── TransitionError                  a node returned something that is not a transition
     │   ├── OscillationError                 an edge was traversed more than max_oscillations times
@@ -40,6 +41,7 @@ __all__ = [
     "FlowDefinitionError",
     "FlowDriftError",
     "FlowRuntimeError",
+    "InvalidInputError",
     "JournalMismatchError",
     "ModelConfigurationError",
     "ModelError",
@@ -120,6 +122,18 @@ class FlowDefinitionError(TetherError, TypeError, ValueError):
 
 
 # --------------------------------------------------------------------------- runtime errors
+
+
+class InvalidInputError(TetherError, ValueError):
+    """A turn input was refused before anything ran or was saved (``invalid-input``): text that is
+    not valid Unicode (a lone surrogate), a NUL character, or a message over the size limit.
+    ``where`` names the part of the input (``message.text``, ``event.payload['a']``, ...)."""
+
+    code = "invalid-input"
+
+    def __init__(self, message: str, *, where: str) -> None:
+        super().__init__(message)
+        self.where = where
 
 
 class FlowRuntimeError(TetherError, RuntimeError):

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from tether.engine.inputs import Approval, Event, Message, Signal, Start, Wake
+from tether.engine.keys import input_key
 from tether.engine.runner import Static
 from tether.engine.session import Outcome, Run, WaitingOn
 from tether.engine.starts import skip, start_run
@@ -57,7 +58,7 @@ def ingest(ts: TurnState) -> Outcome | None:
         return deliver_signal(ts, input_)
     if isinstance(input_, Start):
         flow = ts.agent.flows_by_id.get(input_.flow)
-        key = input_.key or str(int(ts.now.timestamp() * 1000))
+        key = input_key(ts, input_.key)
         if flow is None:
             skip(ts, input_.flow, "flow-gone", ts.session.id, key)
             return None
@@ -177,11 +178,12 @@ def _event(ts: TurnState, event: Event) -> None:
                 and run.waiting.event == event.name and node is not None:
             _resume(ts, run, node.then, "event-arrived", node.id)
             _take_floor(ts, run)
+    key = ""
     for flow in ts.agent.flows:
         for index, trigger in enumerate(flow.on):
             if not isinstance(trigger, EventTrigger) or trigger.name != event.name:
                 continue
-            key = event.key or str(int(ts.now.timestamp() * 1000))
+            key = key or input_key(ts, event.key)  # one key per event, minted when a trigger matches
             started = start_run(ts, flow, kind="event", key=key, input=event.payload, hop=event.hop,
                                 repeat=trigger.repeat, if_=trigger.if_, payload=event.payload, index=index)
             if started is None:

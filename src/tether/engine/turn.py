@@ -13,6 +13,7 @@ from tether.engine.compaction import compact
 from tether.engine.continuation import continue_turn
 from tether.engine.handed_off import quiet_turn
 from tether.engine.ingest import ingest
+from tether.engine.input_checks import check_input
 from tether.engine.inputs import Message, Resume, TurnInput, TurnOptions, Wake
 from tether.engine.ports import Clock, Ids
 from tether.engine.results import TurnResult
@@ -33,7 +34,9 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
                    session_id: str | None = None,
                    on_delta: Callable[[str], Awaitable[None]] | None = None) -> TurnResult:
     """Run one turn of ``agent`` over ``session`` (None: a fresh session). The session passed in is
-    never mutated. ``on_delta`` receives the speak call's visible text as it streams."""
+    never mutated. ``on_delta`` receives every message's visible text as deltas (the speak call's as
+    it streams, an engine-rendered message when it is said)."""
+    check_input(input)  # bad input is refused before anything runs or is saved
     options = options or TurnOptions()
     now = clock.now()
     # 1. Load
@@ -48,7 +51,9 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
                    now=now, on_delta=on_delta, journal=EffectJournal(options.journal))
     ts.asking_at = {r.id: r.node for r in working.runs if r.status in ("asking", "suspended") and r.node}
     if session is not None and session.turn is not None:  # a turn that did not finish: continue it
-        return await continue_turn(ts, session)
+        continued = await continue_turn(ts, session)
+        await ts.flush_deltas()
+        return continued
     if isinstance(input, Resume) or working.status == "handed_off":
         return quiet_turn(ts, session)
     # 2. Ingest
@@ -78,6 +83,7 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
             await settle(ts, request, result)
             await keep_moving(ts)
     bookkeeping(ts)
+    await ts.flush_deltas()
     # 8. Return
     return _result(ts, session)
 

@@ -7,6 +7,11 @@ at every move to another node; the final compare-and-swap save with the rest of 
 in the same transaction; the response envelope. ``run`` never raises: every failure becomes a
 failed ``RunResponse``.
 
+A handled failure is not a session failure: an input the engine refuses (``invalid-input``: a lone
+surrogate, a NUL, a message over the size limit) fails before any session I/O, and a provider
+failure (``model-<kind>``) fails the turn with nothing of it saved (a checkpoint it committed
+stays); the session stays ``running`` and takes the next message.
+
 Store writes. Seed 004 saves the session "mid-turn before the new step's onCrossing() runs": the
 runtime gives the engine a checkpoint (``TurnOptions.checkpoint``) that, after every committed move
 to another node, saves the working session under compare-and-swap with the transcript messages and
@@ -66,6 +71,7 @@ from tether.durable.entries import JournalEntry
 from tether.durable.replay import journal_runs
 from tether.durable.turns import OpenTurn
 from tether.engine.continuation import is_retry
+from tether.engine.input_checks import check_input
 from tether.engine.inputs import Approval, Event, Message, Resume, Signal, Start, TurnInput, TurnOptions, Wake
 from tether.engine.ports import Clock, Ids
 from tether.engine.results import TurnResult
@@ -74,6 +80,8 @@ from tether.errors import (
     DefinitionIssue,
     FlowDefinitionError,
     FlowDriftError,
+    InvalidInputError,
+    ModelError,
     SessionConflict,
     SessionFlowInvariant,
     SessionFlowMismatch,
@@ -233,6 +241,9 @@ class Runtime:
         """
         try:
             turn_input = _turn_input(message, wake, event, start)
+            check_input(turn_input)  # bad input is refused before any session I/O
+        except InvalidInputError as exc:
+            return failure(exc.message, session_id, exc.code)
         except ValueError as exc:
             return failure(str(exc), session_id, "invalid-request")
         return await self._request(agent_id, session_id, turn_input, config, options)
@@ -263,6 +274,8 @@ class Runtime:
                     replays += 1
                 except (SessionFlowMismatch, SessionFlowInvariant, FlowDriftError) as exc:
                     return failure(exc.message, session_id, exc.code)  # nothing saved: fix the deploy, not the session
+                except ModelError as exc:  # a provider failure fails the turn, nothing saved; the session stays usable
+                    return failure(_describe(exc), attempt.created or session_id, exc.code)
                 except Exception as exc:
                     return await self._abort(attempt, exc, session_id)
 
