@@ -143,3 +143,34 @@ async def test_effects_in_another_order_on_a_redispatch_are_refused(make_runtime
     assert refused.result is not None  # (its verify then holds the run: on_fail is a goto out of the node too)
     (failed,) = [o for o in refused.result.outcomes if o.code == "action-failed"]
     assert "recorded as tool 'first' but is now tool 'second'" in (failed.detail or "")
+
+
+async def test_a_model_call_inside_an_action_is_journaled(make_runtime: Callable[..., Runtime],
+                                                          spy: SpyStore) -> None:
+    from pydantic import BaseModel
+
+    from tether import Agent, Flow, Verify, action, end, goto, on_message, reply
+    from tether.testing import ScriptedModel
+
+    class Label(BaseModel):
+        label: str
+
+    @action("classify", verify=Verify(check=lambda state, data: state.get("tries", 0) >= 2))
+    async def classify(state: dict[str, object], ctx: object) -> object:
+        found = await ctx.model("Classify the message.", prompt=ctx.message, schema=Label)  # type: ignore[attr-defined]
+        ctx.set(label=found.label, tries=int(ctx.data.get("tries", 0)) + 1)  # type: ignore[attr-defined]
+        return goto("done")
+
+    done = reply("done", response=lambda state: f"label {state['label']}", next=end("done"))
+    model = ScriptedModel(subprompt=[{"label": "billing"}])  # one reply: a second call would fail the test
+    agent = Agent("Sorter", flows=[Flow("s", start=classify, nodes=[classify, done], on=[on_message(repeat="always")])],
+                  model=model)
+    runtime = make_runtime(agent)
+    first = await runtime.run("Sorter", Message("my invoice is wrong", id="m1"))
+    assert first.result is not None and first.result.llm_calls == 1
+    second = await runtime.run("Sorter", Message("hello?", id="m2"), session_id=first.session)
+    assert second.message == "label billing" and second.result is not None and second.result.llm_calls == 0
+    (entry,) = await spy.journal(first.session)
+    assert (entry.kind, entry.status, entry.result) == ("model", "finished", {"value": {"label": "billing"}})
+    assert entry.request["prompt"] == "my invoice is wrong"
+    assert model.unused() == {}

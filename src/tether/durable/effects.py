@@ -1,5 +1,5 @@
-"""The journaled effects of an action: ``ctx.tool``, ``ctx.now``, ``ctx.uuid``, ``ctx.approve``,
-``ctx.signal``.
+"""The journaled effects of an action: ``ctx.tool``, ``ctx.model``, ``ctx.now``, ``ctx.uuid``,
+``ctx.approve``, ``ctx.signal``.
 
 One :class:`Effects` serves one dispatch of one action node. Effect number ``i`` of visit ``v``
 of node ``n`` in run ``r`` has the key ``r:n:v:i``; a re-dispatch of the same visit meets the same
@@ -26,15 +26,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from tether.durable.decisions import ApprovalDecision, SignalResult
 from tether.durable.entries import JournalEntry, effect_key
-from tether.errors import EffectInDoubtError, JournalMismatchError, Suspend, ToolError
+from tether.errors import EffectInDoubtError, JournalMismatchError, ModelError, Suspend, ToolError
 from tether.flow.durations import parse_duration
 from tether.flow.tools import Tool, ToolResult
+from tether.models.parsing import extract_json
+from tether.models.types import ChatMessage, ModelRequest, ResponseFormat
 
 if TYPE_CHECKING:
     from tether.engine.session import Run
@@ -164,6 +167,42 @@ class Effects:
                  f"{tool.in_doubt!r})"
         self._ts.journal.record(entry.model_copy(update={"status": "error", "error": reason, "at": self._ts.now}))
         raise EffectInDoubtError(reason)
+
+    # ------------------------------------------------------------------ models
+
+    async def model(self, instructions: str, *, prompt: str | None = None, schema: type[BaseModel] | None = None,
+                    tier: Literal["default", "small", "deep"] = "default") -> Any:
+        """One model call (``subprompt``), journaled like a tool: started, then its reply. A call
+        in doubt is simply made again (it has no effect outside the session). Returns the text, or
+        the validated ``schema`` instance."""
+        key = self._next_key()
+        entry = self._recorded(key, "model", "subprompt")
+        if entry is None or entry.status != "finished":
+            attempt = entry.attempt + 1 if entry is not None else 1
+            request = {"instructions": instructions, "prompt": prompt, "tier": tier}
+            self._ts.journal.record(self._entry(key, "model", name="subprompt", request=request, attempt=attempt))
+            await self._commit()
+            model = self._ts.model(tier, needed_for=f"ctx.model() in {self._where()}")
+            response = await self._ts.call(model, ModelRequest(
+                call="subprompt", instructions=instructions, tier=tier,
+                messages=(ChatMessage("user", prompt),) if prompt else (),
+                response_format=ResponseFormat(schema.__name__, schema.model_json_schema()) if schema else None))
+            value = (response.data if response.data is not None else extract_json(response.text)) if schema \
+                else response.text
+            self._ts.journal.record(self._entry(key, "model", name="subprompt", request=request, status="finished",
+                                                result={"value": jsonable(value, "the model's reply")},
+                                                attempt=attempt))
+            await self._commit()
+            entry = self._ts.journal.get(key)
+        assert entry is not None and isinstance(entry.result, dict)
+        value = entry.result.get("value")
+        if schema is None:
+            return value
+        try:
+            return schema.model_validate(value)
+        except ValidationError as exc:
+            raise ModelError(f"{self._where()}: the model's reply does not match {schema.__name__}: {exc}",
+                             kind="invalid") from None
 
     # ------------------------------------------------------------------ suspends
 

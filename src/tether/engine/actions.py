@@ -5,7 +5,9 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel
 
 from tether.durable.decisions import ApprovalDecision, SignalResult
 from tether.durable.effects import Effects
@@ -89,6 +91,13 @@ class ActionContext:
         value = await self._effects.tool(tool, arguments, lambda data: self.set(**data))
         self.tool_calls.append((name, dict(arguments)))
         return value
+
+    async def model(self, instructions: str, *, prompt: str | None = None, schema: type[BaseModel] | None = None,
+                    tier: Literal["default", "small", "deep"] = "default") -> Any:
+        """Ask the model (an isolated ``subprompt`` call, counted in the turn's ``llm_calls``),
+        journaled: a re-dispatch gets the recorded reply. Returns the reply's text, or an instance
+        of ``schema`` when one is given (the reply must be JSON matching it)."""
+        return await self._effects.model(instructions, prompt=prompt, schema=schema, tier=tier)
 
     async def approve(self, summary: str, *, payload: Any = None) -> ApprovalDecision:
         """Ask a human to approve: the run parks durably (``awaiting-approval``) with ``summary``
