@@ -12,7 +12,9 @@ from tether.engine.events import (
     HandoffEvent,
     NodeEnter,
     NodeExit,
+    ReplyWarning,
 )
+from tether.engine.input_checks import MAX_MESSAGE_CHARS
 from tether.engine.inputs import Approval, Event, Message, Resume, Signal, Silenced, Start, TurnInput, TurnOptions, Wake
 from tether.engine.migrate import migrate_session
 from tether.engine.ports import Clock, Ids
@@ -35,10 +37,12 @@ __all__ = [
     "HandoffRequest",
     "Ids",
     "Interactive",
+    "MAX_MESSAGE_CHARS",
     "Message",
     "NodeEnter",
     "NodeExit",
     "OutMessage",
+    "ReplyWarning",
     "Resume",
     "Run",
     "RunEnded",
