@@ -5,10 +5,11 @@ store's ``create``/``save`` to see every write. Reported, with the goal of each 
 
 * commits per 4-turn booking (the final saves, the cross-node checkpoints of seed 004 and the
   journal's started/result writes of the one tool call; nothing else);
-* bytes written per turn (document JSON + records JSON of every write of the request) at turns
+* bytes written per turn (the stored document + the stored records of every write) at turns
   1-4 and at the last four turns, and their ratio (goal: <= 1.2);
-* the document each save writes at steady state (goal: <= 4 KB), and a turn's append-only
-  records minus the message text (goal: <= 1 KB);
+* the document each save writes at steady state (goal: <= 4 KB), the share of it that is the
+  context window (the document without it is the other design: the window read back from the
+  transcript records), and a turn's append-only records minus the message text (goal: <= 1 KB);
 * SQLite bytes on disk per paused session (sessions stopped mid-booking, after ``VACUUM``;
   goal: <= 4 KB) and ``MemoryStore`` memory per idle session (``tracemalloc``; goal: <= 6 KB).
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import json
 import sqlite3
 import statistics
 import sys
@@ -36,6 +38,7 @@ from booking import booking_agent, booking_message
 from tether.engine.session import Session
 from tether.runtime import Runtime
 from tether.stores import MemoryStore, SQLiteStore, Store, TurnRecords
+from tether.stores.base import event_rows, message_rows
 from tether.testing import FakeClock
 
 
@@ -55,26 +58,35 @@ class Turn:
 class Meter:
     turns: list[Turn] = field(default_factory=list)
 
-    def add(self, session: Session, records: TurnRecords | None) -> None:
+    window_bytes: int = 0  # the 40-message window's share of the last document written
+
+    def add(self, store: MemoryStore, session_id: str, records: TurnRecords | None) -> None:
+        """Count what ``store`` wrote: its stored document and the records as the stores encode them."""
         turn = self.turns[-1]
         turn.writes += 1
-        turn.doc_bytes.append(len(session.model_dump_json()))
+        text = store._docs[session_id]
+        turn.doc_bytes.append(len(text.encode()))
+        self.window_bytes = len(json.dumps(json.loads(text)["messages"], separators=(",", ":")).encode())
         if records is not None:
-            turn.record_bytes += len(records.model_dump_json())
+            turn.record_bytes += sum(len(body.encode()) for _, body in message_rows(session_id, records))
+            turn.record_bytes += sum(len(body.encode()) for _, _, body in event_rows(records))
+            turn.record_bytes += sum(len(e.model_dump_json(exclude_none=True).encode()) for e in records.journal)
             turn.text_bytes += sum(len(m.text.encode()) for m in records.messages)
 
 
-def metered(store: Store, meter: Meter) -> Store:
+def metered(store: MemoryStore, meter: Meter) -> MemoryStore:
     create: Callable[..., Awaitable[Session]] = store.create
     save: Callable[..., Awaitable[Session]] = store.save
 
     async def counted_create(session: Session, records: TurnRecords | None = None) -> Session:
-        meter.add(session, records)
-        return await create(session, records)
+        stored = await create(session, records)
+        meter.add(store, stored.id, records)
+        return stored
 
     async def counted_save(session: Session, expected: int, records: TurnRecords | None = None) -> Session:
-        meter.add(session, records)
-        return await save(session, expected, records)
+        stored = await save(session, expected, records)
+        meter.add(store, stored.id, records)
+        return stored
 
     store.create = counted_create  # type: ignore[method-assign]
     store.save = counted_save  # type: ignore[method-assign,assignment]
@@ -156,6 +168,8 @@ async def main(turns: int, sessions: int) -> None:
         ("bytes written per turn, turns 1-4", f"{first:,.0f} B", ""),
         (f"bytes written per turn, turns {turns - 3}-{turns}", f"{last:,.0f} B", f"{last / first:.2f}x (goal <= 1.2)"),
         ("document per save at steady state", f"{steady_doc:,} B", "goal <= 4,096"),
+        ("  of which the 40-message window", f"{meter.window_bytes:,} B",
+         f"without it: {steady_doc - meter.window_bytes:,} B"),
         ("a turn's records minus message text", f"{records_minus_text:,} B", "goal <= 1,024"),
         ("writes per turn (median)", f"{statistics.median(x.writes for x in t)}", ""),
     ]
