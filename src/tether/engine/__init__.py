@@ -11,7 +11,9 @@ from tether.engine.events import (
     HandoffEvent,
     NodeEnter,
     NodeExit,
+    ReplyWarning,
 )
+from tether.engine.input_checks import MAX_MESSAGE_CHARS
 from tether.engine.inputs import Approval, Event, Message, Resume, Signal, Silenced, Start, TurnInput, TurnOptions, Wake
 from tether.engine.ports import Clock, Ids
 from tether.engine.results import HandoffRequest, OutMessage, RunEnded, RunStarted, ScheduledWake, Skipped, TurnResult
@@ -32,10 +34,12 @@ __all__ = [
     "HandoffEvent",
     "HandoffRequest",
     "Ids",
+    "MAX_MESSAGE_CHARS",
     "Message",
     "NodeEnter",
     "NodeExit",
     "OutMessage",
+    "ReplyWarning",
     "Resume",
     "Run",
     "RunEnded",
