@@ -1,5 +1,6 @@
 """Execution: the turn pipeline and the graph engine (pure: no I/O; time and ids are injected)."""
 
+from tether.engine.choices import Interactive
 from tether.engine.events import (
     CollectUpdate,
     CustomEvent,
@@ -15,6 +16,7 @@ from tether.engine.events import (
 )
 from tether.engine.input_checks import MAX_MESSAGE_CHARS
 from tether.engine.inputs import Approval, Event, Message, Resume, Signal, Silenced, Start, TurnInput, TurnOptions, Wake
+from tether.engine.migrate import migrate_session
 from tether.engine.ports import Clock, Ids
 from tether.engine.results import HandoffRequest, OutMessage, RunEnded, RunStarted, ScheduledWake, Skipped, TurnResult
 from tether.engine.session import SESSION_SCHEMA_VERSION, Run, Session, TranscriptMessage
@@ -34,6 +36,7 @@ __all__ = [
     "HandoffEvent",
     "HandoffRequest",
     "Ids",
+    "Interactive",
     "MAX_MESSAGE_CHARS",
     "Message",
     "NodeEnter",
@@ -56,5 +59,6 @@ __all__ = [
     "TurnOptions",
     "TurnResult",
     "Wake",
+    "migrate_session",
     "run_turn",
 ]

@@ -22,6 +22,7 @@ from tether.engine.extract import extract_values, passes_verbatim_guard, validat
 from tether.engine.runner import Static
 from tether.engine.session import Run
 from tether.engine.state import SpeakRequest, TurnState
+from tether.flow.choices import match_choice
 from tether.flow.fields import is_known
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node
@@ -106,6 +107,8 @@ def _purge_invalid(ts: TurnState, run: Run, node: Collect) -> None:
 def _resolve(ts: TurnState, run: Run, node: Collect, wanted: list[str]) -> tuple[dict[str, Any], set[str]]:
     hits: dict[str, Any] = {}
     ambiguous: set[str] = set()
+    if node.choices and node.slots[0] in wanted and (picked := match_choice(ts.message_text, node.choices)):
+        hits[node.slots[0]] = picked.id  # the customer tapped (or typed) a choice: no model call
     frame = {"input": run.input, "state": ts.state_view(run), "results": run.state.get("__results", {})}
     for resolver in node.resolvers:
         if resolver.field not in wanted or resolver.field in hits or resolver.field in ambiguous:

@@ -48,6 +48,10 @@ class ModelSource(Protocol):
 
     def model_for(self, tier: str) -> Model | None: ...
 
+    def gate_judge_model(self) -> Model | None:
+        """The model that judges flows' judge gates (never the agent's own); None if unset."""
+        ...
+
 
 @dataclass
 class SpeakRequest:
