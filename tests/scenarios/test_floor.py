@@ -220,3 +220,23 @@ async def test_a_deterministic_step_whose_fields_are_known_is_already_known() ->
     result = await convo.say("hi, Ada here")
     assert codes(result, "who") == ["already-known"]
     assert result.text == "Welcome!\n\nHi Ada."
+
+
+async def test_a_question_at_a_fixed_yes_no_reply_is_answered_and_the_question_asked_again() -> None:
+    offer = reply("offer", response="Do you want to upgrade to pro? (yes/no)",
+                  branches=[branch("upgrade", when="the customer wants to upgrade")])
+    upgrade = reply("upgrade", response="Upgraded.", next=end("upgraded"))
+    flow = Flow("offer", "Upgrade offer", nodes=[offer, upgrade], on=[on_message("upgrade", "pro plan")])
+    reader = Reader()
+    convo = Conversation(Agent("Ava", fields=FIELDS, flows=[flow, pricing_flow()]), reader.model)  # type: ignore[arg-type]
+    reader.says = {"flows": {"offer": 90}}
+    first = await convo.say("tell me about the pro plan")
+    assert first.text == "Do you want to upgrade to pro? (yes/no)"
+    reader.says = {"flows": {"offer": 60}, "asks": True, "message": "Pro costs 20 euros a month."}
+    result = await convo.say("how much does it cost?")
+    assert [m.text for m in result.messages] == ["Pro costs 20 euros a month.",
+                                                 "Do you want to upgrade to pro? (yes/no)"]
+    assert convo.run("offer").status == "asking" and convo.run("offer").node == "offer"
+    reader.says = {"flows": {"offer": 90}, "true": ["the customer wants to upgrade"]}
+    done = await convo.say("yes")
+    assert done.text == "Upgraded."
