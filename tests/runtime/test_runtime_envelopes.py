@@ -73,9 +73,10 @@ async def test_bad_model_selection_fails_before_any_session_io(
     not_a_model = counter_agent("NotAModel", model=42)
     runtime = make_runtime([unknown, no_adapter, not_a_model])
     malformed = "Model selection 'gpt-4o-mini' is not of the form 'provider:model'"
+    no_route = ("no adapter is registered for provider 'nowhere' (model 'nowhere:model-x'); for any "
+                "OpenAI-compatible server use openai-compatible:<model>")
     for agent_id, fragment in [("Unknown", malformed),
-                               ("NoAdapter", "no adapter is registered for provider 'nowhere' (model 'nowhere:model-x'); for any "
-                                "OpenAI-compatible server use openai-compatible:<model>"),
+                               ("NoAdapter", no_route),
                                ("NotAModel", "neither a 'provider:model' name nor a Model")]:
         response = await runtime.run(agent_id, "hi", session_id="s-1")
         assert not response.success and response.completed and response.code == "model-configuration"
