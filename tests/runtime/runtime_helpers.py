@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import itertools
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any
 
@@ -129,6 +130,10 @@ class SpyStore(Store):
         if self.before_save is not None:
             await self.before_save(session, expected_revision)
         return await self.inner.save(session, expected_revision, records)
+
+    def lease(self, session_id: str, *, timeout: float = 30.0) -> AbstractAsyncContextManager[None]:
+        self.calls.append(("lease", session_id))
+        return self.inner.lease(session_id, timeout=timeout)
 
     async def delete(self, session_id: str, expected_revision: int | None = None) -> None:
         self.calls.append(("delete", session_id))

@@ -45,6 +45,7 @@ with a new id.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import socket
@@ -65,14 +66,23 @@ from tether.errors import (
     SessionConflict,
     SessionFlowInvariant,
     SessionFlowMismatch,
+    SessionVersionUnsupported,
+    StoreError,
     TetherError,
 )
 from tether.runtime import scheduler
 from tether.runtime.envelope import RunResponse, failure, success
 from tether.runtime.locks import SessionLocks
-from tether.runtime.restore import MigrationRegistry, RestoreHook, call_restore_hook, is_session_current
+from tether.runtime.restore import (
+    MigrationRegistry,
+    RestoreHook,
+    call_restore_hook,
+    check_supported,
+    is_session_current,
+)
 from tether.runtime.selections import check_model_selections
 from tether.stores import SQLiteStore, Store, TurnRecords, WakeRequest
+from tether.stores.leases import DEFAULT_LEASE_TIMEOUT
 
 __all__ = ["ConflictPolicy", "Runtime", "turn_records"]
 
@@ -151,6 +161,8 @@ class Runtime:
             returned document is saved at once (even if unchanged). Default: the version check of
             :func:`~tether.runtime.restore.default_restore` without a save (see the module notes).
         migrations: schema upgrades applied to every loaded running session before the hook.
+        lease_timeout: seconds a request waits for the session's cross-worker lease
+            (``Store.lease``) before failing with ``SESSION_LEASE_TIMEOUT``.
     """
 
     def __init__(
@@ -164,11 +176,14 @@ class Runtime:
         max_replays: int = 3,
         on_restore: RestoreHook | None = None,
         migrations: MigrationRegistry | None = None,
+        lease_timeout: float = DEFAULT_LEASE_TIMEOUT,
     ) -> None:
         if conflict_policy not in ("replay", "reject"):
             raise ValueError(f"conflict_policy must be 'replay' or 'reject', not {conflict_policy!r}")
         if max_replays < 0:
             raise ValueError("max_replays must be >= 0")
+        if lease_timeout <= 0:
+            raise ValueError("lease_timeout must be > 0")
         registry = _registry(agents)
         if clock is not None:
             registry = {key: agent.with_clock(clock) for key, agent in registry.items()}
@@ -180,6 +195,7 @@ class Runtime:
         self.max_replays = max_replays
         self.on_restore: RestoreHook | None = on_restore
         self.migrations = migrations or MigrationRegistry()
+        self.lease_timeout = lease_timeout
         self.locks = SessionLocks()
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._scheduler: scheduler.WakeScheduler | None = None
@@ -217,7 +233,7 @@ class Runtime:
             turn_input = _turn_input(message, wake, event, start)
         except ValueError as exc:
             return failure(str(exc), session_id, "invalid-request")
-        async with self.locks.hold(session_id):
+        async with self.locks.hold(session_id), contextlib.AsyncExitStack() as held:
             agent = self._agents.get(agent_id)
             if agent is None:
                 return failure(f"Agent {agent_id!r} not registered.", session_id, "agent-not-registered")
@@ -225,6 +241,10 @@ class Runtime:
                 check_model_selections(agent)
             except Exception as exc:
                 return failure(_describe(exc), session_id, _code(exc))
+            try:  # other workers on this session (runtimes, processes, hosts) wait for this request
+                await held.enter_async_context(self._lease(session_id))
+            except StoreError as exc:
+                return failure(exc.message, session_id, exc.code)
             replays = 0
             target = session_id
             while True:
@@ -236,7 +256,7 @@ class Runtime:
                     if self.conflict_policy == "reject" or replays >= self.max_replays:
                         return failure(exc.message, exc.session_id or target, exc.code)
                     replays += 1
-                except (SessionFlowMismatch, SessionFlowInvariant) as exc:
+                except (SessionFlowMismatch, SessionFlowInvariant, SessionVersionUnsupported) as exc:
                     return failure(exc.message, session_id, exc.code)
                 except Exception as exc:
                     return await self._abort(attempt, exc, session_id)
@@ -250,6 +270,8 @@ class Runtime:
         if session_id is None:
             return None
         doc = await self.store.load(session_id)
+        if doc is not None:
+            check_supported(doc)  # a newer tether's document is neither run nor replaced
         if doc is None or doc.status != "running":
             return None
         if doc.agent != agent.id:
@@ -332,15 +354,24 @@ class Runtime:
 
     # ------------------------------------------------------------------ sessions
 
+    def _lease(self, session_id: str | None) -> contextlib.AbstractAsyncContextManager[None]:
+        """The store's lease on ``session_id`` (nothing for a new session: nobody knows its id yet)."""
+        if session_id is None:
+            return contextlib.nullcontext()
+        return self.store.lease(session_id, timeout=self.lease_timeout)
+
     async def complete(self, session_id: str) -> Session | None:
         """Mark a running session ``completed`` (kept in the store; never resumed again).
 
         Returns the stored document (unchanged when it was missing or had already ended).
-        Conflicts are retried ``max_replays`` times, then ``SessionConflict`` is raised.
+        Conflicts are retried ``max_replays`` times, then ``SessionConflict`` is raised; a
+        document from a newer tether raises ``SessionVersionUnsupported`` and stays as it is.
         """
-        async with self.locks.hold(session_id):
+        async with self.locks.hold(session_id), self._lease(session_id):
             for _ in range(self.max_replays + 1):
                 doc = await self.store.load(session_id)
+                if doc is not None:
+                    check_supported(doc)
                 if doc is None or doc.status != "running":
                     return doc
                 try:
@@ -350,6 +381,15 @@ class Runtime:
             raise SessionConflict(session_id, operation="complete")
 
     end_session = complete
+
+    async def delete(self, session_id: str) -> None:
+        """Delete a session with all its records and wakes (a missing session is a no-op).
+
+        Runs under the session's lock and lease, so it never lands in the middle of a turn: a
+        request already running finishes first, and a later one starts a new session.
+        """
+        async with self.locks.hold(session_id), self._lease(session_id):
+            await self.store.delete(session_id)
 
     # ------------------------------------------------------------------ wakes
 
