@@ -1,7 +1,10 @@
 """``Runtime``: the host that runs turns with persistence (the request lifecycle of seed 004).
 
 One ``run`` call, in order: the per-session FIFO lock; the registry lookup; the agent's model
-selections validated (before any session I/O); load or create; the agent-match and invariant
+selections validated (before any session I/O); the session's cross-worker lease
+(``Store.lease``, held to the end of the request, so another runtime, process or host on the same
+store waits instead of loading this turn's mid-turn checkpoints); load or create (a document from
+a newer tether fails with ``SESSION_VERSION_UNSUPPORTED``, untouched); the agent-match and invariant
 checks; migrations and the restore hook (existing sessions only); the turn, with a checkpoint save
 at every move to another node; the final compare-and-swap save with the rest of the turn's records
 in the same transaction; the response envelope. ``run`` never raises: every failure becomes a

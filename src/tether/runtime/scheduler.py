@@ -14,7 +14,13 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING
 
-from tether.errors import SessionConflict, SessionFlowInvariant, StoreError
+from tether.errors import (
+    SessionConflict,
+    SessionFlowInvariant,
+    SessionLeaseTimeout,
+    SessionVersionUnsupported,
+    StoreError,
+)
 from tether.stores.base import utc
 from tether.stores.records import TurnRecords, Wake, WakeRequest
 
@@ -24,6 +30,9 @@ if TYPE_CHECKING:
 __all__ = ["WakeScheduler", "fire_due_wakes", "rebuild_schedule"]
 
 log = logging.getLogger("tether.runtime")
+
+_RETRY_LATER = (SessionConflict.code, StoreError.code, SessionLeaseTimeout.code, SessionVersionUnsupported.code)
+"""Failures that leave a wake scheduled: the session was busy or unreadable here, not done with."""
 
 
 async def fire_due_wakes(runtime: Runtime, *, limit: int = 100, lease: float = 30.0) -> int:
@@ -55,7 +64,7 @@ async def _fire(runtime: Runtime, wake: Wake) -> bool:
         log.warning("wake %s of session %s: agent %r is not registered here", wake.key, doc.id, doc.agent)
         return False
     response = await runtime.run(doc.agent, session_id=wake.session_id, wake=wake.key)
-    if not response.success and response.code in (SessionConflict.code, StoreError.code):
+    if not response.success and response.code in _RETRY_LATER:
         log.warning("wake %s of session %s failed, left for a retry: %s", wake.key, doc.id, response.message)
         return False
     await runtime.store.complete_wake(wake)

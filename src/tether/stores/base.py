@@ -176,7 +176,9 @@ class Store(ABC):
 
     @abstractmethod
     async def complete_wake(self, wake: Wake) -> None:
-        """Delete a claimed wake, unless it was rescheduled since (same key and ``at`` only)."""
+        """Delete a claimed wake, unless it was rescheduled or claimed by another worker since
+        (same key, ``at`` and ``worker`` only: a worker whose claim lapsed and was taken over
+        cannot delete the wake from under its new claimant)."""
 
     @abstractmethod
     async def pending_wakes(self, session_id: str | None = None) -> builtins.list[Wake]:

@@ -349,8 +349,9 @@ class PostgresStore(Store):
     async def complete_wake(self, wake: Wake) -> None:
         async with self._connection("complete_wake", wake.session_id) as conn:
             await conn.execute(
-                f"DELETE FROM {self._s}.tether_wakes WHERE session_id = %s AND key = %s AND at = %s",
-                (wake.session_id, wake.key, utc(wake.at)),
+                f"DELETE FROM {self._s}.tether_wakes "
+                "WHERE session_id = %s AND key = %s AND at = %s AND worker = %s",
+                (wake.session_id, wake.key, utc(wake.at), wake.worker),
             )
 
     async def pending_wakes(self, session_id: str | None = None) -> builtins.list[Wake]:

@@ -338,8 +338,8 @@ class SQLiteStore(Store):
     async def complete_wake(self, wake: Wake) -> None:
         def op(conn: sqlite3.Connection) -> None:
             conn.execute(
-                "DELETE FROM tether_wakes WHERE session_id = ? AND key = ? AND at = ?",
-                (wake.session_id, wake.key, to_us(wake.at)),
+                "DELETE FROM tether_wakes WHERE session_id = ? AND key = ? AND at = ? AND worker = ?",
+                (wake.session_id, wake.key, to_us(wake.at), wake.worker),
             )
 
         await self._call("complete_wake", wake.session_id, op)
