@@ -179,3 +179,22 @@ async def test_a_wake_whose_session_is_busy_elsewhere_stays_scheduled(backend: B
     assert [w.key for w in await runtime.store.pending_wakes(response.session)] == [wake.key]  # not dropped
     assert await runtime.fire_due_wakes() == 1
     assert await runtime.store.pending_wakes(response.session) == []
+
+
+async def test_rebuild_schedule_skips_a_session_busy_elsewhere_and_a_newer_document(
+    backend: Backend, clock: FakeClock
+) -> None:
+    runtime = Runtime(waiting_agent(), store=await backend.make(), clock=clock, lease_timeout=0.2)
+    busy = await runtime.run("Waiter", "ping me later")
+    (wake,) = await runtime.store.pending_wakes(busy.session)
+    await runtime.store.complete_wake(wake)  # lost
+    newer = Session(id="from-the-future", agent="Waiter", created_at=clock.now(),
+                    schema_version=SESSION_SCHEMA_VERSION + 1)
+    await runtime.store.create(newer)  # and one this tether cannot even parse
+    await backend.corrupt(newer.id, newer.model_dump_json()[:-1] + ', "a_field_from_the_future": 1}')
+    async with (await backend.make()).lease(busy.session):  # another worker is in a turn there
+        assert await runtime.rebuild_schedule() == 0  # skipped, not failed, not written mid-turn
+    assert await runtime.store.pending_wakes(busy.session) == []
+    assert await runtime.rebuild_schedule() == 1  # free again: rebuilt
+    (summary,) = [s for s in await runtime.store.list() if s.id == newer.id]
+    assert summary.revision == 0  # the newer document was never written

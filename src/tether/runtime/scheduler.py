@@ -21,10 +21,12 @@ from tether.errors import (
     SessionVersionUnsupported,
     StoreError,
 )
+from tether.runtime.restore import check_supported
 from tether.stores.base import utc
 from tether.stores.records import TurnRecords, Wake, WakeRequest
 
 if TYPE_CHECKING:
+    from tether.agent import Agent
     from tether.runtime.runtime import Runtime
 
 __all__ = ["WakeScheduler", "fire_due_wakes", "rebuild_schedule"]
@@ -86,21 +88,29 @@ async def rebuild_schedule(runtime: Runtime, *, limit: int = 10_000) -> int:
         agent = agents.get(summary.agent)
         if agent is None:
             continue
-        async with runtime.locks.hold(summary.id):
-            doc = await runtime.store.load(summary.id)
-            if doc is None or doc.status != "running":
-                continue
-            have = {(w.key, utc(w.at)) for w in await runtime.store.pending_wakes(doc.id)}
-            missing = [WakeRequest(key=w.key, at=w.at, replaces=w.replaces) for w in agent.pending_wakes(doc)
-                       if (w.key, utc(w.at)) not in have]
-            if not missing:
-                continue
-            try:
-                await runtime.store.save(doc, doc.revision, TurnRecords(wakes=missing))
-            except SessionConflict:
-                continue
-            written += len(missing)
+        try:  # under the session's lease: never between the checkpoints of another worker's turn
+            async with runtime.locks.hold(summary.id), runtime.store.lease(summary.id, timeout=runtime.lease_timeout):
+                written += await _rebuild_one(runtime, agent, summary.id)
+        except (SessionLeaseTimeout, SessionVersionUnsupported) as exc:
+            log.warning("wakes of session %s not rebuilt: %s", summary.id, exc.message)
     return written
+
+
+async def _rebuild_one(runtime: Runtime, agent: Agent, session_id: str) -> int:
+    doc = await runtime.store.load(session_id)
+    if doc is None or doc.status != "running":
+        return 0
+    check_supported(doc)
+    have = {(w.key, utc(w.at)) for w in await runtime.store.pending_wakes(doc.id)}
+    missing = [WakeRequest(key=w.key, at=w.at, replaces=w.replaces) for w in agent.pending_wakes(doc)
+               if (w.key, utc(w.at)) not in have]
+    if not missing:
+        return 0
+    try:
+        await runtime.store.save(doc, doc.revision, TurnRecords(wakes=missing))
+    except SessionConflict:
+        return 0
+    return len(missing)
 
 
 class WakeScheduler:
