@@ -95,6 +95,7 @@ from tether.errors import (
     StoreError,
     TetherError,
 )
+from tether.models.types import Model
 from tether.runtime import scheduler
 from tether.runtime.envelope import RunResponse, failure, success
 from tether.runtime.locks import SessionLocks
@@ -194,6 +195,8 @@ class Runtime:
         migrations: schema upgrades applied to every loaded running session before the hook.
         lease_timeout: seconds a request waits for the session's cross-worker lease
             (``Store.lease``) before failing with ``SESSION_LEASE_TIMEOUT``.
+        gate_judge: the model that judges judge gates (seed 000's ``flowGateJudge``), a
+            ``provider:model`` name or a ``Model``, for every agent that has none of its own.
     """
 
     def __init__(
@@ -208,6 +211,7 @@ class Runtime:
         on_restore: RestoreHook | None = None,
         migrations: MigrationRegistry | None = None,
         lease_timeout: float = DEFAULT_LEASE_TIMEOUT,
+        gate_judge: str | Model | None = None,
     ) -> None:
         if conflict_policy not in ("replay", "reject"):
             raise ValueError(f"conflict_policy must be 'replay' or 'reject', not {conflict_policy!r}")
@@ -218,6 +222,9 @@ class Runtime:
         registry = _registry(agents)
         if clock is not None:
             registry = {key: agent.with_clock(clock) for key, agent in registry.items()}
+        if gate_judge is not None:  # an agent's own gate judge wins over the runtime's
+            registry = {key: agent if agent.gate_judge is not None else agent.with_gate_judge(gate_judge)
+                        for key, agent in registry.items()}
         self._agents = registry
         self.clock: Clock = clock or SystemClock()
         self.ids: Ids = ids or UuidIds()
