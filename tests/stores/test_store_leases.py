@@ -176,6 +176,25 @@ def test_holder_is_dead_only_for_a_vanished_process_of_this_host() -> None:
     assert holder_is_dead(f"{host}|{_dead_pid()}|x")
 
 
+def test_an_exited_holder_its_parent_has_not_reaped_yet_is_dead() -> None:
+    import subprocess
+
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("needs Linux /proc")
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        for _ in range(500):  # until it has exited (a zombie: still in the process table)
+            with open(f"/proc/{proc.pid}/stat") as stat:
+                if stat.read().rpartition(")")[2].split()[0] == "Z":
+                    break
+            time.sleep(0.01)
+        else:
+            pytest.fail("the child never exited")
+        assert holder_is_dead(f"{new_holder().split('|')[0]}|{proc.pid}|x")
+    finally:
+        proc.wait()
+
+
 def _dead_pid() -> int:
     import subprocess
 
