@@ -16,9 +16,12 @@ from tether.flow.flow import Flow
 from tether.flow.nodes import Action, Collect, Reply, Router
 from tether.flow.tools import Tool
 
-__all__ = ["AgentDefinition", "Compaction", "Idle"]
+__all__ = ["DEFAULT_FAILURE_REPLY", "AgentDefinition", "Compaction", "Idle"]
 
 RESERVED_CONDITIONS = frozenset({"equals", "known", "silenced"})
+DEFAULT_FAILURE_REPLY = "I'm sorry — something went wrong on my side. Let me try to help you another way."
+"""What the customer hears when a step fails (seed 000's fixed apology), unless the agent sets
+``failure_reply``."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,7 @@ class AgentDefinition:
         max_tool_loops: int = 5,
         history_window: int = 40,
         compaction: Compaction | None = None,
+        failure_reply: str | None = None,
         id: str | None = None,
     ) -> None:
         self.name = name
@@ -115,6 +119,7 @@ class AgentDefinition:
         self.max_tool_loops = max_tool_loops
         self.history_window = history_window
         self.compaction = compaction
+        self.failure_reply = DEFAULT_FAILURE_REPLY if failure_reply is None else failure_reply
         issues = self._validate()
         if issues:
             raise FlowDefinitionError(issues, title=f"Agent {name!r} failed validation with {len(issues)} issue(s)")
@@ -131,6 +136,9 @@ class AgentDefinition:
         if self.compaction is not None:
             for message in self.compaction.problems():
                 issue("invalid-option", message, path="compaction")
+        if not isinstance(self.failure_reply, str) or not self.failure_reply.strip():
+            issue("invalid-option", f"failure_reply must be a non-empty string, got {self.failure_reply!r}",
+                  path="failure_reply")
         if not isinstance(self.history_window, int) or self.history_window < 2:
             issue("invalid-option", f"history_window must be an integer >= 2, got {self.history_window!r}",
                   path="history_window")
