@@ -247,3 +247,16 @@ def test_the_new_errors_have_stable_codes() -> None:
     assert RecoverableToolError("x").code == "recoverable-tool-error"
     assert RecoverableToolError("x", user_message="y").user_message == "y"
     assert NodeFailedError("x", flow="f", node="n").code == "node-failed"
+
+
+# --------------------------------------------------------------------------- template placeholders
+
+
+async def test_a_placeholder_with_no_value_fails_loudly_naming_flow_node_and_placeholder() -> None:
+    agent = make_agent(action("a", lambda s, c: None), reply("confirm", response="Order {order_id} placed!",
+                                                                 next=end()))
+    result = await say(agent, None)
+    assert result.text == DEFAULT_FAILURE_REPLY and "Order" not in result.text
+    (error,) = [e for e in result.events if e.type == "error"]
+    assert error.node == "confirm" and "{order_id}" in error.error and "flow 'f'" in error.error
+    assert "TemplatePlaceholderError" in error.error and "response" in error.error

@@ -96,7 +96,7 @@ def _dispatch_reply(ts: TurnState, run: Run, flow: Flow, node: Reply) -> Any:
             ts.session.claims[claim] = Claim(at=ts.now)
         state = ts.state_view(run)
         text = node.response(state) if callable(node.response) else render(node.response, state, run.input,
-                                                                             ts.options.context)
+                                                                             ts.options.context, where="response")
         if text.strip():
             ts.say(text, kind="verbatim", key=ts.key(run, node.id), run=run, node_id=node.id)
         ts.outcome(run, kind="say", node_id=node.id)
