@@ -232,6 +232,11 @@ class AgentDefinition:
                     if name not in self.tools_by_name:
                         issue("unknown-tool", f"tool {name!r} is not registered on the agent", flow=flow.id,
                               node=node.id, path="tools")
+            for name in node.uses if isinstance(node, Action) else ():
+                if name not in self.tools_by_name:
+                    issue("unknown-tool", f"action uses tool {name!r}, which is not registered on the agent "
+                          f"(registered: {', '.join(sorted(self.tools_by_name)) or 'none'})", flow=flow.id,
+                          node=node.id, path="uses")
             if isinstance(node, Action) and node.do is not None and node.do not in self.actions:
                 issue("unknown-action", f"action {node.do!r} is not registered on the agent", flow=flow.id,
                       node=node.id, path="do")
