@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
-from seed000_helpers import make_agent, say
+from seed000_helpers import make_agent, say, scripted
 
 from tether import (
     Agent,
@@ -25,6 +25,7 @@ from tether import (
     end,
     enum_check,
     failed,
+    goto,
     on_message,
     reply,
     tool,
@@ -260,3 +261,50 @@ async def test_a_placeholder_with_no_value_fails_loudly_naming_flow_node_and_pla
     (error,) = [e for e in result.events if e.type == "error"]
     assert error.node == "confirm" and "{order_id}" in error.error and "flow 'f'" in error.error
     assert "TemplatePlaceholderError" in error.error and "response" in error.error
+
+
+async def test_reply_instructions_are_a_template_filled_from_the_state() -> None:
+    model = scripted(speak=[{"message": "Booked, tracking trk_1."}])
+    start = action("book", lambda s, c: goto("confirm", data={"tracking_id": "trk_1"}))
+    confirm = reply("confirm", instructions="Confirm the booking with tracking id {tracking_id}.", next=end())
+    result = await say(make_agent(start, confirm, model=model), None)
+    assert result.text == "Booked, tracking trk_1."
+    assert "Confirm the booking with tracking id trk_1." in model.calls[0].request.instructions
+
+
+async def test_a_missing_placeholder_in_instructions_fails_before_the_model_is_called() -> None:
+    model = scripted()  # no speak reply scripted: a speak call would fail the test
+    confirm = reply("confirm", instructions="Confirm the booking with tracking id {tracking_id}.", next=end())
+    result = await say(make_agent(action("book", lambda s, c: None), confirm, model=model), None)
+    assert model.calls == [] and result.text == DEFAULT_FAILURE_REPLY
+    (error,) = [e for e in result.events if e.type == "error"]
+    assert error.node == "confirm" and "{tracking_id}" in error.error and "instructions" in error.error
+    assert result.ended[0].reason == "error_degraded"
+
+
+async def test_a_missing_placeholder_in_a_fallback_fails_loudly() -> None:
+    confirm = reply("confirm", instructions="Confirm.", fallback="Booked: {tracking_id}.", next=end())
+    result = await say(make_agent(action("book", lambda s, c: None), confirm), None)  # no model: the fallback
+    assert result.text == DEFAULT_FAILURE_REPLY and "Booked" not in result.text
+    assert "fallback" in result.session.error[0].message
+
+
+async def test_collect_asks_are_templates_too() -> None:
+    ask = collect("size", schema=Pizza, ask="Which size for {name}?")
+    start = action("hello", lambda s, c: goto("size", data={"name": "Ada"}))
+    result = await say(make_agent(start, ask), None)
+    assert result.text == "Which size for Ada?"
+    broken = make_agent(action("hello", lambda s, c: None), collect("size", schema=Pizza, ask={"size": "{who}?"}))
+    failed_ask = await say(broken, None)
+    assert failed_ask.text == DEFAULT_FAILURE_REPLY and "ask.size" in failed_ask.session.error[0].message
+
+
+async def test_a_next_function_that_raises_after_a_model_reply_degrades() -> None:
+    def after(turn: Any, state: Any) -> Any:
+        raise LookupError("no such branch")
+
+    model = scripted(speak=[{"message": "Here you go."}])
+    result = await say(make_agent(reply("answer", instructions="Answer.", next=after), model=model), None)
+    assert [m.text for m in result.messages] == ["Here you go.", DEFAULT_FAILURE_REPLY]
+    assert result.ended[0].reason == "error_degraded"
+    assert "LookupError: no such branch" in result.session.error[0].message

@@ -16,15 +16,26 @@ template names a value that is not there. A failure is never a result the flow c
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from tether.engine.events import ErrorEvent, FlowEnd
 from tether.engine.session import Run
-from tether.engine.state import TurnState
-from tether.errors import NodeFailedError, RecoverableToolError, TemplatePlaceholderError, TetherError, ToolError
+from tether.engine.state import SpeakRequest, TurnState
+from tether.errors import (
+    NodeFailedError,
+    RecoverableToolError,
+    TemplatePlaceholderError,
+    TetherError,
+    TetherSignal,
+    ToolError,
+)
 from tether.flow.flow import Flow
 from tether.flow.nodes import Action, Collect, Node
 from tether.flow.transitions import Goto
 
-__all__ = ["DEGRADED", "ESCALATE_NODE", "FAILURES", "as_node_failure", "degrade", "recover_or_degrade"]
+__all__ = ["DEGRADED", "ESCALATE_NODE", "FAILURES", "as_node_failure", "degrade", "recover_or_degrade",
+           "speaker_failed", "user_code"]
 
 DEGRADED = "error_degraded"
 """The reason a degraded run ends with (not a completion: the flow can be entered again)."""
@@ -45,6 +56,29 @@ def as_node_failure(flow: Flow, node: Node, error: TetherError) -> NodeFailedErr
                               flow=flow.id, node=node.id)
     failure.__cause__ = error
     return failure
+
+
+def user_code(flow: Flow, node: Node, fn: Callable[..., Any], *args: Any) -> Any:
+    """Call the author's ``fn(*args)`` for ``node``; an exception it raises becomes a
+    NodeFailedError naming the flow, the node and the exception (tether's own errors pass)."""
+    try:
+        return fn(*args)
+    except (TetherError, TetherSignal, AssertionError):
+        raise
+    except Exception as exc:
+        raise NodeFailedError(f"flow {flow.id!r}, node {node.id!r}: {type(exc).__name__}: {exc}", flow=flow.id,
+                              node=node.id) from exc
+
+
+async def speaker_failed(ts: TurnState, request: SpeakRequest, error: TetherError) -> None:
+    """The speaking node failed (a template of its prompt, or its ``next``/``on_complete`` after
+    the reply): degrade its run. The idle speaker runs no author code: its errors propagate."""
+    run = ts.run(request.run_id) if request.run_id else None
+    flow = ts.agent.flows_by_id.get(run.flow) if run is not None else None
+    node = flow.by_id.get(run.node or "") if flow is not None and run is not None else None
+    if run is None or flow is None or node is None:
+        raise error
+    await degrade(ts, run, flow, node, as_node_failure(flow, node, error))
 
 
 async def recover_or_degrade(ts: TurnState, run: Run, flow: Flow, node: Node, error: TetherError,

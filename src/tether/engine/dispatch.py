@@ -116,6 +116,8 @@ async def _dispatch_decide(ts: TurnState, run: Run, flow: Flow, node: Decide) ->
         ts.consumed_by[run.id] = node.id
     state = ts.state_view(run)
     instructions = node.instructions(state) if callable(node.instructions) else node.instructions
+    if isinstance(node.instructions, str):
+        instructions = render(node.instructions, state, run.input, ts.options.context, where="instructions")
     schema = node.schema.model_json_schema()
     request = ModelRequest(call="decide", instructions=instructions or f"Decide for step {node.id!r}.",
                            messages=tuple(ts.history(run)), response_format=ResponseFormat(node.id, schema),

@@ -14,18 +14,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from tether.errors import TemplatePlaceholderError
+from tether.flow.placeholders import PLACEHOLDER
 from tether.flow.resolvers import read_path
 
-__all__ = ["PLACEHOLDER", "placeholders", "render", "render_value"]
-
-PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.\-]*)\}")
-"""A ``{name}`` or ``{dotted.path}`` placeholder."""
-
-
-def placeholders(template: str) -> list[str]:
-    """The placeholder paths of ``template``, in order."""
-    return PLACEHOLDER.findall(template)
-
+__all__ = ["render", "render_value"]
 
 def render(template: str, state: Mapping[str, Any], input: Any = None,
            context: Mapping[str, Any] | None = None, *, where: str = "template") -> str:

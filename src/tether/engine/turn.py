@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from tether.engine.compaction import compact
+from tether.engine.degrade import FAILURES, speaker_failed
 from tether.engine.ingest import ingest
 from tether.engine.inputs import Message, TurnInput, TurnOptions, Wake
 from tether.engine.ports import Clock, Ids
@@ -63,11 +64,17 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
     # 6. Speak
     request = _speaker(ts)
     if request is not None:
-        result = await _speak(ts, request)
+        try:
+            result = await _speak(ts, request)
+            if result is not None:
+                ts.spoke = True
+                # 7. Settle
+                await settle(ts, request, result)
+        except FAILURES as exc:  # the speaking node failed: its run degrades, loudly
+            result = None
+            await speaker_failed(ts, request, exc)
+            await keep_moving(ts)
         if result is not None:
-            ts.spoke = True
-            # 7. Settle
-            await settle(ts, request, result)
             await keep_moving(ts)
     bookkeeping(ts)
     # 8. Return

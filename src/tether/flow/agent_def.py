@@ -14,6 +14,7 @@ from tether.errors import DefinitionIssue, FlowDefinitionError
 from tether.flow.fields import Field
 from tether.flow.flow import Flow
 from tether.flow.nodes import Action, Collect, Reply, Router
+from tether.flow.placeholders import placeholder_issues
 from tether.flow.tools import Tool
 
 __all__ = ["DEFAULT_FAILURE_REPLY", "AgentDefinition", "Compaction", "Idle"]
@@ -167,6 +168,9 @@ class AgentDefinition:
             if name in RESERVED_CONDITIONS:
                 issue("reserved-condition", f"condition name {name!r} is reserved (equals, known, silenced)",
                       path=f"conditions.{name}")
+        speak_tools = bool(self.tools) and not (isinstance(self.max_tool_loops, int) and self.max_tool_loops == 0)
+        issues.extend(placeholder_issues(self.fields, [f for f in self.flows if isinstance(f, Flow)],
+                                         has_tools=speak_tools))
         if self.idle is not None and self.idle.tools is not None:
             for name in self.idle.tools:
                 if name not in self.tools_by_name:
