@@ -308,3 +308,16 @@ async def test_a_next_function_that_raises_after_a_model_reply_degrades() -> Non
     assert [m.text for m in result.messages] == ["Here you go.", DEFAULT_FAILURE_REPLY]
     assert result.ended[0].reason == "error_degraded"
     assert "LookupError: no such branch" in result.session.error[0].message
+
+
+async def test_an_escalate_node_that_escalates_hands_the_conversation_to_a_human() -> None:
+    from tether import escalate
+
+    def boom(state: Any, ctx: Any) -> Any:
+        raise ValueError("no stock")
+
+    agent = make_agent(action("buy", boom), reply("done", response="Bought!", next=end()),
+                       action("escalate", lambda s, c: escalate("a step failed")))
+    result = await say(agent, None)
+    assert result.text == DEFAULT_FAILURE_REPLY
+    assert result.status == "handoff" and result.handoff is not None and result.handoff.agent == "human"
