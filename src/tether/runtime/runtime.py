@@ -9,7 +9,8 @@ failed ``RunResponse``.
 
 A handled failure is not a session failure: an input the engine refuses (``invalid-input``: a lone
 surrogate, a NUL, a message over the size limit) fails before any session I/O, and a provider
-failure (``model-<kind>``) fails the turn with nothing of it saved (a checkpoint it committed
+failure (``model-<kind>``) or a step that needs a model the deploy does not configure
+(``model-configuration``) fails the turn with nothing of it saved (a checkpoint it committed
 stays); the session stays ``running`` and takes the next message.
 
 Store writes. Seed 004 saves the session "mid-turn before the new step's onCrossing() runs": the
@@ -81,6 +82,7 @@ from tether.errors import (
     FlowDefinitionError,
     FlowDriftError,
     InvalidInputError,
+    ModelConfigurationError,
     ModelError,
     SessionConflict,
     SessionFlowInvariant,
@@ -274,7 +276,9 @@ class Runtime:
                     replays += 1
                 except (SessionFlowMismatch, SessionFlowInvariant, FlowDriftError) as exc:
                     return failure(exc.message, session_id, exc.code)  # nothing saved: fix the deploy, not the session
-                except ModelError as exc:  # a provider failure fails the turn, nothing saved; the session stays usable
+                except (ModelError, ModelConfigurationError) as exc:
+                    # a provider failure, or a step needing a model the deploy lacks, fails the turn:
+                    # nothing of it saved, the session stays usable
                     return failure(_describe(exc), attempt.created or session_id, exc.code)
                 except Exception as exc:
                     return await self._abort(attempt, exc, session_id)
