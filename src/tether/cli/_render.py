@@ -55,10 +55,14 @@ def turn_errors(result: TurnResult) -> list[str]:
 
 
 def print_reply(console: Console, name: str, result: TurnResult) -> None:
-    """Each message of the turn on its own line as ``<name>> <text>``, then the info line (red
-    when a step failed in the turn)."""
+    """Each message of the turn on its own line as ``<name>> <text>``, the choices a node offers
+    (``[Small]  [Large]``), then the info line (red when a step failed in the turn)."""
     for message in result.messages:
         console.print(Text.assemble((f"{name}> ", "bold cyan"), message.text))
+    for event in result.events:
+        if event.type == "interactive":  # a node offers choices: show them as the buttons a UI would draw
+            options = event.as_dict().get("options", [])
+            console.print(Text("  " + "  ".join(f"[{option['label']}]" for option in options), style="magenta"))
     console.print(Text(info_line(result, result.session), style="red" if turn_errors(result) else "dim"))
 
 

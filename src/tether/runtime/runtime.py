@@ -89,6 +89,7 @@ from tether.errors import (
     SessionFlowMismatch,
     TetherError,
 )
+from tether.models.types import Model
 from tether.runtime import scheduler
 from tether.runtime.envelope import RunResponse, failure, success
 from tether.runtime.locks import SessionLocks
@@ -179,6 +180,8 @@ class Runtime:
             returned document is saved at once (even if unchanged). Default: the version check of
             :func:`~tether.runtime.restore.default_restore` without a save (see the module notes).
         migrations: schema upgrades applied to every loaded running session before the hook.
+        gate_judge: the model that judges judge gates (seed 000's ``flowGateJudge``), a
+            ``provider:model`` name or a ``Model``, for every agent that has none of its own.
     """
 
     def __init__(
@@ -192,6 +195,7 @@ class Runtime:
         max_replays: int = 3,
         on_restore: RestoreHook | None = None,
         migrations: MigrationRegistry | None = None,
+        gate_judge: str | Model | None = None,
     ) -> None:
         if conflict_policy not in ("replay", "reject"):
             raise ValueError(f"conflict_policy must be 'replay' or 'reject', not {conflict_policy!r}")
@@ -200,6 +204,9 @@ class Runtime:
         registry = _registry(agents)
         if clock is not None:
             registry = {key: agent.with_clock(clock) for key, agent in registry.items()}
+        if gate_judge is not None:  # an agent's own gate judge wins over the runtime's
+            registry = {key: agent if agent.gate_judge is not None else agent.with_gate_judge(gate_judge)
+                        for key, agent in registry.items()}
         self._agents = registry
         self.clock: Clock = clock or SystemClock()
         self.ids: Ids = ids or UuidIds()
