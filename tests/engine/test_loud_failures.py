@@ -321,3 +321,14 @@ async def test_an_escalate_node_that_escalates_hands_the_conversation_to_a_human
     result = await say(agent, None)
     assert result.text == DEFAULT_FAILURE_REPLY
     assert result.status == "handoff" and result.handoff is not None and result.handoff.agent == "human"
+
+
+async def test_the_failure_reply_reaches_turn_stream_consumers_as_deltas() -> None:
+    def boom(state: Any, ctx: Any) -> Any:
+        raise RuntimeError("gateway exploded")
+
+    agent = make_agent(action("pay", boom), reply("thanks", response="Paid!", next=end()))
+    chunks = [chunk async for chunk in agent.turn_stream(None, Message("pay"))]
+    assert "".join(c.delta for c in chunks if not c.done) == DEFAULT_FAILURE_REPLY
+    final = chunks[-1].result
+    assert final is not None and final.text == DEFAULT_FAILURE_REPLY
