@@ -42,7 +42,7 @@ def test_names_a_node_can_see_are_accepted() -> None:
     build(collect("c", schema=Order, ask="Which size, {name}?", on_complete=goto("r", data={"price": 9})),
           reply("r", response="{size} for {name} at {price}, {state.size}, {input.note}, {context.channel}",
                 next=end()),
-          fields={"name": Field(str)})
+          fields={"name": Field()})
 
 
 @pytest.mark.parametrize("opening", [
