@@ -47,8 +47,7 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
     ignored = ingest(ts)
     if ignored is not None:
         return TurnResult(session=session, changed=False, outcomes=[ignored])
-    if agent.compaction is not None:  # once per turn, before either call sees the history
-        await compact(ts, agent.compaction)
+    await compact(ts, agent.compaction)  # once per turn, before either call sees the history
     silence = options.silence
     if isinstance(input, Message):
         asker = _asker(ts) if ts.floor is None else None

@@ -43,7 +43,8 @@ class Flow:
         on_end: ``end`` (default), ``stay`` (keep answering from the last talk node) or
             ``reset`` (start over, one hop further).
         instructions: flow-level instructions for the speak call.
-        tools: names of agent tools this flow's replies may call (default: all).
+        tools: names of agent tools this flow's model steps may call when a reply declares none
+            (default: none).
         collect: agent fields the flow needs (the understand call may harvest them).
         anchor: ``session`` or a host anchor name that keys runs and claims.
 
