@@ -6,8 +6,8 @@ import importlib
 
 import pytest
 
-PACKAGES = ["tether", "tether.flow", "tether.engine", "tether.models", "tether.testing", "tether.errors",
-            "tether.stores", "tether.runtime", "tether.executors"]
+PACKAGES = ["tether", "tether.flow", "tether.engine", "tether.durable", "tether.models", "tether.testing",
+            "tether.errors", "tether.stores", "tether.runtime", "tether.executors"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)
