@@ -55,7 +55,8 @@ KEYWORDS = {
     "refund": ("refund", "money back"),
     "human": ("person", "human"),
 }
-TOPICS = {"order": "order", "address": "address", "refund": "refund", "person": "person"}
+TOPICS = {"address": "address", "refund": "refund", "person": "person", "order": "order", "ship": "order",
+          "cancel": "order"}
 CONVERSATION = [
     "hi",
     "where is my order?",
@@ -72,7 +73,7 @@ CONVERSATION = [
     "why was it cancelled?",
     "can I get a refund for A-1001",
     "the colour is wrong",
-    "great",
+    "great, and where is A-1003?",
     "please change the address of my order A-1003",
     "22 Baker Street, London",
     "no",
@@ -80,7 +81,7 @@ CONVERSATION = [
     "and A-1001?",
     "refund please, order A-1002",
     "it never arrived",
-    "thanks",
+    "thanks, and what about A-1004?",
     "do you ship abroad?",
     "where is order A-1003",
     "I want a refund for A-1004",
@@ -225,6 +226,8 @@ async def run_conversation(server: FakeProvider) -> list[list[dict[str, Any]]]:
             before = len(server.requests)
             result = await agent.turn(session, Message(text, id=f"m{i}"))
             session = result.session
+            if result.status == "handoff" or not result.messages:
+                print(f"message {i + 1} ({text!r}): {result.status}, {len(result.messages)} message(s)")
             per_message.append([r.body for r in server.requests[before:]])
     finally:
         await model.aclose()
