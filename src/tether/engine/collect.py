@@ -169,7 +169,11 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
     from tether.engine.dispatch import silenced
     from tether.engine.runner import ASKING
 
-    if not ts.message_available(run) and not missing(ts, run, node) and not run.staying:
+    known = not missing(ts, run, node) and not run.staying
+    answering = ts.message_available(run) and ts.asking_at.get(run.id) == node.id
+    if known and not (ts.message_available(run) and (answering or not node.phrased_by_model)):
+        # nothing to ask: skipped, and the message (if any) stays for the next step that reads it.
+        # A deterministic node with a fresh message still makes its correction pass (below).
         return complete(ts, run, node, code="already-known")
     quiet = silenced(ts, run, flow, node, then=Static(node.on_complete if node.on_complete is not None and
                                                       not callable(node.on_complete) else _next()))
@@ -177,6 +181,7 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
         return quiet
     if node.phrased_by_model:
         return await _dispatch_phrased(ts, run, node)
+    sources: dict[str, str] = {}
     if ts.message_available(run):
         ts.consumed_by[run.id] = node.id
         before = missing(ts, run, node)
@@ -212,12 +217,40 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
                                          if is_known(value_of(ts, run, node, n))},
                               missing=missing(ts, run, node), sources=sources, rejected=rejected))
     still = missing(ts, run, node)
+    if not still and run.staying:
+        return _stay_answer(ts, run, node)
     if not still:
-        return complete(ts, run, node)
+        return complete(ts, run, node, code="already-known" if known and not sources and not answering else None)
+    if _asked_something(ts, run, node):
+        # a confirm step (or any fixed ask) answers the customer's question first; Settle re-asks
+        from tether.engine.runner import Pause
+
+        ts.speaker = SpeakRequest(run.id, node.id, (), then_ask=ask_text(ts, run, node, still))
+        run.status = "asking"
+        return Pause("speak")
     ts.say(ask_text(ts, run, node, still), kind="verbatim", key=ts.key(run, node.id), run=run, node_id=node.id)
     ts.outcome(run, status="waiting", kind="collect", node_id=node.id, detail=", ".join(still))
     run.status = "asking"
     return ASKING
+
+
+def _stay_answer(ts: TurnState, run: Run, node: Collect) -> Any:
+    """The step an ``on_end="stay"`` run stays on answers anyway (seed 003), with nothing to ask."""
+    from tether.engine.runner import ASKING, Pause
+
+    run.status = "asking"
+    if ts.speaker is None and not ts.spoke and ts.has_model(node.model):
+        ts.speaker = SpeakRequest(run.id, node.id)
+        return Pause("speak")
+    return ASKING
+
+
+def _asked_something(ts: TurnState, run: Run, node: Collect) -> bool:
+    """The message this node just read asks a question (judged by the understand call) and the
+    turn can still speak a model answer before the node's fixed ask."""
+    return (ts.message is not None and bool(ts.judgement.asks) and ts.consumed_by.get(run.id) == node.id
+            and ts.asking_at.get(run.id) == node.id and ts.speaker is None and not ts.spoke
+            and ts.has_model(node.model))
 
 
 async def _dispatch_phrased(ts: TurnState, run: Run, node: Collect) -> Any:
@@ -228,8 +261,10 @@ async def _dispatch_phrased(ts: TurnState, run: Run, node: Collect) -> Any:
         hits, _ = _resolve(ts, run, node, missing(ts, run, node))
         merge_values(ts, run, node, hits, source="deterministic", guard=False)
     if not missing(ts, run, node):
-        return complete(ts, run, node)
+        return _stay_answer(ts, run, node) if run.staying else complete(ts, run, node)
     asking = pending(ts, run, node)
+    if not asking and run.staying:
+        return _stay_answer(ts, run, node)
     if not asking:
         for name in missing(ts, run, node):
             ts.outcome(run, code="max-asks", status="skipped", kind="collect", node_id=node.id, detail=name)

@@ -178,7 +178,7 @@ async def act(ts: TurnState, run: Run, flow: Flow, node: Node, move_: Transition
     raise FlowRuntimeError(f"flow {flow.id!r}, node {node.id!r}: cannot act on {move_!r}")
 
 
-def _stay_on(ts: TurnState, run: Run, flow: Flow) -> Pause:
+def _stay_on(ts: TurnState, run: Run, flow: Flow) -> Pause | None:
     """``on_end="stay"``: go back to the last talk node the run took and answer from there."""
     assert run.last_talk is not None
     run.node = run.last_talk
@@ -190,6 +190,8 @@ def _stay_on(ts: TurnState, run: Run, flow: Flow) -> Pause:
         run.suspended_at = ts.now
         return Pause("asking")
     run.status = "asking"
+    if ts.floor == run.id and ts.message is not None and not ts.answered_by and ts.speaker is None:
+        return None  # the message was routed here and nothing answered it: that talk step answers now
     return ASKING
 
 

@@ -83,6 +83,8 @@ class TurnState:
     judgement: Judgement = field(default_factory=Judgement)
     floor: str | None = None
     floor_taken: bool = False
+    asking_at: dict[str, str] = field(default_factory=dict)
+    """The node each asking or suspended run was asking at when the turn began (run id -> node id)."""
     pending: dict[str, Any] = field(default_factory=dict)
     retrying: set[str] = field(default_factory=set)
     premise_checked: set[str] = field(default_factory=set)

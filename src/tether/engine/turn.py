@@ -49,6 +49,7 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
         working = fork_session(session)
     ts = TurnState(agent=agent, session=working, input=input, options=options, clock=clock, ids=ids, models=models,
                    now=now, on_delta=on_delta, journal=EffectJournal(options.journal))
+    ts.asking_at = {r.id: r.node for r in working.runs if r.status in ("asking", "suspended") and r.node}
     if session is not None and session.turn is not None:  # a turn that did not finish: continue it
         continued = await continue_turn(ts, session)
         await ts.flush_deltas()
@@ -62,7 +63,7 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
     await compact(ts, agent.compaction)  # once per turn, before either call sees the history
     silence = options.silence
     if isinstance(input, Message):
-        asker = _asker(ts) if ts.floor is None else None
+        asker = _asker(ts)  # also when Ingest gave the floor to another run: the message may come back to it
         found = find_judgeables(ts, asker)
         # 3. Understand
         if silence is None or silence.understand:
