@@ -22,12 +22,14 @@ from tether.engine.extract import extract_values, passes_verbatim_guard, validat
 from tether.engine.runner import Static
 from tether.engine.session import Run
 from tether.engine.state import SpeakRequest, TurnState
+from tether.flow.choices import match_choice
 from tether.flow.fields import is_known
 from tether.flow.flow import Flow
-from tether.flow.nodes import Collect, Node
+from tether.flow.nodes import Collect, Node, Reply
 from tether.flow.transitions import Escalate
 
-__all__ = ["ask_text", "clear_caches", "complete", "dispatch_collect", "merge_values", "missing", "pending"]
+__all__ = ["ask_text", "clear_caches", "complete", "dispatch_collect", "merge_values", "missing", "pending",
+           "question_first"]
 
 
 def clear_caches(run: Run, node_id: str) -> None:
@@ -106,6 +108,8 @@ def _purge_invalid(ts: TurnState, run: Run, node: Collect) -> None:
 def _resolve(ts: TurnState, run: Run, node: Collect, wanted: list[str]) -> tuple[dict[str, Any], set[str]]:
     hits: dict[str, Any] = {}
     ambiguous: set[str] = set()
+    if node.choices and node.slots[0] in wanted and (picked := match_choice(ts.message_text, node.choices)):
+        hits[node.slots[0]] = picked.id  # the customer tapped (or typed) a choice: no model call
     frame = {"input": run.input, "state": ts.state_view(run), "results": run.state.get("__results", {})}
     for resolver in node.resolvers:
         if resolver.field not in wanted or resolver.field in hits or resolver.field in ambiguous:
@@ -221,7 +225,7 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
         return _stay_answer(ts, run, node)
     if not still:
         return complete(ts, run, node, code="already-known" if known and not sources and not answering else None)
-    if _asked_something(ts, run, node):
+    if question_first(ts, run, node):
         # a confirm step (or any fixed ask) answers the customer's question first; Settle re-asks
         from tether.engine.runner import Pause
 
@@ -245,12 +249,12 @@ def _stay_answer(ts: TurnState, run: Run, node: Collect) -> Any:
     return ASKING
 
 
-def _asked_something(ts: TurnState, run: Run, node: Collect) -> bool:
-    """The message this node just read asks a question (judged by the understand call) and the
-    turn can still speak a model answer before the node's fixed ask."""
-    return (ts.message is not None and bool(ts.judgement.asks) and ts.consumed_by.get(run.id) == node.id
-            and ts.asking_at.get(run.id) == node.id and ts.speaker is None and not ts.spoke
-            and ts.has_model(node.model))
+def question_first(ts: TurnState, run: Run, node: Collect | Reply) -> bool:
+    """The message ``run`` was asking for at ``node`` asks a question (the understand call judged
+    ``asks``), and the turn can still speak a model answer before the node's fixed text."""
+    return (ts.message is not None and bool(ts.judgement.asks) and ts.floor == run.id
+            and ts.consumed_by.get(run.id, node.id) == node.id and ts.asking_at.get(run.id) == node.id
+            and ts.speaker is None and not ts.spoke and ts.has_model(node.model))
 
 
 async def _dispatch_phrased(ts: TurnState, run: Run, node: Collect) -> Any:

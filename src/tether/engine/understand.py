@@ -152,6 +152,8 @@ def find_judgeables(ts: TurnState, floor: Run | None) -> Judgeables:
     if floor is not None and isinstance(node, Collect) and not floor.staying and (
             not node.phrased_by_model or (node.question is not None and not any(floor.asked.values()))):
         found.asks = True  # a fixed text is due (a confirm step re-asks its yes/no): answer a question first
+    if floor is not None and isinstance(node, Reply) and node.response is not None and not floor.staying:
+        found.asks = True  # a fixed question the run is waiting on
     if floor is not None and isinstance(node, Collect):
         if node.phrased_by_model:
             found.own.update(node.fields)  # its own speak call would read them: they ride, not worth a call
