@@ -9,7 +9,10 @@ The tree::
     │   ├── TransitionError                  a node returned something that is not a transition
     │   ├── OscillationError                 an edge was traversed more than max_oscillations times
     │   ├── FlowDriftError                   a parked run's flow changed under it
+    │   ├── NodeFailedError                  user code of a node failed: the run degrades
+    │   ├── TemplatePlaceholderError         a ``{placeholder}`` names nothing the node can see
     │   ├── ToolError                        a tool is unknown or its arguments are invalid
+    │   │   └── RecoverableToolError         a tool failure the customer can fix: re-collect
     │   ├── EffectInDoubtError               a journaled effect started, no result, policy "fail"
     │   ├── JournalMismatchError             an action's effects changed order between dispatches
     │   └── ModelConfigurationError          a node needs a model (or a capability) that is missing
@@ -17,7 +20,9 @@ The tree::
     ├── StoreError (RuntimeError)            SESSION_STORE_ERROR: a store backend failed
     │   ├── SessionConflict                  SESSION_CONFLICT: stale revision
     │   ├── SessionFlowMismatch              SESSION_FLOW_MISMATCH: session bound to another agent
-    │   └── SessionFlowInvariant             SESSION_FLOW_INVARIANT: malformed stored document
+    │   ├── SessionFlowInvariant             SESSION_FLOW_INVARIANT: malformed stored document
+    │   ├── SessionVersionUnsupported        SESSION_VERSION_UNSUPPORTED: written by a newer tether
+    │   └── SessionLeaseTimeout              SESSION_LEASE_TIMEOUT: another worker kept the session
     └── ExecutorError (RuntimeError)         the process executor could not run a command
         └── SpawnError                       the command could not be started at all
 
@@ -46,13 +51,18 @@ __all__ = [
     "ModelConfigurationError",
     "ModelError",
     "ModelErrorKind",
+    "NodeFailedError",
     "OscillationError",
+    "RecoverableToolError",
     "SessionConflict",
     "SessionFlowInvariant",
     "SessionFlowMismatch",
+    "SessionLeaseTimeout",
+    "SessionVersionUnsupported",
     "SpawnError",
     "StoreError",
     "Suspend",
+    "TemplatePlaceholderError",
     "TetherError",
     "TetherSignal",
     "ToolError",
@@ -179,6 +189,44 @@ class ToolError(FlowRuntimeError):
     code = "tool-error"
 
 
+class RecoverableToolError(ToolError):
+    """A tool (or action) failure the customer can fix, e.g. an address the carrier rejects.
+
+    Raised from an action (or a tool it calls) with no ``on_fail``, it sends the run back to the
+    collect node it passed earlier in the turn: that node's fields are cleared and asked again,
+    ``user_message`` (when given) is said first. With no earlier collect node the run degrades.
+    """
+
+    code = "recoverable-tool-error"
+
+    def __init__(self, message: str, user_message: str | None = None) -> None:
+        super().__init__(message)
+        self.user_message = user_message
+
+
+class NodeFailedError(FlowRuntimeError):
+    """User code of a node failed while it ran (an action raised or called a tool the agent does
+    not have, a ``next``/``on_complete``/``decide``/``response`` function raised). The message
+    names the flow, the node and the exception. In a turn the run degrades (seed 000): an
+    ``error`` event, an entry in the session's error log, the agent's failure reply."""
+
+    code = "node-failed"
+
+    def __init__(self, message: str, *, flow: str | None = None, node: str | None = None) -> None:
+        super().__init__(message)
+        self.flow, self.node = flow, node
+
+
+class TemplatePlaceholderError(FlowRuntimeError):
+    """A ``{placeholder}`` in a template names no value the node can see at run time."""
+
+    code = "template-placeholder"
+
+    def __init__(self, message: str, *, placeholder: str) -> None:
+        super().__init__(message)
+        self.placeholder = placeholder
+
+
 class EffectInDoubtError(FlowRuntimeError):
     """A journaled effect started and has no recorded result (its worker stopped), and its
     policy does not allow running it again."""
@@ -297,6 +345,39 @@ class SessionFlowInvariant(StoreError):
     """A stored session document is malformed."""
 
     code = "SESSION_FLOW_INVARIANT"
+
+
+class SessionVersionUnsupported(StoreError):
+    """The stored document was written by a newer tether (its ``schema_version`` is above ours).
+
+    The document is left untouched: an older worker must neither run nor replace it.
+    """
+
+    code = "SESSION_VERSION_UNSUPPORTED"
+
+    def __init__(self, session_id: str, *, stored: int, supported: int, operation: str = "load") -> None:
+        super().__init__(
+            f"Session {session_id!r} has schema version {stored}, newer than this tether supports "
+            f"({supported}); upgrade tether to continue it.",
+            operation=operation,
+            session_id=session_id,
+        )
+        self.stored_version, self.supported_version = stored, supported
+
+
+class SessionLeaseTimeout(StoreError):
+    """Another worker held the session's lease for longer than the caller would wait."""
+
+    code = "SESSION_LEASE_TIMEOUT"
+
+    def __init__(self, session_id: str, *, timeout: float, holder: str | None = None) -> None:
+        by = f" (held by {holder})" if holder else ""
+        super().__init__(
+            f"Session {session_id!r} is busy: another worker held its lease for more than {timeout:g}s{by}.",
+            operation="lease",
+            session_id=session_id,
+        )
+        self.timeout, self.holder = timeout, holder
 
 
 # --------------------------------------------------------------------------- executor errors

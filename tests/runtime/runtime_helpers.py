@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import itertools
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any
 
@@ -27,7 +28,8 @@ def counter_agent(name: str = "Counter", *, on_work: Hook | None = None, explode
                   model: Any = None) -> Agent:
     """Every message starts a run: ``work`` bumps ``n`` (awaiting ``on_work(tag)`` first, the tag
     coming from the turn context), then ``say`` answers ``n=<n>`` verbatim and ends the run.
-    While ``explode[0]`` is true the reply raises ZeroDivisionError (an unexpected error)."""
+    While ``explode[0]`` is true the reply's ``next`` returns 42, not a transition: an error nothing
+    handles (a bug), which aborts the session (a user-code exception would degrade the run)."""
 
     @action("work")
     async def work(state: dict[str, Any], ctx: Any) -> None:
@@ -36,11 +38,12 @@ def counter_agent(name: str = "Counter", *, on_work: Hook | None = None, explode
         ctx.set(n=int(ctx.data.get("n", 0)) + 1)
 
     def answer(state: dict[str, Any]) -> str:
-        if explode and explode[0]:
-            raise ZeroDivisionError("division by zero")
         return f"n={state['n']}"
 
-    say = reply("say", response=answer, next=end("answered"))
+    def after(turn: Any, state: dict[str, Any]) -> Any:
+        return 42 if explode and explode[0] else end("answered")
+
+    say = reply("say", response=answer, next=after)
     flow = Flow("count", start=work, nodes=[work, say], on=[on_message(repeat="always")])
     return Agent(name, flows=[flow], model=model)
 
@@ -79,6 +82,27 @@ def relay_agent(name: str = "Relay", *, on_hold: Hook | None = None) -> Agent:
     done = reply("done", response=lambda state: f"prepped={state['prepped']} held={state['held']}",
                  next=end("done"))
     flow = Flow("relay", start=prep, nodes=[prep, hold, done], on=[on_message(repeat="always")])
+    return Agent(name, flows=[flow])
+
+
+def tally_agent(name: str = "Tally", *, on_mull: Hook | None = None) -> Agent:
+    """A three-node turn tagged by its request (``TurnOptions(context={"tag": ...})``): ``take``
+    appends the tag to ``seen`` and moves to ``mull`` (a checkpoint), which awaits
+    ``on_mull(tag)`` and moves to ``answer`` (a checkpoint), which says ``echo <tag>`` and ends
+    the run. A request answered with another request's tag got another turn's reply."""
+
+    @action("take")
+    async def take(state: dict[str, Any], ctx: Any) -> None:
+        tag = str(ctx.context.get("tag", ""))
+        ctx.set(seen=[*ctx.data.get("seen", []), tag], last=tag)
+
+    @action("mull")
+    async def mull(state: dict[str, Any], ctx: Any) -> None:
+        if on_mull is not None:
+            await on_mull(str(ctx.context.get("tag", "")))
+
+    answer = reply("answer", response=lambda state: f"echo {state['last']}", next=end("answered"))
+    flow = Flow("tally", start=take, nodes=[take, mull, answer], on=[on_message(repeat="always")])
     return Agent(name, flows=[flow])
 
 
@@ -129,6 +153,10 @@ class SpyStore(Store):
         if self.before_save is not None:
             await self.before_save(session, expected_revision)
         return await self.inner.save(session, expected_revision, records)
+
+    def lease(self, session_id: str, *, timeout: float = 30.0) -> AbstractAsyncContextManager[None]:
+        self.calls.append(("lease", session_id))
+        return self.inner.lease(session_id, timeout=timeout)
 
     async def delete(self, session_id: str, expected_revision: int | None = None) -> None:
         self.calls.append(("delete", session_id))
