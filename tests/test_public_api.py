@@ -6,8 +6,9 @@ import importlib
 
 import pytest
 
-PACKAGES = ["tether", "tether.flow", "tether.engine", "tether.models", "tether.testing", "tether.errors",
-            "tether.stores", "tether.runtime", "tether.executors", "tether.workflow", "tether.workflow_host"]
+PACKAGES = ["tether", "tether.flow", "tether.engine", "tether.durable", "tether.models", "tether.testing",
+            "tether.errors", "tether.stores", "tether.runtime", "tether.executors", "tether.workflow",
+            "tether.workflow_host"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

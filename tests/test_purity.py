@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-PURE_ROOTS = ("tether/flow", "tether/engine", "tether/workflow")
+PURE_ROOTS = ("tether/flow", "tether/engine", "tether/durable", "tether/workflow")
 # tether modules outside the pure packages that they may import (themselves checked too).
 PURE_SHARED = {"tether.errors", "tether.models.types", "tether.models.parsing", "tether.executors.provenance",
                "tether.executors.values"}

@@ -136,8 +136,12 @@ class Agent(AgentDefinition):
     async def turn_stream(self, session: Session | None, input: TurnInput | str, *,
                           options: TurnOptions | None = None, session_id: str | None = None,
                           **option_fields: Any) -> AsyncIterator[TurnChunk]:
-        """Like :meth:`turn`, but yields the speak call's text deltas as they arrive, then one
-        final chunk with ``done`` and the result (only that chunk when nobody speaks)."""
+        """Like :meth:`turn`, but yields every message's text as deltas, then one final chunk with
+        ``done`` and the result (only that chunk when nothing is said). The speak call's reply
+        streams as it arrives; an engine-rendered message (``response=``, a fixed question, a
+        fallback) is one delta, sent before the turn's next model call. Messages are separated by a
+        blank line, so the deltas joined are ``result.text``. The turn waits for the consumer to
+        take each delta."""
         if isinstance(input, str):
             input = Message(input)
         if options is None:
@@ -146,7 +150,7 @@ class Agent(AgentDefinition):
 
         async def on_delta(text: str) -> None:
             await deltas.put(text)
-            await asyncio.sleep(0)  # let the consumer see the delta (and perhaps barge in) before the next one
+            await deltas.join()  # the consumer has the delta (and may barge in) before the turn goes on
 
         task = asyncio.ensure_future(run_turn(self, session, input, options=options, clock=self.clock, ids=self.ids,
                                               models=self, session_id=session_id, on_delta=on_delta))
@@ -155,7 +159,9 @@ class Agent(AgentDefinition):
                 getter = asyncio.ensure_future(deltas.get())
                 await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
                 if getter.done():
-                    yield TurnChunk(delta=getter.result())
+                    delta = getter.result()
+                    deltas.task_done()
+                    yield TurnChunk(delta=delta)
                 else:
                     getter.cancel()
             yield TurnChunk(done=True, result=task.result())

@@ -4,11 +4,14 @@ The tree::
 
     TetherError                              root of everything tether raises on purpose
     ├── FlowDefinitionError (TypeError, ValueError)   a flow/agent was defined wrongly (build time)
+    ├── InvalidInputError (ValueError)       a turn input was refused before anything ran or was saved
     ├── FlowRuntimeError (RuntimeError)      a run failed while it was executing
     │   ├── TransitionError                  a node returned something that is not a transition
     │   ├── OscillationError                 an edge was traversed more than max_oscillations times
     │   ├── FlowDriftError                   a parked run's flow changed under it
     │   ├── ToolError                        a tool is unknown or its arguments are invalid
+    │   ├── EffectInDoubtError               a journaled effect started, no result, policy "fail"
+    │   ├── JournalMismatchError             an action's effects changed order between dispatches
     │   └── ModelConfigurationError          a node needs a model (or a capability) that is missing
     ├── ModelError (RuntimeError)            a model provider failed; ``kind``, ``retryable``
     ├── StoreError (RuntimeError)            SESSION_STORE_ERROR: a store backend failed
@@ -37,10 +40,13 @@ from typing import Any, Literal
 
 __all__ = [
     "DefinitionIssue",
+    "EffectInDoubtError",
     "ExecutorError",
     "FlowDefinitionError",
     "FlowDriftError",
     "FlowRuntimeError",
+    "InvalidInputError",
+    "JournalMismatchError",
     "ModelConfigurationError",
     "ModelError",
     "ModelErrorKind",
@@ -126,6 +132,18 @@ class FlowDefinitionError(TetherError, TypeError, ValueError):
 # --------------------------------------------------------------------------- runtime errors
 
 
+class InvalidInputError(TetherError, ValueError):
+    """A turn input was refused before anything ran or was saved (``invalid-input``): text that is
+    not valid Unicode (a lone surrogate), a NUL character, or a message over the size limit.
+    ``where`` names the part of the input (``message.text``, ``event.payload['a']``, ...)."""
+
+    code = "invalid-input"
+
+    def __init__(self, message: str, *, where: str) -> None:
+        super().__init__(message)
+        self.where = where
+
+
 class FlowRuntimeError(TetherError, RuntimeError):
     """A run failed while it was executing."""
 
@@ -151,15 +169,36 @@ class OscillationError(FlowRuntimeError):
 
 
 class FlowDriftError(FlowRuntimeError):
-    """A parked run was pinned to another definition of its flow than the one running now."""
+    """A parked run was pinned to another definition of its flow than the one running now.
+
+    ``flow``, ``pinned`` (the run's digest) and ``current`` (the flow's digest now) say which.
+    """
 
     code = "flow-drift"
+
+    def __init__(self, message: str, *, flow: str = "", pinned: str = "", current: str = "") -> None:
+        super().__init__(message)
+        self.flow, self.pinned, self.current = flow, pinned, current
 
 
 class ToolError(FlowRuntimeError):
     """A tool is unknown, or was called with arguments its input model rejects."""
 
     code = "tool-error"
+
+
+class EffectInDoubtError(FlowRuntimeError):
+    """A journaled effect started and has no recorded result (its worker stopped), and its
+    policy does not allow running it again."""
+
+    code = "effect-in-doubt"
+
+
+class JournalMismatchError(FlowRuntimeError):
+    """An action's effects do not match what the journal recorded for the same key (the action
+    performed them in another order, or others): its recorded results cannot be trusted."""
+
+    code = "journal-mismatch"
 
 
 class ModelConfigurationError(FlowRuntimeError):

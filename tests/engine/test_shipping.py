@@ -58,8 +58,8 @@ async def test_one_message_books_and_confirms(shipping: ModuleType) -> None:
     assert model.unused() == {}
     assert calls == ["Main Street"]  # the tool ran exactly once
     assert result.status == "ended" and result.session.runs == []
-    assert [(e.run_id, e.reason) for e in result.ended] == [("ship#" + str(int(FakeClock().now().timestamp() * 1000)),
-                                                            "booked")]
+    assert [(e.run_id, e.reason) for e in result.ended] == [("ship#" + str(int(FakeClock().now().timestamp() * 1000))
+                                                             + "-1", "booked")]  # <ms>-<message seq>
     assert result.text == "Booked! Your tracking id is trk_11."
     assert [m.kind for m in result.messages] == ["ai"]
     assert [(m.role, m.text) for m in result.session.messages] == [

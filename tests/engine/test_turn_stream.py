@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from tether import Agent, Flow, end, on_message, reply
+from tether import NEXT, Agent, Field, Flow, Session, end, on_message, reply
 from tether.engine.streaming import MessageDeltas
 from tether.models.types import ModelRequest, StreamChunk
-from tether.testing import FakeClock, ScriptedModel, SequentialIds
+from tether.testing import FakeClock, FunctionModel, ScriptedModel, SequentialIds
 
 
 class ChunkedModel(ScriptedModel):
@@ -30,14 +30,6 @@ async def test_deltas_then_the_result() -> None:
     assert "".join(c.delta for c in chunks[:-1]) == 'Hello "there", friend!'
     assert len(chunks) > 3 and chunks[-1].done and chunks[-1].result is not None
     assert chunks[-1].result.text == 'Hello "there", friend!'
-
-
-async def test_only_the_final_chunk_when_nobody_speaks() -> None:
-    say = reply("say", response="Fixed text.")
-    agent = Agent("Ava", flows=[Flow("f", "f", nodes=[say], on=[on_message()])]).with_clock(FakeClock())
-    chunks = [chunk async for chunk in agent.turn_stream(None, "hi")]
-    assert len(chunks) == 1 and chunks[0].done and chunks[0].result is not None
-    assert chunks[0].result.text == "Fixed text."
 
 
 def test_message_deltas_decode_the_envelope_and_pass_plain_text() -> None:
@@ -74,3 +66,43 @@ async def test_barge_in_stops_the_stream_and_keeps_the_reply_node() -> None:
     assert run.node == "talk" and run.status == "asking"  # next() was not applied
     again = await agent.turn(result.session, "just tell me")
     assert again.text == "Short answer: yes." and again.ended[0].reason == "done"
+
+
+async def test_engine_rendered_replies_stream_as_deltas_in_order() -> None:
+    hello = reply("hello", response="Hello {name}!", next=NEXT)
+    talk = reply("talk", instructions="Chat.")
+    flow = Flow("f", "f", nodes=[hello, talk], on=[on_message()])
+    agent = Agent("Ava", fields={"name": Field()}, flows=[flow])
+    model = ChunkedModel(speak=['{"message": "How can I help?"}'])
+    agent = agent.with_model(model).with_clock(FakeClock(), SequentialIds("s"))
+    session = Session(id="s-0", agent=agent.id, created_at=FakeClock().now(), data={"name": "Ada"})
+    chunks = [chunk async for chunk in agent.turn_stream(session, "hi")]
+    deltas = [c.delta for c in chunks[:-1]]
+    result = chunks[-1].result
+    assert result is not None and result.text == "Hello Ada!\n\nHow can I help?"
+    assert deltas[0] == "Hello Ada!" and "".join(deltas) == result.text
+
+
+async def test_only_the_final_chunk_when_nothing_is_said() -> None:
+    quiet = reply("quiet", response="", next=lambda turn, state: end("done"))
+    agent = Agent("Ava", flows=[Flow("f", "f", nodes=[quiet], on=[on_message()])], idle="silent")
+    chunks = [chunk async for chunk in agent.with_clock(FakeClock()).turn_stream(None, "hi")]
+    assert len(chunks) == 1 and chunks[0].done and chunks[0].result is not None and chunks[0].result.text == ""
+
+
+async def test_a_fixed_reply_reaches_the_stream_before_a_slow_model_call() -> None:
+    seen: list[str] = []
+
+    async def on_delta_then_record(request: ModelRequest) -> str:
+        seen.append("model called")
+        return '{"message": "Done."}'
+
+    hold = reply("hold", response="One moment, checking.", next=NEXT)
+    talk = reply("talk", instructions="Answer.")
+    agent = Agent("Ava", flows=[Flow("f", "f", nodes=[hold, talk], on=[on_message()])])
+    agent = agent.with_model(FunctionModel(on_delta_then_record)).with_clock(FakeClock(), SequentialIds("s"))
+    async for chunk in agent.turn_stream(None, "status?"):
+        if chunk.delta:
+            seen.append(chunk.delta)
+    assert seen[:2] == ["One moment, checking.", "model called"]
+    assert "".join(s for s in seen if s != "model called") == "One moment, checking.\n\nDone."

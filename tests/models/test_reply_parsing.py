@@ -103,3 +103,42 @@ def test_parsing_module_is_pure() -> None:
         elif isinstance(node, ast.ImportFrom) and node.module:
             imported.add(node.module)
     assert imported <= allowed, imported - allowed
+
+
+@pytest.mark.parametrize("depth", [65, 5_000, 200_000])
+@pytest.mark.parametrize("shape", ["array", "object", "fenced", "narrated"])
+def test_a_reply_nested_too_deep_fails_closed(depth: int, shape: str) -> None:
+    array = "[" * depth + "]" * depth
+    reply = {
+        "array": array,
+        "object": '{"a": ' * depth + "1" + "}" * depth,
+        "fenced": f"```json\n{array}\n```",
+        "narrated": f"Here you go:\n{array}\n",
+    }[shape]
+    with pytest.raises(ReplyParseError) as caught:
+        extract_json(reply)
+    assert caught.value.reason == "too-deep" and caught.value.code == "reply-too-deep"
+
+
+def test_nesting_up_to_the_limit_parses_and_brackets_in_strings_do_not_count() -> None:
+    from tether.models.parsing import MAX_REPLY_DEPTH, json_depth
+
+    value = extract_json("[" * MAX_REPLY_DEPTH + "]" * MAX_REPLY_DEPTH)
+    assert json_depth(value) == MAX_REPLY_DEPTH
+    assert extract_json('{"text": "' + "[" * 500 + '"}') == {"text": "[" * 500}
+    assert json_depth({"a": [1, {"b": []}]}) == 4 and json_depth("x") == 0
+
+
+def test_deeply_nested_tool_arguments_are_an_invalid_reply() -> None:
+    from tether.errors import ModelError
+    from tether.models._adapter import parse_tool_arguments
+
+    with pytest.raises(ModelError) as caught:
+        parse_tool_arguments("c1", "submit", "[" * 100_000 + "]" * 100_000, "openai")
+    assert caught.value.kind == "invalid"
+
+
+def test_escaped_lone_surrogates_and_nuls_parse_to_storable_strings() -> None:
+    value = extract_json('{"message": "hi \\ud800 there\\u0000", "k\\udfff": ["\\ud83d\\ude00"]}')
+    assert value == {"message": "hi \ufffd there", "k\ufffd": ["\U0001f600"]}  # a proper pair stays an emoji
+    assert extract_json('Here:\n["\\ud800"]') == ["\ufffd"]

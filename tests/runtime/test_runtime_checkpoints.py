@@ -124,11 +124,12 @@ async def test_a_conflict_at_a_checkpoint_is_rejected_under_reject(
     assert len(await spy.events(first.session)) > before
 
 
-async def test_replay_after_a_committed_checkpoint_is_at_least_once(
+async def test_a_replay_after_a_committed_checkpoint_continues_its_own_turn(
     make_runtime: Callable[..., Runtime], spy: SpyStore
 ) -> None:
-    """The failed attempt's first checkpoint committed the input; the replay finds its id recorded
-    (duplicate-input, nothing more written) and the checkpointed run moves on with the next input."""
+    """The failed attempt's first checkpoint committed the input; the replay finds the turn unfinished
+    with its own message id, continues it from the checkpoint (prep does not run again, the input is
+    not ingested twice) and the caller gets that message's reply."""
     runtime = make_runtime(relay_agent())
     first = await runtime.run("Relay", Message("a", id="a"))
     interfered: list[int] = []
@@ -142,14 +143,14 @@ async def test_replay_after_a_committed_checkpoint_is_at_least_once(
     spy.before_save = other_writer
     second = await runtime.run("Relay", Message("b", id="b"), session_id=first.session)
     assert interfered == [4]
-    assert second.success and second.message == "" and second.result is not None
-    assert second.result.codes() == ["duplicate-input"]
+    assert second.success and second.message == "prepped=2 held=2" and second.result is not None
+    assert "duplicate-input" not in second.result.codes() and "turn-continued" in second.result.codes()
     stored = await spy.load(first.session)
-    assert stored is not None and stored.revision == 4 and [r.node for r in stored.runs] == ["hold"]
+    assert stored is not None and stored.revision == 6 and stored.runs == [] and stored.turn is None
     third = await runtime.run("Relay", Message("c", id="c"), session_id=first.session)
-    assert third.message == "prepped=2 held=2"  # resumed at hold: prep did not run again
+    assert third.message == "prepped=3 held=3"
     assert [m.text for m in await spy.transcript(first.session)] == [
-        "a", "prepped=1 held=1", "b", "c", "prepped=2 held=2"]
+        "a", "prepped=1 held=1", "b", "prepped=2 held=2", "c", "prepped=3 held=3"]
 
 
 async def test_a_replay_continues_the_session_its_checkpoint_created(
@@ -166,8 +167,8 @@ async def test_a_replay_continues_the_session_its_checkpoint_created(
             created.append(session.id)
 
     spy.before_save = other_writer
-    response = await runtime.run("Relay", "hi")  # no message id: the replay ingests it again
+    response = await runtime.run("Relay", "hi")  # no message id: the replay knows the turn by its own mark
     assert response.success and [response.session] == created  # not a second new session
     assert [c for c in spy.calls if c[0] == "create"] == [("create", response.session)]
     assert response.message == "prepped=1 held=1"
-    assert [m.text for m in await spy.transcript(response.session)] == ["hi", "hi", "prepped=1 held=1"]
+    assert [m.text for m in await spy.transcript(response.session)] == ["hi", "prepped=1 held=1"]

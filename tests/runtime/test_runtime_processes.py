@@ -130,13 +130,17 @@ async def test_a_worker_killed_after_a_checkpoint_leaves_the_checkpoint_committe
         assert [m.text for m in await runtime.store.transcript(first.session)] == [
             "hello", "prepped=1 held=1", "blocked"]  # the checkpoint's records were committed with it
         assert len(await runtime.store.events(first.session)) > events_before
-        # the next request resumes at the node the checkpoint recorded: prep does not run again
+        assert stored.turn is not None and stored.turn.input["id"] == "child-1"  # the unfinished turn's mark
+        # a new message does not inherit the unfinished turn: that turn is completed first, resuming at the
+        # node its checkpoint recorded (prep does not run again) and its reply is recorded as its own; then
+        # the new message gets a turn (and a reply) of its own
         following = await runtime.run("Relay", msg("next"), session_id=first.session)
-        assert following.success and following.session == first.session and following.message == "prepped=2 held=2"
+        assert following.success and following.session == first.session and following.message == "prepped=3 held=3"
         assert [m.text for m in await runtime.store.transcript(first.session)] == [
-            "hello", "prepped=1 held=1", "blocked", "next", "prepped=2 held=2"]
+            "hello", "prepped=1 held=1", "blocked", "prepped=2 held=2", "next", "prepped=3 held=3"]
         after = await runtime.store.load(first.session)
-        assert after is not None and after.revision == 5 and after.runs == []  # checkpoint 4 (hold -> done), final 5
+        # the continuation: checkpoint 4 (hold -> done), final 5; the new turn: checkpoints 6, 7, final 8
+        assert after is not None and after.revision == 8 and after.runs == [] and after.turn is None
     finally:
         await runtime.close()
     assert_integrity(db)

@@ -340,13 +340,15 @@ async def _actions() -> list[str]:
 
 @scenario("unknown-field", "bad-value", "not-in-enum")
 async def _fields() -> list[str]:
-    fields = {"age": Field("integer"), "plan": Field("string", enum=("basic", "pro"))}
-    ask = collect("ask", fields=["age", "plan"], prompt="Ask age and plan.")
+    # offered fields (extract="anywhere"): values are validated against the schema sent; "shoe" was not offered
+    fields = {"age": Field("integer", extract="anywhere"), "plan": Field("string", enum=("basic", "pro"),
+                                                                          extract="anywhere")}
+    chat = reply("chat", instructions="Ask age and plan.")
     other = Flow("other", "other", nodes=[reply("o", instructions="x")], on=[on_message("other things")])
     model = ScriptedModel(understand=[{"flows": {"other": 0}, "fields": {"age": "abc", "plan": "gold", "shoe": 42}}],
-                          speak=[{"message": "Age and plan?", "age": None, "plan": None}])
-    convo = Conversation(Agent("Ava", fields=fields, flows=[Flow("f", "f", nodes=[ask], on=[on_message()]), other]),
-                         model)
+                          speak=[{"message": "Age and plan?"}])
+    flow = Flow("f", "f", nodes=[chat], collect=["age", "plan"], on=[on_message()])
+    convo = Conversation(Agent("Ava", fields=fields, flows=[flow, other]), model)
     result = await convo.say("I'm abc years old, gold plan")
     return codes(result)
 

@@ -127,14 +127,17 @@ async def test_a_provider_failure_in_understand_raises_and_saves_nothing() -> No
 
 
 async def test_field_values_are_coerced_on_the_way_in() -> None:
-    fields = {"age": Field("integer"), "price": Field("number"), "vip": Field("boolean", extract="anywhere"),
-              "city": Field("string")}
-    ask = collect("ask", fields=["age", "price", "vip", "city"], prompt="Ask.")
+    # the fields are offered (extract="anywhere", listed by the flow); the coerced values are then
+    # validated against the schema that was sent
+    fields = {"age": Field("integer", extract="anywhere"), "price": Field("number", extract="anywhere"),
+              "vip": Field("boolean", extract="anywhere"), "city": Field("string", extract="anywhere")}
+    chat = reply("chat", instructions="Chat.")
     other = talk_flow("other", "something else")
     model = ScriptedModel(understand=[{"flows": {"other": 0}, "fields": {"age": "41.9", "price": "1,5", "vip": "sim",
                                                                           "city": 7}}],
                           speak=[{"message": "Thanks!"}])
-    convo = Conversation(agent(Flow("f", "f", nodes=[ask], on=[on_message()]), other, fields=fields), model)
+    flow = Flow("f", "f", nodes=[chat], collect=["age", "price", "vip", "city"], on=[on_message()])
+    convo = Conversation(agent(flow, other, fields=fields), model)
     await convo.say("41 years, 1,5 euros, yes")
     assert convo.session.data == {"age": 41, "price": 1.5, "vip": True, "city": "7"}
 

@@ -161,6 +161,18 @@ async def test_journal_intent_then_finalize_updates_in_place(
     assert await store.journal(doc.id, run_id="nope") == []
 
 
+async def test_a_final_journal_entry_is_never_replaced(store: Store, new_session: NewSession, clock: FakeClock) -> None:
+    doc = await store.create(new_session())
+    started = JournalEntry(run_id="r1", key="r1:pay:1:0", kind="tool", name="charge", at=clock.now())
+    finished = started.model_copy(update={"status": "finished", "result": {"value": "ch_1"}})
+    doc = await store.save(doc, doc.revision, TurnRecords(journal=[started]))
+    doc = await store.save(doc, doc.revision, TurnRecords(journal=[finished]))
+    retried = started.model_copy(update={"attempt": 2})  # a started record written again after the result
+    doc = await store.save(doc, doc.revision, TurnRecords(journal=[retried]))
+    (entry,) = await store.journal(doc.id)
+    assert (entry.status, entry.result, entry.attempt) == ("finished", {"value": "ch_1"}, 1)
+
+
 async def test_records_are_per_session(store: Store, new_session: NewSession, clock: FakeClock) -> None:
     one = await store.create(
         new_session(), TurnRecords(messages=[message(1, clock)], events=[{"type": "a", "at": clock.now()}])

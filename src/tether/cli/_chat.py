@@ -127,7 +127,7 @@ class Chat:
             self.new_session()
             return
         doc = await self.runtime.store.load(session_id)
-        if doc is None or doc.status != "running":
+        if doc is None or doc.status not in ("running", "handed_off"):
             why = "not found" if doc is None else doc.status
             self._dim(f"session {session_id} {why}; starting a new one")
             self.new_session()

@@ -12,13 +12,14 @@ from tether.engine.events import (
     NodeEnter,
     NodeExit,
 )
-from tether.engine.inputs import Event, Message, Silenced, Start, TurnInput, TurnOptions, Wake
+from tether.engine.inputs import Approval, Event, Message, Resume, Signal, Silenced, Start, TurnInput, TurnOptions, Wake
 from tether.engine.ports import Clock, Ids
 from tether.engine.results import HandoffRequest, OutMessage, RunEnded, RunStarted, ScheduledWake, Skipped, TurnResult
 from tether.engine.session import SESSION_SCHEMA_VERSION, Run, Session, TranscriptMessage
 from tether.engine.turn import run_turn
 
 __all__ = [
+    "Approval",
     "Clock",
     "CollectUpdate",
     "CustomEvent",
@@ -35,12 +36,14 @@ __all__ = [
     "NodeEnter",
     "NodeExit",
     "OutMessage",
+    "Resume",
     "Run",
     "RunEnded",
     "RunStarted",
     "SESSION_SCHEMA_VERSION",
     "ScheduledWake",
     "Session",
+    "Signal",
     "Silenced",
     "Skipped",
     "Start",

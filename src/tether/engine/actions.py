@@ -5,19 +5,23 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import BaseModel
+
+from tether.durable.decisions import ApprovalDecision, SignalResult
+from tether.durable.effects import Effects
 from tether.engine.events import CustomEvent
 from tether.engine.runner import Static
 from tether.engine.session import Run, WaitingOn
 from tether.engine.state import TurnState
+from tether.engine.suspends import park
 from tether.engine.templates import render_value
-from tether.errors import FlowRuntimeError, TetherSignal, ToolError, TransitionError
+from tether.errors import Suspend, TetherSignal, ToolError, TransitionError
 from tether.flow.durations import parse_duration
 from tether.flow.flow import Flow
 from tether.flow.nodes import Action
 from tether.flow.results import ActionResult
-from tether.flow.tools import ToolResult
 
 __all__ = ["ActionContext", "run_action"]
 
@@ -25,31 +29,47 @@ __all__ = ["ActionContext", "run_action"]
 class ActionContext:
     """What an action's ``run(state, ctx)`` may use.
 
+    Every effect goes through ``ctx`` and is journaled (see :mod:`tether.durable.effects`): a
+    re-dispatch of the same visit of the node gets the recorded results back instead of running
+    the effects again. Keep the order of effects stable and branch only on journaled values.
+
     Attributes:
         key: the deterministic key ``run:node:visit``; make side effects idempotent on it.
+        dedupe_key: the run's dedupe key (seed 003: ``flow:anchor:trigger``).
         data: the session fields (read-only copy); change them with :meth:`set`.
         input: the run's input (trigger payload, start input).
+        message: the text of the message this turn answers, or None.
         context: the host's context for this turn.
     """
 
     def __init__(self, ts: TurnState, run: Run, flow: Flow, node: Action) -> None:
         self._ts, self._run, self._flow, self._node = ts, run, flow, node
+        self._effects = Effects(ts, run, flow.id, node.id)
         self.key = ts.key(run, node.id)
+        self.dedupe_key = run.dedupe_key
         self.data = dict(ts.session.data)
         self.input = run.input
+        self.message = ts.message.text if ts.message is not None else None
         self.context = dict(ts.options.context)
         self.run_id = run.id
         self.flow_id = flow.id
         self.node_id = node.id
         self.tool_calls: list[tuple[str, dict[str, Any]]] = []
 
+    @property
+    def idempotency_key(self) -> str | None:
+        """The stable idempotency key of the latest ``ctx.tool`` effect (``session:run:node:visit:
+        index``): the same when an effect in doubt is retried. A tool gets it as its
+        ``idempotency_key`` parameter, if it has one."""
+        return self._effects.idempotency_key
+
     def now(self) -> datetime:
-        """The turn's time (from the agent's clock)."""
-        return self._ts.now
+        """The turn's time (from the agent's clock), journaled: the same on a re-dispatch."""
+        return self._effects.now()
 
     def uuid(self) -> str:
-        """A fresh id (from the injected id source)."""
-        return self._ts.ids.new_id()
+        """A fresh id (from the injected id source), journaled: the same on a re-dispatch."""
+        return self._effects.uuid()
 
     def emit(self, name: str, data: Mapping[str, Any] | None = None) -> None:
         """Emit a custom event on the turn's event stream (not journaled)."""
@@ -62,25 +82,33 @@ class ActionContext:
         self.data.update(patch)
 
     async def tool(self, name: str, /, **arguments: Any) -> Any:
-        """Call the agent's tool ``name`` with validated arguments; returns its value."""
+        """Call the agent's tool ``name`` with validated arguments, exactly once per effect key;
+        returns its value (the recorded one on a re-dispatch)."""
         tool = self._ts.agent.tools_by_name.get(name)
         if tool is None:
             raise ToolError(f"flow {self._flow.id!r}, node {self._node.id!r}: unknown tool {name!r} "
                             f"(registered: {sorted(self._ts.agent.tools_by_name) or 'none'})")
-        result = await tool.call(arguments)
+        value = await self._effects.tool(tool, arguments, lambda data: self.set(**data))
         self.tool_calls.append((name, dict(arguments)))
-        if isinstance(result, ToolResult):
-            self.set(**result.data)
-            return result.value
-        return result
+        return value
 
-    async def approve(self, title: str, description: str | None = None) -> Any:
-        """Ask a human to approve (a durable suspend). Not available before the durable runtime."""
-        raise FlowRuntimeError("ctx.approve() needs the durable runtime, which this version does not have yet")
+    async def model(self, instructions: str, *, prompt: str | None = None, schema: type[BaseModel] | None = None,
+                    tier: Literal["default", "small", "deep"] = "default") -> Any:
+        """Ask the model (an isolated ``subprompt`` call, counted in the turn's ``llm_calls``),
+        journaled: a re-dispatch gets the recorded reply. Returns the reply's text, or an instance
+        of ``schema`` when one is given (the reply must be JSON matching it)."""
+        return await self._effects.model(instructions, prompt=prompt, schema=schema, tier=tier)
 
-    async def signal(self, name: str, **options: Any) -> Any:
-        """Wait durably for a named signal. Not available before the durable runtime."""
-        raise FlowRuntimeError("ctx.signal() needs the durable runtime, which this version does not have yet")
+    async def approve(self, summary: str, *, payload: Any = None) -> ApprovalDecision:
+        """Ask a human to approve: the run parks durably (``awaiting-approval``) with ``summary``
+        and ``payload`` frozen, until ``runtime.approve(session, approval_id, decision)``; then
+        the action runs again and this returns the decision (a rejection is a decision too)."""
+        return await self._effects.approve(summary, payload=payload)
+
+    async def signal(self, name: str, *, timeout: str | None = None) -> SignalResult:
+        """Wait durably for ``runtime.signal(session, name, payload)``; after ``timeout`` (a
+        duration such as ``"2h"``) a wake resumes the action with ``timed_out=True``."""
+        return await self._effects.signal(name, timeout=timeout)
 
 
 async def run_action(ts: TurnState, run: Run, flow: Flow, node: Action) -> Any:
@@ -97,6 +125,8 @@ async def run_action(ts: TurnState, run: Run, flow: Flow, node: Action) -> Any:
             result = handler(params, ctx)
         if inspect.isawaitable(result):
             result = await result
+    except Suspend as parked:  # ctx.approve / ctx.signal: the run waits, durably
+        return park(ts, run, node.id, parked)
     except (TetherSignal, TransitionError):
         raise
     except Exception as exc:

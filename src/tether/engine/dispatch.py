@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from tether.engine.actions import run_action
 from tether.engine.collect import dispatch_collect
 from tether.engine.conditions import holds
+from tether.engine.reply_check import check_reply, describe_dropped
 from tether.engine.runner import Static
 from tether.engine.session import Claim, Run, WaitingOn
 from tether.engine.state import SpeakRequest, TurnState
@@ -125,10 +126,14 @@ async def _dispatch_decide(ts: TurnState, run: Run, flow: Flow, node: Decide) ->
     try:
         if data is None:
             data = extract_json(response.text)
-        decided = node.schema.model_validate(data)
+        # a decision is one value: held to the schema that was sent, or refused whole
+        kept, dropped = check_reply(data, schema, entry_depth=0)
+        if dropped:
+            raise ReplyParseError("schema", describe_dropped(dropped))
+        decided = node.schema.model_validate(kept)
     except (ReplyParseError, ValidationError) as exc:
-        raise ModelError(f"decide node {node.id!r}: the model's reply does not match its schema: {exc}",
-                         kind="invalid") from None
+        raise ModelError(f"decide node {node.id!r} of flow {flow.id!r}: the model's reply does not match its "
+                         f"schema: {exc}", kind="invalid") from None
     result = node.decide(decided, state)
     if inspect.isawaitable(result):
         result = await result

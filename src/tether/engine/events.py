@@ -1,5 +1,5 @@
 """Flow events: how a run narrates itself (``flow-enter``, ``node-enter``, ``node-exit``,
-``flow-transition``, ``flow-end``, ``handoff``, ``error``), with typed payloads.
+``flow-transition``, ``flow-end``, ``handoff``, ``error``, ``warning``), with typed payloads.
 
 Order on a transition: ``node-exit``, ``flow-transition``, ``node-enter``. No ``node-exit`` is
 emitted at flow end.
@@ -22,6 +22,7 @@ __all__ = [
     "HandoffEvent",
     "NodeEnter",
     "NodeExit",
+    "ReplyWarning",
 ]
 
 
@@ -102,3 +103,14 @@ class CustomEvent(FlowEvent):
     type: ClassVar[str] = "custom"
     name: str
     data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplyWarning(FlowEvent):
+    """Parts of a model reply were not accepted (``call``: understand, extract, decide);
+    ``dropped`` lists their paths, ``message`` says why."""
+
+    type: ClassVar[str] = "warning"
+    call: str
+    message: str
+    dropped: list[str] = field(default_factory=list)

@@ -1,5 +1,6 @@
 """Field values: per-field validation, the never-guess guard, and the non-speaking extraction call
-(``submit_<node>_data``)."""
+(``submit_<node>_data``), whose arguments are held to the tool schema that was sent (an invalid or
+unoffered field is dropped with a warning; see :mod:`tether.engine.reply_check`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from tether.engine.reply_check import check_reply, coerce_field_values, report_dropped
 from tether.engine.session import Run
 from tether.engine.state import TurnState
 from tether.flow.fields import coerce
@@ -125,4 +127,9 @@ async def extract_values(ts: TurnState, run: Run, node: Collect, names: list[str
         submitted = data if isinstance(data, Mapping) else {}
         if not submitted:
             ts.log("warn", f"extraction for {node.id!r} returned no usable data")
-    return {k: v for k, v in submitted.items() if k in names and v is not None and v != ""}
+    typed = frozenset(node.schema.model_fields) if node.schema is not None else frozenset()
+    values = coerce_field_values(ts, submitted, skip=typed)
+    kept, dropped = check_reply(values, parameters, entry_depth=1)  # held to the tool schema that was sent
+    report_dropped(ts, "extract", dropped, run=run, fields_sections=("$",))
+    accepted: Mapping[str, Any] = kept if isinstance(kept, Mapping) else {}
+    return {k: v for k, v in accepted.items() if k in names and v is not None and v != ""}

@@ -10,6 +10,8 @@
   take ``then`` (``event-arrived``); flows with a matching event trigger go through the start
   checks (``after`` parks the new run: ``awaiting-trigger``).
 - Start: the named flow goes through the start checks (unknown: ``flow-gone``).
+- Approval / Signal: recorded as the result of the parked action's journal entry, and the run
+  resumes (see :mod:`tether.engine.suspends`); a signal wait's timeout arrives as a wake.
 
 A run resumed here takes the floor: routing is skipped, the customer is answering that run.
 """
@@ -18,11 +20,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from tether.engine.inputs import Event, Message, Start, Wake
+from tether.engine.inputs import Approval, Event, Message, Signal, Start, Wake
+from tether.engine.keys import input_key
 from tether.engine.runner import Static
 from tether.engine.session import Outcome, Run, WaitingOn
 from tether.engine.starts import skip, start_run
 from tether.engine.state import TurnState
+from tether.engine.suspends import deliver_approval, deliver_signal, signal_timed_out
 from tether.flow.durations import parse_duration
 from tether.flow.nodes import Wait
 from tether.flow.transitions import End
@@ -48,9 +52,13 @@ def ingest(ts: TurnState) -> Outcome | None:
     if isinstance(input_, Event):
         _event(ts, input_)
         return None
+    if isinstance(input_, Approval):
+        return deliver_approval(ts, input_)
+    if isinstance(input_, Signal):
+        return deliver_signal(ts, input_)
     if isinstance(input_, Start):
         flow = ts.agent.flows_by_id.get(input_.flow)
-        key = input_.key or str(int(ts.now.timestamp() * 1000))
+        key = input_key(ts, input_.key)
         if flow is None:
             skip(ts, input_.flow, "flow-gone", ts.session.id, key)
             return None
@@ -120,6 +128,8 @@ def _wake(ts: TurnState, wake: Wake) -> Outcome | None:
             _resume(ts, run, node.then, "no-reply", node.id)
     elif waiting.kind == "event" and node is not None:
         _resume(ts, run, node.else_ if node.else_ is not None else End("end"), "no-event", node.id)
+    elif waiting.kind == "signal":  # ctx.signal's timeout: the action runs again and reads a timeout
+        signal_timed_out(ts, run)
     else:  # trigger ("after"), defer, retry: the step runs (again) in phase 5, same visit, same key
         if waiting.kind == "retry":
             ts.retrying.add(run.id)
@@ -168,11 +178,12 @@ def _event(ts: TurnState, event: Event) -> None:
                 and run.waiting.event == event.name and node is not None:
             _resume(ts, run, node.then, "event-arrived", node.id)
             _take_floor(ts, run)
+    key = ""
     for flow in ts.agent.flows:
         for index, trigger in enumerate(flow.on):
             if not isinstance(trigger, EventTrigger) or trigger.name != event.name:
                 continue
-            key = event.key or str(int(ts.now.timestamp() * 1000))
+            key = key or input_key(ts, event.key)  # one key per event, minted when a trigger matches
             started = start_run(ts, flow, kind="event", key=key, input=event.payload, hop=event.hop,
                                 repeat=trigger.repeat, if_=trigger.if_, payload=event.payload, index=index)
             if started is None:

@@ -7,12 +7,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from tether.durable.entries import JournalEntry
 from tether.engine.session import Session, TranscriptMessage
 
-Checkpoint = Callable[[Session, Sequence[TranscriptMessage], Sequence[Any]], Awaitable[int]]
-"""A host's mid-turn save: ``(session, transcript so far, events so far) -> new revision``."""
+Checkpoint = Callable[[Session, Sequence[TranscriptMessage], Sequence[Any], Sequence[JournalEntry]], Awaitable[int]]
+"""A host's mid-turn save: ``(session, transcript so far, events so far, journal entries so far)
+-> new revision``."""
 
-__all__ = ["Checkpoint", "Event", "Message", "Silenced", "Start", "TurnInput", "TurnOptions", "Wake"]
+__all__ = ["Approval", "Checkpoint", "Event", "Message", "Resume", "Signal", "Silenced", "Start", "TurnInput",
+           "TurnOptions", "Wake"]
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,35 @@ class Start:
     hop: int = 0
 
 
-TurnInput = Message | Wake | Event | Start
+@dataclass(frozen=True)
+class Approval:
+    """A human decided on the approval ``approval_id`` that a run parked on (``ctx.approve``).
+
+    ``decision`` is ``approved`` or ``rejected`` (normalized by the host); a rejection is a
+    decision the action sees, not an error.
+    """
+
+    approval_id: str
+    decision: str
+    feedback: str | None = None
+    decided_by: str | None = None
+
+
+@dataclass(frozen=True)
+class Signal:
+    """The host delivers signal ``name`` with ``payload``; ``id`` deduplicates deliveries."""
+
+    name: str
+    payload: Any = None
+    id: str | None = None
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Complete the session's unfinished turn (one a crash or a lost save interrupted)."""
+
+
+TurnInput = Message | Wake | Event | Start | Approval | Signal | Resume
 
 
 @dataclass(frozen=True)
@@ -85,6 +116,9 @@ class TurnOptions:
         checkpoint: called after every committed move to another node (before that node runs) with
             a copy of the working session and the transcript messages and events of the turn so
             far; returns the session's new revision (the host saved it under compare-and-swap).
+            Effects call it too: an effect's started record and its result are written this way.
+        journal: the journal entries recorded before this turn for the session's live runs (the
+            host loads them; a re-dispatched action gets their results instead of re-running).
     """
 
     silenced: Silenced | str | None = None
@@ -94,6 +128,7 @@ class TurnOptions:
     claims: Mapping[str, Any] = field(default_factory=dict)
     checkpoint: Checkpoint | None = None
     barge_in: Any = None
+    journal: Sequence[JournalEntry] = ()
 
     @property
     def silence(self) -> Silenced | None:

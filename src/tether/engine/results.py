@@ -89,6 +89,7 @@ class TurnResult:
         llm_calls: model calls spent by this turn; ``usage`` their tokens.
         events: the flow events, in order.
         new_transcript: the transcript messages this turn appended (the store keeps them).
+        journal: the effect journal entries this turn wrote (the store keeps them).
     """
 
     session: Session | None
@@ -105,6 +106,7 @@ class TurnResult:
     events: list[FlowEvent] = field(default_factory=list)
     handoff: HandoffRequest | None = None
     new_transcript: list[Any] = field(default_factory=list)
+    journal: list[Any] = field(default_factory=list)
 
     @property
     def text(self) -> str:

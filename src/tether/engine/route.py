@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from tether.engine.conditions import holds
 from tether.engine.judgement import Judgement
+from tether.engine.keys import message_key
 from tether.engine.runner import Static
 from tether.engine.session import Run
 from tether.engine.starts import start_run
@@ -34,12 +35,8 @@ ROUTE_STICKINESS = 15
 
 
 def trigger_key(ts: TurnState) -> str:
-    """A message's trigger key: its id, else its ``at`` (ms), else now (ms)."""
-    message = ts.message
-    if message is not None and message.id:
-        return message.id
-    at = message.at if message is not None and message.at is not None else ts.now
-    return str(int(at.timestamp() * 1000))
+    """A message's trigger key: its id, else ``<ms>-<seq>`` (see :mod:`tether.engine.keys`)."""
+    return message_key(ts)
 
 
 def _best(candidates: list[Flow], scores: dict[str, float], *, exclude: str | None = None) -> tuple[Flow, float] | None:

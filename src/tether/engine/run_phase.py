@@ -11,6 +11,7 @@ asking and moves, and so on down the stack.
 from __future__ import annotations
 
 from tether.engine.conditions import holds
+from tether.engine.drift import check_drift
 from tether.engine.inputs import Wake
 from tether.engine.route import take_branch
 from tether.engine.runner import enter_flow, finish, move, resume
@@ -68,6 +69,7 @@ async def _move_one(ts: TurnState, run: Run) -> None:
             ts.outcome(run, code="premise-changed", status="skipped")
             finish(ts, run, flow, "skipped")
             return
+    check_drift(ts, run, flow)
     was_status = run.status
     if run.node is None:
         enter_flow(ts, run, flow)

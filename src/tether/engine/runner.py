@@ -164,6 +164,9 @@ async def act(ts: TurnState, run: Run, flow: Flow, node: Node, move_: Transition
         await leave(ts, run, flow, "handoff", handoff=HandoffRequest(move_.agent, move_.reason, run.id))
         return ENDED
     if isinstance(move_, Escalate):
+        from tether.engine.suspends import record_escalation
+
+        record_escalation(ts, run, node.id, move_.reason)  # the durable __escalate signal, before the hand-off
         await leave(ts, run, flow, "escalate", handoff=HandoffRequest("human", move_.reason, run.id))
         return ENDED
     if isinstance(move_, StartFlow):

@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from tether.durable.turns import OpenTurn
+
 __all__ = [
     "SESSION_SCHEMA_VERSION",
     "Claim",
@@ -34,7 +36,7 @@ __all__ = [
 SESSION_SCHEMA_VERSION = 1
 """Bumped when the document shape changes; the runtime migrates or resets older documents."""
 
-SessionStatus = Literal["running", "completed", "aborted"]
+SessionStatus = Literal["running", "handed_off", "completed", "aborted"]
 RunStatus = Literal["running", "asking", "waiting", "suspended"]
 
 _STRICT = ConfigDict(extra="forbid")
@@ -79,7 +81,7 @@ class WaitingOn(BaseModel):
 
     model_config = _STRICT
 
-    kind: Literal["timer", "event", "trigger", "retry", "defer", "signal"]
+    kind: Literal["timer", "event", "trigger", "retry", "defer", "signal", "approval"]
     key: str
     until: datetime | None = None
     set_at: datetime
@@ -187,7 +189,8 @@ class Session(BaseModel):
         id: the session id (a UUID v4 when the runtime mints it).
         revision: the compare-and-swap token; a store save succeeds only at the stored revision.
         schema_version: the document shape version (``SESSION_SCHEMA_VERSION``).
-        status: ``running``, ``completed`` or ``aborted`` (ended sessions are never resumed).
+        status: ``running``, ``handed_off`` (a human has the conversation: the bot stays quiet
+            until released), ``completed`` or ``aborted`` (ended sessions are never resumed).
         agent: the id of the agent this session is bound to, forever.
         data: session-wide fields, by name.
         runs: the live flow runs.
@@ -196,6 +199,7 @@ class Session(BaseModel):
         messages: a bounded window of the most recent transcript messages.
         summary: the compaction summary of messages that left the window.
         message_seq: the ``seq`` of the last message ever appended.
+        turn: set by mid-turn writes while a turn is unfinished (cleared by its final save).
     """
 
     model_config = _STRICT
@@ -221,6 +225,7 @@ class Session(BaseModel):
     warn: list[LogEntry] = Field(default_factory=list)
     error: list[LogEntry] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    turn: OpenTurn | None = None
 
     @field_validator("id", "agent")
     @classmethod

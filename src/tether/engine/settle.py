@@ -15,6 +15,7 @@ from datetime import timedelta
 
 from tether.engine.collect import complete, merge_values, missing, pending
 from tether.engine.dispatch import reply_next
+from tether.engine.keys import message_key
 from tether.engine.runner import finish, resume
 from tether.engine.session import Run, WaitingOn
 from tether.engine.speak import SpeakResult
@@ -111,10 +112,7 @@ def _settle_idle(ts: TurnState, result: SpeakResult) -> None:
 
 
 def _trigger_key(ts: TurnState) -> str:
-    message = ts.message
-    if message is not None and message.id:
-        return message.id
-    return str(int(((message.at if message and message.at else None) or ts.now).timestamp() * 1000))
+    return message_key(ts)
 
 
 def _defer(ts: TurnState, run: Run, flow: Flow, node_id: str, error: ModelError) -> None:

@@ -12,12 +12,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
+from tether.durable.journal import EffectJournal
 from tether.engine.events import FlowEvent
 from tether.engine.inputs import Message, TurnInput, TurnOptions
 from tether.engine.judgement import Judgement
 from tether.engine.ports import Clock, Ids
 from tether.engine.results import HandoffRequest, OutMessage, RunEnded, RunStarted, ScheduledWake, Skipped
 from tether.engine.session import Outcome, Run, Session, TranscriptMessage, fork_session
+from tether.engine.storable import storable_response
+from tether.engine.streaming import ReplyStream
 from tether.errors import ModelConfigurationError, ModelError
 from tether.flow.agent_def import AgentDefinition
 from tether.models.types import ChatMessage, Model, ModelRequest, ModelResponse, Usage
@@ -84,6 +87,13 @@ class TurnState:
     retrying: set[str] = field(default_factory=set)
     premise_checked: set[str] = field(default_factory=set)
     on_delta: Callable[[str], Awaitable[None]] | None = None
+    journal: EffectJournal = field(default_factory=EffectJournal)
+    open_input: dict[str, Any] | None = None
+    outbox: ReplyStream | None = None
+
+    def __post_init__(self) -> None:
+        if self.on_delta is not None and self.outbox is None:
+            self.outbox = ReplyStream(self.on_delta)
 
     # ------------------------------------------------------------------ input
 
@@ -145,6 +155,8 @@ class TurnState:
                          after_ms=self.after_ms)
         self.after_ms = 0
         self.messages.append(out)
+        if self.outbox is not None:
+            self.outbox.said(text, kind=kind)
         self.append_transcript("assistant", text, kind=kind, key=key, run_id=out.run_id, node_id=node_id,
                                after_ms=out.after_ms)
         if run is not None:
@@ -174,12 +186,23 @@ class TurnState:
             del entries[: len(entries) - MAX_LOG]
 
     async def checkpoint(self) -> None:
-        """Let the host save the working session mid-turn (seed 004's cross-node checkpoint)."""
+        """Let the host save the working session mid-turn (seed 004's cross-node checkpoint, and
+        every effect's started and result records). The saved copy carries the open-turn mark."""
+        await self.flush_deltas()
         if self.options.checkpoint is None:
             return
+        from tether.engine.continuation import open_turn
+
         snapshot = fork_session(self.session)
+        snapshot.turn = open_turn(self)
         self.session.revision = await self.options.checkpoint(snapshot, list(self.transcript),
-                                                              [e.as_dict() for e in self.events])
+                                                              [e.as_dict() for e in self.events],
+                                                              list(self.journal.written))
+
+    async def flush_deltas(self) -> None:
+        """Send the messages said so far to the delta consumer (``turn_stream``), if any."""
+        if self.outbox is not None:
+            await self.outbox.flush()
 
     def schedule_wake(self, key: str, at: datetime, replaces: str | None = None) -> None:
         """Ask the host to wake this session with ``key`` at ``at``."""
@@ -205,10 +228,12 @@ class TurnState:
         if request.call in ("understand", "extract"):
             self.pre_speak_calls += 1
         self.session.usage.llm_calls += 1
-        if stream and self.on_delta is not None and model.capabilities.streaming:
-            response = await self._stream(model, request, self.on_delta, self.options.barge_in)
+        await self.flush_deltas()  # what was said before this call reaches the stream first
+        if stream and self.outbox is not None and model.capabilities.streaming:
+            response = await self._stream(model, request, self.outbox.live(), self.options.barge_in)
         else:
             response = await model.complete(request)
+        response = storable_response(response)  # a reply echoing "\ud800" must not make the session unsaveable
         self.usage = self.usage + response.usage
         tally = self.session.usage
         for name, value in response.usage.as_dict().items():

@@ -1,16 +1,72 @@
-"""Streaming the speak call: turn a stream of raw reply chunks into the customer-visible text.
+"""Streaming what the customer hears: every message of the turn reaches a ``turn_stream`` consumer
+as deltas, in order.
 
 The speak reply is an envelope ``{"message": ..., ...fields}``; while it streams, only the
 ``message`` string's characters are shown (decoded as they arrive). A reply that is plain text
-(not JSON) streams as it comes.
+(not JSON) streams as it comes. An engine-rendered message (``response=``, a fixed question, a
+fallback) goes out as one delta when it is said, no later than the next model call, checkpoint or
+the end of the turn (:class:`ReplyStream`). Messages are separated by a blank line, so the deltas
+joined are the turn's ``text``.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Awaitable, Callable
 
-__all__ = ["MessageDeltas"]
+from tether.engine.storable import storable_text
+
+__all__ = ["MessageDeltas", "ReplyStream"]
+
+Sink = Callable[[str], Awaitable[None]]
+SEPARATOR = "\n\n"
+"""Between two messages, as in ``TurnResult.text``."""
+
+
+class ReplyStream:
+    """The turn's outbox to a delta consumer: said messages queue here, streamed replies pass through."""
+
+    def __init__(self, sink: Sink) -> None:
+        self._sink = sink
+        self._pending: list[str] = []
+        self._started = False  # a message has gone out (the next one needs a separator)
+        self._live = False  # the last model call streamed visible text, not yet said
+
+    def said(self, text: str, *, kind: str) -> None:
+        """A message was said: queue it, unless it is the reply that just streamed live."""
+        if kind == "ai" and self._live:
+            self._live = False
+            return
+        if text:
+            self._queue(text)
+
+    def _queue(self, text: str) -> None:
+        if self._started:
+            self._pending.append(SEPARATOR)
+        self._pending.append(text)
+        self._started = True
+
+    async def flush(self) -> None:
+        """Send what is queued."""
+        while self._pending:
+            await self._sink(self._pending.pop(0))
+
+    def live(self) -> Sink:
+        """A sink for one streamed model call: queued messages first, then a separator before its
+        first visible text."""
+        self._live = False
+
+        async def send(text: str) -> None:
+            text = storable_text(text)
+            if not self._live:
+                await self.flush()
+                if self._started:
+                    await self._sink(SEPARATOR)
+                self._started = self._live = True
+            await self._sink(text)
+
+        return send
 
 _MESSAGE_KEY = re.compile(r'"message"\s*:\s*"')
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from tether.durable.journal import EffectJournal
 from tether.engine.compaction import compact
+from tether.engine.continuation import continue_turn
+from tether.engine.handed_off import quiet_turn
 from tether.engine.ingest import ingest
-from tether.engine.inputs import Message, TurnInput, TurnOptions, Wake
+from tether.engine.input_checks import check_input
+from tether.engine.inputs import Message, Resume, TurnInput, TurnOptions, Wake
 from tether.engine.ports import Clock, Ids
 from tether.engine.results import TurnResult
 from tether.engine.route import decide
@@ -30,7 +34,9 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
                    session_id: str | None = None,
                    on_delta: Callable[[str], Awaitable[None]] | None = None) -> TurnResult:
     """Run one turn of ``agent`` over ``session`` (None: a fresh session). The session passed in is
-    never mutated. ``on_delta`` receives the speak call's visible text as it streams."""
+    never mutated. ``on_delta`` receives every message's visible text as deltas (the speak call's as
+    it streams, an engine-rendered message when it is said)."""
+    check_input(input)  # bad input is refused before anything runs or is saved
     options = options or TurnOptions()
     now = clock.now()
     # 1. Load
@@ -42,7 +48,13 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
     else:
         working = fork_session(session)
     ts = TurnState(agent=agent, session=working, input=input, options=options, clock=clock, ids=ids, models=models,
-                   now=now, on_delta=on_delta)
+                   now=now, on_delta=on_delta, journal=EffectJournal(options.journal))
+    if session is not None and session.turn is not None:  # a turn that did not finish: continue it
+        continued = await continue_turn(ts, session)
+        await ts.flush_deltas()
+        return continued
+    if isinstance(input, Resume) or working.status == "handed_off":
+        return quiet_turn(ts, session)
     # 2. Ingest
     ignored = ingest(ts)
     if ignored is not None:
@@ -70,6 +82,7 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
             await settle(ts, request, result)
             await keep_moving(ts)
     bookkeeping(ts)
+    await ts.flush_deltas()
     # 8. Return
     return _result(ts, session)
 
@@ -109,6 +122,8 @@ def _result(ts: TurnState, original: Session | None) -> TurnResult:
                                        or ts.ended) or session != original
     if ts.handoff is not None:
         status = "handoff"
+        if ts.handoff.agent == "human":
+            session.status = "handed_off"  # the bot stays quiet until the host releases it
     elif any(r.status == "asking" for r in session.runs) or not ts.ended:
         status = "awaiting_user"
     else:
@@ -116,4 +131,4 @@ def _result(ts: TurnState, original: Session | None) -> TurnResult:
     return TurnResult(session=session, changed=changed, status=status,  # type: ignore[arg-type]
                       messages=ts.messages, schedule=ts.schedule, outcomes=ts.outcomes, started=ts.started,
                       ended=ts.ended, skipped=ts.skipped, llm_calls=ts.llm_calls, usage=ts.usage, events=ts.events,
-                      handoff=ts.handoff, new_transcript=list(ts.transcript))
+                      handoff=ts.handoff, new_transcript=list(ts.transcript), journal=list(ts.journal.written))

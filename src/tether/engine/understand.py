@@ -6,12 +6,13 @@ mentions, the asking node's ``when`` branches, unknown ``anywhere`` fields the f
 candidate's flow lists, and the pending fields of a deterministic collect node that will read
 this message. Then the zero-call shortcuts. Otherwise one call with one envelope holding only the
 sections with something to judge, every property required and nullable. A reply with no usable
-JSON is an empty judgement (the call still counts); a provider failure raises.
+JSON is an empty judgement (the call still counts); a provider failure raises. The reply is held to
+the schema that was sent (:mod:`tether.engine.reply_check`): an invalid or unoffered entry is
+dropped with a warning, the rest of the judgement stands.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from typing import Any
 
 from tether.engine.conditions import holds
 from tether.engine.judgement import Judgement
+from tether.engine.reply_check import check_reply, coerce_field_values, report_dropped
 from tether.engine.session import Run
 from tether.engine.speak import identity
 from tether.engine.state import TurnState
@@ -332,7 +334,9 @@ async def understand(ts: TurnState, found: Judgeables) -> Judgement:
         except ReplyParseError as exc:
             ts.log("warn", f"understand reply had no usable JSON ({exc}); treated as an empty judgement")
             data = {}
-    if not isinstance(data, Mapping):
-        ts.log("warn", f"understand reply was not an object: {json.dumps(data)[:200]}")
-        data = {}
-    return _parse(found, aliases, data)
+    if isinstance(data, Mapping) and isinstance(data.get("fields"), Mapping):
+        data = {**data, "fields": coerce_field_values(ts, data["fields"], aliases["fields"])}
+    # only what was offered, as the schema says: an invalid or unoffered entry is dropped, the rest stands
+    kept, dropped = check_reply(data, schema, entry_depth=2, section_depths={"collect": 3})
+    report_dropped(ts, "understand", dropped, fields_sections=("fields", "collect"))
+    return _parse(found, aliases, kept if isinstance(kept, Mapping) else {})

@@ -20,9 +20,19 @@ from tether.flow.nodes import CONTEXT_STRATEGIES, Collect, ContextStrategy, Node
 from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlow, Stay, Transition
 from tether.flow.triggers import Trigger, trigger_problems
 
-__all__ = ["Flow", "OnEnd"]
+__all__ = ["DriftMigration", "Flow", "OnDrift", "OnEnd"]
 
 OnEnd = Literal["end", "stay", "reset"]
+
+DriftMigration = Callable[[str | None, dict[str, Any]], str]
+"""``migrate(node_id, state) -> node_id``: where a run pinned to an older definition of the flow
+goes on in the new one (``state`` is the run's own state, which it may change in place)."""
+
+OnDrift = Literal["error", "restart"] | DriftMigration
+"""What resuming a run pinned to another definition of its flow does: ``error`` (raise
+``FlowDriftError``, the default), ``restart`` (the run starts over at the flow's start), or a
+:data:`DriftMigration`."""
+
 RESERVED_IDS = frozenset({"end", "stay"})
 
 
@@ -42,6 +52,8 @@ class Flow:
         clear_on_start: agent fields deleted when a run starts.
         on_end: ``end`` (default), ``stay`` (keep answering from the last talk node) or
             ``reset`` (start over, one hop further).
+        on_drift: what resuming a run pinned to another definition of this flow does (see
+            :data:`OnDrift`; default ``error``: ``FlowDriftError`` naming both digests).
         instructions: flow-level instructions for the speak call.
         tools: names of agent tools this flow's replies may call (default: all).
         collect: agent fields the flow needs (the understand call may harvest them).
@@ -70,6 +82,7 @@ class Flow:
         collect: Sequence[str] = (),
         anchor: str = "session",
         name: str | None = None,
+        on_drift: OnDrift = "error",
     ) -> None:
         self.id = id
         self.name = name or id
@@ -90,7 +103,11 @@ class Flow:
         self.by_id: dict[str, Node] = {}
         for node in self.nodes:
             self.by_id.setdefault(getattr(node, "id", ""), node)
+        self.on_drift: OnDrift = on_drift
         issues = self._validate(start)
+        if on_drift not in ("error", "restart") and not callable(on_drift):
+            issues.append(DefinitionIssue("invalid-on-drift", f"flow {id!r}: on_drift must be 'error', 'restart' or "
+                                                              f"a migration function, not {on_drift!r}"))
         if issues:
             raise FlowDefinitionError(issues, title=f"Flow {id!r} failed validation with {len(issues)} issue(s)")
         self.digest = self._digest()

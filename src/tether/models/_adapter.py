@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from tether.errors import ModelConfigurationError, ModelError
-from tether.models._errors import map_sdk_error
+from tether.models._errors import map_sdk_error, scrub
 from tether.models.parsing import ReplyParseError, extract_json
 from tether.models.types import ResponseFormat, ToolCall
 
@@ -64,7 +64,7 @@ def parse_tool_arguments(call_id: str, name: str, raw: str | None, provider: str
     ``ModelError(kind="invalid")``."""
     try:
         arguments = json.loads(raw) if raw and raw.strip() else {}
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # a reply nested thousands deep exhausts the decoder
         raise ModelError(
             f"{provider}: arguments of tool call {name!r} are not valid JSON",
             kind="invalid",
@@ -91,19 +91,25 @@ def split_params(*layers: Mapping[str, Any]) -> tuple[dict[str, Any], float | No
     return merged, float(timeout) if timeout is not None else None
 
 
-def raise_mapped(exc: BaseException, sdk: Any, provider: str) -> NoReturn:
+def raise_mapped(exc: BaseException, sdk: Any, provider: str, *, secret: str | None = None) -> NoReturn:
     """Re-raise an SDK failure as :class:`ModelError`; anything else propagates unchanged.
 
     A ``CancelledError`` of a task that is being cancelled propagates (cancellation must work); one
-    raised from inside the SDK for another reason becomes ``kind="aborted"``.
+    raised from inside the SDK for another reason becomes ``kind="aborted"``. ``secret`` (the API
+    key) is scrubbed from the error; when the SDK's own exception text held it, that exception is
+    not chained either (``from None``), so no traceback shows it.
     """
     if isinstance(exc, asyncio.CancelledError):
         task = asyncio.current_task()
         if task is not None and task.cancelling():
             raise exc
-        raise map_sdk_error(exc, sdk, provider) from exc
+        raise map_sdk_error(exc, sdk, provider, secret=secret) from exc
     base = getattr(sdk, "APIError", None)
     root = getattr(sdk, "OpenAIError", None) or getattr(sdk, "AnthropicError", None)
     if (base is not None and isinstance(exc, base)) or (root is not None and isinstance(exc, root)):
-        raise map_sdk_error(exc, sdk, provider) from exc
+        mapped = map_sdk_error(exc, sdk, provider, secret=secret)
+        original = f"{exc} {getattr(exc, 'body', None)!r}"
+        if scrub(original, secret) != original:
+            raise mapped from None
+        raise mapped from exc
     raise exc

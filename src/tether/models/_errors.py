@@ -14,6 +14,10 @@ The rules, in order:
 - ``502``/``503``/``529`` are ``overload``; ``500`` and any other status are ``unknown``.
 
 ``reset_at`` comes from ``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date).
+
+The configured API key never leaves in an error: :func:`scrub` replaces every occurrence of it in
+the text a provider sent back (a provider or proxy that echoes the key would leak it into
+exceptions, envelopes, the session's error log and the CLI otherwise).
 """
 
 from __future__ import annotations
@@ -26,7 +30,20 @@ from typing import Any
 
 from tether.errors import ModelError, ModelErrorKind
 
-__all__ = ["classify", "error_details", "map_sdk_error", "parse_retry_after"]
+__all__ = ["REDACTED", "classify", "error_details", "map_sdk_error", "parse_retry_after", "scrub"]
+
+REDACTED = "[redacted]"
+"""What an API key in a provider's error text is replaced with."""
+MIN_SECRET_CHARS = 8
+"""Shorter "keys" (placeholders such as ``not-needed`` are longer, but ``x`` is not) are not scrubbed:
+replacing them would mangle ordinary words."""
+
+
+def scrub(text: str, secret: str | None) -> str:
+    """``text`` with every occurrence of ``secret`` replaced by :data:`REDACTED`."""
+    if not secret or len(secret) < MIN_SECRET_CHARS:
+        return text
+    return text.replace(secret, REDACTED)
 
 _CONTEXT_HINTS = (
     "context length",
@@ -139,10 +156,11 @@ def _headers(exc: BaseException) -> Mapping[str, str] | None:
     return dict(headers.items()) if headers is not None else None
 
 
-def map_sdk_error(exc: BaseException, sdk: Any, provider: str) -> ModelError:
+def map_sdk_error(exc: BaseException, sdk: Any, provider: str, *, secret: str | None = None) -> ModelError:
     """Turn an exception raised by the ``openai`` or ``anthropic`` SDK into a :class:`ModelError`.
 
-    ``sdk`` is the imported SDK module (its exception classes share names).
+    ``sdk`` is the imported SDK module (its exception classes share names); ``secret`` (the API
+    key) is scrubbed from the provider's text.
     """
     if isinstance(exc, ModelError):
         return exc
@@ -151,10 +169,11 @@ def map_sdk_error(exc: BaseException, sdk: Any, provider: str) -> ModelError:
     if isinstance(exc, sdk.APITimeoutError):
         return ModelError(f"{provider}: the request timed out", kind="timeout", provider=provider)
     if isinstance(exc, sdk.APIConnectionError):
-        return ModelError(f"{provider}: connection failed: {exc}", kind="network", provider=provider)
+        return ModelError(f"{provider}: connection failed: {scrub(str(exc), secret)}", kind="network",
+                          provider=provider)
     status = getattr(exc, "status_code", None)
     message, error_type, error_code = error_details(getattr(exc, "body", None))
-    message = message or str(exc)
+    message = scrub(message or str(exc), secret)
     kind = classify(status if isinstance(status, int) else None, message, error_type, error_code)
     return ModelError(
         f"{provider}: {message}" + (f" (HTTP {status})" if status else ""),

@@ -125,6 +125,7 @@ class AnthropicModel:
             )
         client_options["max_retries"] = 0
         self._client = self._sdk.AsyncAnthropic(api_key=api_key, base_url=base_url, **client_options)
+        self._api_key = api_key  # scrubbed from every error text the provider sends back
         self._model = model
         self._provider = provider
         self._params = dict(params or {})
@@ -242,7 +243,7 @@ class AnthropicModel:
         try:
             raw = await self._client.messages.create(**kwargs)
         except (Exception, asyncio.CancelledError) as exc:
-            raise_mapped(exc, self._sdk, self.name)
+            raise_mapped(exc, self._sdk, self.name, secret=self._api_key)
         text = "".join(b.text for b in raw.content if b.type == "text")
         calls = [
             ToolCall(id=b.id, name=b.name, arguments=dict(b.input or {})) for b in raw.content if b.type == "tool_use"
@@ -281,7 +282,7 @@ class AnthropicModel:
                     stop = event.delta.stop_reason or stop
                     usage = _usage(event.usage, usage)
         except (Exception, asyncio.CancelledError) as exc:
-            raise_mapped(exc, self._sdk, self.name)
+            raise_mapped(exc, self._sdk, self.name, secret=self._api_key)
         finally:
             if stream is not None:
                 await stream.close()
@@ -291,7 +292,7 @@ class AnthropicModel:
     def _streamed_call(self, acc: dict[str, str]) -> ToolCall:
         try:
             arguments = json.loads(acc["json"]) if acc["json"].strip() else {}
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise ModelError(
                 f"{self.name}: streamed input of tool {acc['name']!r} is not valid JSON",
                 kind="invalid",

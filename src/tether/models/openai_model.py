@@ -152,6 +152,7 @@ class OpenAIModel:
             raise ModelConfigurationError(f"No API key for '{provider}:{model}': pass api_key= or set OPENAI_API_KEY.")
         client_options["max_retries"] = 0
         self._client = self._sdk.AsyncOpenAI(api_key=api_key, base_url=base_url, **client_options)
+        self._api_key = api_key  # scrubbed from every error text the provider sends back
         self._model = model
         self._provider = provider
         self._params = dict(params or {})
@@ -242,7 +243,7 @@ class OpenAIModel:
         try:
             raw = await self._client.chat.completions.create(**kwargs)
         except (Exception, asyncio.CancelledError) as exc:
-            raise_mapped(exc, self._sdk, self.name)
+            raise_mapped(exc, self._sdk, self.name, secret=self._api_key)
         if not raw.choices:
             raise ModelError(f"{self.name}: the reply has no choices", kind="unknown", provider=self._provider)
         choice = raw.choices[0]
@@ -299,7 +300,7 @@ class OpenAIModel:
                         text.append(delta.content)
                         yield StreamChunk(delta=delta.content)
         except (Exception, asyncio.CancelledError) as exc:
-            raise_mapped(exc, self._sdk, self.name)
+            raise_mapped(exc, self._sdk, self.name, secret=self._api_key)
         finally:
             if stream is not None:
                 await stream.close()

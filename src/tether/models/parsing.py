@@ -16,10 +16,13 @@ Extraction never repairs and never guesses. It raises :class:`ReplyParseError` (
 with a stable ``reason`` when the reply is empty (``empty``), holds no bracket structure
 (``no-json``), holds two candidate values (``two-candidates``), a stray or mismatched bracket
 (``unbalanced``), an unterminated structure or string (``unterminated``), a candidate sharing a
-line with prose (``embedded``), or a candidate that does not itself parse (``invalid-json``).
+line with prose (``embedded``), a candidate that does not itself parse (``invalid-json``), or a value nested more
+than :data:`MAX_REPLY_DEPTH` levels deep (``too-deep``: no schema tether sends is that deep, and a
+deeper value would exhaust the interpreter's recursion limit in the decoder or in validation).
 :func:`parse_structured` adds a minimal structural check against a JSON Schema (``schema``).
 
-Brackets inside JSON strings of a structure do not count; quotes in the surrounding prose are
+Strings in the parsed value are storable: an escaped lone surrogate becomes U+FFFD and an escaped
+NUL is removed. Brackets inside JSON strings of a structure do not count; quotes in the surrounding prose are
 prose, not strings. The guarantee is structural, not semantic: a refusal printed as one JSON value
 on its own line is still accepted; validating it against the declared schema is the next layer.
 """
@@ -33,7 +36,35 @@ from typing import Any
 
 from tether.errors import TetherError
 
-__all__ = ["REPLY_PARSE_REASONS", "ReplyParseError", "extract_json", "parse_structured"]
+__all__ = ["MAX_REPLY_DEPTH", "REPLY_PARSE_REASONS", "UNSTORABLE", "ReplyParseError", "extract_json", "json_depth",
+           "parse_structured", "storable_text", "storable_value"]
+
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+"""A NUL or a surrogate code point (in a Python string, always a lone surrogate): no store can save it."""
+
+
+def _replace(match: re.Match[str]) -> str:
+    return "" if match.group() == "\x00" else "\ufffd"
+
+
+def storable_text(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD and NULs removed."""
+    return UNSTORABLE.sub(_replace, text) if UNSTORABLE.search(text) else text
+
+
+def storable_value(value: Any) -> Any:
+    """``value`` (JSON-like, at most :data:`MAX_REPLY_DEPTH` deep) with every string, keys included,
+    made storable."""
+    if isinstance(value, str):
+        return storable_text(value)
+    if isinstance(value, dict):
+        return {storable_value(k): storable_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(storable_value(v) for v in value)
+    return value
+
+MAX_REPLY_DEPTH = 64
+"""The deepest nesting of arrays and objects a model reply may hold."""
 
 REPLY_PARSE_REASONS: tuple[str, ...] = (
     "empty",
@@ -43,6 +74,7 @@ REPLY_PARSE_REASONS: tuple[str, ...] = (
     "unterminated",
     "embedded",
     "invalid-json",
+    "too-deep",
     "schema",
 )
 
@@ -64,9 +96,53 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def json_depth(value: Any) -> int:
+    """How deeply arrays and objects nest in ``value`` (a scalar is 0); iterative, so any depth is safe."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list | tuple):
+            deepest = max(deepest, depth + 1)
+            stack.extend((child, depth + 1) for child in item)
+    return deepest
+
+
+def _too_deep(text: str) -> bool:
+    """True when brackets outside strings nest deeper than :data:`MAX_REPLY_DEPTH` (checked before
+    decoding, so the decoder never recurses that far)."""
+    depth = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            depth += 1
+            if depth > MAX_REPLY_DEPTH:
+                return True
+        elif ch in "}]":
+            depth -= 1
+    return False
+
+
 def _loads(text: str) -> tuple[bool, Any]:
+    if _too_deep(text):
+        raise ReplyParseError("too-deep", f"the reply nests deeper than {MAX_REPLY_DEPTH} levels")
     try:
-        return True, json.loads(text, parse_constant=_reject_constant)
+        value = json.loads(text, parse_constant=_reject_constant)
+        # "\ud800" and "\u0000" escapes decode to strings no store can save: make them storable
+        return True, storable_value(value) if "\\u" in text else value
+    except RecursionError:  # defensive: _too_deep bounds the nesting well below the recursion limit
+        raise ReplyParseError("too-deep", "the reply nests too deeply to decode") from None
     except ValueError:
         return False, None
 

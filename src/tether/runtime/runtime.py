@@ -7,6 +7,11 @@ at every move to another node; the final compare-and-swap save with the rest of 
 in the same transaction; the response envelope. ``run`` never raises: every failure becomes a
 failed ``RunResponse``.
 
+A handled failure is not a session failure: an input the engine refuses (``invalid-input``: a lone
+surrogate, a NUL, a message over the size limit) fails before any session I/O, and a provider
+failure (``model-<kind>``) fails the turn with nothing of it saved (a checkpoint it committed
+stays); the session stays ``running`` and takes the next message.
+
 Store writes. Seed 004 saves the session "mid-turn before the new step's onCrossing() runs": the
 runtime gives the engine a checkpoint (``TurnOptions.checkpoint``) that, after every committed move
 to another node, saves the working session under compare-and-swap with the transcript messages and
@@ -27,15 +32,21 @@ once). That halves the writes of a request that does not cross nodes.
 
 Conflicts: a ``SessionConflict`` from any save (the restore save, a checkpoint or the final save)
 goes through the conflict policy (``replay`` re-runs the input on the freshly loaded document,
-``reject`` fails with ``SESSION_CONFLICT``). Under replay a turn's records are written
-*at least once*: what the failed attempt's earlier checkpoints committed stays committed (it is
-not deleted). The replay runs on the stored document, which may hold that checkpointed progress:
-a message whose id it recorded is then ignored as ``duplicate-input`` and the checkpointed run
-moves on with the next input; otherwise the input is ingested again and its records are written
-again (with new sequence numbers). A replay of a new session's request runs on the session its
-first checkpoint created.
+``reject`` fails with ``SESSION_CONFLICT``). What the failed attempt's earlier checkpoints committed
+stays committed, with the turn's open-turn mark (see :mod:`tether.engine.continuation`): a replay
+that finds its own mark continues its turn from the checkpoint (the input is not ingested again,
+journaled effects are not run again) and the caller gets the whole reply. A replay of a new
+session's request runs on the session its first checkpoint created.
 
-A tether session stays ``running`` after a flow ends (the conversation goes on); only
+Unfinished turns: a document loaded with another input's open-turn mark (its worker crashed) is
+completed first (``Resume``: its reply is recorded in the transcript), and then the new input
+gets a turn of its own; the same input again (same message id, wake key, approval or signal id)
+continues that turn and gets its reply. Effects inside actions are journaled (started record
+before, result after, each a write; see :mod:`tether.durable.effects`); the journal entries of
+the live runs are loaded before a turn that may re-dispatch an action.
+
+A tether session stays ``running`` after a flow ends (the conversation goes on); an escalation
+hands it to a human (``handed_off``: messages are recorded, nobody answers, until ``release``); only
 ``complete``/``end_session`` marks it ``completed``, and an unexpected error marks it ``aborted``
 (a checkpoint committed before the error stays: the aborted document is the last one written). A
 completed or aborted session is never resumed: the next request with its id gets a new session
@@ -55,13 +66,22 @@ from typing import Any, Literal
 
 from tether.agent import Agent
 from tether.clock import SystemClock, UuidIds
-from tether.engine.inputs import Event, Message, Start, TurnInput, TurnOptions, Wake
+from tether.durable.decisions import normalize_decision
+from tether.durable.entries import JournalEntry
+from tether.durable.replay import journal_runs
+from tether.durable.turns import OpenTurn
+from tether.engine.continuation import is_retry
+from tether.engine.input_checks import check_input
+from tether.engine.inputs import Approval, Event, Message, Resume, Signal, Start, TurnInput, TurnOptions, Wake
 from tether.engine.ports import Clock, Ids
 from tether.engine.results import TurnResult
 from tether.engine.session import LogEntry, Session, TranscriptMessage
 from tether.errors import (
     DefinitionIssue,
     FlowDefinitionError,
+    FlowDriftError,
+    InvalidInputError,
+    ModelError,
     SessionConflict,
     SessionFlowInvariant,
     SessionFlowMismatch,
@@ -76,15 +96,19 @@ from tether.stores import SQLiteStore, Store, TurnRecords, WakeRequest
 
 __all__ = ["ConflictPolicy", "Runtime", "turn_records"]
 
+LIVE_STATUSES = ("running", "handed_off")
+"""Session statuses a request continues (a completed or aborted session is never resumed)."""
+
 ConflictPolicy = Literal["replay", "reject"]
 """What a compare-and-swap conflict does: re-run the input on the fresh document, or fail."""
 
 
 def turn_records(result: TurnResult) -> TurnRecords:
-    """The append-only records of a turn: its transcript messages, events and wakes."""
+    """The append-only records of a turn: its transcript messages, events, journal entries and wakes."""
     return TurnRecords(
         messages=result.new_transcript,
         events=[event.as_dict() for event in result.events],
+        journal=result.journal,
         wakes=[WakeRequest(key=w.key, at=w.at, replaces=w.replaces) for w in result.schedule],
     )
 
@@ -132,7 +156,9 @@ class _Attempt:
     created: str | None = None  # the id of a new session this attempt created (a replay continues it)
     messages: int = 0  # how many of the turn's transcript messages are written
     events: int = 0  # how many of the turn's events are written
+    journal: int = 0  # how many of the turn's journal entries are written
     checkpointed: Session | None = None  # the working session as the last checkpoint wrote it
+    mine: OpenTurn | None = None  # the open-turn mark an earlier attempt of this request committed
 
 
 class Runtime:
@@ -215,8 +241,15 @@ class Runtime:
         """
         try:
             turn_input = _turn_input(message, wake, event, start)
+            check_input(turn_input)  # bad input is refused before any session I/O
+        except InvalidInputError as exc:
+            return failure(exc.message, session_id, exc.code)
         except ValueError as exc:
             return failure(str(exc), session_id, "invalid-request")
+        return await self._request(agent_id, session_id, turn_input, config, options)
+
+    async def _request(self, agent_id: str, session_id: str | None, turn_input: TurnInput,
+                       config: Mapping[str, Any] | None, options: TurnOptions | None) -> RunResponse:
         async with self.locks.hold(session_id):
             agent = self._agents.get(agent_id)
             if agent is None:
@@ -227,17 +260,22 @@ class Runtime:
                 return failure(_describe(exc), session_id, _code(exc))
             replays = 0
             target = session_id
+            mine: OpenTurn | None = None  # the open-turn mark this request's last checkpoint wrote
             while True:
-                attempt = _Attempt()
+                attempt = _Attempt(mine=mine)
                 try:
                     return await self._attempt(agent, target, turn_input, config, options, attempt)
                 except SessionConflict as exc:
                     target = attempt.created or target  # a replay continues the session a checkpoint created
+                    if attempt.checkpointed is not None:
+                        mine = attempt.checkpointed.turn
                     if self.conflict_policy == "reject" or replays >= self.max_replays:
                         return failure(exc.message, exc.session_id or target, exc.code)
                     replays += 1
-                except (SessionFlowMismatch, SessionFlowInvariant) as exc:
-                    return failure(exc.message, session_id, exc.code)
+                except (SessionFlowMismatch, SessionFlowInvariant, FlowDriftError) as exc:
+                    return failure(exc.message, session_id, exc.code)  # nothing saved: fix the deploy, not the session
+                except ModelError as exc:  # a provider failure fails the turn, nothing saved; the session stays usable
+                    return failure(_describe(exc), attempt.created or session_id, exc.code)
                 except Exception as exc:
                     return await self._abort(attempt, exc, session_id)
 
@@ -250,7 +288,7 @@ class Runtime:
         if session_id is None:
             return None
         doc = await self.store.load(session_id)
-        if doc is None or doc.status != "running":
+        if doc is None or doc.status not in LIVE_STATUSES:
             return None
         if doc.agent != agent.id:
             raise SessionFlowMismatch(doc.id, bound=doc.agent, requested=agent.id)
@@ -273,34 +311,52 @@ class Runtime:
                        attempt: _Attempt) -> RunResponse:
         doc = await self._load(agent, session_id, attempt)
         if doc is None:
-            if isinstance(turn_input, Wake):
+            if isinstance(turn_input, Wake | Approval | Signal | Resume):
                 return RunResponse(success=True, completed=True, message="", session="", code="no-session")
             metadata: dict[str, Any] = {"config": dict(config)} if config else {}
             doc = attempt.fresh = Session(id=self.ids.new_id(), agent=agent.id, created_at=self.clock.now(),
                                           metadata=metadata)
+        elif doc.turn is not None and _is_mine(doc.turn, attempt.mine):
+            turn_input = Resume()  # a replay: our own checkpointed turn goes on (its reply is ours)
+        elif doc.turn is not None and not is_retry(doc.turn, turn_input) and not isinstance(turn_input, Resume):
+            # another input's turn is unfinished: complete it first (its reply is recorded, not ours)
+            await self._turn(agent, doc, Resume(), options, attempt)
+            doc = attempt.stored
+            assert doc is not None
+            attempt.messages = attempt.events = attempt.journal = 0
+            attempt.checkpointed = None
+        return await self._turn(agent, doc, turn_input, options, attempt)
+
+    async def _turn(self, agent: Agent, doc: Session, turn_input: TurnInput, options: TurnOptions | None,
+                    attempt: _Attempt) -> RunResponse:
+        """Run one turn on ``doc`` with the runtime's checkpoint and write what it produced."""
 
         async def checkpoint(session: Session, transcript: Sequence[TranscriptMessage],
-                             events: Sequence[dict[str, Any]]) -> int:
-            records = TurnRecords(messages=list(transcript[attempt.messages:]), events=list(events[attempt.events:]))
+                             events: Sequence[dict[str, Any]], journal: Sequence[JournalEntry]) -> int:
+            records = TurnRecords(messages=list(transcript[attempt.messages:]), events=list(events[attempt.events:]),
+                                  journal=list(journal[attempt.journal:]))
             await self._write(session, records, attempt)
-            attempt.messages, attempt.events = len(transcript), len(events)
+            attempt.messages, attempt.events, attempt.journal = len(transcript), len(events), len(journal)
             assert attempt.stored is not None
             attempt.checkpointed = session.model_copy(update={"revision": attempt.stored.revision})
             return attempt.stored.revision
 
-        turn_options = dataclasses.replace(options or TurnOptions(), checkpoint=checkpoint)
+        recorded = [entry for run_id in journal_runs(agent, doc) for entry in await self.store.journal(doc.id,
+                                                                                                        run_id=run_id)]
+        turn_options = dataclasses.replace(options or TurnOptions(), checkpoint=checkpoint, journal=recorded)
         result = await agent.turn(doc, turn_input, options=turn_options)
         after = result.session or doc
         records = turn_records(result)
         records.messages = records.messages[attempt.messages:]
         records.events = records.events[attempt.events:]
+        records.journal = records.journal[attempt.journal:]
         if attempt.fresh is not None or (
                 result.changed and (attempt.checkpointed is None or after != attempt.checkpointed
                                     or not records.is_empty())):
             await self._write(after, records, attempt)
         stored = attempt.stored or doc
         result.session = stored
-        return success(result, stored.id, session_running=stored.status == "running")
+        return success(result, stored.id, session_running=stored.status in LIVE_STATUSES)
 
     async def _write(self, session: Session, records: TurnRecords, attempt: _Attempt) -> None:
         """Create the new session (first write) or save it under compare-and-swap from the revision
@@ -341,7 +397,7 @@ class Runtime:
         async with self.locks.hold(session_id):
             for _ in range(self.max_replays + 1):
                 doc = await self.store.load(session_id)
-                if doc is None or doc.status != "running":
+                if doc is None or doc.status not in LIVE_STATUSES:
                     return doc
                 try:
                     return await self.store.save(doc.model_copy(update={"status": "completed"}), doc.revision)
@@ -350,6 +406,61 @@ class Runtime:
             raise SessionConflict(session_id, operation="complete")
 
     end_session = complete
+
+    async def release(self, session_id: str) -> Session | None:
+        """Give a ``handed_off`` session back to the bot (status ``running``); returns the stored
+        document (unchanged when it was missing or not handed off). Conflicts are retried
+        ``max_replays`` times, then ``SessionConflict`` is raised."""
+        async with self.locks.hold(session_id):
+            for _ in range(self.max_replays + 1):
+                doc = await self.store.load(session_id)
+                if doc is None or doc.status != "handed_off":
+                    return doc
+                try:
+                    return await self.store.save(doc.model_copy(update={"status": "running"}), doc.revision)
+                except SessionConflict:
+                    continue
+            raise SessionConflict(session_id, operation="release")
+
+    # ------------------------------------------------------------------ approvals and signals
+
+    async def approve(self, session_id: str, approval_id: str, decision: bool | str, *, feedback: str | None = None,
+                      decided_by: str | None = None, options: TurnOptions | None = None) -> RunResponse:
+        """Decide the approval ``approval_id`` a run of the session parked on (``ctx.approve``):
+        ``decision`` is ``approved``/``rejected`` (or a bool). The parked action runs again and
+        sees the decision; the response carries what the turn said. Never raises."""
+        try:
+            normalized = normalize_decision(decision)
+        except ValueError as exc:
+            return failure(str(exc), session_id, "invalid-request")
+        return await self._deliver(session_id, Approval(approval_id, normalized, feedback, decided_by), options)
+
+    async def signal(self, session_id: str, name: str, payload: Any = None, *, signal_id: str | None = None,
+                     options: TurnOptions | None = None) -> RunResponse:
+        """Deliver signal ``name`` with ``payload`` to the runs of the session waiting for it
+        (``ctx.signal``); a ``signal_id`` seen before is ignored (``duplicate-input``). Never raises."""
+        return await self._deliver(session_id, Signal(name, payload, signal_id), options)
+
+    async def pending_approvals(self, session_id: str) -> list[JournalEntry]:
+        """The started journal entries of the approvals the session's runs wait on (their
+        ``key`` is the approval id, their ``request`` the frozen summary and payload)."""
+        doc = await self.store.load(session_id)
+        if doc is None:
+            return []
+        waiting = {r.waiting.key: r.id for r in doc.runs if r.waiting is not None and r.waiting.kind == "approval"}
+        found: list[JournalEntry] = []
+        for run_id in sorted(set(waiting.values())):
+            found += [e for e in await self.store.journal(session_id, run_id=run_id) if e.key in waiting]
+        return found
+
+    async def _deliver(self, session_id: str, turn_input: TurnInput, options: TurnOptions | None) -> RunResponse:
+        try:
+            doc = await self.store.load(session_id)
+        except Exception as exc:
+            return failure(_describe(exc), session_id, _code(exc))
+        if doc is None or doc.status not in LIVE_STATUSES:
+            return RunResponse(success=True, completed=True, message="", session="", code="no-session")
+        return await self._request(doc.agent, session_id, turn_input, None, options)
 
     # ------------------------------------------------------------------ wakes
 
@@ -384,6 +495,11 @@ class Runtime:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
+
+
+def _is_mine(found: OpenTurn, mine: OpenTurn | None) -> bool:
+    """True when ``found`` is the mark this request's own earlier attempt committed."""
+    return mine is not None and found.input == mine.input and found.at == mine.at
 
 
 def _describe(exc: BaseException) -> str:

@@ -59,9 +59,10 @@ async def insert_records(conn: Conn, s: str, session_id: str, records: TurnRecor
             )
         if records.journal:
             await cur.executemany(
-                f"INSERT INTO {s}.tether_journal (session_id, key, run_id, body) "
+                f"INSERT INTO {s}.tether_journal AS j (session_id, key, run_id, body) "
                 "VALUES (%s, %s, %s, %s::json) ON CONFLICT (session_id, key) "
-                "DO UPDATE SET run_id = EXCLUDED.run_id, body = EXCLUDED.body",
+                "DO UPDATE SET run_id = EXCLUDED.run_id, body = EXCLUDED.body "
+                "WHERE (j.body->>'status') = 'running'",  # a final entry never changes
                 [(session_id, e.key, e.run_id, e.model_dump_json()) for e in records.journal],
             )
         if records.cancel_wakes:

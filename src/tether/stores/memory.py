@@ -243,6 +243,9 @@ class MemoryStore(Store):
         for offset, (_, _, text) in enumerate(event_rows(records)):
             bucket.events.append((next_seq + offset, text))
         for entry in records.journal:
+            kept = bucket.journal.get(entry.key)
+            if kept is not None and JournalEntry.model_validate_json(kept[1]).final:
+                continue  # a recorded result never changes
             bucket.journal[entry.key] = (entry.run_id, entry.model_dump_json())
         for key in records.cancel_wakes:
             self._wakes.pop((session_id, key), None)

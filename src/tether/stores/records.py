@@ -7,10 +7,11 @@ transaction as the document, so a save that loses its compare-and-swap writes no
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from tether.durable.entries import JournalEntry, JournalStatus
 from tether.engine.session import SessionStatus, TranscriptMessage
 
 __all__ = [
@@ -24,36 +25,6 @@ __all__ = [
 ]
 
 _STRICT = ConfigDict(extra="forbid")
-
-JournalStatus = Literal["running", "finished", "error"]
-
-
-class JournalEntry(BaseModel):
-    """One entry of the durable effect journal.
-
-    An effect is written first as an intent (``status="running"``) and later finalized
-    (``finished`` or ``error``) by an entry with the same ``key``: ``(session_id, key)`` is
-    unique, and the later entry replaces the earlier one in place (its position is kept).
-
-    Attributes:
-        run_id: the run that performed the effect.
-        key: the deterministic effect key, unique within the session.
-        kind: what sort of effect it is (``tool``, ``http``, ``model``, ...).
-        status: ``running`` (intent recorded), ``finished`` or ``error``.
-        result: the JSON result of a finished effect.
-        error: the error message of a failed effect.
-        at: when this entry was written.
-    """
-
-    model_config = _STRICT
-
-    run_id: str
-    key: str
-    kind: str
-    status: JournalStatus = "running"
-    result: Any = None
-    error: str | None = None
-    at: datetime
 
 
 class WakeRequest(BaseModel):
@@ -120,7 +91,8 @@ class TurnRecords(BaseModel):
         messages: transcript messages; ``(session_id, seq)`` is unique, a duplicate fails the write.
         events: event dicts, each with at least ``type`` (a string) and ``at`` (a datetime or ISO
             string); the store numbers them per session.
-        journal: effect journal entries (intent, then finalize by the same key).
+        journal: effect journal entries (started, then finalized by the same key; a final entry
+            is never replaced).
         wakes: wakes to schedule (applied after ``cancel_wakes``).
         cancel_wakes: keys of wakes to remove.
     """

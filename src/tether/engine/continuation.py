@@ -1,0 +1,144 @@
+"""Continuing a turn that did not finish.
+
+Every mid-turn write stores the working session with an :class:`~tether.durable.turns.OpenTurn`
+mark (see ``TurnState.checkpoint``); the final save clears it. A session loaded with a mark was
+left by a turn that never finished: its worker died, or its last save lost a compare-and-swap.
+That turn is continued from its last write, never restarted and never inherited:
+
+- the same input again (a message with the same id, the same wake key, approval or signal id)
+  continues the turn and gets the turn's whole reply: what it had said before the write, and
+  what the continuation says;
+- :class:`~tether.engine.inputs.Resume` continues it for a host that is about to take another
+  input (the runtime does this before a new message, so each reply belongs to its own message);
+- any other input is refused with ``turn-unfinished``.
+
+The continuation skips Ingest, Understand and Decide (they ran and their effects were written),
+restores the turn's bookkeeping (who holds the floor, what was consumed, who answered, the
+speaker), moves the runs on from their written positions (an action re-dispatched there gets its
+journaled results back), speaks if the turn had not spoken yet, and settles.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from tether.durable.turns import OpenTurn, SaidMessage, SpeakerMark
+from tether.engine.inputs import Approval, Event, Message, Resume, Signal, Start, TurnInput, Wake
+from tether.engine.results import OutMessage, ScheduledWake, TurnResult
+from tether.engine.session import Session
+from tether.engine.state import SpeakRequest, TurnState
+from tether.errors import FlowRuntimeError
+
+__all__ = ["continue_turn", "input_mark", "is_retry", "open_turn"]
+
+
+def input_mark(value: TurnInput) -> dict[str, Any]:
+    """What the open-turn mark records of an input (``id`` is what identifies a retry)."""
+    if isinstance(value, Message):
+        return {"kind": "message", "id": value.id, "text": value.text,
+                "at": value.at.isoformat() if value.at else None}
+    if isinstance(value, Wake):
+        return {"kind": "wake", "id": value.key}
+    if isinstance(value, Approval):
+        return {"kind": "approval", "id": value.approval_id, "decision": value.decision,
+                "feedback": value.feedback, "decided_by": value.decided_by}
+    if isinstance(value, Signal):
+        return {"kind": "signal", "id": value.id, "name": value.name, "payload": value.payload}
+    if isinstance(value, Event):
+        return {"kind": "event", "id": value.key or None, "name": value.name, "payload": value.payload,
+                "key": value.key, "direction": value.direction, "hop": value.hop}
+    if isinstance(value, Start):
+        return {"kind": "start", "id": value.key or None, "flow": value.flow, "input": value.input,
+                "key": value.key, "hop": value.hop}
+    return {"kind": "resume", "id": None}
+
+
+def _input_from(mark: dict[str, Any]) -> TurnInput:
+    kind = mark.get("kind")
+    if kind == "message":
+        at = datetime.fromisoformat(mark["at"]) if mark.get("at") else None
+        return Message(str(mark.get("text", "")), id=mark.get("id"), at=at)
+    if kind == "wake":
+        return Wake(str(mark["id"]))
+    if kind == "approval":
+        return Approval(str(mark["id"]), str(mark.get("decision")), mark.get("feedback"), mark.get("decided_by"))
+    if kind == "signal":
+        return Signal(str(mark.get("name")), mark.get("payload"), mark.get("id"))
+    if kind == "event":
+        return Event(str(mark.get("name")), mark.get("payload"), str(mark.get("key", "")), mark.get("direction"),
+                     int(mark.get("hop", 0)))
+    if kind == "start":
+        return Start(str(mark.get("flow")), mark.get("input"), str(mark.get("key", "")), int(mark.get("hop", 0)))
+    return Resume()
+
+
+def is_retry(turn: OpenTurn, value: TurnInput) -> bool:
+    """True when ``value`` is the unfinished turn's own input, sent again."""
+    mark = input_mark(value)
+    return turn.answers(str(mark["kind"]), mark.get("id"))
+
+
+def open_turn(ts: TurnState) -> OpenTurn:
+    """The mark of ``ts`` as it stands (written with every mid-turn save)."""
+    speaker = ts.speaker
+    return OpenTurn(
+        input=ts.open_input if ts.open_input is not None else input_mark(ts.input), at=ts.now,
+        user_seq=ts.user_seq, floor=ts.floor, floor_taken=ts.floor_taken, consumed_by=dict(ts.consumed_by),
+        answered_by=sorted(ts.answered_by), spoke=ts.spoke,
+        speaker=None if speaker is None else SpeakerMark(run_id=speaker.run_id, node_id=speaker.node_id,
+                                                         fields=list(speaker.fields), then_ask=speaker.then_ask),
+        said=[SaidMessage(text=m.text, kind=m.kind, key=m.key, run_id=m.run_id, node_id=m.node_id,
+                          after_ms=m.after_ms) for m in ts.messages],
+        schedule=[{"key": w.key, "at": w.at.isoformat(), "replaces": w.replaces} for w in ts.schedule],
+    )
+
+
+def _restore(ts: TurnState, turn: OpenTurn) -> None:
+    ts.open_input = dict(turn.input)
+    ts.input = _input_from(turn.input)
+    ts.now = turn.at
+    ts.user_seq = turn.user_seq
+    ts.floor, ts.floor_taken = turn.floor, turn.floor_taken
+    ts.consumed_by = dict(turn.consumed_by)
+    ts.answered_by = set(turn.answered_by)
+    ts.spoke = turn.spoke
+    if turn.speaker is not None:
+        ts.speaker = SpeakRequest(turn.speaker.run_id, turn.speaker.node_id, tuple(turn.speaker.fields),
+                                  turn.speaker.then_ask)
+    ts.messages = [OutMessage(text=m.text, kind=m.kind, key=m.key, run_id=m.run_id, node_id=m.node_id,
+                              after_ms=m.after_ms) for m in turn.said]
+    ts.schedule = [ScheduledWake(w["key"], datetime.fromisoformat(w["at"]), w.get("replaces"))
+                   for w in turn.schedule]
+    ts.premise_checked = {run.id for run in ts.session.runs}  # checked when the turn began
+
+
+async def continue_turn(ts: TurnState, original: Session) -> TurnResult:
+    """Finish the unfinished turn of ``ts.session`` (see the module notes)."""
+    from tether.engine.run_phase import keep_moving, run_phase
+    from tether.engine.settle import bookkeeping, settle
+    from tether.engine.turn import _result, _speak, _speaker
+
+    turn = ts.session.turn
+    assert turn is not None
+    if not (isinstance(ts.input, Resume) or is_retry(turn, ts.input)):
+        raise FlowRuntimeError(
+            f"session {ts.session.id!r}: the turn answering {turn.input.get('kind')} {turn.input.get('id')!r} is "
+            "unfinished; continue it (the same input again, or Resume()) before taking another input",
+            code="turn-unfinished")
+    ts.session.turn = None
+    _restore(ts, turn)
+    if not ts.spoke:
+        await run_phase(ts)
+        request = _speaker(ts)
+        if request is not None:
+            spoken = await _speak(ts, request)
+            if spoken is not None:
+                ts.spoke = True
+                await settle(ts, request, spoken)
+    await keep_moving(ts)
+    bookkeeping(ts)
+    result = _result(ts, original)
+    ts.outcome(None, code="turn-continued", kind="turn", detail=str(turn.input.get("id") or turn.input.get("kind")))
+    result.outcomes = ts.outcomes
+    return result
