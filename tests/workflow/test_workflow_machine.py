@@ -243,3 +243,27 @@ async def test_apply_input_answers_a_pending_input_request() -> None:
     assert run.node("a").input_request.response == "eu"  # type: ignore[union-attr]
     with pytest.raises(WorkflowOperationError):
         await run.apply_input("a", "us")
+
+
+async def test_a_skipped_router_admits_every_branch() -> None:
+    data = definition([router("r", ("input.n", "a"), control={"optional": True}), fn("a"), fn("b")],
+                      [("r", "a"), ("r", "b")], input={"n": 1})
+    run = await drained(data)
+    assert run.node("r").status == "skipped" and run.node("r").skip_reason == "optional"
+    assert statuses(run) == {"r": "skipped", "a": "complete", "b": "complete"}
+
+
+async def test_parallel_and_optional_edges_never_block() -> None:
+    data = definition([fn("a", "exit 1"), fn("b"), fn("c")])
+    data["edges"] = [{"id": "ab", "source": "a", "target": "b", "type": "parallel"},
+                     {"id": "ac", "source": "a", "target": "c", "type": "optional"}]
+    run = await drained(data)
+    assert statuses(run) == {"a": "failed", "b": "complete", "c": "complete"} and run.status == "failed"
+
+
+async def test_agent_work_is_left_available_for_the_agent_runtime() -> None:
+    data = definition([fn("prep"), node("write", {"kind": "agent", "instruction": "Write the notes"}), fn("after")],
+                      [("prep", "write"), ("write", "after")])
+    run = await drained(data)
+    assert statuses(run) == {"prep": "complete", "write": "available", "after": "pending"}
+    assert run.status == "waiting"

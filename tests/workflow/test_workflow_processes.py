@@ -292,3 +292,19 @@ async def test_sub_flows_nest_at_most_sixteen_deep(executor: SubprocessExecutor,
     run = await drained(deep["w0"], executor, workspace, resolve=deep)
     assert run.status == "failed"
     assert "would nest deeper than 16 workflows" in (run.node("down").error or "")
+
+
+async def test_a_live_hydrate_discards_the_running_attempt_and_reruns_it(
+    executor: SubprocessExecutor, workspace: Path
+) -> None:
+    once = f"if [ -e {workspace}/ran ]; then printf second; exit 0; fi; touch {workspace}/ran; exec sleep 30"
+    run = WorkflowRun(definition([fn("job", once, capture="out")]), executor=executor, workspace=workspace)
+    before = run.snapshot
+    draining = asyncio.create_task(run.drain())
+    while not (workspace / "ran").exists():  # the first attempt is live
+        await asyncio.sleep(0.01)
+    await run.hydrate(before)  # e.g. the host reloaded the stored state
+    await asyncio.wait_for(draining, 10)
+    state = run.node("job")
+    assert state.status == "complete" and state.output.fields == {"out": "second"}  # type: ignore[union-attr]
+    assert [a.generation for a in state.attempts] == [state.generation] and state.generation == 3

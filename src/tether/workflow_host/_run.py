@@ -218,8 +218,13 @@ class WorkflowRun:
         self.subflows.drop_all()
 
         def replace(snap: WorkflowSnapshot) -> None:
+            current = {node_id: (state.generation, state.status) for node_id, state in snap.nodes.items()}
             for name in WorkflowSnapshot.model_fields:
                 setattr(snap, name, getattr(loaded, name))
+            for node_id, state in snap.nodes.items():
+                generation, status = current.get(node_id, (0, "pending"))
+                # never reuse a generation an in-flight attempt may still hold
+                state.generation = max(state.generation, generation) + (1 if status == "running" else 0)
             ops.cold_restart()(snap)
         return await self.apply(replace)
 
@@ -317,9 +322,9 @@ class WorkflowRun:
         except ValidationError as exc:
             await self.apply(ops.fail_node(self.graph, node_id, f"node {node_id!r}: {exc.errors()[0]['msg']}"))
             return True
+        abort = self._aborts[node_id] = asyncio.Event()  # registered before the node shows as running
         await self.apply(ops.start_node(node_id))
         generation = self.node(node_id).generation
-        abort = self._aborts[node_id] = asyncio.Event()
         try:
             outcome = await retry(self.executor, request, self.graph.nodes[node_id].control.retries, abort,
                                   budget=self.budget)
