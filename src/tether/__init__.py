@@ -6,6 +6,7 @@ saved with compare-and-swap; side effects are journaled so nothing runs twice.
 
 from tether.agent import Agent
 from tether.engine import Event, Message, Session, Silenced, Start, TurnOptions, TurnResult, Wake
+from tether.engine.migrate import migrate_session
 from tether.errors import (
     FlowDefinitionError,
     FlowRuntimeError,
@@ -20,6 +21,7 @@ from tether.errors import (
 )
 from tether.flow import (
     NEXT,
+    Choice,
     Compaction,
     Field,
     Flow,
@@ -58,6 +60,7 @@ from tether.flow import (
 
 __all__ = [
     "Agent",
+    "Choice",
     "Compaction",
     "Event",
     "Field",
@@ -95,6 +98,7 @@ __all__ = [
     "handoff",
     "jsonpath",
     "judge_gate",
+    "migrate_session",
     "ok",
     "on_event",
     "on_mention",

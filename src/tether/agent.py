@@ -51,6 +51,9 @@ class Agent(AgentDefinition):
             tier fails rather than silently using another model.
         clock: where time comes from (default: the system clock; tests pass a ``FakeClock``).
         ids: where session ids come from (default: UUID v4).
+        gate_judge: the model that judges flows' judge gates (seed 000's ``flowGateJudge``): a
+            ``provider:model`` name or a ``Model``. The agent's own model never judges: with no
+            gate judge (here or on the ``Runtime``), a judge gate is an execution error.
 
     The other arguments are those of :class:`tether.flow.agent_def.AgentDefinition`: persona,
     goal, knowledge, instructions, fields, flows, actions, events, conditions, tools, idle,
@@ -59,8 +62,10 @@ class Agent(AgentDefinition):
 
     def __init__(self, name: str, *, model: str | Model | None = None,
                  models: Mapping[str, str | Model] | None = None, clock: Clock | None = None,
-                 ids: Ids | None = None, **definition: Any) -> None:
+                 ids: Ids | None = None, gate_judge: str | Model | None = None, **definition: Any) -> None:
         super().__init__(name, **definition)
+        self._gate_judge: str | Model | None = gate_judge
+        self._resolved_judge: Model | None = None
         self._selections: dict[str, str | Model] = {}
         if model is not None:
             self._selections["default"] = model
@@ -88,6 +93,31 @@ class Agent(AgentDefinition):
         clone._selections.update(tiers)
         clone._resolved = {}
         return clone
+
+    @property
+    def gate_judge(self) -> str | Model | None:
+        """The configured gate judge (a name or a ``Model``), or None."""
+        return self._gate_judge
+
+    def with_gate_judge(self, judge: str | Model | None) -> Agent:
+        """A copy of this agent whose judge gates are judged by ``judge``."""
+        clone = copy.copy(self)
+        clone._gate_judge = judge
+        clone._resolved_judge = None
+        return clone
+
+    def gate_judge_model(self) -> Model | None:
+        """The model that judges judge gates; None when no gate judge is configured."""
+        if self._gate_judge is None:
+            return None
+        if self._resolved_judge is None:
+            if isinstance(self._gate_judge, str):
+                from tether.models import resolve_model
+
+                self._resolved_judge = resolve_model(self._gate_judge)
+            else:
+                self._resolved_judge = self._gate_judge
+        return self._resolved_judge
 
     def with_clock(self, clock: Clock, ids: Ids | None = None) -> Agent:
         """A copy of this agent reading time from ``clock``."""

@@ -75,3 +75,14 @@ async def test_another_input_is_refused_until_the_turn_is_resumed() -> None:
     assert resumed.session is not None
     nothing = await agent.turn(resumed.session, Resume())
     assert not nothing.changed and nothing.codes() == ["no-open-turn"]
+
+
+async def test_a_repeated_message_id_gets_the_reply_its_turn_recorded() -> None:
+    agent = relay([])
+    first = await agent.turn(None, Message("go", id="m1"))
+    assert first.session is not None
+    again = await agent.turn(first.session, Message("go", id="m1"))  # the client lost the response
+    assert not again.changed and again.codes() == ["duplicate-input"]
+    assert again.text == first.text == "step one done\n\ndone: ok"
+    unknown = await agent.turn(first.session, Message("go"))  # no id: a new message
+    assert unknown.changed and unknown.text == first.text

@@ -13,9 +13,10 @@ from tether import action, end, escalate, goto, handoff, judge_gate, predicate_g
 
 
 def finishing(*gates: Any, move: Any = None, model: Any = None) -> Any:
+    """A two-action flow ending with ``gates``; ``model`` is the gate judge (seed 000's flowGateJudge)."""
     start = action("start", lambda s, c: goto("finish", data={"total": 30, "secret": "s3cr3t", "email": "a@b.c"}))
     finish = action("finish", lambda s, c: move if move is not None else end("done"))
-    return make_agent(start, finish, gates=list(gates), model=model)
+    return make_agent(start, finish, gates=list(gates)).with_gate_judge(model)
 
 
 def flow_end(result: Any) -> Any:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from tether import NEXT, Agent, Field, Flow, Session, end, on_message, reply
+from tether import NEXT, Agent, Field, Flow, Session, collect, end, on_message, reply
 from tether.engine.streaming import MessageDeltas
-from tether.models.types import ModelRequest, StreamChunk
+from tether.models.types import Capabilities, ModelRequest, StreamChunk
 from tether.testing import FakeClock, FunctionModel, ScriptedModel, SequentialIds
 
 
@@ -106,3 +106,19 @@ async def test_a_fixed_reply_reaches_the_stream_before_a_slow_model_call() -> No
             seen.append(chunk.delta)
     assert seen[:2] == ["One moment, checking.", "model called"]
     assert "".join(s for s in seen if s != "model called") == "One moment, checking.\n\nDone."
+
+
+async def test_a_fixed_question_and_a_non_streaming_model_reply_reach_the_stream() -> None:
+    ask = collect("ask", fields=["email"], question="What is your email?")
+    flow = Flow("f", "f", nodes=[ask], on=[on_message()])
+    agent = Agent("Ava", fields={"email": Field()}, flows=[flow]).with_clock(FakeClock(), SequentialIds("s"))
+    chunks = [chunk async for chunk in agent.turn_stream(None, "hi")]
+    assert [c.delta for c in chunks[:-1]] == ["What is your email?"] and chunks[-1].result is not None
+    assert chunks[-1].result.text == "What is your email?"
+
+    talk = reply("talk", instructions="Chat.")
+    plain = Agent("Ava", flows=[Flow("g", "g", nodes=[talk], on=[on_message()])])
+    model = ScriptedModel(speak=['{"message": "Hi there."}'], capabilities=Capabilities(streaming=False))
+    plain = plain.with_model(model).with_clock(FakeClock(), SequentialIds("s"))
+    chunks = [chunk async for chunk in plain.turn_stream(None, "hi")]
+    assert [c.delta for c in chunks[:-1]] == ["Hi there."]

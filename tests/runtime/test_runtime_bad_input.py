@@ -144,3 +144,26 @@ async def test_a_reply_nested_thousands_deep_is_an_empty_judgement_not_an_abort(
     stored = await spy.load(response.session)
     assert stored is not None and stored.status == "running"
     assert any("too-deep" in entry.message or "nests deeper" in entry.message for entry in stored.warn)
+
+
+async def test_a_step_needing_a_missing_model_fails_the_turn_not_the_session(
+    make_runtime: Callable[..., Runtime], spy: SpyStore
+) -> None:
+    from pydantic import BaseModel
+
+    from tether import decide
+
+    class Choice(BaseModel):
+        pick: str
+
+    route = decide("route", schema=Choice, decide=lambda data, state: end(data.pick))
+    agent = counter_agent()
+    agent = Agent("Counter", flows=[*agent.flows, Flow("route", "route", nodes=[route])])
+    runtime = make_runtime(agent)
+    first = await runtime.run("Counter", msg())
+    spy.calls.clear()
+    failed = await runtime.run("Counter", start=Start("route", key="k1"), session_id=first.session)
+    assert not failed.success and failed.code == "model-configuration" and failed.session == first.session
+    assert "decide node 'route'" in failed.message and spy.writes() == []
+    again = await runtime.run("Counter", msg(), session_id=first.session)
+    assert again.success and again.session == first.session and again.message == "n=2"

@@ -21,6 +21,7 @@ async def test_an_approval_parks_the_run_and_another_worker_decides_it(
     refunds: list[int] = []
     first = await make_runtime(refund_agent(refunds)).run("Refunder", Message("refund please", id="m1"))
     assert first.success and first.result is not None and "awaiting-approval" in first.result.codes()
+    assert first.result.status == "awaiting_approval" and not first.completed
     assert "swallowed" not in first.message  # the suspend went through the action's `except Exception`
     stored = await spy.load(first.session)
     assert stored is not None and stored.turn is None

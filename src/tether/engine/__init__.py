@@ -1,5 +1,6 @@
 """Execution: the turn pipeline and the graph engine (pure: no I/O; time and ids are injected)."""
 
+from tether.engine.choices import Interactive
 from tether.engine.events import (
     CollectUpdate,
     CustomEvent,
@@ -11,8 +12,11 @@ from tether.engine.events import (
     HandoffEvent,
     NodeEnter,
     NodeExit,
+    ReplyWarning,
 )
+from tether.engine.input_checks import MAX_MESSAGE_CHARS
 from tether.engine.inputs import Approval, Event, Message, Resume, Signal, Silenced, Start, TurnInput, TurnOptions, Wake
+from tether.engine.migrate import migrate_session
 from tether.engine.ports import Clock, Ids
 from tether.engine.results import HandoffRequest, OutMessage, RunEnded, RunStarted, ScheduledWake, Skipped, TurnResult
 from tether.engine.session import SESSION_SCHEMA_VERSION, Run, Session, TranscriptMessage
@@ -32,10 +36,13 @@ __all__ = [
     "HandoffEvent",
     "HandoffRequest",
     "Ids",
+    "Interactive",
+    "MAX_MESSAGE_CHARS",
     "Message",
     "NodeEnter",
     "NodeExit",
     "OutMessage",
+    "ReplyWarning",
     "Resume",
     "Run",
     "RunEnded",
@@ -52,5 +59,6 @@ __all__ = [
     "TurnOptions",
     "TurnResult",
     "Wake",
+    "migrate_session",
     "run_turn",
 ]

@@ -22,12 +22,14 @@ from tether.engine.extract import extract_values, passes_verbatim_guard, validat
 from tether.engine.runner import Static
 from tether.engine.session import Run
 from tether.engine.state import SpeakRequest, TurnState
+from tether.flow.choices import match_choice
 from tether.flow.fields import is_known
 from tether.flow.flow import Flow
-from tether.flow.nodes import Collect, Node
+from tether.flow.nodes import Collect, Node, Reply
 from tether.flow.transitions import Escalate
 
-__all__ = ["ask_text", "clear_caches", "complete", "dispatch_collect", "merge_values", "missing", "pending"]
+__all__ = ["ask_text", "clear_caches", "complete", "dispatch_collect", "merge_values", "missing", "pending",
+           "question_first"]
 
 
 def clear_caches(run: Run, node_id: str) -> None:
@@ -106,6 +108,8 @@ def _purge_invalid(ts: TurnState, run: Run, node: Collect) -> None:
 def _resolve(ts: TurnState, run: Run, node: Collect, wanted: list[str]) -> tuple[dict[str, Any], set[str]]:
     hits: dict[str, Any] = {}
     ambiguous: set[str] = set()
+    if node.choices and node.slots[0] in wanted and (picked := match_choice(ts.message_text, node.choices)):
+        hits[node.slots[0]] = picked.id  # the customer tapped (or typed) a choice: no model call
     frame = {"input": run.input, "state": ts.state_view(run), "results": run.state.get("__results", {})}
     for resolver in node.resolvers:
         if resolver.field not in wanted or resolver.field in hits or resolver.field in ambiguous:
@@ -169,7 +173,11 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
     from tether.engine.dispatch import silenced
     from tether.engine.runner import ASKING
 
-    if not ts.message_available(run) and not missing(ts, run, node) and not run.staying:
+    known = not missing(ts, run, node) and not run.staying
+    answering = ts.message_available(run) and ts.asking_at.get(run.id) == node.id
+    if known and not (ts.message_available(run) and (answering or not node.phrased_by_model)):
+        # nothing to ask: skipped, and the message (if any) stays for the next step that reads it.
+        # A deterministic node with a fresh message still makes its correction pass (below).
         return complete(ts, run, node, code="already-known")
     quiet = silenced(ts, run, flow, node, then=Static(node.on_complete if node.on_complete is not None and
                                                       not callable(node.on_complete) else _next()))
@@ -177,6 +185,7 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
         return quiet
     if node.phrased_by_model:
         return await _dispatch_phrased(ts, run, node)
+    sources: dict[str, str] = {}
     if ts.message_available(run):
         ts.consumed_by[run.id] = node.id
         before = missing(ts, run, node)
@@ -212,12 +221,40 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
                                          if is_known(value_of(ts, run, node, n))},
                               missing=missing(ts, run, node), sources=sources, rejected=rejected))
     still = missing(ts, run, node)
+    if not still and run.staying:
+        return _stay_answer(ts, run, node)
     if not still:
-        return complete(ts, run, node)
+        return complete(ts, run, node, code="already-known" if known and not sources and not answering else None)
+    if question_first(ts, run, node):
+        # a confirm step (or any fixed ask) answers the customer's question first; Settle re-asks
+        from tether.engine.runner import Pause
+
+        ts.speaker = SpeakRequest(run.id, node.id, (), then_ask=ask_text(ts, run, node, still))
+        run.status = "asking"
+        return Pause("speak")
     ts.say(ask_text(ts, run, node, still), kind="verbatim", key=ts.key(run, node.id), run=run, node_id=node.id)
     ts.outcome(run, status="waiting", kind="collect", node_id=node.id, detail=", ".join(still))
     run.status = "asking"
     return ASKING
+
+
+def _stay_answer(ts: TurnState, run: Run, node: Collect) -> Any:
+    """The step an ``on_end="stay"`` run stays on answers anyway (seed 003), with nothing to ask."""
+    from tether.engine.runner import ASKING, Pause
+
+    run.status = "asking"
+    if ts.speaker is None and not ts.spoke and ts.has_model(node.model):
+        ts.speaker = SpeakRequest(run.id, node.id)
+        return Pause("speak")
+    return ASKING
+
+
+def question_first(ts: TurnState, run: Run, node: Collect | Reply) -> bool:
+    """The message ``run`` was asking for at ``node`` asks a question (the understand call judged
+    ``asks``), and the turn can still speak a model answer before the node's fixed text."""
+    return (ts.message is not None and bool(ts.judgement.asks) and ts.floor == run.id
+            and ts.consumed_by.get(run.id, node.id) == node.id and ts.asking_at.get(run.id) == node.id
+            and ts.speaker is None and not ts.spoke and ts.has_model(node.model))
 
 
 async def _dispatch_phrased(ts: TurnState, run: Run, node: Collect) -> Any:
@@ -228,8 +265,10 @@ async def _dispatch_phrased(ts: TurnState, run: Run, node: Collect) -> Any:
         hits, _ = _resolve(ts, run, node, missing(ts, run, node))
         merge_values(ts, run, node, hits, source="deterministic", guard=False)
     if not missing(ts, run, node):
-        return complete(ts, run, node)
+        return _stay_answer(ts, run, node) if run.staying else complete(ts, run, node)
     asking = pending(ts, run, node)
+    if not asking and run.staying:
+        return _stay_answer(ts, run, node)
     if not asking:
         for name in missing(ts, run, node):
             ts.outcome(run, code="max-asks", status="skipped", kind="collect", node_id=node.id, detail=name)

@@ -12,6 +12,10 @@ That turn is continued from its last write, never restarted and never inherited:
   input (the runtime does this before a new message, so each reply belongs to its own message);
 - any other input is refused with ``turn-unfinished``.
 
+A message whose turn *finished* is a ``duplicate-input`` when it comes again (a client retrying
+after losing the response); :func:`recorded_reply` gives it the reply its turn recorded, from the
+session's window of recent messages.
+
 The continuation skips Ingest, Understand and Decide (they ran and their effects were written),
 restores the turn's bookkeeping (who holds the floor, what was consumed, who answered, the
 speaker), moves the runs on from their written positions (an action re-dispatched there gets its
@@ -21,7 +25,7 @@ journaled results back), speaks if the turn had not spoken yet, and settles.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from tether.durable.turns import OpenTurn, SaidMessage, SpeakerMark
 from tether.engine.inputs import Approval, Event, Message, Resume, Signal, Start, TurnInput, Wake
@@ -30,7 +34,7 @@ from tether.engine.session import Session
 from tether.engine.state import SpeakRequest, TurnState
 from tether.errors import FlowRuntimeError
 
-__all__ = ["continue_turn", "input_mark", "is_retry", "open_turn"]
+__all__ = ["continue_turn", "input_mark", "is_retry", "open_turn", "recorded_reply"]
 
 
 def input_mark(value: TurnInput) -> dict[str, Any]:
@@ -142,3 +146,24 @@ async def continue_turn(ts: TurnState, original: Session) -> TurnResult:
     ts.outcome(None, code="turn-continued", kind="turn", detail=str(turn.input.get("id") or turn.input.get("kind")))
     result.outcomes = ts.outcomes
     return result
+
+
+def recorded_reply(session: Session, value: TurnInput) -> list[OutMessage]:
+    """The assistant messages that followed the message ``value`` (by id) in the session's
+    window, up to the next user message; empty when it is not a message with an id or has left
+    the window."""
+    if not isinstance(value, Message) or value.id is None:
+        return []
+    window = session.messages
+    start = next((i for i, m in enumerate(window) if m.role == "user" and m.input_id == value.id), None)
+    if start is None:
+        return []
+    reply: list[OutMessage] = []
+    for entry in window[start + 1:]:
+        if entry.role == "user":
+            break
+        if entry.role == "assistant" and entry.kind in ("ai", "verbatim"):
+            kind: Literal["ai", "verbatim"] = "ai" if entry.kind == "ai" else "verbatim"
+            reply.append(OutMessage(text=entry.text, kind=kind, key=entry.key or "", run_id=entry.run_id,
+                                    node_id=entry.node_id, after_ms=entry.after_ms))
+    return reply

@@ -10,7 +10,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from tether.engine.actions import run_action
-from tether.engine.collect import dispatch_collect
+from tether.engine.choices import constrained_schema, decide_by_choice
+from tether.engine.collect import dispatch_collect, question_first
 from tether.engine.conditions import holds
 from tether.engine.reply_check import check_reply, describe_dropped
 from tether.engine.runner import Static
@@ -98,6 +99,12 @@ def _dispatch_reply(ts: TurnState, run: Run, flow: Flow, node: Reply) -> Any:
         state = ts.state_view(run)
         text = node.response(state) if callable(node.response) else render(node.response, state, run.input,
                                                                              ts.options.context)
+        if text.strip() and question_first(ts, run, node):
+            # the customer asked something instead of answering this fixed question: answer it, then
+            # Settle asks the question again
+            ts.consumed_by[run.id] = node.id
+            ts.speaker = SpeakRequest(run.id, node.id, then_ask=text)
+            return Pause("speak")
         if text.strip():
             ts.say(text, kind="verbatim", key=ts.key(run, node.id), run=run, node_id=node.id)
         ts.outcome(run, kind="say", node_id=node.id)
@@ -112,12 +119,16 @@ def _dispatch_reply(ts: TurnState, run: Run, flow: Flow, node: Reply) -> Any:
 
 
 async def _dispatch_decide(ts: TurnState, run: Run, flow: Flow, node: Decide) -> Any:
+    if node.choices:
+        picked = await decide_by_choice(ts, run, node)
+        if picked is not None:
+            return picked
     model = ts.model(node.model, needed_for=f"decide node {node.id!r} of flow {flow.id!r}")
     if ts.message_available(run):
         ts.consumed_by[run.id] = node.id
     state = ts.state_view(run)
     instructions = node.instructions(state) if callable(node.instructions) else node.instructions
-    schema = node.schema.model_json_schema()
+    schema = constrained_schema(node, node.schema.model_json_schema())
     request = ModelRequest(call="decide", instructions=instructions or f"Decide for step {node.id!r}.",
                            messages=tuple(ts.history(run)), response_format=ResponseFormat(node.id, schema),
                            tier=node.model or "default")

@@ -55,9 +55,10 @@ def _payload(scope: GateScope, paths: tuple[str, ...]) -> dict[str, Any]:
 async def _judge(ts: TurnState, gate: JudgeGate, scope: GateScope) -> dict[str, Any]:
     import json
 
-    model = ts.models.model_for("default")
-    if model is None:
-        return {"passed": False, "execution_error": "no judge model is configured"}
+    model = ts.models.gate_judge_model()
+    if model is None:  # seed 000: a judge gate requires the flow gate judge; the agent's model never judges
+        return {"passed": False, "execution_error": "no gate judge is configured (pass gate_judge= to the agent "
+                "or the runtime)"}
     rubric = gate.rubric or DEFAULT_RUBRIC
     schema = {"type": "object", "properties": {"pass": {"type": "boolean"}, "reason": {"type": ["string", "null"]}},
               "required": ["pass", "reason"], "additionalProperties": False}

@@ -81,7 +81,8 @@ class TurnResult:
         session: the new session (its ``revision`` unchanged: the store bumps it on save). The
             session passed in is never mutated. None only when a wake found no session.
         changed: False when the input was ignored, or nothing at all came of it.
-        status: ``ended`` (a run finished and nobody waits for the user), ``handoff``, or
+        status: ``ended`` (a run finished and nobody waits for the user), ``handoff``,
+            ``awaiting_approval`` (a run is parked on ``ctx.approve`` and none asks the user), or
             ``awaiting_user``.
         messages: what to send, in emission order.
         schedule: wakes to store.
@@ -94,7 +95,7 @@ class TurnResult:
 
     session: Session | None
     changed: bool
-    status: Literal["ended", "handoff", "awaiting_user"] = "awaiting_user"
+    status: Literal["ended", "handoff", "awaiting_user", "awaiting_approval"] = "awaiting_user"
     messages: list[OutMessage] = field(default_factory=list)
     schedule: list[ScheduledWake] = field(default_factory=list)
     outcomes: list[Outcome] = field(default_factory=list)

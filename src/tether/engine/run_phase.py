@@ -4,8 +4,9 @@ If nobody is asking, the most recently suspended run returns to asking. Then eve
 moved in turn (children started by ``start_flow`` join the queue). Waiting and suspended runs stay
 put; an asking run moves only on a message it holds the floor for. Before a run moves its premise
 is re-checked (``while_``, else its trigger's ``if_``): false ends it ``premise-changed``. On a
-message nothing has answered once the queue is empty, the most recently suspended run returns to
-asking and moves, and so on down the stack.
+message nothing has answered once the queue is empty, the run that is asking takes it (the floor
+went elsewhere), else the most recently suspended run returns to asking and moves, and so on down
+the stack.
 """
 
 from __future__ import annotations
@@ -101,11 +102,25 @@ async def run_phase(ts: TurnState) -> None:
         ts.floor = returning.id
         take_branch(ts, returning, ts.judgement)
     await _drain(ts, asking_ok=True)
-    while ts.message is not None and not ts.answered_by and ts.speaker is None and ts.options.silence is None \
-            and not any(r.status == "asking" for r in ts.session.runs):
-        returning = resume_suspended(ts)
-        if returning is None:
+    await _hand_back(ts)
+
+
+def _unanswered(ts: TurnState) -> bool:
+    return ts.message is not None and not ts.answered_by and ts.speaker is None and ts.options.silence is None
+
+
+async def _hand_back(ts: TurnState) -> None:
+    """The safety net that keeps a message from being dropped: while nothing has answered it,
+    it goes to the run that is asking (when the floor went elsewhere, e.g. a follow-up run that
+    Ingest resumed), else the most recently suspended run returns to asking and takes it, and so
+    on down the stack. Each run is handed the message at most once."""
+    handed = {ts.floor} if ts.floor is not None else set()
+    while _unanswered(ts):
+        returning = next((r for r in reversed(ts.session.runs) if r.status == "asking" and r.id not in handed),
+                         None) or resume_suspended(ts)
+        if returning is None or returning.id in handed:
             break
+        handed.add(returning.id)
         ts.floor = returning.id
         ts.consumed_by.pop(returning.id, None)
         take_branch(ts, returning, ts.judgement)

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from tether.engine import context as context_strategy
+from tether.engine.choices import announce_choices
 from tether.engine.events import ErrorEvent, FlowEnd, FlowEnter, FlowTransition, HandoffEvent, NodeEnter, NodeExit
 from tether.engine.gates import evaluate_gates
 from tether.engine.results import HandoffRequest, RunEnded
@@ -66,6 +67,7 @@ def enter_flow(ts: TurnState, run: Run, flow: Flow) -> None:
     run.visits[flow.start] = run.visits.get(flow.start, 0) + 1
     ts.emit(FlowEnter(run_id=run.id, flow=flow.id, at=ts.now))
     ts.emit(NodeEnter(run_id=run.id, flow=flow.id, at=ts.now, node=flow.start))
+    announce_choices(ts, run, flow.id, flow.by_id[flow.start])
 
 
 async def move(ts: TurnState, run: Run, flow: Flow) -> Pause:
@@ -178,7 +180,7 @@ async def act(ts: TurnState, run: Run, flow: Flow, node: Node, move_: Transition
     raise FlowRuntimeError(f"flow {flow.id!r}, node {node.id!r}: cannot act on {move_!r}")
 
 
-def _stay_on(ts: TurnState, run: Run, flow: Flow) -> Pause:
+def _stay_on(ts: TurnState, run: Run, flow: Flow) -> Pause | None:
     """``on_end="stay"``: go back to the last talk node the run took and answer from there."""
     assert run.last_talk is not None
     run.node = run.last_talk
@@ -190,6 +192,8 @@ def _stay_on(ts: TurnState, run: Run, flow: Flow) -> Pause:
         run.suspended_at = ts.now
         return Pause("asking")
     run.status = "asking"
+    if ts.floor == run.id and ts.message is not None and not ts.answered_by and ts.speaker is None:
+        return None  # the message was routed here and nothing answered it: that talk step answers now
     return ASKING
 
 
@@ -230,6 +234,7 @@ async def reduce(ts: TurnState, run: Run, flow: Flow, source: str, move_: Goto) 
     ts.emit(NodeExit(run_id=run.id, flow=flow.id, at=ts.now, node=source))
     ts.emit(FlowTransition(run_id=run.id, flow=flow.id, at=ts.now, source=source, target=target.id))
     ts.emit(NodeEnter(run_id=run.id, flow=flow.id, at=ts.now, node=target.id))
+    announce_choices(ts, run, flow.id, target)
     if move_.data:
         run.state.update(move_.data)
     for name in move_.clear:

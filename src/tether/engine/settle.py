@@ -93,6 +93,10 @@ async def settle(ts: TurnState, request: SpeakRequest, result: SpeakResult) -> N
                 run.asked[name] = run.asked.get(name, 0) + 1
             run.status = "asking"
         return
+    if isinstance(node, Reply) and request.then_ask is not None:  # the fixed question, asked again
+        ts.say(request.then_ask, kind="verbatim", key=ts.key(run, node.id), run=run, node_id=node.id)
+        await resume(ts, run, flow, reply_next(ts, run, node, ReplyTurn(request.then_ask, "engine", {})))
+        return
     if isinstance(node, Reply):
         turn = ReplyTurn(result.text, "model", dict(result.data), tuple(result.tool_results))
         await resume(ts, run, flow, reply_next(ts, run, node, turn))

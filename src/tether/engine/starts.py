@@ -17,6 +17,8 @@ from tether.engine.conditions import holds
 from tether.engine.results import RunStarted, Skipped
 from tether.engine.session import Claim, Run, RunTrigger
 from tether.engine.state import TurnState
+from tether.engine.templates import render, render_value
+from tether.errors import TransitionError
 from tether.flow.durations import parse_duration
 from tether.flow.flow import Flow
 from tether.flow.transitions import StartFlow
@@ -111,13 +113,29 @@ def restart(ts: TurnState, run: Run, flow: Flow) -> None:
 
 
 async def chain(ts: TurnState, parent: Run, move: StartFlow) -> None:
-    """``start_flow``: start the child one hop further; it moves later in this turn."""
-    flow = ts.agent.flows_by_id.get(move.flow)
+    """``start_flow``: start the child one hop further; it moves later in this turn.
+
+    The flow id may be a template (``"{input.topic}"``, seed 003's ``{flow: template}``): it is
+    rendered against the parent's state, input and context, and a result that names no flow of
+    the agent is a :class:`~tether.errors.TransitionError` (``unknown-flow``) naming the step. Strings
+    in ``input`` are rendered the same way; no ``input`` passes the parent's input on."""
+    flow_id, child_input = move.flow, move.input
     key = ts.key(parent, parent.node or "start")
+    if "{" in move.flow:  # a template, e.g. "{input.topic}"
+        state = ts.state_view(parent)
+        flow_id = render(move.flow, state, parent.input, ts.options.context)
+        if flow_id not in ts.agent.flows_by_id:
+            raise TransitionError(
+                f"flow {parent.flow!r}, node {parent.node!r}: start_flow({move.flow!r}) rendered {flow_id!r}, which "
+                f"is not a flow of the agent (flows: {', '.join(ts.agent.flows_by_id) or 'none'})",
+                code="unknown-flow")
+    if child_input is not None:
+        child_input = render_value(child_input, ts.state_view(parent), parent.input, ts.options.context)
+    flow = ts.agent.flows_by_id.get(flow_id)
     if flow is None:
-        skip(ts, move.flow, "flow-gone", parent.anchor, key)
+        skip(ts, flow_id, "flow-gone", parent.anchor, key)
         return
-    child = start_run(ts, flow, kind="flow", key=key, input=move.input if move.input is not None else parent.input,
+    child = start_run(ts, flow, kind="flow", key=key, input=child_input if child_input is not None else parent.input,
                       hop=parent.hop + 1)
     if child is not None:
         if ts.floor in (parent.id, None):

@@ -36,6 +36,10 @@ class ModelSource(Protocol):
 
     def model_for(self, tier: str) -> Model | None: ...
 
+    def gate_judge_model(self) -> Model | None:
+        """The model that judges flows' judge gates (never the agent's own); None if unset."""
+        ...
+
 
 @dataclass
 class SpeakRequest:
@@ -83,6 +87,8 @@ class TurnState:
     judgement: Judgement = field(default_factory=Judgement)
     floor: str | None = None
     floor_taken: bool = False
+    asking_at: dict[str, str] = field(default_factory=dict)
+    """The node each asking or suspended run was asking at when the turn began (run id -> node id)."""
     pending: dict[str, Any] = field(default_factory=dict)
     retrying: set[str] = field(default_factory=set)
     premise_checked: set[str] = field(default_factory=set)

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 
 from tether.durable.journal import EffectJournal
 from tether.engine.compaction import compact
-from tether.engine.continuation import continue_turn
+from tether.engine.continuation import continue_turn, recorded_reply
 from tether.engine.handed_off import quiet_turn
 from tether.engine.ingest import ingest
 from tether.engine.input_checks import check_input
@@ -49,6 +49,7 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
         working = fork_session(session)
     ts = TurnState(agent=agent, session=working, input=input, options=options, clock=clock, ids=ids, models=models,
                    now=now, on_delta=on_delta, journal=EffectJournal(options.journal))
+    ts.asking_at = {r.id: r.node for r in working.runs if r.status in ("asking", "suspended") and r.node}
     if session is not None and session.turn is not None:  # a turn that did not finish: continue it
         continued = await continue_turn(ts, session)
         await ts.flush_deltas()
@@ -57,13 +58,13 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
         return quiet_turn(ts, session)
     # 2. Ingest
     ignored = ingest(ts)
-    if ignored is not None:
-        return TurnResult(session=session, changed=False, outcomes=[ignored])
+    if ignored is not None:  # a repeated message id gets the reply its turn recorded
+        return TurnResult(session=session, changed=False, outcomes=[ignored], messages=recorded_reply(working, input))
     if agent.compaction is not None:  # once per turn, before either call sees the history
         await compact(ts, agent.compaction)
     silence = options.silence
     if isinstance(input, Message):
-        asker = _asker(ts) if ts.floor is None else None
+        asker = _asker(ts)  # also when Ingest gave the floor to another run: the message may come back to it
         found = find_judgeables(ts, asker)
         # 3. Understand
         if silence is None or silence.understand:
@@ -124,7 +125,11 @@ def _result(ts: TurnState, original: Session | None) -> TurnResult:
         status = "handoff"
         if ts.handoff.agent == "human":
             session.status = "handed_off"  # the bot stays quiet until the host releases it
-    elif any(r.status == "asking" for r in session.runs) or not ts.ended:
+    elif any(r.status == "asking" for r in session.runs):
+        status = "awaiting_user"
+    elif any(r.waiting is not None and r.waiting.kind == "approval" for r in session.runs):
+        status = "awaiting_approval"  # a run is parked on ctx.approve and nobody waits for the user
+    elif not ts.ended:
         status = "awaiting_user"
     else:
         status = "ended"

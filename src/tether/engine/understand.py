@@ -4,11 +4,13 @@ Code first works out what there is to judge: candidate flows to score (the floor
 every message flow with phrases whose ``if_`` holds and whose ``repeat`` allows a start),
 mentions, the asking node's ``when`` branches, unknown ``anywhere`` fields the floor's or a
 candidate's flow lists, and the pending fields of a deterministic collect node that will read
-this message. Then the zero-call shortcuts. Otherwise one call with one envelope holding only the
-sections with something to judge, every property required and nullable. A reply with no usable
-JSON is an empty judgement (the call still counts); a provider failure raises. The reply is held to
-the schema that was sent (:mod:`tether.engine.reply_check`): an invalid or unoffered entry is
-dropped with a warning, the rest of the judgement stands.
+this message. The asking step's own fields ride in the call too (so one message can complete
+several steps and the next step asks in the same turn), but on their own they are not worth a
+call: that step's speak call would read them. Then the zero-call shortcuts. Otherwise one call
+with one envelope holding only the sections with something to judge, every property required and
+nullable. A reply with no usable JSON is an empty judgement (the call still counts); a provider
+failure raises. The reply is held to the schema that was sent (:mod:`tether.engine.reply_check`):
+an invalid or unoffered entry is dropped with a warning, the rest of the judgement stands.
 """
 
 from __future__ import annotations
@@ -50,11 +52,15 @@ class Judgeables:
     collect: dict[str, tuple[str, str, list[str]]] = field(default_factory=dict)
     catch_all: Flow | None = None
     asks: bool = False
-    """A fixed question is due for the node that reads this message: judge whether it asks something."""
+    """A fixed text (a fixed question, a deterministic ask) is due from the node that reads this
+    message: judge whether the message asks something, so it is answered before that text."""
+    own: set[str] = field(default_factory=set)
+    """Fields a step's own speak call would read: they ride in a call, but are not worth one."""
 
     @property
     def worth_a_call(self) -> bool:
-        return bool(self.candidates or self.mentions or self.branches or self.fields)
+        return bool(self.candidates or self.mentions or self.branches
+                    or any(name not in self.own for name in self.fields))
 
 
 def repeat_allows(ts: TurnState, flow: Flow, repeat: Any) -> bool:
@@ -133,13 +139,14 @@ def find_judgeables(ts: TurnState, floor: Run | None) -> Judgeables:
         for index, branch_ in enumerate(node.branches):
             if branch_.when:
                 found.branches[f"q{len(found.branches) + 1}"] = (floor.id, node.id, index)
-    free: set[str] = set()
-    if floor is not None and isinstance(node, Collect) and node.question is not None and not floor.staying \
-            and not any(floor.asked.values()):
-        found.asks = True
+    if floor is not None and isinstance(node, Collect) and not floor.staying and (
+            not node.phrased_by_model or (node.question is not None and not any(floor.asked.values()))):
+        found.asks = True  # a fixed text is due (a confirm step re-asks its yes/no): answer a question first
+    if floor is not None and isinstance(node, Reply) and node.response is not None and not floor.staying:
+        found.asks = True  # a fixed question the run is waiting on
     if floor is not None and isinstance(node, Collect):
         if node.phrased_by_model:
-            free.update(node.fields)  # the asking node's own speak call reads them
+            found.own.update(node.fields)  # its own speak call would read them: they ride, not worth a call
         else:
             _add_collect(ts, found, floor.id, node, floor)
     taker = found.catch_all or found.lone if floor is None else None
@@ -149,7 +156,7 @@ def find_judgeables(ts: TurnState, floor: Run | None) -> Judgeables:
             found.asks = True
         if isinstance(first, Collect):
             if first.phrased_by_model and first.question is None:
-                free.update(first.fields)  # read by that step's own speak call
+                found.own.update(first.fields)  # read by that step's own speak call
             elif not first.phrased_by_model:
                 _add_collect(ts, found, taker.id, first, None)
     sources = [f for f in (floor_flow, found.catch_all, *found.candidates, found.lone) if f is not None]
@@ -157,8 +164,8 @@ def find_judgeables(ts: TurnState, floor: Run | None) -> Judgeables:
     for flow in sources:
         for name in _flow_fields(flow):
             definition = ts.agent.fields.get(name)
-            if (definition is not None and definition.extract_mode == "anywhere" and name not in free
-                    and name not in collected and not is_known(ts.session.data.get(name))
+            if (definition is not None and definition.extract_mode == "anywhere" and name not in collected
+                    and not is_known(ts.session.data.get(name))
                     and name not in found.fields):
                 found.fields.append(name)
     return found

@@ -62,3 +62,6 @@ class _NoIds:
 class _NoModels:
     def model_for(self, tier: str) -> None:
         return None
+
+    def gate_judge_model(self) -> None:
+        return None

@@ -1,6 +1,7 @@
 """Authoring: flows, node kinds, transitions, fields, triggers, tools, gates (pure: no I/O)."""
 
 from tether.flow.agent_def import AgentDefinition, Compaction, Idle
+from tether.flow.choices import Choice
 from tether.flow.durations import parse_duration
 from tether.flow.fields import Field, coerce, is_known
 from tether.flow.flow import Flow
@@ -47,6 +48,7 @@ __all__ = [
     "Action",
     "ActionResult",
     "AgentDefinition",
+    "Choice",
     "Collect",
     "Compaction",
     "Decide",

@@ -13,11 +13,12 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from tether.errors import DefinitionIssue, FlowDefinitionError
+from tether.errors import DefinitionIssue, FlowDefinitionError, TransitionError
+from tether.flow.choices import choice_problems
 from tether.flow.durations import parse_duration
 from tether.flow.gates import GATE_ROOTS, Gate, JudgeGate, PredicateGate
-from tether.flow.nodes import CONTEXT_STRATEGIES, Collect, ContextStrategy, Node, Reply, Wait
-from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlow, Stay, Transition
+from tether.flow.nodes import CONTEXT_STRATEGIES, Collect, ContextStrategy, Decide, Node, Reply, Wait
+from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlow, Stay, Transition, normalize
 from tether.flow.triggers import Trigger, trigger_problems
 
 __all__ = ["DriftMigration", "Flow", "OnDrift", "OnEnd"]
@@ -143,6 +144,8 @@ class Flow:
             return Goto(target)
         if isinstance(target, Node):
             return Goto(target.id)
+        if isinstance(target, Mapping):
+            return normalize(target, flow=self.id, node=node_id, nodes=self.by_id)
         assert isinstance(target, Goto | End | Handoff | Escalate | StartFlow | Stay)
         return target
 
@@ -198,6 +201,11 @@ class Flow:
                 self._check_target(node, i, option, target, issue)
             for option in ("next", "on_complete", "decide"):
                 fn = getattr(node, option, None)
+                static = isinstance(fn, str | Node | Transition | Mapping) and option != "decide"
+                if fn is not None and not callable(fn) and not static:
+                    expected = "a function" if option == "decide" else "a function or a transition target"
+                    issue("unresolved-transition", f"{option} is {_describe(fn)}, not {expected}", node=node.id,
+                          path=f"nodes.{i}.{option}")
                 if callable(fn) and not isinstance(fn, Node) and _is_thunk(fn):
                     issue("inline-transition-target",
                           f"{option} is a zero-argument callable (a thunk); return a registered node or goto(id) "
@@ -238,10 +246,35 @@ class Flow:
     def _check_target(self, node: Node, index: int, option: str, target: Any,
                       issue: Callable[..., None]) -> None:
         path = f"nodes.{index}.{option}"
+        if isinstance(target, Mapping):  # the seed's forms: {"goto": id, "data": ...}, {"end": reason}, ...
+            try:
+                target = normalize(target, flow=self.id, node=node.id, nodes=self.by_id)
+            except TransitionError as exc:
+                issue(exc.code if exc.code == "inline-transition-target" else "unresolved-transition",
+                      f"{option} is {_describe(target)}, which is not a transition of this flow", node=node.id,
+                      path=path)
+                return
+        if isinstance(target, StartFlow) and (not isinstance(target.flow, str) or not target.flow.strip()):
+            issue("unresolved-transition", f"{option} starts flow {_describe(target.flow)}; start_flow needs a flow "
+                  "id (or a template such as '{input.topic}')", node=node.id, path=path)
+            return
         if isinstance(target, Next | End | Handoff | Escalate | StartFlow | Stay):
             return
         if isinstance(target, Goto):
-            target = target.target
+            if target.data is not None and not isinstance(target.data, Mapping):
+                issue("unresolved-transition", f"{option} merges data {_describe(target.data)}, which is not a "
+                      "mapping", node=node.id, path=path)
+                return
+            if target.node is not None:
+                target = target.node  # goto(node): the node object itself must be the registered one
+            elif not isinstance(target.target, str) or target.target in RESERVED_IDS:
+                reserved = target.target in RESERVED_IDS
+                hint = f"; {target.target!r} is reserved: use {target.target}() instead" if reserved else ""
+                issue("unresolved-transition", f"{option} is goto({_describe(target.target)}), which names no "
+                      f"node{hint}", node=node.id, path=path)
+                return
+            else:
+                target = target.target
         if isinstance(target, str):
             if target not in self.by_id and target not in RESERVED_IDS:
                 issue("unresolved-transition", f"{option} names {target!r}, which is not a node of the flow",
@@ -256,7 +289,8 @@ class Flow:
             issue("inline-transition-target", f"{option} is a callable; static targets must be a node id, a "
                   "registered node or a transition", node=node.id, path=path)
             return
-        issue("unresolved-transition", f"{option} is {target!r}, not a transition target", node=node.id, path=path)
+        issue("unresolved-transition", f"{option} is {_describe(target)}, not a transition target", node=node.id,
+              path=path)
 
     def _successors(self, node: Node) -> list[str]:
         found: list[str] = []
@@ -271,7 +305,9 @@ class Flow:
                 found.append(target.target)
             elif isinstance(target, Node):
                 found.append(target.id)
-        return found
+            elif isinstance(target, Mapping) and isinstance(target.get("goto"), str):
+                found.append(target["goto"])
+        return [node_id for node_id in found if node_id in self.by_id]
 
     def _unreachable(self) -> list[str]:
         reached: set[str] = set()
@@ -308,6 +344,11 @@ def _describe_gate(gate: Gate) -> dict[str, Any]:
     else:
         described["when"] = f"{getattr(gate.when, '__module__', '?')}.{getattr(gate.when, '__qualname__', '?')}"
     return described
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _is_thunk(fn: Callable[..., Any]) -> bool:
@@ -348,6 +389,13 @@ def _node_problems(node: Node) -> list[tuple[str, str]]:
             for name in node.ask:
                 if name not in slots:
                     problems.append(("ask", f"ask names field {name!r}, which this node does not gather"))
+    if isinstance(node, Collect | Decide) and node.choices:
+        problems.extend(("choices", message) for message in choice_problems(node.choices))
+        if isinstance(node, Collect) and len(node.slots) != 1:
+            problems.append(("choices", f"choices fill one field, and this node gathers {len(node.slots)}"))
+        if isinstance(node, Decide) and "choice" not in getattr(node.schema, "model_fields", {}):
+            problems.append(("schema", "a decide node with choices needs a schema with a 'choice' field "
+                             "(leave schema out to get {choice: str})"))
     if isinstance(node, Wait):
         if (node.timer is None) == (node.event is None):
             problems.append(("timer", "a wait node needs exactly one of timer or event"))

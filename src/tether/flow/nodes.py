@@ -19,12 +19,14 @@ out of the node commits). What each kind does when the engine dispatches it:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, TypeVar, overload
 
 from pydantic import BaseModel
 
+from tether.errors import DefinitionIssue, FlowDefinitionError
+from tether.flow.choices import Choice, ChoiceReply, as_choices
 from tether.flow.resolvers import Resolver
 from tether.flow.transitions import NEXT, End, Next, Transition, stay
 
@@ -205,6 +207,7 @@ class Collect(Node):
     on_complete: Any = None
     model: Tier | None = None
     branches: tuple[Branch, ...] = ()
+    choices: tuple[Any, ...] = ()
 
     @property
     def phrased_by_model(self) -> bool:
@@ -246,6 +249,7 @@ class Collect(Node):
             "verbatim_fields": list(self.verbatim_fields),
             "on_complete": _target_repr(self.on_complete),
             "branches": _describe_branches(self.branches),
+            "choices": _describe_choices(self.choices),
         }
 
 
@@ -290,6 +294,8 @@ class Decide(Node):
     decide: Callable[[Any, Mapping[str, Any]], Any]
     instructions: str | Callable[[Mapping[str, Any]], str] | None = None
     model: Tier | None = None
+    choices: tuple[Any, ...] = ()
+    prompt: str | None = None
 
     def is_opaque(self) -> bool:
         return True
@@ -300,6 +306,8 @@ class Decide(Node):
             "decide": _callable_name(self.decide),
             "instructions": self.instructions if isinstance(self.instructions, str | None) else
             _callable_name(self.instructions),
+            "choices": _describe_choices(self.choices),
+            "prompt": self.prompt,
         }
 
 
@@ -347,6 +355,10 @@ class Wait(Node):
                                      "else": _target_repr(self.else_)}
 
 
+def _describe_choices(choices: tuple[Any, ...]) -> list[Any]:
+    return [c.as_dict() if isinstance(c, Choice) else repr(c) for c in choices]
+
+
 def _describe_branches(branches: tuple[Branch, ...]) -> list[dict[str, Any]]:
     return [{"then": _target_repr(b.then), "when": b.when,
              "if": _callable_name(b.if_) if callable(b.if_) else b.if_} for b in branches]
@@ -357,8 +369,9 @@ def _branch_targets(branches: tuple[Branch, ...]) -> list[tuple[str, Target]]:
 
 
 def _is_static(target: Any) -> bool:
-    """True for targets known without running code: ids, nodes, transition objects."""
-    return isinstance(target, str | Node | Transition)
+    """True for targets known without running code: ids, nodes, transition objects and the seed's
+    mapping forms (``{"goto": id}``, ``{"end": reason}``, ...)."""
+    return isinstance(target, str | Node | Transition | Mapping)
 
 
 # --------------------------------------------------------------------------- constructors
@@ -422,6 +435,7 @@ def collect(
     output_schema: type[BaseModel] | None = None,
     verify: Verify | None = None,
     label: str | None = None,
+    choices: Sequence[Any] = (),
 ) -> Collect:
     """A collect node.
 
@@ -443,6 +457,9 @@ def collect(
         resolvers: tier-0 resolvers run on the user's text before any model call.
         verbatim_fields: fields whose values must appear in the user's message (never guessed).
         on_complete: ``on_complete(data, state)`` or a static target; the next node if absent.
+        choices: options for a node that gathers one field (labels, ``(id, label)`` pairs or
+            :class:`~tether.flow.choices.Choice`): entering the node emits an ``interactive``
+            event, and a message that is exactly a choice's label fills the field with its id.
     """
     slots = tuple(schema.model_fields) if schema is not None else ()
     all_fields = slots + tuple(f for f in fields if f not in slots)
@@ -451,7 +468,7 @@ def collect(
                    ask=ask, question=question, prompt=prompt, instructions=instructions, max_turns=max_turns,
                    max_asks=max_asks, resolvers=tuple(resolvers), verbatim_fields=tuple(verbatim_fields),
                    on_complete=on_complete, model=model, branches=tuple(branches), output_schema=output_schema,
-                   verify=verify, label=label)
+                   verify=verify, label=label, choices=as_choices(choices))
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -505,18 +522,33 @@ def do(id: str, action_name: str, *, with_: Mapping[str, Any] | None = None, the
 def decide(
     id: str,
     *,
-    schema: type[BaseModel],
+    schema: type[BaseModel] | None = None,
     decide: Callable[[Any, Mapping[str, Any]], Any],
     instructions: str | Callable[[Mapping[str, Any]], str] | None = None,
     model: Tier | None = None,
     output_schema: type[BaseModel] | None = None,
     verify: Verify | None = None,
     label: str | None = None,
+    choices: Sequence[Any] = (),
+    prompt: str | None = None,
 ) -> Decide:
     """A decide node: one structured ``decide`` model call returns data matching ``schema``;
-    ``decide(data, state)`` returns the transition."""
+    ``decide(data, state)`` returns the transition.
+
+    With ``choices`` (labels, ``(id, label)`` pairs or :class:`~tether.flow.choices.Choice`), the
+    schema defaults to ``{choice: str}`` and must have a ``choice`` field: entering the node
+    emits an ``interactive`` event (with ``prompt``, also said when the node waits for an
+    answer), a message that is exactly a choice's label is decided with no model call, and the
+    model otherwise picks one of the ids or ``__none``.
+    """
+    if schema is None and choices:
+        schema = ChoiceReply
+    if schema is None:
+        raise FlowDefinitionError(DefinitionIssue("invalid-option", "a decide node needs a schema (or choices)",
+                                                  node=id, path="schema"))
     return Decide(id=id, schema=schema, decide=decide, instructions=instructions, model=model,
-                  output_schema=output_schema, verify=verify, label=label)
+                  output_schema=output_schema, verify=verify, label=label, choices=as_choices(choices),
+                  prompt=prompt)
 
 
 def router(id: str, *, when: Any, then: Target = NEXT, else_: Target = None, label: str | None = None) -> Router:

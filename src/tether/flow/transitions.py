@@ -58,6 +58,9 @@ class Goto:
     target: str
     data: Mapping[str, Any] | None = None
     clear: tuple[str, ...] = ()
+    node: Any = field(default=None, compare=False, repr=False)
+    """The node object when ``goto`` was given one: it must be the node registered under ``target``
+    (checked when the flow is built for a static target, and when the goto is returned)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,13 +121,18 @@ NEXT = Next()
 
 
 def goto(target: str | Node, data: Mapping[str, Any] | None = None, *, clear: tuple[str, ...] | list[str] = ()) -> Goto:
-    """Move to ``target`` (a node id, or a node registered in the flow), merging ``data``."""
+    """Move to ``target`` (a node id, or a node registered in the flow), merging ``data``.
+
+    A node object is kept with the goto: if it is not the very node the flow registers under its
+    id, the flow refuses it (``inline-transition-target``) instead of running the registered one.
+    """
     node_id = target if isinstance(target, str) else getattr(target, "id", None)
     if not isinstance(node_id, str) or not node_id:
         raise TypeError(f"goto() needs a node id or a node, got {target!r}")
     if data is not None and not isinstance(data, Mapping):
         raise TypeError(f"goto(data=...) must be a mapping, got {type(data).__name__}")
-    return Goto(node_id, dict(data) if data is not None else None, tuple(clear))
+    node = None if isinstance(target, str) else target
+    return Goto(node_id, dict(data) if data is not None else None, tuple(clear), node)
 
 
 def end(reason: str = "end") -> End:
@@ -165,8 +173,15 @@ def normalize(value: Any, *, flow: str, node: str, nodes: Mapping[str, Node]) ->
     """
     if isinstance(value, Goto | End | Handoff | Escalate | StartFlow | Stay | Next):
         if isinstance(value, Goto) and value.target not in nodes:
+            hint = f"; use {value.target}() instead" if value.target in ("end", "stay") else ""
             raise TransitionError(
-                f"flow {flow!r}, node {node!r}: goto target {value.target!r} is not a node of the flow"
+                f"flow {flow!r}, node {node!r}: goto target {value.target!r} is not a node of the flow{hint}"
+            )
+        if isinstance(value, Goto) and value.node is not None and nodes.get(value.target) is not value.node:
+            raise TransitionError(
+                f"flow {flow!r}, node {node!r}: goto names node {value.target!r} by a node object that is not "
+                "the one registered in the flow's nodes (inline-transition-target)",
+                code="inline-transition-target",
             )
         return value
     if value == "stay":

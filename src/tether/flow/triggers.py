@@ -131,6 +131,10 @@ def trigger_problems(trigger: Any) -> list[str]:
     if (problem := check_repeat(trigger.repeat)) is not None:
         problems.append(problem)
     if isinstance(trigger, MessageTrigger | MentionTrigger):
+        wrong = [p for p in trigger.phrases if not isinstance(p, str)]
+        if wrong:
+            return [*problems, f"phrases must be text, got {wrong[0]!r} (pass each phrase as its own argument: "
+                    "on_message('book a table', 'reserve'))"]
         real = [p for p in trigger.phrases if p.strip() not in ("", "!")]
         if real and all(p.startswith("!") for p in real):
             problems.append("a trigger made only of exclusions ('!...') can never match")

@@ -9,7 +9,8 @@ failed ``RunResponse``.
 
 A handled failure is not a session failure: an input the engine refuses (``invalid-input``: a lone
 surrogate, a NUL, a message over the size limit) fails before any session I/O, and a provider
-failure (``model-<kind>``) fails the turn with nothing of it saved (a checkpoint it committed
+failure (``model-<kind>``) or a step that needs a model the deploy does not configure
+(``model-configuration``) fails the turn with nothing of it saved (a checkpoint it committed
 stays); the session stays ``running`` and takes the next message.
 
 Store writes. Seed 004 saves the session "mid-turn before the new step's onCrossing() runs": the
@@ -81,12 +82,14 @@ from tether.errors import (
     FlowDefinitionError,
     FlowDriftError,
     InvalidInputError,
+    ModelConfigurationError,
     ModelError,
     SessionConflict,
     SessionFlowInvariant,
     SessionFlowMismatch,
     TetherError,
 )
+from tether.models.types import Model
 from tether.runtime import scheduler
 from tether.runtime.envelope import RunResponse, failure, success
 from tether.runtime.locks import SessionLocks
@@ -177,6 +180,8 @@ class Runtime:
             returned document is saved at once (even if unchanged). Default: the version check of
             :func:`~tether.runtime.restore.default_restore` without a save (see the module notes).
         migrations: schema upgrades applied to every loaded running session before the hook.
+        gate_judge: the model that judges judge gates (seed 000's ``flowGateJudge``), a
+            ``provider:model`` name or a ``Model``, for every agent that has none of its own.
     """
 
     def __init__(
@@ -190,6 +195,7 @@ class Runtime:
         max_replays: int = 3,
         on_restore: RestoreHook | None = None,
         migrations: MigrationRegistry | None = None,
+        gate_judge: str | Model | None = None,
     ) -> None:
         if conflict_policy not in ("replay", "reject"):
             raise ValueError(f"conflict_policy must be 'replay' or 'reject', not {conflict_policy!r}")
@@ -198,6 +204,9 @@ class Runtime:
         registry = _registry(agents)
         if clock is not None:
             registry = {key: agent.with_clock(clock) for key, agent in registry.items()}
+        if gate_judge is not None:  # an agent's own gate judge wins over the runtime's
+            registry = {key: agent if agent.gate_judge is not None else agent.with_gate_judge(gate_judge)
+                        for key, agent in registry.items()}
         self._agents = registry
         self.clock: Clock = clock or SystemClock()
         self.ids: Ids = ids or UuidIds()
@@ -274,7 +283,9 @@ class Runtime:
                     replays += 1
                 except (SessionFlowMismatch, SessionFlowInvariant, FlowDriftError) as exc:
                     return failure(exc.message, session_id, exc.code)  # nothing saved: fix the deploy, not the session
-                except ModelError as exc:  # a provider failure fails the turn, nothing saved; the session stays usable
+                except (ModelError, ModelConfigurationError) as exc:
+                    # a provider failure, or a step needing a model the deploy lacks, fails the turn:
+                    # nothing of it saved, the session stays usable
                     return failure(_describe(exc), attempt.created or session_id, exc.code)
                 except Exception as exc:
                     return await self._abort(attempt, exc, session_id)

@@ -17,7 +17,10 @@ def check_model_selections(agent: Agent) -> None:
     no network) and must name a provider with a registered adapter; any other selection must be
     a ``Model`` object.
     """
-    for tier, selection in agent.model_selections.items():
+    selections = list(agent.model_selections.items())
+    if agent.gate_judge is not None:
+        selections.append(("gate_judge", agent.gate_judge))
+    for tier, selection in selections:
         if isinstance(selection, str):
             chosen = validate_selection(selection)
             if DEFAULT_CATALOG.provider(chosen.provider) is None:

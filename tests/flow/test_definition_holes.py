@@ -1,0 +1,148 @@
+"""Definition-time holes (issue 16): a target that names no registered node, a reserved id used as
+a goto target, or a value of the wrong type is refused when the flow is built, with a coded
+FlowDefinitionError; an impostor node returned at run time is ``inline-transition-target``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from tether import (
+    Agent,
+    Flow,
+    FlowDefinitionError,
+    Start,
+    TransitionError,
+    action,
+    collect,
+    decide,
+    goto,
+    reply,
+    start_flow,
+)
+from tether.flow.transitions import normalize
+from tether.testing import FakeClock, SequentialIds
+
+
+def act(state: Any, ctx: Any) -> None:
+    return None
+
+
+def issues_of(build: Any) -> list[tuple[str, str | None, str | None]]:
+    with pytest.raises(FlowDefinitionError) as info:
+        build()
+    return [(i.code, i.node, i.path) for i in info.value.issues]
+
+
+class Yes(BaseModel):
+    yes: bool
+
+
+# --------------------------------------------------------------------------- goto(node) keeps identity
+
+
+def test_static_goto_of_an_impostor_node_is_inline_transition_target() -> None:
+    b = reply("b", response="B")
+    impostor = reply("b", response="not the registered one")
+    a = action("a", act, then=goto(impostor))
+    assert issues_of(lambda: Flow("f", nodes=[a, b])) == [("inline-transition-target", "a", "nodes.0.then")]
+
+
+def test_static_goto_of_the_registered_node_builds() -> None:
+    b = reply("b", response="B")
+    a = action("a", act, then=goto(b, {"x": 1}))
+    flow = Flow("f", nodes=[a, b])
+    assert flow.resolve_static("a", a.then).target == "b"  # type: ignore[union-attr]
+
+
+def test_a_returned_goto_of_an_impostor_is_inline_transition_target() -> None:
+    b = reply("b", response="B")
+    impostor = reply("b", response="not the registered one")
+    with pytest.raises(TransitionError) as info:
+        normalize(goto(impostor), flow="f", node="a", nodes={"b": b})
+    assert info.value.code == "inline-transition-target"
+    assert normalize(goto(b), flow="f", node="a", nodes={"b": b}).target == "b"  # type: ignore[union-attr]
+
+
+async def test_an_action_returning_goto_of_an_impostor_does_not_run_the_registered_node() -> None:
+    impostor = reply("b", response="impostor speaks")
+    b = reply("b", response="registered speaks")
+    flow = Flow("f", nodes=[action("a", lambda s, c: goto(impostor)), b])
+    agent = Agent("Bot", flows=[flow], idle="silent").with_clock(FakeClock(), SequentialIds("s"))
+    with pytest.raises(TransitionError) as info:
+        await agent.turn(None, Start("f", key="k1"))
+    assert info.value.code == "inline-transition-target"
+    assert "'b'" in info.value.message and "'a'" in info.value.message
+
+
+# --------------------------------------------------------------------------- reserved ids as goto targets
+
+
+@pytest.mark.parametrize("reserved", ["end", "stay"])
+def test_goto_of_a_reserved_id_is_a_coded_definition_error(reserved: str) -> None:
+    a = action("a", act, then=goto(reserved))
+    b = reply("b", response="B")
+    issues = issues_of(lambda: Flow("f", nodes=[a, b]))
+    assert issues == [("unresolved-transition", "a", "nodes.0.then")]
+
+
+@pytest.mark.parametrize("reserved", ["end", "stay"])
+def test_goto_of_a_reserved_id_in_a_reply_next_is_refused(reserved: str) -> None:
+    a = reply("a", response="A", next=goto(reserved))
+    with pytest.raises(FlowDefinitionError) as info:
+        Flow("f", nodes=[a])
+    assert info.value.code == "unresolved-transition"
+    assert f"{reserved}()" in str(info.value) or "stay" in str(info.value)
+
+
+def test_the_plain_strings_end_and_stay_stay_valid_static_targets() -> None:
+    Flow("f", nodes=[action("a", act, then="end")])
+    Flow("f", nodes=[reply("a", response="A", next="stay")])
+
+
+# --------------------------------------------------------------------------- wrong types
+
+
+@pytest.mark.parametrize("bad", [42, 4.5, b"b", ["b"], {"b"}, object()])
+def test_a_reply_next_of_the_wrong_type_is_refused_at_build(bad: Any) -> None:
+    a = reply("a", response="A", next=bad)
+    assert issues_of(lambda: Flow("f", nodes=[a])) == [("unresolved-transition", "a", "nodes.0.next")]
+
+
+@pytest.mark.parametrize("bad", [42, ["x"]])
+def test_a_collect_on_complete_of_the_wrong_type_is_refused_at_build(bad: Any) -> None:
+    c = collect("c", schema=Yes, on_complete=bad)
+    assert issues_of(lambda: Flow("f", nodes=[c])) == [("unresolved-transition", "c", "nodes.0.on_complete")]
+
+
+def test_a_decide_function_of_the_wrong_type_is_refused_at_build() -> None:
+    d = decide("d", schema=Yes, decide=42)  # type: ignore[arg-type]
+    assert issues_of(lambda: Flow("f", nodes=[d])) == [("unresolved-transition", "d", "nodes.0.decide")]
+
+
+# --------------------------------------------------------------------------- the seed's mapping forms
+
+
+def test_a_static_mapping_target_is_checked_like_a_goto() -> None:
+    b = reply("b", response="B")
+    Flow("f", nodes=[reply("a", response="A", next={"goto": "b"}), b])
+    bad = reply("a", response="A", next={"goto": "nowhere"})
+    assert issues_of(lambda: Flow("f", nodes=[bad, b])) == [("unresolved-transition", "a", "nodes.0.next")]
+    assert issues_of(lambda: Flow("f", nodes=[action("a", act, then={}), b])) == [
+        ("unresolved-transition", "a", "nodes.0.then")]
+
+
+def test_a_start_flow_without_a_flow_id_is_refused() -> None:
+    a = action("a", act, then=start_flow(42))  # type: ignore[arg-type]
+    assert issues_of(lambda: Flow("f", nodes=[a])) == [("unresolved-transition", "a", "nodes.0.then")]
+
+
+def test_trigger_phrases_that_are_not_text_are_refused_with_a_code() -> None:
+    from tether import on_message
+
+    a = reply("a", response="A")
+    with pytest.raises(FlowDefinitionError) as info:
+        Flow("f", nodes=[a], on=[on_message(["book a table"])])  # type: ignore[arg-type]
+    assert info.value.code == "invalid-trigger" and "own argument" in str(info.value)
