@@ -1,19 +1,18 @@
-"""Runtime turn latency and bytes written per turn over one long conversation, per store.
+"""Time per booking turn: pure engine, hosted in memory, on SQLite, on PostgreSQL (1 vs 4 workers).
 
-One conversation of ``--turns`` messages through ``Runtime.run`` with an agent whose flow answers
-every message with an engine-rendered reply that stays (no model call). Reported per store:
+Every figure comes with its floor, measured in the same run:
 
-* the median latency of a whole request (lock, load, turn, CAS save) over all turns, over the
-  first 50 and over the last 50 (the echo turn never moves to another node, so it makes no
-  checkpoint save, and with no restore hook there is no restore save: one write per request);
-* the bytes written at turn 1 and at the last turn: the session JSON plus the records JSON of every
-  store write of that request (measured by wrapping the store's ``create``/``save``);
-* for SQLite, the growth of the database file plus its WAL at those turns, and the final sizes.
+* ``Agent.turn`` alone (no store: the document is passed from turn to turn) is the pure turn;
+  ``Runtime`` + ``MemoryStore`` is the hosted in-memory turn (goal: <= 2x the pure turn);
+* ``Runtime`` + ``SQLiteStore`` against one fsync commit (``BEGIN IMMEDIATE``, one small insert,
+  ``COMMIT`` in a WAL database on the same disk; goal: <= 3x that commit);
+* the same kind of turn at turns 197-200 vs turns 1-4 (goal: <= 1.1x);
+* PostgreSQL (``TETHER_TEST_POSTGRES_URL``): booking turns per second with 4 worker processes
+  vs 1, each worker its own conversations on one shared schema (goal: >= 1.8x).
 
-With ``--agent relay`` every message instead runs a two-node turn (an action, then the reply):
-one move to another node, so one checkpoint save plus the final save per request.
+The conversation is the four-message booking cycle of ``bench/booking.py`` (no model).
 
-    python bench/runtime_turns.py [--turns 500] [--agent echo|relay]
+    python bench/runtime_turns.py [--conversations 6] [--turns 200]
     TETHER_TEST_POSTGRES_URL=postgresql://postgres@127.0.0.1:5432/test python bench/runtime_turns.py
 """
 
@@ -21,154 +20,185 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import sqlite3
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from tether import Agent, Flow, Message, action, end, on_message, reply, stay
-from tether.engine.session import Session
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from booking import booking_agent, booking_message
+
 from tether.runtime import Runtime
-from tether.stores import MemoryStore, PostgresStore, SQLiteStore, Store, TurnRecords
+from tether.stores import MemoryStore, PostgresStore, SQLiteStore, Store
 from tether.testing import FakeClock
 
-
-def echo_agent() -> Agent:
-    echo = reply("echo", response="Noted, thank you. Anything else I can help you with today?", next=stay)
-    return Agent("Echo", flows=[Flow("echo", start=echo, nodes=[echo], on=[on_message()])])
+Timings = list[list[float]]  # per conversation, per turn (ms)
 
 
-def relay_agent() -> Agent:
-    @action("note")
-    async def note(state: dict[str, Any], ctx: Any) -> None:
-        ctx.set(count=int(ctx.data.get("count", 0)) + 1)
-
-    answer = reply("answer", response="Noted, thank you. Anything else I can help you with today?", next=end("done"))
-    return Agent("Echo", flows=[Flow("relay", start=note, nodes=[note, answer], on=[on_message(repeat="always")])])
-
-
-AGENTS = {"echo": echo_agent, "relay": relay_agent}
-
-
-@dataclass
-class Meter:
-    """Bytes handed to the store's writes (session JSON + records JSON)."""
-
-    written: int = 0
-    writes: int = 0
-    per_turn: list[int] = field(default_factory=list)
-
-    def add(self, session: Session, records: TurnRecords | None) -> None:
-        self.writes += 1
-        self.written += len(session.model_dump_json()) + (len(records.model_dump_json()) if records else 0)
-
-
-def metered(store: Store, meter: Meter) -> Store:
-    """Wrap ``store.create``/``store.save`` in place to count the bytes they are given."""
-    create: Callable[..., Awaitable[Session]] = store.create
-    save: Callable[..., Awaitable[Session]] = store.save
-
-    async def counted_create(session: Session, records: TurnRecords | None = None) -> Session:
-        meter.add(session, records)
-        return await create(session, records)
-
-    async def counted_save(session: Session, expected: int, records: TurnRecords | None = None) -> Session:
-        meter.add(session, records)
-        return await save(session, expected, records)
-
-    store.create = counted_create  # type: ignore[method-assign]
-    store.save = counted_save  # type: ignore[method-assign,assignment]
-    return store
-
-
-def disk_size(path: Path | None) -> int:
-    if path is None:
-        return 0
-    return sum(os.path.getsize(p) for p in (path, Path(f"{path}-wal")) if p.exists())
-
-
-async def conversation(store: Store, turns: int, db: Path | None, agent: str = "echo") -> dict[str, Any]:
-    meter = Meter()
-    clock = FakeClock()
-    runtime = Runtime(AGENTS[agent](), store=metered(store, meter), clock=clock)
-    latencies: list[float] = []
-    disk: list[int] = []
-    session_id: str | None = None
-    try:
+async def pure(conversations: int, turns: int) -> Timings:
+    out: Timings = []
+    for c in range(conversations):
+        clock = FakeClock()
+        agent = booking_agent().with_clock(clock)
+        session = None
+        row = []
         for turn in range(1, turns + 1):
-            clock.advance("1s")
-            before_bytes, before_disk = meter.written, disk_size(db)
+            clock.advance("5s")
             started = time.perf_counter()
-            response = await runtime.run("Echo", Message(f"message number {turn}", id=f"m{turn}"),
-                                         session_id=session_id)
-            latencies.append(time.perf_counter() - started)
+            result = await agent.turn(session, booking_message(turn, c))
+            row.append((time.perf_counter() - started) * 1000)
+            session = result.session
+        out.append(row)
+    return out
+
+
+async def hosted(make_store: object, conversations: int, turns: int) -> Timings:
+    out: Timings = []
+    for c in range(conversations):
+        clock = FakeClock()
+        store: Store = make_store(c)  # type: ignore[operator]
+        runtime = Runtime(booking_agent(), store=store, clock=clock)
+        session_id = None
+        row = []
+        try:
+            for turn in range(1, turns + 1):
+                clock.advance("5s")
+                started = time.perf_counter()
+                response = await runtime.run("Booker", booking_message(turn, c), session_id=session_id)
+                row.append((time.perf_counter() - started) * 1000)
+                assert response.success, response.message
+                session_id = response.session
+        finally:
+            await runtime.close()
+        out.append(row)
+    return out
+
+
+def fsync_commit_ms(directory: Path, commits: int = 300) -> float:
+    """The median time of one small committed write in a WAL database (the SQLite floor)."""
+    conn = sqlite3.connect(str(directory / "floor.db"), isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)")
+    timings = []
+    for _ in range(commits):
+        started = time.perf_counter()
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO t (body) VALUES (?)", ("x" * 200,))
+        conn.execute("COMMIT")
+        timings.append((time.perf_counter() - started) * 1000)
+    conn.close()
+    return statistics.median(timings)
+
+
+def per_turn(timings: Timings) -> float:
+    return statistics.median(t for row in timings for t in row)
+
+
+def window(timings: Timings, first: int, last: int) -> float:
+    """The median of turns ``first..last`` (from 1) over every conversation."""
+    return statistics.median(t for row in timings for t in row[first - 1:last])
+
+
+# ---------------------------------------------------------------------- PostgreSQL workers
+
+async def _pg_worker(url: str, schema: str, worker: int, conversations: int, turns: int, go_at: float) -> None:
+    store = await PostgresStore.open(url, schema=schema)
+    runtime = Runtime(booking_agent(), store=store, clock=FakeClock())
+    await runtime.run("Booker", booking_message(1, 10_000 + worker))  # warm up (connection, caches)
+    await asyncio.sleep(max(0.0, go_at - time.time()))
+    started = time.time()
+    done = 0
+    for c in range(conversations):
+        session_id = None
+        for turn in range(1, turns + 1):
+            response = await runtime.run("Booker", booking_message(turn, worker * 1000 + c), session_id=session_id)
             assert response.success, response.message
             session_id = response.session
-            meter.per_turn.append(meter.written - before_bytes)
-            disk.append(disk_size(db) - before_disk)
-        doc = await runtime.store.load(session_id or "")
-        assert doc is not None
-    finally:
-        await runtime.close()
-    return {
-        "median_ms": statistics.median(latencies) * 1000,
-        "first50_ms": statistics.median(latencies[:50]) * 1000,
-        "last50_ms": statistics.median(latencies[-50:]) * 1000,
-        "bytes_first": meter.per_turn[0],
-        "bytes_last": meter.per_turn[-1],
-        "writes": meter.writes,
-        "doc_bytes": len(doc.model_dump_json()),
-        "revision": doc.revision,
-        "disk_first": disk[0] if db else None,
-        "disk_last": disk[-1] if db else None,
-        "disk_avg_last50": statistics.mean(disk[-50:]) if db else None,
-        "disk_total": disk_size(db) if db else None,
-    }
+            done += 1
+    ended = time.time()
+    await runtime.close()
+    print(json.dumps({"started": started, "ended": ended, "turns": done}))
 
 
-async def main(turns: int, agent: str = "echo") -> None:
-    results: dict[str, dict[str, Any]] = {}
-    results["memory"] = await conversation(MemoryStore(), turns, None, agent)
+def pg_throughput(url: str, schema: str, workers: int, conversations: int, turns: int) -> float:
+    """Booking turns per second over ``workers`` processes started together."""
+    go_at = time.time() + 3.0 + 0.5 * workers
+    procs = [subprocess.Popen([sys.executable, __file__, "--pg-worker", url, schema, str(w), str(conversations),
+                               str(turns), str(go_at)], stdout=subprocess.PIPE, text=True)
+             for w in range(workers)]
+    reports = []
+    for proc in procs:
+        out, _ = proc.communicate()
+        assert proc.returncode == 0, f"worker failed: {out}"
+        reports.append(json.loads(out.strip().splitlines()[-1]))
+    span = max(r["ended"] for r in reports) - min(r["started"] for r in reports)
+    return sum(r["turns"] for r in reports) / span
+
+
+async def prepare_schema(url: str, schema: str) -> None:
+    store = await PostgresStore.open(url, schema=schema)
+    await store.close()
+
+
+def drop_schema(url: str, schema: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+async def main(conversations: int, turns: int) -> None:
+    rows: list[tuple[str, str, str]] = []
+    floor = await pure(conversations, turns)
+    memory = await hosted(lambda c: MemoryStore(), conversations, turns)
     with tempfile.TemporaryDirectory() as tmp:
-        db = Path(tmp) / "bench.db"
-        results["sqlite"] = await conversation(SQLiteStore(db), turns, db, agent)
+        directory = Path(tmp)
+        commit = fsync_commit_ms(directory)
+        sqlite = await hosted(lambda c: SQLiteStore(directory / f"bench{c}.db"), conversations, turns)
+    pure_ms, memory_ms, sqlite_ms = per_turn(floor), per_turn(memory), per_turn(sqlite)
+    rows.append(("Agent.turn, pure (floor)", f"{pure_ms:.3f} ms", ""))
+    rows.append(("Runtime + MemoryStore", f"{memory_ms:.3f} ms", f"{memory_ms / pure_ms:.2f}x pure (goal <= 2)"))
+    rows.append(("one fsync commit (floor)", f"{commit:.3f} ms", ""))
+    rows.append(("Runtime + SQLiteStore", f"{sqlite_ms:.3f} ms", f"{sqlite_ms / commit:.2f}x commit (goal <= 3)"))
+    last = turns - 3
+    for name, timings in (("pure", floor), ("memory", memory), ("sqlite", sqlite)):
+        a, b = window(timings, 1, 4), window(timings, last, turns)
+        rows.append((f"{name}: turns {last}-{turns} / 1-4", f"{b:.3f} / {a:.3f} ms", f"{b / a:.2f}x (goal <= 1.1)"))
     url = os.environ.get("TETHER_TEST_POSTGRES_URL")
     if url:
         schema = f"tether_bench_{uuid.uuid4().hex[:8]}"
         try:
-            results["postgres"] = await conversation(PostgresStore(url, schema=schema), turns, None, agent)
+            await prepare_schema(url, schema)
+            pg = await hosted(lambda c: PostgresStore(url, schema=schema), 2, min(turns, 100))
+            rows.append(("Runtime + PostgresStore", f"{per_turn(pg):.3f} ms", ""))
+            one = pg_throughput(url, schema, 1, 4, 40)
+            four = pg_throughput(url, schema, 4, 4, 40)
+            rows.append(("PostgreSQL, 1 worker process", f"{one:.0f} turns/s", ""))
+            rows.append(("PostgreSQL, 4 worker processes", f"{four:.0f} turns/s",
+                         f"{four / one:.2f}x one (goal >= 1.8)"))
         finally:
-            import psycopg
-
-            with psycopg.connect(url, autocommit=True) as conn:
-                conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+            drop_schema(url, schema)
     else:
-        print("postgres: skipped (TETHER_TEST_POSTGRES_URL is not set)")
-    writes = "one write: no restore save, no checkpoint" if agent == "echo" else "a checkpoint + the final save"
-    print(f"{turns} turns of one conversation ({agent}); bytes = session JSON + records JSON per request "
-          f"({writes}); disk = sqlite db+wal growth")
-    head = (f"{'store':<9} {'median ms':>9} {'first50':>8} {'last50':>8} {'bytes t1':>9} {f'bytes t{turns}':>10} "
-            f"{'doc bytes':>9} {'rev':>5} {'disk t1':>8} {f'disk t{turns}':>9} {'disk avg50':>10} {'db+wal':>9}")
-    print(head)
-    print("-" * len(head))
-    for name, r in results.items():
-        def num(value: Any, width: int) -> str:
-            return f"{'-':>{width}}" if value is None else f"{value:>{width},.0f}"
-
-        print(f"{name:<9} {r['median_ms']:>9.2f} {r['first50_ms']:>8.2f} {r['last50_ms']:>8.2f} "
-              f"{r['bytes_first']:>9,} {r['bytes_last']:>10,} {r['doc_bytes']:>9,} {r['revision']:>5} "
-              f"{num(r['disk_first'], 8)} {num(r['disk_last'], 9)} {num(r['disk_avg_last50'], 10)} "
-              f"{num(r['disk_total'], 9)}")
+        rows.append(("PostgreSQL", "skipped", "TETHER_TEST_POSTGRES_URL is not set"))
+    print(f"booking conversation: {conversations} conversations x {turns} turns; medians per turn")
+    for name, value, ratio in rows:
+        print(f"{name:<36} {value:>22}  {ratio}")
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--pg-worker":
+        url, schema, worker, conversations, turns, go_at = sys.argv[2:8]
+        asyncio.run(_pg_worker(url, schema, int(worker), int(conversations), int(turns), float(go_at)))
+        sys.exit(0)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=500)
-    parser.add_argument("--agent", choices=sorted(AGENTS), default="echo")
+    parser.add_argument("--conversations", type=int, default=6)
+    parser.add_argument("--turns", type=int, default=200)
     args = parser.parse_args()
-    asyncio.run(main(args.turns, args.agent))
+    asyncio.run(main(args.conversations, args.turns))

@@ -1,91 +1,189 @@
-"""Turn write cost vs conversation length, per store backend.
+"""What a booking turn writes: commits, bytes, document size, disk and memory per session.
 
-Each simulated turn loads the session, appends a user and an assistant message (the document keeps
-only a bounded window of 20, the store appends the full transcript as records), writes one event
-and one journal entry, and saves with compare-and-swap. If the write cost does not grow with the
-conversation, the first and last blocks of turns take about the same time.
+Runs the four-message booking cycle of ``bench/booking.py`` through ``Runtime`` and wraps the
+store's ``create``/``save`` to see every write. Reported, with the goal of each figure:
 
-    python bench/store_writes.py [--turns 1000] [--postgres postgresql://postgres@127.0.0.1:5432/test]
+* commits per 4-turn booking (the final saves, the cross-node checkpoints of seed 004 and the
+  journal's started/result writes of the one tool call; nothing else);
+* bytes written per turn (the stored document + the stored records of every write) at turns
+  1-4 and at the last four turns, and their ratio (goal: <= 1.2);
+* the document each save writes at steady state (goal: <= 4 KB), the share of it that is the
+  context window (the document without it is the other design: the window read back from the
+  transcript records), and a turn's append-only records minus the message text (goal: <= 1 KB);
+* SQLite bytes on disk per paused session (sessions stopped mid-booking, after ``VACUUM``;
+  goal: <= 4 KB) and ``MemoryStore`` memory per idle session (``tracemalloc``; goal: <= 6 KB).
+
+    python bench/store_writes.py [--turns 200] [--sessions 300]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
+import json
+import sqlite3
 import statistics
+import sys
 import tempfile
-import time
-import uuid
-from datetime import UTC, datetime
+import tracemalloc
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from tether.engine.session import Session, TranscriptMessage
-from tether.stores import JournalEntry, MemoryStore, PostgresStore, SQLiteStore, Store, TurnRecords
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-WINDOW = 20
+from booking import booking_agent, booking_message
 
-
-async def run(store: Store, turns: int) -> list[float]:
-    now = datetime.now(UTC)
-    doc = await store.create(Session(id=str(uuid.uuid4()), agent="bench", created_at=now))
-    timings = []
-    for turn in range(turns):
-        started = time.perf_counter()
-        loaded = await store.load(doc.id)
-        assert loaded is not None
-        seq = loaded.message_seq
-        new = [
-            TranscriptMessage(seq=seq + 1, role="user", text=f"question {turn} " * 10, at=now),
-            TranscriptMessage(seq=seq + 2, role="assistant", text=f"answer {turn} " * 30, at=now, kind="ai"),
-        ]
-        loaded.messages = (loaded.messages + new)[-WINDOW:]
-        loaded.message_seq = seq + 2
-        loaded.data["turns"] = turn + 1
-        records = TurnRecords(
-            messages=new,
-            events=[{"type": "turn.finished", "at": now, "turn": turn}],
-            journal=[JournalEntry(run_id="r", key=f"r:tool:{turn}", kind="tool", status="finished", at=now)],
-        )
-        doc = await store.save(loaded, loaded.revision, records)
-        timings.append(time.perf_counter() - started)
-    assert len(await store.transcript(doc.id)) == 2 * turns
-    return timings
+from tether.engine.session import Session
+from tether.runtime import Runtime
+from tether.stores import MemoryStore, SQLiteStore, Store, TurnRecords
+from tether.stores.base import event_rows, message_rows
+from tether.testing import FakeClock
 
 
-def report(name: str, timings: list[float]) -> None:
-    block = max(1, len(timings) // 10)
-    first = statistics.mean(timings[:block]) * 1000
-    last = statistics.mean(timings[-block:]) * 1000
-    print(f"{name:9} turns={len(timings):5}  first {block}: {first:6.2f} ms/turn", end="")
-    print(f"  last {block}: {last:6.2f} ms/turn")
+@dataclass
+class Turn:
+    writes: int = 0
+    doc_bytes: list[int] = field(default_factory=list)
+    record_bytes: int = 0
+    text_bytes: int = 0
+
+    @property
+    def total(self) -> int:
+        return sum(self.doc_bytes) + self.record_bytes
 
 
-async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=1000)
-    parser.add_argument("--postgres", default=None, help="PostgreSQL URL (a temporary schema is used)")
-    args = parser.parse_args()
+@dataclass
+class Meter:
+    turns: list[Turn] = field(default_factory=list)
 
-    memory = MemoryStore()
-    report("memory", await run(memory, args.turns))
+    window_bytes: int = 0  # the 40-message window's share of the last document written
+
+    def add(self, store: MemoryStore, session_id: str, records: TurnRecords | None) -> None:
+        """Count what ``store`` wrote: its stored document and the records as the stores encode them."""
+        turn = self.turns[-1]
+        turn.writes += 1
+        text = store._docs[session_id]
+        turn.doc_bytes.append(len(text.encode()))
+        self.window_bytes = len(json.dumps(json.loads(text)["messages"], separators=(",", ":")).encode())
+        if records is not None:
+            turn.record_bytes += sum(len(body.encode()) for _, body in message_rows(session_id, records))
+            turn.record_bytes += sum(len(body.encode()) for _, _, body in event_rows(records))
+            turn.record_bytes += sum(len(e.model_dump_json(exclude_none=True).encode()) for e in records.journal)
+            turn.text_bytes += sum(len(m.text.encode()) for m in records.messages)
+
+
+def metered(store: MemoryStore, meter: Meter) -> MemoryStore:
+    create: Callable[..., Awaitable[Session]] = store.create
+    save: Callable[..., Awaitable[Session]] = store.save
+
+    async def counted_create(session: Session, records: TurnRecords | None = None) -> Session:
+        stored = await create(session, records)
+        meter.add(store, stored.id, records)
+        return stored
+
+    async def counted_save(session: Session, expected: int, records: TurnRecords | None = None) -> Session:
+        stored = await save(session, expected, records)
+        meter.add(store, stored.id, records)
+        return stored
+
+    store.create = counted_create  # type: ignore[method-assign]
+    store.save = counted_save  # type: ignore[method-assign,assignment]
+    return store
+
+
+async def conversation(turns: int) -> Meter:
+    meter = Meter()
+    clock = FakeClock()
+    runtime = Runtime(booking_agent(), store=metered(MemoryStore(), meter), clock=clock)
+    session_id = None
+    for turn in range(1, turns + 1):
+        clock.advance("5s")
+        meter.turns.append(Turn())
+        response = await runtime.run("Booker", booking_message(turn), session_id=session_id)
+        assert response.success, response.message
+        session_id = response.session
+    await runtime.close()
+    return meter
+
+
+async def paused_sessions(store: Store, sessions: int, turns: int = 2) -> None:
+    """``sessions`` conversations stopped mid-booking (a run asking, after ``turns`` messages)."""
+    clock = FakeClock()
+    runtime = Runtime(booking_agent(), store=store, clock=clock)
+    for c in range(sessions):
+        session_id = None
+        for turn in range(1, turns + 1):
+            clock.advance("5s")
+            response = await runtime.run("Booker", booking_message(turn, c), session_id=session_id)
+            assert response.success, response.message
+            session_id = response.session
+
+
+def db_bytes(path: Path) -> int:
+    conn = sqlite3.connect(str(path))
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.execute("VACUUM")
+    (pages,), (size,) = conn.execute("PRAGMA page_count").fetchone(), conn.execute("PRAGMA page_size").fetchone()
+    conn.close()
+    return int(pages) * int(size)
+
+
+async def disk_per_session(sessions: int) -> float:
     with tempfile.TemporaryDirectory() as tmp:
-        sqlite = SQLiteStore(Path(tmp) / "bench.db")
-        try:
-            report("sqlite", await run(sqlite, args.turns))
-        finally:
-            await sqlite.close()
-    if args.postgres:
-        schema = f"tether_bench_{uuid.uuid4().hex[:8]}"
-        pg = await PostgresStore.open(args.postgres, schema=schema)
-        try:
-            report("postgres", await run(pg, args.turns))
-        finally:
-            await pg.close()
-            import psycopg
+        empty, full = Path(tmp) / "empty.db", Path(tmp) / "full.db"
+        for path, count in ((empty, 0), (full, sessions)):
+            store = SQLiteStore(path)
+            await paused_sessions(store, count) if count else await store.list()
+            await store.close()
+        return (db_bytes(full) - db_bytes(empty)) / sessions
 
-            async with await psycopg.AsyncConnection.connect(args.postgres, autocommit=True) as conn:
-                await conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+async def memory_per_session(sessions: int) -> float:
+    store = MemoryStore()
+    await paused_sessions(store, 1)  # imports and caches settle first
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    await paused_sessions(store, sessions)
+    gc.collect()
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    grown = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
+    return grown / sessions
+
+
+async def main(turns: int, sessions: int) -> None:
+    meter = await conversation(turns)
+    t = meter.turns
+    cycles = [t[i:i + 4] for i in range(0, len(t) - 3, 4)]
+    commits = [sum(x.writes for x in cycle) for cycle in cycles]
+    first, last = sum(x.total for x in t[:4]) / 4, sum(x.total for x in t[-4:]) / 4
+    steady_doc = max(size for x in t[-4:] for size in x.doc_bytes)
+    records_minus_text = max(x.record_bytes - x.text_bytes for x in t[-4:])
+    rows = [
+        ("commits per 4-turn booking", f"{commits[0]} first, {commits[-1]} last",
+         f"per turn: {[x.writes for x in t[-4:]]}"),
+        ("bytes written per turn, turns 1-4", f"{first:,.0f} B", ""),
+        (f"bytes written per turn, turns {turns - 3}-{turns}", f"{last:,.0f} B", f"{last / first:.2f}x (goal <= 1.2)"),
+        ("document per save at steady state", f"{steady_doc:,} B", "goal <= 4,096"),
+        ("  of which the 40-message window", f"{meter.window_bytes:,} B",
+         f"without it: {steady_doc - meter.window_bytes:,} B"),
+        ("a turn's records minus message text", f"{records_minus_text:,} B", "goal <= 1,024"),
+        ("writes per turn (median)", f"{statistics.median(x.writes for x in t)}", ""),
+    ]
+    rows.append(("SQLite disk per paused session", f"{await disk_per_session(sessions):,.0f} B", "goal <= 4,096"))
+    rows.append(("MemoryStore memory per idle session", f"{await memory_per_session(sessions):,.0f} B",
+                 "goal <= 6,144"))
+    print(f"booking conversation, {turns} turns; paused sessions: {sessions} stopped after 2 messages")
+    for name, value, note in rows:
+        print(f"{name:<40} {value:>22}  {note}")
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--sessions", type=int, default=300)
+    args = parser.parse_args()
+    asyncio.run(main(args.turns, args.sessions))

@@ -7,9 +7,12 @@ emitted at flow end.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import copy
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, ClassVar
+
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 __all__ = [
     "CollectUpdate",
@@ -36,10 +39,31 @@ class FlowEvent:
     at: datetime
 
     def as_dict(self) -> dict[str, Any]:
-        """A JSON-able dict with ``type``."""
-        data = asdict(self)
-        data["at"] = self.at.isoformat()
-        return {"type": self.type, **data}
+        """A JSON-able dict with ``type``: the event as it is stored.
+
+        Built once per event (events are frozen) and cached; every call returns a shallow copy
+        of that record, so a checkpoint and the final save never convert an event again.
+        """
+        record: dict[str, Any] | None = self.__dict__.get("_record")
+        if record is None:
+            raw = {"type": self.type, **{name: getattr(self, name) for name in _field_names(type(self))}}
+            try:
+                record = to_jsonable_python(raw)
+            except PydanticSerializationError:  # not JSON-able: kept as given (the store's write refuses it)
+                record = copy.deepcopy(raw)
+            record["at"] = self.at.isoformat()
+            self.__dict__["_record"] = record  # frozen: bypass __setattr__ (not a field: eq/repr unchanged)
+        return dict(record)
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    return names
 
 
 @dataclass(frozen=True, kw_only=True)

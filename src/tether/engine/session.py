@@ -124,7 +124,11 @@ class RunContext(BaseModel):
 
 
 class Run(BaseModel):
-    """One live flow instance inside a session."""
+    """One live flow instance inside a session.
+
+    ``outcomes`` holds only each node's current retry streak (its deferred outcomes): what a
+    turn did is in its result (``TurnResult.outcomes``), not kept in the document.
+    """
 
     model_config = _STRICT
 

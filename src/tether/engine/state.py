@@ -31,6 +31,18 @@ MAX_OUTCOMES = 50
 MAX_LOG = 100
 
 
+def _keep_retry_streak(run: Run, line: Outcome) -> None:
+    """Keep on the run only what a later turn reads back: the deferred outcomes of each node's
+    current retry streak (``settle`` counts them to pick the next delay). Every other outcome
+    goes to the turn's result, not into the session document, so the document stays small."""
+    if line.status == "deferred":
+        run.outcomes.append(line)
+        if len(run.outcomes) > MAX_OUTCOMES:
+            del run.outcomes[: len(run.outcomes) - MAX_OUTCOMES]
+    elif any(o.node_id == line.node_id for o in run.outcomes):
+        run.outcomes[:] = [o for o in run.outcomes if o.node_id != line.node_id]  # the streak is broken
+
+
 class ModelSource(Protocol):
     """Where the engine gets a model for a tier; ``None`` when no model is configured."""
 
@@ -137,6 +149,7 @@ class TurnState:
     # ------------------------------------------------------------------ output
 
     def emit(self, event: FlowEvent) -> None:
+        event.as_dict()  # its stored form is built once, now (checkpoints and the final save reuse it)
         self.events.append(event)
 
     def append_transcript(self, role: Literal["user", "assistant", "system"], text: str, *,
@@ -178,9 +191,7 @@ class TurnState:
                        next=next, until=until, at=self.now, llm_calls=llm_calls, message=message)
         self.outcomes.append(line)
         if run is not None:
-            run.outcomes.append(line)
-            if len(run.outcomes) > MAX_OUTCOMES:
-                del run.outcomes[: len(run.outcomes) - MAX_OUTCOMES]
+            _keep_retry_streak(run, line)
         return line
 
     def log(self, level: Literal["log", "warn", "error"], message: str, **extra: Any) -> None:

@@ -63,7 +63,7 @@ async def insert_records(conn: Conn, s: str, session_id: str, records: TurnRecor
                 "VALUES (%s, %s, %s, %s::json) ON CONFLICT (session_id, key) "
                 "DO UPDATE SET run_id = EXCLUDED.run_id, body = EXCLUDED.body "
                 "WHERE (j.body->>'status') = 'running'",  # a final entry never changes
-                [(session_id, e.key, e.run_id, e.model_dump_json()) for e in records.journal],
+                [(session_id, e.key, e.run_id, e.model_dump_json(exclude_none=True)) for e in records.journal],
             )
         if records.cancel_wakes:
             await cur.execute(

@@ -67,7 +67,7 @@ def insert_records(conn: sqlite3.Connection, session_id: str, records: TurnRecor
         "INSERT INTO tether_journal (session_id, key, run_id, body) VALUES (?, ?, ?, ?) "
         "ON CONFLICT (session_id, key) DO UPDATE SET run_id = excluded.run_id, body = excluded.body "
         "WHERE json_extract(tether_journal.body, '$.status') = 'running'",  # a final entry never changes
-        [(session_id, e.key, e.run_id, e.model_dump_json()) for e in records.journal],
+        [(session_id, e.key, e.run_id, e.model_dump_json(exclude_none=True)) for e in records.journal],
     )
     conn.executemany(
         "DELETE FROM tether_wakes WHERE session_id = ? AND key = ?",

@@ -176,20 +176,23 @@ class Store(ABC):
 
     def _prepare(self, session: Session, *, revision: int, operation: str) -> tuple[Session, str]:
         """Validate ``session`` and return the copy to store (``revision``, ``saved_at`` stamped)
-        with its JSON. Raises ``SessionFlowInvariant`` when the document does not validate."""
+        with its JSON. Raises ``SessionFlowInvariant`` when the document does not validate.
+
+        One serialization and one validation: the JSON that is stored is the JSON that was
+        validated, and the copy returned is parsed from it (it shares nothing with ``session``).
+        """
         session_id = str(getattr(session, "id", "?"))
         try:
-            raw = session.model_dump(warnings="error")
-            raw["revision"] = revision
-            raw["saved_at"] = self.now()
-            stored = Session.model_validate(raw)
+            text = session.model_copy(update={"revision": revision, "saved_at": self.now()}).model_dump_json(
+                warnings="error", exclude_none=True)
+            stored = Session.model_validate_json(text)
         except (ValidationError, PydanticSerializationError, AttributeError, TypeError, ValueError) as exc:
             raise SessionFlowInvariant(
                 f"Session {session_id!r} is malformed and was not written: {exc}",
                 operation=operation,
                 session_id=session_id,
             ) from exc
-        return stored, stored.model_dump_json()
+        return stored, text
 
     @staticmethod
     def _decode(session_id: str, text: str | bytes, revision: int | None = None) -> Session:
@@ -228,7 +231,7 @@ def message_rows(session_id: str, records: TurnRecords) -> list[tuple[int, str]]
         if message.seq in seen:
             raise duplicate_message(session_id, message.seq)
         seen.add(message.seq)
-        rows.append((message.seq, message.model_dump_json()))
+        rows.append((message.seq, message.model_dump_json(exclude_none=True)))
     return rows
 
 

@@ -246,7 +246,7 @@ class MemoryStore(Store):
             kept = bucket.journal.get(entry.key)
             if kept is not None and JournalEntry.model_validate_json(kept[1]).final:
                 continue  # a recorded result never changes
-            bucket.journal[entry.key] = (entry.run_id, entry.model_dump_json())
+            bucket.journal[entry.key] = (entry.run_id, entry.model_dump_json(exclude_none=True))
         for key in records.cancel_wakes:
             self._wakes.pop((session_id, key), None)
         for request in records.wakes:

@@ -1,0 +1,56 @@
+"""What a hosted turn costs (issue 17): each event is converted to its stored form once, the
+document is serialized and validated once per save, and the document keeps no outcome history
+(only a node's current retry streak)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from runtime_helpers import SpyStore, relay_agent
+
+from tether import Agent, Flow, Message, on_message, reply, stay
+from tether.engine import events as events_module
+from tether.runtime import Runtime
+
+
+async def test_each_event_is_converted_once_although_the_turn_saves_three_times(
+    make_runtime: Callable[..., Runtime], spy: SpyStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    converted: list[Any] = []
+    convert = events_module.to_jsonable_python
+
+    def counting(value: Any) -> Any:
+        converted.append(value)
+        return convert(value)
+
+    monkeypatch.setattr(events_module, "to_jsonable_python", counting)
+    runtime = make_runtime(relay_agent())
+    response = await runtime.run("Relay", Message("a", id="a"))
+    assert response.success and response.result is not None
+    events = response.result.events
+    assert len(spy.saves) + 1 == 3  # the create (first checkpoint), the second checkpoint, the final save
+    assert len(converted) == len(events) > 3  # once per event, not once per event per write
+    stored = await spy.events(response.session)
+    assert [e.data for e in stored] == [e.as_dict() for e in events]  # every event written exactly once
+
+
+def echo_agent() -> Agent:
+    echo = reply("echo", response="Noted.", next=stay)
+    return Agent("Echo", flows=[Flow("echo", start=echo, nodes=[echo], on=[on_message()])])
+
+
+async def test_a_long_lived_run_keeps_no_outcome_history_in_the_document(
+    make_runtime: Callable[..., Runtime], spy: SpyStore
+) -> None:
+    runtime = make_runtime(echo_agent())
+    session_id = None
+    for turn in range(60):
+        response = await runtime.run("Echo", Message(f"message {turn}", id=f"m{turn}"), session_id=session_id)
+        assert response.success and response.result is not None
+        assert response.result.outcomes  # the turn reports what it did
+        session_id = response.session
+    doc = await spy.load(session_id or "")
+    assert doc is not None and len(doc.runs) == 1
+    assert doc.runs[0].outcomes == []  # was the last 50 outcomes, rewritten by every save
