@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tether import Agent, Flow, Start, TransitionError, action, end, goto, reply, start_flow
+from tether import Agent, Flow, FlowDefinitionError, Start, TransitionError, action, end, goto, reply, start_flow
 from tether.testing import FakeClock, SequentialIds
 
 
@@ -53,7 +53,15 @@ async def test_a_template_that_renders_empty_is_the_same_error() -> None:
         await agent_with(router).turn(None, Start("router", key="k"))
 
 
-async def test_a_literal_flow_id_is_not_rendered_and_an_unknown_literal_stays_flow_gone() -> None:
+def test_a_static_literal_flow_the_agent_lacks_is_refused_when_the_agent_is_built() -> None:
     router = Flow("router", nodes=[action("route", lambda s, c: None, then=start_flow("nope"))])
+    with pytest.raises(FlowDefinitionError) as info:
+        agent_with(router)
+    assert [(i.code, i.flow, i.node, i.path) for i in info.value.issues] == [("unknown-flow", "router", "route",
+                                                                             "then")]
+
+
+async def test_a_returned_literal_flow_is_not_rendered_and_an_unknown_one_stays_flow_gone() -> None:
+    router = Flow("router", nodes=[action("route", lambda s, c: start_flow("nope"))])
     result = await agent_with(router).turn(None, Start("router", key="k"))
     assert [(s.flow, s.code) for s in result.skipped] == [("nope", "flow-gone")]

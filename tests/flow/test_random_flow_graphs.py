@@ -23,10 +23,12 @@ from tether import (
     Agent,
     Flow,
     FlowDefinitionError,
+    Message,
     OscillationError,
     Start,
     action,
     collect,
+    decide,
     end,
     escalate,
     goto,
@@ -52,12 +54,12 @@ class Slot(BaseModel):
 
 @dataclass(frozen=True)
 class NodeSpec:
-    kind: str  # reply | reply_fn | action | router | collect | collect_fn | wait
+    kind: str  # reply | reply_fn | action | router | collect | collect_fn | wait | decide
     id: Any
     targets: tuple[Any, ...]  # target tokens, one per static slot of the kind
 
 
-SLOTS = {"reply": 1, "reply_fn": 0, "action": 1, "router": 2, "collect": 1, "collect_fn": 0, "wait": 1}
+SLOTS = {"reply": 1, "reply_fn": 0, "action": 1, "router": 2, "collect": 1, "collect_fn": 0, "wait": 1, "decide": 0}
 node_ids = st.one_of(st.sampled_from(IDS), st.sampled_from(["end", "stay", "", " "]), st.just(42))
 target_tokens = st.one_of(
     st.tuples(st.just("id"), st.sampled_from([*IDS, "zz"])),
@@ -111,6 +113,8 @@ def _build_node(spec: NodeSpec) -> Node:
     if spec.kind in ("collect", "collect_fn"):
         return collect(spec.id, schema=Slot, on_complete=(lambda data, state: end()) if spec.kind == "collect_fn"
                        else None)
+    if spec.kind == "decide":
+        return decide(spec.id, choices=["yes", "no"], prompt="Sure?", decide=lambda data, state: end(data.choice))
     return wait(spec.id, timer="5m")
 
 
@@ -248,7 +252,7 @@ def _unreachable(nodes: list[Node], start: Node, targets: list[list[Any]], specs
         seen.add(node.id)
         i = index[id(node)]
         spec = specs[i]
-        if spec.kind in ("action", "reply_fn", "collect_fn") or any(
+        if spec.kind in ("action", "reply_fn", "collect_fn", "decide") or any(
                 callable(v) and not isinstance(v, Node) for v in targets[i]):
             return False  # code decides where it goes: anything may be reached
         values = list(targets[i])
@@ -291,7 +295,7 @@ def test_invalid_graphs_are_refused_with_codes_and_valid_graphs_build(graph: Any
 @given(graphs)
 async def test_valid_graphs_run_without_an_internal_error(graph: Any) -> None:
     """A graph that builds never fails mid-run with a KeyError/AttributeError: a start runs it to
-    a pause or an end (messages are not needed: nothing here calls a model)."""
+    a pause or an end, and a message answers whatever it asked (no node here needs a model)."""
     specs, start_token = graph
     nodes, start, _ = build_graph(specs, start_token)
     try:
@@ -302,7 +306,9 @@ async def test_valid_graphs_run_without_an_internal_error(graph: Any) -> None:
     agent = Agent("Bot", flows=[flow, other], idle="silent").with_clock(FakeClock(), SequentialIds("s"))
     try:
         result = await agent.turn(None, Start("f", key="k1"))
+        assert result.session is not None
+        assert all(line.code != "step-gone" for line in result.outcomes)
+        answered = await agent.turn(result.session, Message("yes"))  # a customer answers whatever was asked
     except OscillationError:
         return  # a loop of static targets is the oscillation guard's to stop, loudly
-    assert result.session is not None
-    assert all(line.code != "step-gone" for line in result.outcomes)
+    assert all(line.code != "step-gone" for line in answered.outcomes)

@@ -49,9 +49,14 @@ def info_line(result: TurnResult | None, session: Session | None) -> str:
 
 
 def print_reply(console: Console, name: str, result: TurnResult) -> None:
-    """Each message of the turn on its own line as ``<name>> <text>``, then the info line."""
+    """Each message of the turn on its own line as ``<name>> <text>``, the choices a node offers
+    (``[Small]  [Large]``), then the info line."""
     for message in result.messages:
         console.print(Text.assemble((f"{name}> ", "bold cyan"), message.text))
+    for event in result.events:
+        if event.type == "interactive":  # a node offers choices: show them as the buttons a UI would draw
+            options = event.as_dict().get("options", [])
+            console.print(Text("  " + "  ".join(f"[{option['label']}]" for option in options), style="magenta"))
     console.print(Text(info_line(result, result.session), style="dim"))
 
 

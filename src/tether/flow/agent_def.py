@@ -15,6 +15,7 @@ from tether.flow.fields import Field
 from tether.flow.flow import Flow
 from tether.flow.nodes import Action, Collect, Reply, Router
 from tether.flow.tools import Tool
+from tether.flow.transitions import StartFlow
 
 __all__ = ["AgentDefinition", "Compaction", "Idle"]
 
@@ -227,3 +228,9 @@ class AgentDefinition:
             if isinstance(node, Action) and node.do is not None and node.do not in self.actions:
                 issue("unknown-action", f"action {node.do!r} is not registered on the agent", flow=flow.id,
                       node=node.id, path="do")
+            for option, target in node.static_targets():
+                # a literal start_flow target must name a flow of this agent (a template is rendered at run time)
+                if isinstance(target, StartFlow) and isinstance(target.flow, str) and "{" not in target.flow \
+                        and target.flow not in self.flows_by_id:
+                    issue("unknown-flow", f"{option} starts flow {target.flow!r}, which the agent does not have",
+                          flow=flow.id, node=node.id, path=option)
