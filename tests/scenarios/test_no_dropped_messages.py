@@ -46,7 +46,7 @@ FIELDS = {
     "ok": Field("boolean", description="Whether the customer agreed"),
 }
 STATEMENTS = ("the customer wants an upgrade", "the customer is unhappy")
-QUIET_REASONS = {"silenced", "another-reply"}
+QUIET_REASONS = {"silenced", "another-reply", "handed-off"}
 """Outcome codes that explain a message turn with no reply."""
 
 
