@@ -136,6 +136,9 @@ def _prompt(ts: TurnState, run: Run | None, flow: Flow | None, node: Node | None
     if ts.messages:
         sent = "\n".join(f"- {m.text}" for m in ts.messages)
         sections.append(f"Already sent this turn (do not repeat it):\n{sent}")
+    if ts.speaker is not None and ts.speaker.then_ask:  # the customer asked first: answer, the question follows
+        sections.append("Sent right after your reply, word for word (so do not ask it yourself):\n"
+                        + ts.speaker.then_ask)
     keys = ", ".join(["message", *fields])
     sections.append(f"Respond with a JSON object with the keys: {keys}. `message` is your reply to the customer; "
                     "use null for any field the customer did not give.")
