@@ -15,6 +15,7 @@ from runtime_helpers import SpyStore, msg, relay_agent, silence_agent, waiting_a
 from tether import Message
 from tether.engine.session import Session
 from tether.runtime import Runtime
+from tether.runtime.window import attach_window
 
 
 async def test_a_multi_node_turn_writes_at_every_move_and_every_record_once(
@@ -49,7 +50,8 @@ async def test_a_multi_node_turn_writes_at_every_move_and_every_record_once(
 
     stored = await spy.load(first.session)
     assert stored is not None and stored.revision == 5  # six writes in all: create at 0, five saves
-    assert second.result is not None and second.result.session == stored
+    # the turn hands back the stored document with its window (the store keeps it as transcript records)
+    assert second.result is not None and second.result.session == await attach_window(spy, stored)
     transcript = await spy.transcript(first.session)
     assert [(m.seq, m.text) for m in transcript] == [(1, "a"), (2, "prepped=1 held=1"), (3, "b"),
                                                      (4, "prepped=2 held=2")]

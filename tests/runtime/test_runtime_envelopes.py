@@ -12,6 +12,7 @@ from tether import Event, Message, Start
 from tether.engine.session import Session
 from tether.errors import FlowDefinitionError
 from tether.runtime import RunResponse, Runtime
+from tether.runtime.window import attach_window
 from tether.stores import MemoryStore
 from tether.testing import FakeClock, ScriptedModel
 
@@ -33,7 +34,8 @@ async def test_first_request_creates_the_session_with_its_records(
     assert stored.metadata["config"] == {"plan": "gold"} and stored.data["n"] == 1
     assert [m.text for m in await spy.transcript(stored.id)] == ["hi", "n=1"]
     assert [e.type for e in await spy.events(stored.id)][:2] == ["flow-enter", "node-enter"]
-    assert response.result is not None and response.result.session == stored
+    assert stored.messages == [] and stored.window_from == 1  # the window is the transcript records
+    assert response.result is not None and response.result.session == await attach_window(spy, stored)
     assert json.loads(response.model_dump_json()) == {
         "success": True, "completed": True, "message": "n=1", "session": stored.id,
         "content_type": "text/plain", "code": None}

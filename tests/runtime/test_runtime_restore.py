@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from runtime_helpers import SpyStore, counter_agent, msg
 
-from tether.engine.session import SESSION_SCHEMA_VERSION, Session
+from tether.engine.session import SESSION_SCHEMA_VERSION, Session, TranscriptMessage
 from tether.runtime import MigrationRegistry, Runtime, default_restore, is_session_current, session_idle
 from tether.testing import FakeClock
 
@@ -22,10 +22,24 @@ async def stored_session(spy: SpyStore, clock: FakeClock, **fields: Any) -> Sess
 async def test_default_hook_resets_a_document_of_another_version(
     make_runtime: Callable[..., Runtime], spy: SpyStore, clock: FakeClock
 ) -> None:
-    old = await stored_session(spy, clock, schema_version=SESSION_SCHEMA_VERSION - 1, data={"n": 41})
+    old = await stored_session(spy, clock, schema_version=0, data={"n": 41})  # a version nothing upgrades
     response = await make_runtime(counter_agent()).run("Counter", msg(), session_id=old.id)
     assert response.success and response.session != old.id and response.message == "n=1"
     assert await spy.inner.load(old.id) == old  # kept, untouched
+
+
+async def test_a_version_1_document_is_upgraded_and_continued_with_its_inline_window(
+    make_runtime: Callable[..., Runtime], spy: SpyStore, clock: FakeClock
+) -> None:
+    said = TranscriptMessage(seq=1, role="user", text="an earlier question", at=clock.now())
+    old = await stored_session(spy, clock, schema_version=1, data={"n": 41}, messages=[said], message_seq=1)
+    response = await make_runtime(counter_agent()).run("Counter", msg(), session_id=old.id)
+    assert response.success and response.session == old.id and response.message == "n=42"
+    assert response.result is not None and response.result.session is not None
+    assert response.result.session.messages[0] == said  # the inline window was read as it is
+    stored = await spy.inner.load(old.id)
+    assert stored is not None and stored.schema_version == SESSION_SCHEMA_VERSION == 2
+    assert stored.messages == [] and stored.window_from == 1  # from now on the window is the records
 
 
 async def test_idle_expiry_override_with_session_idle(

@@ -57,7 +57,7 @@ def codes(result: Any, node: str) -> list[str | None]:
 
 async def test_one_message_completes_three_steps_and_the_next_step_asks_in_the_same_turn() -> None:
     reader = Reader()
-    convo = Conversation(agent(), reader.model)  # type: ignore[arg-type]
+    convo = Conversation(agent(), reader.model)
     reader.says = {"flows": {"signup": 95}}
     first = await convo.say("I want to open an account")
     assert [m.node_id for m in first.messages] == ["ask_name"]
@@ -76,7 +76,7 @@ async def test_one_message_completes_three_steps_and_the_next_step_asks_in_the_s
 
 async def test_a_correction_is_read_known_steps_are_skipped_and_the_confirmation_asks_again() -> None:
     reader = Reader()
-    convo = Conversation(agent(), reader.model)  # type: ignore[arg-type]
+    convo = Conversation(agent(), reader.model)
     reader.says = {"flows": {"signup": 95}, "name": "Ada", "company": "Acme", "size": 50, "plan": "pro"}
     await convo.say("Sign me up: Ada, Acme, 50 people, pro plan")
     assert convo.run("signup").node == "confirm"
@@ -97,7 +97,7 @@ async def test_flow_collect_fields_are_offered_on_every_turn_and_filled_at_once(
                                                       reply("talk", instructions="Chat.")],
                 on=[on_message("chat", "talk")], collect=["company"])
     reader = Reader()
-    convo = Conversation(agent(chat, pricing_flow()), reader.model)  # type: ignore[arg-type]
+    convo = Conversation(agent(chat, pricing_flow()), reader.model)
     reader.says = {"flows": {"chat": 80}}
     await convo.say("let's chat")
     assert set(reader.offered("understand", "fields")) == {"name", "company"}
@@ -117,7 +117,7 @@ async def test_an_event_started_run_that_is_answered_ends_and_the_suspended_run_
     fields = {**FIELDS, "rating": Field("integer", description="The delivery rating, 1 to 5")}
     reader = Reader()
     convo = Conversation(Agent("Ava", fields=fields, flows=[signup_flow(), pricing_flow(), survey]),
-                         reader.model)  # type: ignore[arg-type]
+                         reader.model)
     reader.says = {"flows": {"signup": 95}}
     await convo.say("I want to open an account")
     asked = await convo.event("delivered", {"order": "A-1"}, direction="outbound")
@@ -136,7 +136,7 @@ async def test_a_step_whose_fields_are_known_is_already_known_even_with_the_mess
     flow = Flow("f", "f", nodes=[hello, collect("who", fields=["name"], prompt="Ask the name."),
                                  reply("talk", instructions="Chat.")], on=[on_message()])
     reader = Reader()
-    convo = Conversation(Agent("Ava", fields=FIELDS, flows=[flow]), reader.model)  # type: ignore[arg-type]
+    convo = Conversation(Agent("Ava", fields=FIELDS, flows=[flow]), reader.model)
     reader.says = {"name": "Ada"}
     result = await convo.say("hi, Ada here")  # the catch-all's first step speaks no call: name is read
     assert convo.session is not None and convo.session.data["name"] == "Ada"
@@ -150,7 +150,7 @@ async def test_a_follow_up_that_ends_on_a_reply_hands_the_message_to_the_asking_
         reply("nudge", response="Still interested?", next=end("nudged")),
     ], on=[on_event("quote_sent")])
     reader = Reader()
-    convo = Conversation(agent(signup_flow(), pricing_flow(), follow), reader.model)  # type: ignore[arg-type]
+    convo = Conversation(agent(signup_flow(), pricing_flow(), follow), reader.model)
     reader.says = {"flows": {"signup": 95}}
     await convo.say("I want to open an account")
     await convo.event("quote_sent", key="q1")
@@ -166,7 +166,7 @@ async def test_a_follow_up_that_ends_on_a_reply_hands_the_message_to_the_asking_
 
 async def test_a_question_at_a_confirm_step_is_answered_and_the_confirmation_asked_again() -> None:
     reader = Reader()
-    convo = Conversation(agent(), reader.model)  # type: ignore[arg-type]
+    convo = Conversation(agent(), reader.model)
     reader.says = {"flows": {"signup": 95}, "name": "Ada", "company": "Acme", "size": 50, "plan": "pro"}
     first = await convo.say("Sign me up: Ada, Acme, 50 people, pro plan")
     assert first.text == "Ada at Acme, 50 people. Shall I create it? (yes/no)"
@@ -189,7 +189,7 @@ async def test_a_stay_flow_answers_from_the_step_it_stays_on() -> None:
     chat = Flow("chat", "Chat", nodes=[collect("who", fields=["name"], prompt="Ask their name, then chat.")],
                 on=[on_message("chat", "talk")], on_end="stay")
     reader = Reader()
-    convo = Conversation(agent(chat, pricing_flow()), reader.model)  # type: ignore[arg-type]
+    convo = Conversation(agent(chat, pricing_flow()), reader.model)
     reader.says = {"flows": {"chat": 90}}
     await convo.say("let's chat")
     reader.says = {"flows": {"chat": 90}, "name": "Ada"}
@@ -205,7 +205,7 @@ async def test_a_stay_flow_past_max_asks_answers_instead_of_looping() -> None:
     chat = Flow("chat", "Chat", nodes=[collect("who", fields=["name"], prompt="Ask their name.", max_asks=1)],
                 on=[on_message("chat")], on_end="stay")
     reader = Reader()
-    convo = Conversation(Agent("Ava", fields=FIELDS, flows=[chat], idle="silent"), reader.model)  # type: ignore[arg-type]
+    convo = Conversation(Agent("Ava", fields=FIELDS, flows=[chat], idle="silent"), reader.model)
     await convo.say("chat")
     result = await convo.say("I'd rather not say")
     assert "max-asks" in [o.code for o in result.outcomes]
@@ -217,7 +217,7 @@ async def test_a_deterministic_step_whose_fields_are_known_is_already_known() ->
                                  collect("who", fields=["name"], ask="Your name?"),
                                  reply("greet", response="Hi {name}.", next=end("done"))], on=[on_message()])
     reader = Reader()
-    convo = Conversation(Agent("Ava", fields=FIELDS, flows=[flow]), reader.model)  # type: ignore[arg-type]
+    convo = Conversation(Agent("Ava", fields=FIELDS, flows=[flow]), reader.model)
     reader.says = {"name": "Ada"}
     result = await convo.say("hi, Ada here")
     assert codes(result, "who") == ["already-known"]
@@ -230,7 +230,7 @@ async def test_a_question_at_a_fixed_yes_no_reply_is_answered_and_the_question_a
     upgrade = reply("upgrade", response="Upgraded.", next=end("upgraded"))
     flow = Flow("offer", "Upgrade offer", nodes=[offer, upgrade], on=[on_message("upgrade", "pro plan")])
     reader = Reader()
-    convo = Conversation(Agent("Ava", fields=FIELDS, flows=[flow, pricing_flow()]), reader.model)  # type: ignore[arg-type]
+    convo = Conversation(Agent("Ava", fields=FIELDS, flows=[flow, pricing_flow()]), reader.model)
     reader.says = {"flows": {"offer": 90}}
     first = await convo.say("tell me about the pro plan")
     assert first.text == "Do you want to upgrade to pro? (yes/no)"

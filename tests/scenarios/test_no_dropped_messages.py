@@ -38,6 +38,7 @@ from tether import (
 )
 from tether.engine.results import TurnResult
 from tether.flow.nodes import Node, branch
+from tether.flow.triggers import MessageTrigger
 
 FIELDS = {
     "a": Field("string", description="Field a"),
@@ -131,8 +132,7 @@ def _show(node: Node) -> str:
 def agents(draw: st.DrawFn) -> Spec:
     built: list[Flow] = []
     for index in range(draw(st.integers(1, 3))):
-        catch_all_taken = any(t.__class__.__name__ == "MessageTrigger" and not t.phrases  # type: ignore[attr-defined]
-                              for f in built for t in f.on)
+        catch_all_taken = any(isinstance(t, MessageTrigger) and not t.phrases for f in built for t in f.on)
         built.append(draw(flows(index, catch_all_taken)))
     return Spec(built)
 
@@ -162,7 +162,7 @@ def _explain(result: TurnResult) -> str:
 
 async def _converse(agent: Agent, sequence: list[Any]) -> None:
     reader = Reader()
-    convo = Conversation(agent, reader.model)  # type: ignore[arg-type]
+    convo = Conversation(agent, reader.model)
     wakes: dict[str, Any] = {}
     for step in sequence:
         if step == "wake":

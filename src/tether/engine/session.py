@@ -33,8 +33,11 @@ __all__ = [
     "fork_session",
 ]
 
-SESSION_SCHEMA_VERSION = 1
-"""Bumped when the document shape changes; the runtime migrates or resets older documents."""
+SESSION_SCHEMA_VERSION = 2
+"""Bumped when the document shape changes; the runtime migrates or resets older documents.
+
+2: ``window_from`` (the runtime stores the context window as transcript records, not inline).
+The runtime upgrades a version 1 document itself (its window is inline: nothing else changes)."""
 
 SessionStatus = Literal["running", "handed_off", "completed", "aborted"]
 RunStatus = Literal["running", "asking", "waiting", "suspended"]
@@ -203,6 +206,9 @@ class Session(BaseModel):
         messages: a bounded window of the most recent transcript messages.
         summary: the compaction summary of messages that left the window.
         message_seq: the ``seq`` of the last message ever appended.
+        window_from: None while ``messages`` holds the window. The runtime stores a document with
+            ``messages`` empty and ``window_from`` the ``seq`` the window starts at (the window is
+            read back from the store's transcript records when the document is loaded).
         turn: set by mid-turn writes while a turn is unfinished (cleared by its final save).
     """
 
@@ -223,6 +229,7 @@ class Session(BaseModel):
     last_assistant_at: datetime | None = None
     messages: list[TranscriptMessage] = Field(default_factory=list)
     message_seq: int = 0
+    window_from: int | None = None
     summary: str | None = None
     usage: SessionUsage = Field(default_factory=SessionUsage)
     log: list[LogEntry] = Field(default_factory=list)

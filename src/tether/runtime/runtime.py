@@ -95,6 +95,7 @@ from tether.runtime.envelope import RunResponse, failure, success
 from tether.runtime.locks import SessionLocks
 from tether.runtime.restore import MigrationRegistry, RestoreHook, call_restore_hook, is_session_current
 from tether.runtime.selections import check_model_selections
+from tether.runtime.window import attach_window, attached, detach_window, upgrade_v1
 from tether.stores import SQLiteStore, Store, TurnRecords, WakeRequest
 
 __all__ = ["ConflictPolicy", "Runtime", "turn_records"]
@@ -303,8 +304,8 @@ class Runtime:
             return None
         if doc.agent != agent.id:
             raise SessionFlowMismatch(doc.id, bound=doc.agent, requested=agent.id)
-        attempt.stored = doc
-        migrated = self.migrations.migrate(doc)
+        doc = attempt.stored = await attach_window(self.store, doc)
+        migrated = upgrade_v1(self.migrations.migrate(doc))
         if self.on_restore is not None:  # the user's hook: its document is saved at once (seed 004)
             restored = await call_restore_hook(self.on_restore, migrated)
         else:  # the default version check; nothing to save unless the migrations changed the document
@@ -314,7 +315,7 @@ class Runtime:
         if restored is None:
             attempt.stored = None
             return None
-        attempt.stored = await self.store.save(restored, doc.revision)
+        attempt.stored = attached(await self.store.save(detach_window(restored), doc.revision), restored.messages)
         return attempt.stored
 
     async def _attempt(self, agent: Agent, session_id: str | None, turn_input: TurnInput,
@@ -373,11 +374,12 @@ class Runtime:
         """Create the new session (first write) or save it under compare-and-swap from the revision
         the session carries (the engine keeps it current across checkpoints)."""
         if attempt.fresh is not None:
-            attempt.stored = await self.store.create(session, records)
+            stored = await self.store.create(detach_window(session), records)
             attempt.fresh = None
             attempt.created = session.id
         else:
-            attempt.stored = await self.store.save(session, session.revision, records)
+            stored = await self.store.save(detach_window(session), session.revision, records)
+        attempt.stored = attached(stored, session.messages)
 
     async def _abort(self, attempt: _Attempt, exc: Exception, session_id: str | None) -> RunResponse:
         """Mark the session aborted with the error logged, persist it, and build the envelope."""
@@ -385,7 +387,7 @@ class Runtime:
         target = attempt.stored or attempt.fresh
         if target is None:
             return failure(message, session_id, code)
-        aborted = target.model_copy(deep=True)
+        aborted = detach_window(target.model_copy(deep=True))
         aborted.status = "aborted"
         aborted.error.append(LogEntry(at=self.clock.now(), level="error", message=message, code=code))
         try:

@@ -32,30 +32,26 @@ async def insert_records(conn: Conn, s: str, session_id: str, records: TurnRecor
         return
     messages = message_rows(session_id, records)
     async with conn.cursor() as cur:
-        if messages:
+        if messages:  # one round trip: a duplicate seq inserts nothing and is reported (the write rolls back)
+            seqs = [seq for seq, _ in messages]
             await cur.execute(
-                f"SELECT min(seq) FROM {s}.tether_messages WHERE session_id = %s AND seq = ANY(%s)",
-                (session_id, [seq for seq, _ in messages]),
+                f"INSERT INTO {s}.tether_messages (session_id, seq, body) "
+                "SELECT %s, m.seq, m.body::json FROM unnest(%s::bigint[], %s::text[]) AS m(seq, body) "
+                "ON CONFLICT (session_id, seq) DO NOTHING RETURNING seq",
+                (session_id, seqs, [body for _, body in messages]),
             )
-            row = await cur.fetchone()
-            if row is not None and row[0] is not None:
-                raise duplicate_message(session_id, row[0])
-            await cur.executemany(
-                f"INSERT INTO {s}.tether_messages (session_id, seq, body) VALUES (%s, %s, %s::json)",
-                [(session_id, seq, body) for seq, body in messages],
-            )
+            inserted = {row[0] for row in await cur.fetchall()}
+            if len(inserted) != len(seqs):
+                raise duplicate_message(session_id, min(seq for seq in seqs if seq not in inserted))
         events = event_rows(records)
-        if events:
+        if events:  # numbered after the session's last event, in the same statement
             await cur.execute(
-                f"SELECT COALESCE(max(seq), 0) FROM {s}.tether_events WHERE session_id = %s",
-                (session_id,),
-            )
-            row = await cur.fetchone()
-            last = int(row[0]) if row else 0
-            await cur.executemany(
                 f"INSERT INTO {s}.tether_events (session_id, seq, type, at, body) "
-                "VALUES (%s, %s, %s, %s, %s::json)",
-                [(session_id, last + i, kind, at, body) for i, (kind, at, body) in enumerate(events, 1)],
+                f"SELECT %s, (SELECT COALESCE(max(seq), 0) FROM {s}.tether_events WHERE session_id = %s) + e.n, "
+                "e.type, e.at, e.body::json "
+                "FROM unnest(%s::text[], %s::timestamptz[], %s::text[]) WITH ORDINALITY AS e(type, at, body, n)",
+                (session_id, session_id, [kind for kind, _, _ in events], [at for _, at, _ in events],
+                 [body for _, _, body in events]),
             )
         if records.journal:
             await cur.executemany(

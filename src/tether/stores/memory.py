@@ -7,6 +7,7 @@ passed to it) never changes what is stored. An ``asyncio.Lock`` serializes every
 from __future__ import annotations
 
 import asyncio
+import bisect
 import builtins
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -28,9 +29,13 @@ from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, Tur
 __all__ = ["MemoryStore"]
 
 
+_Rows = tuple[builtins.list[tuple[int, str]], builtins.list[tuple[str, datetime, str]]]
+
+
 @dataclass
 class _Records:
     messages: dict[int, str] = field(default_factory=dict)
+    order: builtins.list[int] = field(default_factory=list)  # message seqs, sorted: a window read is O(window)
     events: builtins.list[tuple[int, str]] = field(default_factory=list)
     journal: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (run_id, json)
 
@@ -69,9 +74,9 @@ class MemoryStore(Store):
                 raise SessionConflict(
                     stored.id, expected=None, actual=self._summaries[stored.id].revision, operation="create"
                 )
-            self._check_records(stored.id, records)
+            rows = self._check_records(stored.id, records)
             self._put(stored, text)
-            self._write_records(stored.id, records)
+            self._write_records(stored.id, records, rows)
         return stored
 
     async def save(
@@ -90,9 +95,9 @@ class MemoryStore(Store):
                 )
             if current.agent != stored.agent:
                 raise SessionFlowMismatch(stored.id, bound=current.agent, requested=stored.agent)
-            self._check_records(stored.id, records)
+            rows = self._check_records(stored.id, records)
             self._put(stored, text)
-            self._write_records(stored.id, records)
+            self._write_records(stored.id, records, rows)
         return stored
 
     async def delete(self, session_id: str, expected_revision: int | None = None) -> None:
@@ -140,9 +145,10 @@ class MemoryStore(Store):
     ) -> builtins.list[TranscriptMessage]:
         async with self._lock:
             self._check_open("transcript")
-            messages = self._records.get(session_id, _Records()).messages
-            seqs = sorted(seq for seq in messages if seq > after_seq)[:limit]
-            return [TranscriptMessage.model_validate_json(messages[seq]) for seq in seqs]
+            bucket = self._records.get(session_id, _Records())
+            start = bisect.bisect_right(bucket.order, after_seq)
+            seqs = bucket.order[start:] if limit is None else bucket.order[start:start + limit]
+            return [TranscriptMessage.model_validate_json(bucket.messages[seq]) for seq in seqs]
 
     async def events(self, session_id: str, *, after: int = 0) -> builtins.list[StoredEvent]:
         async with self._lock:
@@ -222,25 +228,30 @@ class MemoryStore(Store):
         for key in [k for k in self._wakes if k[0] == session_id]:
             del self._wakes[key]
 
-    def _check_records(self, session_id: str, records: TurnRecords | None) -> None:
-        """Fail before anything is written, so a failed write leaves no trace."""
+    def _check_records(self, session_id: str, records: TurnRecords | None) -> _Rows:
+        """Encode the records and fail before anything is written, so a failed write leaves no trace."""
         if records is None:
-            return
+            return [], []
         rows = message_rows(session_id, records)
         existing = self._records.get(session_id, _Records()).messages
         for seq, _ in rows:
             if seq in existing:
                 raise duplicate_message(session_id, seq)
-        event_rows(records)
+        return rows, event_rows(records)
 
-    def _write_records(self, session_id: str, records: TurnRecords | None) -> None:
+    def _write_records(self, session_id: str, records: TurnRecords | None, rows: _Rows) -> None:
         if records is None:
             return
         bucket = self._records.setdefault(session_id, _Records())
-        for seq, text in message_rows(session_id, records):
+        messages, events = rows
+        for seq, text in messages:
             bucket.messages[seq] = text
+            if bucket.order and seq < bucket.order[-1]:
+                bisect.insort(bucket.order, seq)
+            else:
+                bucket.order.append(seq)
         next_seq = bucket.events[-1][0] + 1 if bucket.events else 1
-        for offset, (_, _, text) in enumerate(event_rows(records)):
+        for offset, (_, _, text) in enumerate(events):
             bucket.events.append((next_seq + offset, text))
         for entry in records.journal:
             kept = bucket.journal.get(entry.key)
