@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from tether import (
     Agent,
+    Field,
     Flow,
     FlowDefinitionError,
     Start,
@@ -146,3 +147,19 @@ def test_trigger_phrases_that_are_not_text_are_refused_with_a_code() -> None:
     with pytest.raises(FlowDefinitionError) as info:
         Flow("f", nodes=[a], on=[on_message(["book a table"])])  # type: ignore[arg-type]
     assert info.value.code == "invalid-trigger" and "own argument" in str(info.value)
+
+
+@pytest.mark.parametrize(("declared", "words"), [
+    (Field(str), "type is <class 'str'>"),  # type: ignore[arg-type]
+    (Field("text"), "type is 'text'"),  # type: ignore[arg-type]
+    (Field("string", extract="always"), "extract is 'always'"),  # type: ignore[arg-type]
+    (Field("string", enum="abc"), "enum is 'abc'"),  # type: ignore[arg-type]
+    ("string", "is not a Field"),
+])
+def test_a_malformed_agent_field_is_refused_when_the_agent_is_built(declared: Any, words: str) -> None:
+    from tether import Agent
+
+    with pytest.raises(FlowDefinitionError) as info:
+        Agent("Bot", fields={"name": declared})
+    assert [(i.code, i.path) for i in info.value.issues] == [("invalid-field", "fields.name")]
+    assert words in str(info.value)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 from tether.errors import DefinitionIssue, FlowDefinitionError
-from tether.flow.fields import Field
+from tether.flow.fields import Field, FieldType
 from tether.flow.flow import Flow
 from tether.flow.nodes import Action, Collect, Reply, Router
 from tether.flow.tools import Tool
@@ -138,6 +138,9 @@ class AgentDefinition:
         if not isinstance(self.max_tool_loops, int) or self.max_tool_loops < 0:
             issue("invalid-option", f"max_tool_loops must be an integer >= 0, got {self.max_tool_loops!r}",
                   path="max_tool_loops")
+        for name, declared in self.fields.items():
+            for message in _field_problems(declared):
+                issue("invalid-field", message, path=f"fields.{name}")
         seen: set[str] = set()
         for i, flow in enumerate(self.flows):
             if not isinstance(flow, Flow):
@@ -234,3 +237,18 @@ class AgentDefinition:
                         and target.flow not in self.flows_by_id:
                     issue("unknown-flow", f"{option} starts flow {target.flow!r}, which the agent does not have",
                           flow=flow.id, node=node.id, path=option)
+
+
+def _field_problems(declared: Any) -> list[str]:
+    """What is wrong with one declared agent field, as sentences."""
+    if not isinstance(declared, Field):
+        return [f"{declared!r} is not a Field (use Field('string'), Field('number'), ...)"]
+    problems: list[str] = []
+    types = get_args(FieldType)
+    if declared.type not in types:
+        problems.append(f"type is {declared.type!r}; a field's type is one of {', '.join(map(repr, types))}")
+    if declared.extract not in (None, "anywhere", "asked"):
+        problems.append(f"extract is {declared.extract!r}; use 'anywhere' or 'asked'")
+    if declared.enum is not None and (isinstance(declared.enum, str) or not isinstance(declared.enum, tuple | list)):
+        problems.append(f"enum is {declared.enum!r}; give a list of the allowed values")
+    return problems

@@ -1,0 +1,23 @@
+"""docs/flows.md stays true: every python block runs, in order, in one namespace (an ``async def``
+a block defines is awaited)."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+from typing import Any
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "flows.md"
+
+
+async def test_every_python_block_of_the_flows_doc_runs() -> None:
+    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.DOTALL)
+    assert len(blocks) >= 5
+    namespace: dict[str, Any] = {}
+    for block in blocks:
+        before = set(namespace)
+        exec(compile(block, str(DOC), "exec"), namespace)
+        for name in set(namespace) - before:
+            if inspect.iscoroutinefunction(namespace[name]):
+                await namespace[name]()
