@@ -147,10 +147,9 @@ class SessionRoutes:
                              "next": page[-1].seq if len(found) > limit else None})
 
     async def delete(self, request: Request) -> Response:
-        """``DELETE .../{id}``: the session and all its records, under the session lock."""
+        """``DELETE .../{id}``: the session and all its records, under the session's lock and lease."""
         _, doc = await self._session(request)
-        async with self.runtime.locks.hold(doc.id):
-            await self.runtime.store.delete(doc.id)
+        await self.runtime.delete(doc.id)
         return Response(status_code=204)
 
     async def event(self, request: Request) -> Response:
