@@ -9,7 +9,10 @@ The tree::
     │   ├── TransitionError                  a node returned something that is not a transition
     │   ├── OscillationError                 an edge was traversed more than max_oscillations times
     │   ├── FlowDriftError                   a parked run's flow changed under it
+    │   ├── NodeFailedError                  user code of a node failed: the run degrades
+    │   ├── TemplatePlaceholderError         a ``{placeholder}`` names nothing the node can see
     │   ├── ToolError                        a tool is unknown or its arguments are invalid
+    │   │   └── RecoverableToolError         a tool failure the customer can fix: re-collect
     │   ├── EffectInDoubtError               a journaled effect started, no result, policy "fail"
     │   ├── JournalMismatchError             an action's effects changed order between dispatches
     │   └── ModelConfigurationError          a node needs a model (or a capability) that is missing
@@ -48,7 +51,9 @@ __all__ = [
     "ModelConfigurationError",
     "ModelError",
     "ModelErrorKind",
+    "NodeFailedError",
     "OscillationError",
+    "RecoverableToolError",
     "SessionConflict",
     "SessionFlowInvariant",
     "SessionFlowMismatch",
@@ -57,6 +62,7 @@ __all__ = [
     "SpawnError",
     "StoreError",
     "Suspend",
+    "TemplatePlaceholderError",
     "TetherError",
     "TetherSignal",
     "ToolError",
@@ -181,6 +187,44 @@ class ToolError(FlowRuntimeError):
     """A tool is unknown, or was called with arguments its input model rejects."""
 
     code = "tool-error"
+
+
+class RecoverableToolError(ToolError):
+    """A tool (or action) failure the customer can fix, e.g. an address the carrier rejects.
+
+    Raised from an action (or a tool it calls) with no ``on_fail``, it sends the run back to the
+    collect node it passed earlier in the turn: that node's fields are cleared and asked again,
+    ``user_message`` (when given) is said first. With no earlier collect node the run degrades.
+    """
+
+    code = "recoverable-tool-error"
+
+    def __init__(self, message: str, user_message: str | None = None) -> None:
+        super().__init__(message)
+        self.user_message = user_message
+
+
+class NodeFailedError(FlowRuntimeError):
+    """User code of a node failed while it ran (an action raised or called a tool the agent does
+    not have, a ``next``/``on_complete``/``decide``/``response`` function raised). The message
+    names the flow, the node and the exception. In a turn the run degrades (seed 000): an
+    ``error`` event, an entry in the session's error log, the agent's failure reply."""
+
+    code = "node-failed"
+
+    def __init__(self, message: str, *, flow: str | None = None, node: str | None = None) -> None:
+        super().__init__(message)
+        self.flow, self.node = flow, node
+
+
+class TemplatePlaceholderError(FlowRuntimeError):
+    """A ``{placeholder}`` in a template names no value the node can see at run time."""
+
+    code = "template-placeholder"
+
+    def __init__(self, message: str, *, placeholder: str) -> None:
+        super().__init__(message)
+        self.placeholder = placeholder
 
 
 class EffectInDoubtError(FlowRuntimeError):

@@ -209,10 +209,11 @@ async def test_unexpected_error_aborts_and_persists_the_error(
     first = await runtime.run("Counter", msg())
     explode[0] = True
     response = await runtime.run("Counter", msg(), session_id=first.session)
-    failure = "flow 'count', node 'say': ZeroDivisionError: division by zero"  # user code errors name flow and node
+    failure = ("flow 'count', node 'say': returned 42, which is not a transition (return a node, goto(...), "
+               "end(...), handoff(...), escalate(...), start_flow(...) or stay)")  # names the flow and node
     assert response.model_dump() == {
         "success": False, "completed": True, "message": failure,
-        "session": first.session, "content_type": "text/plain", "code": "flow-runtime"}
+        "session": first.session, "content_type": "text/plain", "code": "invalid-transition"}
     stored = await spy.load(first.session)
     assert stored is not None and stored.status == "aborted" and stored.revision == 3  # checkpoint 2, abort 3
     assert [(e.level, e.message, e.at) for e in stored.error] == [("error", failure, clock.now())]

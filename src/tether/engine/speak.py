@@ -106,6 +106,9 @@ def _prompt(ts: TurnState, run: Run | None, flow: Flow | None, node: Node | None
     guideline: Any = None
     if isinstance(node, Reply):
         guideline = node.instructions(state) if callable(node.instructions) else node.instructions
+        if isinstance(node.instructions, str):
+            guideline = render(node.instructions, state, run.input if run else None, ts.options.context,
+                               where="instructions")
     elif isinstance(node, Collect):
         guideline = node.prompt or DEFAULT_GUIDELINE
     elif flow is None and ts.agent.idle is not None:
@@ -175,7 +178,7 @@ async def speak(ts: TurnState, request: SpeakRequest) -> SpeakResult:
         if fallback is not None:
             state = ts.state_view(run)
             text = fallback(state) if callable(fallback) else render(fallback, state, run.input if run else None,
-                                                                     ts.options.context)
+                                                                     ts.options.context, where="fallback")
             return SpeakResult(text=text, no_model=True, fallback=True)
         return SpeakResult(text=NO_MODEL_TEXT, no_model=True)
     tools = _tools_for(ts, flow, node)

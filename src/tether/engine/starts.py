@@ -18,7 +18,7 @@ from tether.engine.results import RunStarted, Skipped
 from tether.engine.session import Claim, Run, RunTrigger
 from tether.engine.state import TurnState
 from tether.engine.templates import render, render_value
-from tether.errors import TransitionError
+from tether.errors import TemplatePlaceholderError, TransitionError
 from tether.flow.durations import parse_duration
 from tether.flow.flow import Flow
 from tether.flow.transitions import StartFlow
@@ -123,14 +123,20 @@ async def chain(ts: TurnState, parent: Run, move: StartFlow) -> None:
     key = ts.key(parent, parent.node or "start")
     if "{" in move.flow:  # a template, e.g. "{input.topic}"
         state = ts.state_view(parent)
-        flow_id = render(move.flow, state, parent.input, ts.options.context)
+        try:
+            flow_id = render(move.flow, state, parent.input, ts.options.context)
+        except TemplatePlaceholderError as exc:  # a missing value names no flow: the same error, never ""
+            raise TransitionError(
+                f"flow {parent.flow!r}, node {parent.node!r}: start_flow({move.flow!r}) has no value for "
+                f"{{{exc.placeholder}}}, so it names no flow of the agent", code="unknown-flow") from None
         if flow_id not in ts.agent.flows_by_id:
             raise TransitionError(
                 f"flow {parent.flow!r}, node {parent.node!r}: start_flow({move.flow!r}) rendered {flow_id!r}, which "
                 f"is not a flow of the agent (flows: {', '.join(ts.agent.flows_by_id) or 'none'})",
                 code="unknown-flow")
     if child_input is not None:
-        child_input = render_value(child_input, ts.state_view(parent), parent.input, ts.options.context)
+        child_input = render_value(child_input, ts.state_view(parent), parent.input, ts.options.context,
+                                   where=f"flow {parent.flow!r}, node {parent.node!r}, start_flow input")
     flow = ts.agent.flows_by_id.get(flow_id)
     if flow is None:
         skip(ts, flow_id, "flow-gone", parent.anchor, key)

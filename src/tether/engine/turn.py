@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from tether.durable.journal import EffectJournal
 from tether.engine.compaction import compact
 from tether.engine.continuation import continue_turn, recorded_reply
+from tether.engine.degrade import FAILURES, speaker_failed
 from tether.engine.handed_off import quiet_turn
 from tether.engine.ingest import ingest
 from tether.engine.input_checks import check_input
@@ -76,11 +77,17 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
     # 6. Speak
     request = _speaker(ts)
     if request is not None:
-        result = await _speak(ts, request)
+        try:
+            result = await _speak(ts, request)
+            if result is not None:
+                ts.spoke = True
+                # 7. Settle
+                await settle(ts, request, result)
+        except FAILURES as exc:  # the speaking node failed: its run degrades, loudly
+            result = None
+            await speaker_failed(ts, request, exc)
+            await keep_moving(ts)
         if result is not None:
-            ts.spoke = True
-            # 7. Settle
-            await settle(ts, request, result)
             await keep_moving(ts)
     bookkeeping(ts)
     await ts.flush_deltas()
