@@ -39,6 +39,7 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
     it streams, an engine-rendered message when it is said)."""
     check_input(input)  # bad input is refused before anything runs or is saved
     options = options or TurnOptions()
+    on_delta = on_delta or options.on_delta
     now = clock.now()
     # 1. Load
     if session is None:
