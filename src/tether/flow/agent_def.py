@@ -99,12 +99,12 @@ class AgentDefinition:
         self.instructions: tuple[Any, ...] = (instructions,) if isinstance(instructions, str) else tuple(instructions)
         self.fields: dict[str, Field] = dict(fields or {})
         self.flows: tuple[Flow, ...] = tuple(flows)
-        self.flows_by_id: dict[str, Flow] = {f.id: f for f in self.flows}
+        self.flows_by_id: dict[str, Flow] = {f.id: f for f in self.flows if isinstance(f, Flow)}
         self.actions: dict[str, Callable[..., Any]] = dict(actions or {})
         self.events: dict[str, Any] = dict(events or {})
         self.conditions: dict[str, Callable[..., bool]] = dict(conditions or {})
         self.tools: tuple[Tool, ...] = tuple(tools)
-        self.tools_by_name: dict[str, Tool] = {t.name: t for t in self.tools}
+        self.tools_by_name: dict[str, Tool] = {t.name: t for t in self.tools if isinstance(t, Tool)}
         if idle is None:
             self.idle: Idle | None = Idle()
         elif idle == "silent":
