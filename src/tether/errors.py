@@ -17,7 +17,9 @@ The tree::
     ├── StoreError (RuntimeError)            SESSION_STORE_ERROR: a store backend failed
     │   ├── SessionConflict                  SESSION_CONFLICT: stale revision
     │   ├── SessionFlowMismatch              SESSION_FLOW_MISMATCH: session bound to another agent
-    │   └── SessionFlowInvariant             SESSION_FLOW_INVARIANT: malformed stored document
+    │   ├── SessionFlowInvariant             SESSION_FLOW_INVARIANT: malformed stored document
+    │   ├── SessionVersionUnsupported        SESSION_VERSION_UNSUPPORTED: written by a newer tether
+    │   └── SessionLeaseTimeout              SESSION_LEASE_TIMEOUT: another worker kept the session
     └── ExecutorError (RuntimeError)         the process executor could not run a command
         └── SpawnError                       the command could not be started at all
 
@@ -50,6 +52,8 @@ __all__ = [
     "SessionConflict",
     "SessionFlowInvariant",
     "SessionFlowMismatch",
+    "SessionLeaseTimeout",
+    "SessionVersionUnsupported",
     "SpawnError",
     "StoreError",
     "Suspend",
@@ -297,6 +301,39 @@ class SessionFlowInvariant(StoreError):
     """A stored session document is malformed."""
 
     code = "SESSION_FLOW_INVARIANT"
+
+
+class SessionVersionUnsupported(StoreError):
+    """The stored document was written by a newer tether (its ``schema_version`` is above ours).
+
+    The document is left untouched: an older worker must neither run nor replace it.
+    """
+
+    code = "SESSION_VERSION_UNSUPPORTED"
+
+    def __init__(self, session_id: str, *, stored: int, supported: int, operation: str = "load") -> None:
+        super().__init__(
+            f"Session {session_id!r} has schema version {stored}, newer than this tether supports "
+            f"({supported}); upgrade tether to continue it.",
+            operation=operation,
+            session_id=session_id,
+        )
+        self.stored_version, self.supported_version = stored, supported
+
+
+class SessionLeaseTimeout(StoreError):
+    """Another worker held the session's lease for longer than the caller would wait."""
+
+    code = "SESSION_LEASE_TIMEOUT"
+
+    def __init__(self, session_id: str, *, timeout: float, holder: str | None = None) -> None:
+        by = f" (held by {holder})" if holder else ""
+        super().__init__(
+            f"Session {session_id!r} is busy: another worker held its lease for more than {timeout:g}s{by}.",
+            operation="lease",
+            session_id=session_id,
+        )
+        self.timeout, self.holder = timeout, holder
 
 
 # --------------------------------------------------------------------------- executor errors

@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stores"))
 
 from runtime_helpers import SpyStore
-from store_backends import BACKENDS, Backend, open_backend
+from store_backends import BACKENDS, DURABLE, Backend, open_backend
 
 from tether import Agent
 from tether.runtime import Runtime
@@ -25,6 +25,15 @@ from tether.testing import FakeClock
 
 @pytest.fixture(params=BACKENDS)
 async def backend(request: pytest.FixtureRequest, clock: FakeClock, tmp_path: Path) -> AsyncIterator[Backend]:
+    b = await open_backend(request.param, clock, tmp_path)
+    try:
+        yield b
+    finally:
+        await b.aclose()
+
+
+@pytest.fixture(params=DURABLE)
+async def durable(request: pytest.FixtureRequest, clock: FakeClock, tmp_path: Path) -> AsyncIterator[Backend]:
     b = await open_backend(request.param, clock, tmp_path)
     try:
         yield b

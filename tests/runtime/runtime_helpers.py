@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import itertools
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any
 
@@ -82,6 +83,27 @@ def relay_agent(name: str = "Relay", *, on_hold: Hook | None = None) -> Agent:
     return Agent(name, flows=[flow])
 
 
+def tally_agent(name: str = "Tally", *, on_mull: Hook | None = None) -> Agent:
+    """A three-node turn tagged by its request (``TurnOptions(context={"tag": ...})``): ``take``
+    appends the tag to ``seen`` and moves to ``mull`` (a checkpoint), which awaits
+    ``on_mull(tag)`` and moves to ``answer`` (a checkpoint), which says ``echo <tag>`` and ends
+    the run. A request answered with another request's tag got another turn's reply."""
+
+    @action("take")
+    async def take(state: dict[str, Any], ctx: Any) -> None:
+        tag = str(ctx.context.get("tag", ""))
+        ctx.set(seen=[*ctx.data.get("seen", []), tag], last=tag)
+
+    @action("mull")
+    async def mull(state: dict[str, Any], ctx: Any) -> None:
+        if on_mull is not None:
+            await on_mull(str(ctx.context.get("tag", "")))
+
+    answer = reply("answer", response=lambda state: f"echo {state['last']}", next=end("answered"))
+    flow = Flow("tally", start=take, nodes=[take, mull, answer], on=[on_message(repeat="always")])
+    return Agent(name, flows=[flow])
+
+
 def silence_agent(name: str = "Nudger") -> Agent:
     """Every message gets an engine-rendered ``Got it.``; ten minutes of silence after it starts
     ``nudge``, which says ``Still there?``."""
@@ -129,6 +151,10 @@ class SpyStore(Store):
         if self.before_save is not None:
             await self.before_save(session, expected_revision)
         return await self.inner.save(session, expected_revision, records)
+
+    def lease(self, session_id: str, *, timeout: float = 30.0) -> AbstractAsyncContextManager[None]:
+        self.calls.append(("lease", session_id))
+        return self.inner.lease(session_id, timeout=timeout)
 
     async def delete(self, session_id: str, expected_revision: int | None = None) -> None:
         self.calls.append(("delete", session_id))

@@ -23,6 +23,7 @@ from tether.stores import (
     WakeRequest,
     open_store,
 )
+from tether.stores._sqlite_schema import SCHEMA_VERSION as SQLITE_SCHEMA_VERSION
 from tether.testing import FakeClock
 
 NewSession = Callable[..., Session]
@@ -88,7 +89,8 @@ async def test_schema_version_is_recorded_and_a_newer_one_refused(durable: Backe
     await store.close()
     if isinstance(durable, SQLiteBackend):
         conn = sqlite3.connect(durable.target)
-        assert conn.execute("SELECT value FROM tether_meta WHERE key = 'schema_version'").fetchone() == ("1",)
+        recorded = conn.execute("SELECT value FROM tether_meta WHERE key = 'schema_version'").fetchone()
+        assert recorded == (str(SQLITE_SCHEMA_VERSION),)
         conn.close()
         durable.execute("UPDATE tether_meta SET value = '99' WHERE key = 'schema_version'")
     else:

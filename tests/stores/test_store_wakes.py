@@ -120,3 +120,16 @@ async def test_concurrent_due_wakes_never_claim_a_wake_twice(
     results = await asyncio.gather(*(worker(stores[i % 2], f"w{i}") for i in range(6)))
     claimed = [item for result in results for item in result]
     assert len(claimed) == len(set(claimed)) == 40
+
+
+async def test_complete_wake_leaves_a_wake_another_worker_claimed_since(
+    store: Store, new_session: NewSession, clock: FakeClock
+) -> None:
+    t0 = clock.now()
+    doc = await store.create(new_session(), TurnRecords(wakes=[WakeRequest(key="k", at=t0)]))
+    (mine,) = await store.due_wakes(t0, lease=30, worker="w1")
+    (theirs,) = await store.due_wakes(t0 + timedelta(seconds=31), lease=30, worker="w2")  # w1's claim lapsed
+    await store.complete_wake(mine)  # w1 finishes late: the wake is w2's now
+    assert [(w.key, w.worker) for w in await store.pending_wakes(doc.id)] == [("k", "w2")]
+    await store.complete_wake(theirs)
+    assert await store.pending_wakes(doc.id) == []

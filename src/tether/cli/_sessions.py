@@ -109,7 +109,8 @@ def delete_session(
         return await store.load(session_id) is not None
 
     async def delete(store: Store) -> None:
-        await store.delete(session_id)
+        async with store.lease(session_id):  # a worker in the middle of a turn there finishes first
+            await store.delete(session_id)
 
     try:
         if not _with_store(db, exists):

@@ -18,7 +18,7 @@ from typing import Any, TypeAlias
 from pydantic import ValidationError
 
 from tether.engine.session import SESSION_SCHEMA_VERSION, Session
-from tether.errors import SessionFlowInvariant
+from tether.errors import SessionFlowInvariant, SessionVersionUnsupported
 from tether.stores.base import utc
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "RestoreHook",
     "Upgrade",
     "call_restore_hook",
+    "check_supported",
     "default_restore",
     "is_session_current",
     "session_idle",
@@ -41,6 +42,17 @@ RestoreHook: TypeAlias = Callable[[Session], Awaitable[Session | None] | Session
 def is_session_current(doc: Session) -> bool:
     """True when ``doc`` has the schema version this tether writes."""
     return doc.schema_version == SESSION_SCHEMA_VERSION
+
+
+def check_supported(doc: Session) -> None:
+    """Raise ``SessionVersionUnsupported`` when ``doc`` was written by a newer tether.
+
+    An older document is the migrations' and the restore hook's business; a newer one must not
+    be run (this code does not know its shape) nor replaced by a new session (during a rolling
+    deploy that would fork every conversation a newer worker touched).
+    """
+    if doc.schema_version > SESSION_SCHEMA_VERSION:
+        raise SessionVersionUnsupported(doc.id, stored=doc.schema_version, supported=SESSION_SCHEMA_VERSION)
 
 
 def default_restore(doc: Session) -> Session | None:

@@ -1,7 +1,10 @@
 """``Runtime``: the host that runs turns with persistence (the request lifecycle of seed 004).
 
 One ``run`` call, in order: the per-session FIFO lock; the registry lookup; the agent's model
-selections validated (before any session I/O); load or create; the agent-match and invariant
+selections validated (before any session I/O); the session's cross-worker lease
+(``Store.lease``, held to the end of the request, so another runtime, process or host on the same
+store waits instead of loading this turn's mid-turn checkpoints); load or create (a document from
+a newer tether fails with ``SESSION_VERSION_UNSUPPORTED``, untouched); the agent-match and invariant
 checks; migrations and the restore hook (existing sessions only); the turn, with a checkpoint save
 at every move to another node; the final compare-and-swap save with the rest of the turn's records
 in the same transaction; the response envelope. ``run`` never raises: every failure becomes a
@@ -57,6 +60,7 @@ with a new id.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import socket
@@ -87,16 +91,25 @@ from tether.errors import (
     SessionConflict,
     SessionFlowInvariant,
     SessionFlowMismatch,
+    SessionVersionUnsupported,
+    StoreError,
     TetherError,
 )
 from tether.models.types import Model
 from tether.runtime import scheduler
 from tether.runtime.envelope import RunResponse, failure, success
 from tether.runtime.locks import SessionLocks
-from tether.runtime.restore import MigrationRegistry, RestoreHook, call_restore_hook, is_session_current
+from tether.runtime.restore import (
+    MigrationRegistry,
+    RestoreHook,
+    call_restore_hook,
+    check_supported,
+    is_session_current,
+)
 from tether.runtime.selections import check_model_selections
 from tether.runtime.window import attach_window, attached, detach_window, upgrade_v1
 from tether.stores import SQLiteStore, Store, TurnRecords, WakeRequest
+from tether.stores.leases import DEFAULT_LEASE_TIMEOUT
 
 __all__ = ["ConflictPolicy", "Runtime", "turn_records"]
 
@@ -181,6 +194,8 @@ class Runtime:
             returned document is saved at once (even if unchanged). Default: the version check of
             :func:`~tether.runtime.restore.default_restore` without a save (see the module notes).
         migrations: schema upgrades applied to every loaded running session before the hook.
+        lease_timeout: seconds a request waits for the session's cross-worker lease
+            (``Store.lease``) before failing with ``SESSION_LEASE_TIMEOUT``.
         gate_judge: the model that judges judge gates (seed 000's ``flowGateJudge``), a
             ``provider:model`` name or a ``Model``, for every agent that has none of its own.
     """
@@ -196,12 +211,15 @@ class Runtime:
         max_replays: int = 3,
         on_restore: RestoreHook | None = None,
         migrations: MigrationRegistry | None = None,
+        lease_timeout: float = DEFAULT_LEASE_TIMEOUT,
         gate_judge: str | Model | None = None,
     ) -> None:
         if conflict_policy not in ("replay", "reject"):
             raise ValueError(f"conflict_policy must be 'replay' or 'reject', not {conflict_policy!r}")
         if max_replays < 0:
             raise ValueError("max_replays must be >= 0")
+        if lease_timeout <= 0:
+            raise ValueError("lease_timeout must be > 0")
         registry = _registry(agents)
         if clock is not None:
             registry = {key: agent.with_clock(clock) for key, agent in registry.items()}
@@ -216,6 +234,7 @@ class Runtime:
         self.max_replays = max_replays
         self.on_restore: RestoreHook | None = on_restore
         self.migrations = migrations or MigrationRegistry()
+        self.lease_timeout = lease_timeout
         self.locks = SessionLocks()
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._scheduler: scheduler.WakeScheduler | None = None
@@ -260,7 +279,7 @@ class Runtime:
 
     async def _request(self, agent_id: str, session_id: str | None, turn_input: TurnInput,
                        config: Mapping[str, Any] | None, options: TurnOptions | None) -> RunResponse:
-        async with self.locks.hold(session_id):
+        async with self.locks.hold(session_id), contextlib.AsyncExitStack() as held:
             agent = self._agents.get(agent_id)
             if agent is None:
                 return failure(f"Agent {agent_id!r} not registered.", session_id, "agent-not-registered")
@@ -268,6 +287,10 @@ class Runtime:
                 check_model_selections(agent)
             except Exception as exc:
                 return failure(_describe(exc), session_id, _code(exc))
+            try:  # other workers on this session (runtimes, processes, hosts) wait for this request
+                await held.enter_async_context(self._lease(session_id))
+            except StoreError as exc:
+                return failure(exc.message, session_id, exc.code)
             replays = 0
             target = session_id
             mine: OpenTurn | None = None  # the open-turn mark this request's last checkpoint wrote
@@ -282,7 +305,7 @@ class Runtime:
                     if self.conflict_policy == "reject" or replays >= self.max_replays:
                         return failure(exc.message, exc.session_id or target, exc.code)
                     replays += 1
-                except (SessionFlowMismatch, SessionFlowInvariant, FlowDriftError) as exc:
+                except (SessionFlowMismatch, SessionFlowInvariant, SessionVersionUnsupported, FlowDriftError) as exc:
                     return failure(exc.message, session_id, exc.code)  # nothing saved: fix the deploy, not the session
                 except (ModelError, ModelConfigurationError) as exc:
                     # a provider failure, or a step needing a model the deploy lacks, fails the turn:
@@ -300,6 +323,8 @@ class Runtime:
         if session_id is None:
             return None
         doc = await self.store.load(session_id)
+        if doc is not None:
+            check_supported(doc)  # a newer tether's document is neither run nor replaced
         if doc is None or doc.status not in LIVE_STATUSES:
             return None
         if doc.agent != agent.id:
@@ -401,15 +426,24 @@ class Runtime:
 
     # ------------------------------------------------------------------ sessions
 
+    def _lease(self, session_id: str | None) -> contextlib.AbstractAsyncContextManager[None]:
+        """The store's lease on ``session_id`` (nothing for a new session: nobody knows its id yet)."""
+        if session_id is None:
+            return contextlib.nullcontext()
+        return self.store.lease(session_id, timeout=self.lease_timeout)
+
     async def complete(self, session_id: str) -> Session | None:
         """Mark a running session ``completed`` (kept in the store; never resumed again).
 
         Returns the stored document (unchanged when it was missing or had already ended).
-        Conflicts are retried ``max_replays`` times, then ``SessionConflict`` is raised.
+        Conflicts are retried ``max_replays`` times, then ``SessionConflict`` is raised; a
+        document from a newer tether raises ``SessionVersionUnsupported`` and stays as it is.
         """
-        async with self.locks.hold(session_id):
+        async with self.locks.hold(session_id), self._lease(session_id):
             for _ in range(self.max_replays + 1):
                 doc = await self.store.load(session_id)
+                if doc is not None:
+                    check_supported(doc)
                 if doc is None or doc.status not in LIVE_STATUSES:
                     return doc
                 try:
@@ -420,11 +454,20 @@ class Runtime:
 
     end_session = complete
 
+    async def delete(self, session_id: str) -> None:
+        """Delete a session with all its records and wakes (a missing session is a no-op).
+
+        Runs under the session's lock and lease, so it never lands in the middle of a turn: a
+        request already running finishes first, and a later one starts a new session.
+        """
+        async with self.locks.hold(session_id), self._lease(session_id):
+            await self.store.delete(session_id)
+
     async def release(self, session_id: str) -> Session | None:
         """Give a ``handed_off`` session back to the bot (status ``running``); returns the stored
         document (unchanged when it was missing or not handed off). Conflicts are retried
         ``max_replays`` times, then ``SessionConflict`` is raised."""
-        async with self.locks.hold(session_id):
+        async with self.locks.hold(session_id), self._lease(session_id):
             for _ in range(self.max_replays + 1):
                 doc = await self.store.load(session_id)
                 if doc is None or doc.status != "handed_off":

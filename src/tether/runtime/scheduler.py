@@ -14,16 +14,27 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING
 
-from tether.errors import SessionConflict, SessionFlowInvariant, StoreError
+from tether.errors import (
+    SessionConflict,
+    SessionFlowInvariant,
+    SessionLeaseTimeout,
+    SessionVersionUnsupported,
+    StoreError,
+)
+from tether.runtime.restore import check_supported
 from tether.stores.base import utc
 from tether.stores.records import TurnRecords, Wake, WakeRequest
 
 if TYPE_CHECKING:
+    from tether.agent import Agent
     from tether.runtime.runtime import Runtime
 
 __all__ = ["WakeScheduler", "fire_due_wakes", "rebuild_schedule"]
 
 log = logging.getLogger("tether.runtime")
+
+_RETRY_LATER = (SessionConflict.code, StoreError.code, SessionLeaseTimeout.code, SessionVersionUnsupported.code)
+"""Failures that leave a wake scheduled: the session was busy or unreadable here, not done with."""
 
 
 async def fire_due_wakes(runtime: Runtime, *, limit: int = 100, lease: float = 30.0) -> int:
@@ -55,7 +66,7 @@ async def _fire(runtime: Runtime, wake: Wake) -> bool:
         log.warning("wake %s of session %s: agent %r is not registered here", wake.key, doc.id, doc.agent)
         return False
     response = await runtime.run(doc.agent, session_id=wake.session_id, wake=wake.key)
-    if not response.success and response.code in (SessionConflict.code, StoreError.code):
+    if not response.success and response.code in _RETRY_LATER:
         log.warning("wake %s of session %s failed, left for a retry: %s", wake.key, doc.id, response.message)
         return False
     await runtime.store.complete_wake(wake)
@@ -77,21 +88,29 @@ async def rebuild_schedule(runtime: Runtime, *, limit: int = 10_000) -> int:
         agent = agents.get(summary.agent)
         if agent is None:
             continue
-        async with runtime.locks.hold(summary.id):
-            doc = await runtime.store.load(summary.id)
-            if doc is None or doc.status != "running":
-                continue
-            have = {(w.key, utc(w.at)) for w in await runtime.store.pending_wakes(doc.id)}
-            missing = [WakeRequest(key=w.key, at=w.at, replaces=w.replaces) for w in agent.pending_wakes(doc)
-                       if (w.key, utc(w.at)) not in have]
-            if not missing:
-                continue
-            try:
-                await runtime.store.save(doc, doc.revision, TurnRecords(wakes=missing))
-            except SessionConflict:
-                continue
-            written += len(missing)
+        try:  # under the session's lease: never between the checkpoints of another worker's turn
+            async with runtime.locks.hold(summary.id), runtime.store.lease(summary.id, timeout=runtime.lease_timeout):
+                written += await _rebuild_one(runtime, agent, summary.id)
+        except (SessionLeaseTimeout, SessionVersionUnsupported) as exc:
+            log.warning("wakes of session %s not rebuilt: %s", summary.id, exc.message)
     return written
+
+
+async def _rebuild_one(runtime: Runtime, agent: Agent, session_id: str) -> int:
+    doc = await runtime.store.load(session_id)
+    if doc is None or doc.status != "running":
+        return 0
+    check_supported(doc)
+    have = {(w.key, utc(w.at)) for w in await runtime.store.pending_wakes(doc.id)}
+    missing = [WakeRequest(key=w.key, at=w.at, replaces=w.replaces) for w in agent.pending_wakes(doc)
+               if (w.key, utc(w.at)) not in have]
+    if not missing:
+        return 0
+    try:
+        await runtime.store.save(doc, doc.revision, TurnRecords(wakes=missing))
+    except SessionConflict:
+        return 0
+    return len(missing)
 
 
 class WakeScheduler:

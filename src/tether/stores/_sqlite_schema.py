@@ -61,6 +61,16 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "CREATE INDEX IF NOT EXISTS tether_wakes_at ON tether_wakes (at)",
         ],
     ),
+    (
+        2,
+        [
+            """CREATE TABLE IF NOT EXISTS tether_leases (
+                session_id TEXT PRIMARY KEY,
+                holder TEXT NOT NULL,
+                expires_at INTEGER NOT NULL
+            ) WITHOUT ROWID""",
+        ],
+    ),
 ]
 """``(version, statements)`` in ascending order; every statement is safe to run twice."""
 

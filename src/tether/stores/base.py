@@ -11,7 +11,7 @@ import builtins
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractAsyncContextManager, contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,8 +19,9 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from tether.engine.ports import Clock
-from tether.engine.session import Session, TranscriptMessage
-from tether.errors import SessionConflict, SessionFlowInvariant, StoreError
+from tether.engine.session import SESSION_SCHEMA_VERSION, Session, TranscriptMessage
+from tether.errors import SessionConflict, SessionFlowInvariant, SessionVersionUnsupported, StoreError
+from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, LocalLeases
 from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
 
 __all__ = [
@@ -79,6 +80,7 @@ class Store(ABC):
             self._clock = clock.now
         else:
             self._clock = clock
+        self._local_leases = LocalLeases()
 
     # ------------------------------------------------------------------ the document
 
@@ -127,6 +129,22 @@ class Store(ABC):
         """Delete ended (completed/aborted) sessions saved before ``older_than``, with all their
         records and wakes. Returns how many sessions were deleted."""
 
+    # ------------------------------------------------------------------ the lease
+
+    def lease(
+        self, session_id: str, *, timeout: float = DEFAULT_LEASE_TIMEOUT
+    ) -> AbstractAsyncContextManager[None]:
+        """Hold the session's lease for the body: other workers on this store wait for it.
+
+        The runtime holds it from the load to the last save of a request, so two workers never
+        run turns of one session at the same time. Raises ``SessionLeaseTimeout`` when the lease
+        is not obtained within ``timeout`` seconds. A holder that dies releases it (at once on
+        PostgreSQL and for a dead process of the same host on SQLite, else when it expires).
+
+        This default is process-local (enough for ``MemoryStore``); durable stores override it.
+        """
+        return self._local_leases.hold(session_id, timeout)
+
     # ------------------------------------------------------------------ records
 
     @abstractmethod
@@ -158,7 +176,9 @@ class Store(ABC):
 
     @abstractmethod
     async def complete_wake(self, wake: Wake) -> None:
-        """Delete a claimed wake, unless it was rescheduled since (same key and ``at`` only)."""
+        """Delete a claimed wake, unless it was rescheduled or claimed by another worker since
+        (same key, ``at`` and ``worker`` only: a worker whose claim lapsed and was taken over
+        cannot delete the wake from under its new claimant)."""
 
     @abstractmethod
     async def pending_wakes(self, session_id: str | None = None) -> builtins.list[Wake]:
@@ -196,10 +216,16 @@ class Store(ABC):
 
     @staticmethod
     def _decode(session_id: str, text: str | bytes, revision: int | None = None) -> Session:
-        """Parse a stored document; a row that no longer validates raises ``SessionFlowInvariant``."""
+        """Parse a stored document; a row that no longer validates raises ``SessionFlowInvariant``
+        (``SessionVersionUnsupported`` when it names a newer ``schema_version`` than ours)."""
         try:
             session = Session.model_validate_json(text)
         except ValidationError as exc:
+            stored_version = _schema_version(text)
+            if stored_version is not None and stored_version > SESSION_SCHEMA_VERSION:
+                raise SessionVersionUnsupported(
+                    session_id, stored=stored_version, supported=SESSION_SCHEMA_VERSION
+                ) from exc
             raise SessionFlowInvariant(
                 f"Stored session {session_id!r} is malformed: {exc}", operation="load", session_id=session_id
             ) from exc
@@ -212,6 +238,15 @@ class Store(ABC):
         if revision is not None and session.revision != revision:
             session = session.model_copy(update={"revision": revision})
         return session
+
+
+def _schema_version(text: str | bytes) -> int | None:
+    """The ``schema_version`` of a stored document that did not validate, when it has one."""
+    try:
+        version = json.loads(text).get("schema_version")
+    except (ValueError, AttributeError):
+        return None
+    return version if isinstance(version, int) else None
 
 
 def event_rows(records: TurnRecords) -> list[tuple[str, datetime, str]]:

@@ -189,7 +189,8 @@ class MemoryStore(Store):
         async with self._lock:
             self._check_open("complete_wake")
             text = self._wakes.get((wake.session_id, wake.key))
-            if text is not None and Wake.model_validate_json(text).at == utc(wake.at):
+            stored = None if text is None else Wake.model_validate_json(text)
+            if stored is not None and stored.at == utc(wake.at) and stored.worker == wake.worker:
                 del self._wakes[(wake.session_id, wake.key)]
 
     async def pending_wakes(self, session_id: str | None = None) -> builtins.list[Wake]:

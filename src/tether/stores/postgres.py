@@ -2,8 +2,10 @@
 
 Uses psycopg 3 (async) with a ``psycopg_pool.AsyncConnectionPool``. The compare-and-swap is
 ``UPDATE ... WHERE id = %s AND revision = %s`` (the row lock serializes racing writers, the loser
-matches no row); wakes are claimed with ``SELECT ... FOR UPDATE SKIP LOCKED``. psycopg is
-imported lazily: install it with ``pip install 'tether[postgres]'``.
+matches no row); wakes are claimed with ``SELECT ... FOR UPDATE SKIP LOCKED``; the session lease
+is an advisory lock held on a connection of a second, lease-only pool (see ``_postgres_lease``).
+Both pools check a connection before handing it out. psycopg is imported lazily: install it
+with ``pip install 'tether[postgres]'``.
 """
 
 from __future__ import annotations
@@ -11,15 +13,17 @@ from __future__ import annotations
 import asyncio
 import builtins
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from tether.engine.session import Session, TranscriptMessage
 from tether.errors import SessionConflict, SessionFlowMismatch, StoreError
 from tether.stores._postgres_io import insert_records, wake_from_row
+from tether.stores._postgres_lease import hold_postgres_lease
 from tether.stores._postgres_schema import migrate, quote_schema
 from tether.stores.base import ClockLike, Store, backend_errors, event_from_row, utc
+from tether.stores.leases import DEFAULT_LEASE_TIMEOUT
 from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
 
 if TYPE_CHECKING:
@@ -47,7 +51,8 @@ class PostgresStore(Store):
 
     Args:
         url: a libpq connection string or URL, ``postgresql://user@host:5432/db``.
-        pool_size: the most connections this store holds open.
+        pool_size: the most connections this store holds open for reads and writes; held
+            session leases use a second pool of up to ``pool_size`` connections.
         schema: the PostgreSQL schema holding the tables (created if missing).
         clock: stamps ``saved_at`` (default: the system clock, UTC).
         connect_timeout: seconds to wait for the first connection.
@@ -70,6 +75,7 @@ class PostgresStore(Store):
         self._pool_size = pool_size
         self._connect_timeout = connect_timeout
         self._pool: AsyncConnectionPool[Conn] | None = None
+        self._lease_pool: AsyncConnectionPool[Conn] | None = None
         self._open_lock = asyncio.Lock()
         self._closed = False
 
@@ -97,18 +103,9 @@ class PostgresStore(Store):
             if self._closed:
                 raise StoreError("store is closed", operation="open")
             if self._pool is None:
-                from psycopg_pool import AsyncConnectionPool
 
                 with backend_errors(self._errors, "open"):
-                    pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
-                        self.url,
-                        min_size=1,
-                        max_size=self._pool_size,
-                        open=False,
-                        kwargs={"autocommit": True},
-                        timeout=self._connect_timeout,
-                        name=f"tether-{self.schema}",
-                    )
+                    pool = self._new_pool(min_size=1, name=f"tether-{self.schema}")
                     try:
                         await pool.open(wait=True, timeout=self._connect_timeout)
                         async with pool.connection() as conn:
@@ -118,6 +115,32 @@ class PostgresStore(Store):
                         raise
                 self._pool = pool
         return self._pool
+
+    def _new_pool(self, *, min_size: int, name: str) -> AsyncConnectionPool[Conn]:
+        from psycopg_pool import AsyncConnectionPool
+
+        return AsyncConnectionPool(
+            self.url,
+            min_size=min_size,
+            max_size=self._pool_size,
+            open=False,
+            kwargs={"autocommit": True},
+            timeout=self._connect_timeout,
+            check=AsyncConnectionPool.check_connection,  # never hand out a connection the server dropped
+            name=name,
+        )
+
+    async def _ensure_lease_pool(self) -> AsyncConnectionPool[Conn]:
+        await self._ensure_pool()  # the tables exist and the server answers
+        async with self._open_lock:
+            if self._closed:
+                raise StoreError("store is closed", operation="lease")
+            if self._lease_pool is None:
+                pool = self._new_pool(min_size=0, name=f"tether-{self.schema}-leases")
+                with backend_errors(self._errors, "lease"):
+                    await pool.open(wait=False)
+                self._lease_pool = pool
+            return self._lease_pool
 
     @asynccontextmanager
     async def _connection(self, operation: str, session_id: str | None = None) -> AsyncIterator[Conn]:
@@ -137,6 +160,22 @@ class PostgresStore(Store):
         async with self._connection(operation, session_id) as conn:
             cur = await conn.execute(sql, params)
             return await cur.fetchall()
+
+    # ------------------------------------------------------------------ the lease
+
+    def lease(
+        self, session_id: str, *, timeout: float = DEFAULT_LEASE_TIMEOUT
+    ) -> AbstractAsyncContextManager[None]:
+        """Hold the session's advisory lock (see ``Store.lease`` and ``_postgres_lease``)."""
+        return self._lease(session_id, timeout)
+
+    @asynccontextmanager
+    async def _lease(self, session_id: str, timeout: float) -> AsyncIterator[None]:
+        if self._closed:
+            raise StoreError("store is closed", operation="lease")
+        pool = await self._ensure_lease_pool()
+        async with hold_postgres_lease(pool, self.schema, session_id, timeout=timeout, errors=self._errors):
+            yield
 
     # ------------------------------------------------------------------ the document
 
@@ -310,8 +349,9 @@ class PostgresStore(Store):
     async def complete_wake(self, wake: Wake) -> None:
         async with self._connection("complete_wake", wake.session_id) as conn:
             await conn.execute(
-                f"DELETE FROM {self._s}.tether_wakes WHERE session_id = %s AND key = %s AND at = %s",
-                (wake.session_id, wake.key, utc(wake.at)),
+                f"DELETE FROM {self._s}.tether_wakes "
+                "WHERE session_id = %s AND key = %s AND at = %s AND worker = %s",
+                (wake.session_id, wake.key, utc(wake.at), wake.worker),
             )
 
     async def pending_wakes(self, session_id: str | None = None) -> builtins.list[Wake]:
@@ -328,5 +368,7 @@ class PostgresStore(Store):
         async with self._open_lock:
             self._closed = True
             pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
+            lease_pool, self._lease_pool = self._lease_pool, None
+        for open_pool in (lease_pool, pool):
+            if open_pool is not None:
+                await open_pool.close()

@@ -2,7 +2,8 @@
 
 Safe across processes on one host: every write runs inside ``BEGIN IMMEDIATE`` (one writer at a
 time, others wait up to ``busy_timeout``) and the compare-and-swap is
-``UPDATE ... WHERE id = ? AND revision = ?`` with a rowcount check. sqlite3 calls run in a worker
+``UPDATE ... WHERE id = ? AND revision = ?`` with a rowcount check. The session lease is a row
+with an expiry in ``tether_leases`` (see ``_sqlite_lease``). sqlite3 calls run in a worker
 thread (``asyncio.to_thread``) on one connection guarded by a ``threading.Lock``, so any number of
 concurrent asyncio tasks may share a store.
 """
@@ -15,7 +16,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractAsyncContextManager, contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,8 +24,10 @@ from typing import Any, TypeVar
 from tether.engine.session import Session, TranscriptMessage
 from tether.errors import SessionConflict, SessionFlowMismatch, StoreError
 from tether.stores._sqlite_io import from_us, insert_records, to_us, wake_from_row
+from tether.stores._sqlite_lease import hold_sqlite_lease
 from tether.stores._sqlite_schema import migrate
 from tether.stores.base import ClockLike, Store, backend_errors, event_from_row, utc
+from tether.stores.leases import DEFAULT_LEASE_TIMEOUT
 from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
 
 __all__ = ["SQLiteStore"]
@@ -42,6 +45,8 @@ class SQLiteStore(Store):
         path: the database file.
         clock: stamps ``saved_at`` (default: the system clock, UTC).
         busy_timeout: seconds a write waits for another process's write lock.
+        lease_ttl: seconds a session lease lives without renewal (its holder renews it every
+            third of that); after it a lease whose holder vanished without a trace is free.
     """
 
     def __init__(
@@ -50,10 +55,14 @@ class SQLiteStore(Store):
         *,
         clock: ClockLike | None = None,
         busy_timeout: float = 30.0,
+        lease_ttl: float = 30.0,
     ) -> None:
         super().__init__(clock=clock)
+        if lease_ttl <= 0:
+            raise ValueError("lease_ttl must be > 0")
         self.path = Path(path)
         self._busy_ms = int(busy_timeout * 1000)
+        self.lease_ttl = lease_ttl
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -65,9 +74,10 @@ class SQLiteStore(Store):
         *,
         clock: ClockLike | None = None,
         busy_timeout: float = 30.0,
+        lease_ttl: float = 30.0,
     ) -> SQLiteStore:
         """Construct a store and open the database now (creating or migrating its schema)."""
-        store = cls(path, clock=clock, busy_timeout=busy_timeout)
+        store = cls(path, clock=clock, busy_timeout=busy_timeout, lease_ttl=lease_ttl)
         await store._call("open", None, lambda conn: None)
         return store
 
@@ -110,6 +120,14 @@ class SQLiteStore(Store):
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+
+    # ------------------------------------------------------------------ the lease
+
+    def lease(
+        self, session_id: str, *, timeout: float = DEFAULT_LEASE_TIMEOUT
+    ) -> AbstractAsyncContextManager[None]:
+        """Hold the session's lease row (see ``Store.lease`` and ``_sqlite_lease``)."""
+        return hold_sqlite_lease(self._call, session_id, timeout=timeout, ttl=self.lease_ttl)
 
     # ------------------------------------------------------------------ the document
 
@@ -320,8 +338,8 @@ class SQLiteStore(Store):
     async def complete_wake(self, wake: Wake) -> None:
         def op(conn: sqlite3.Connection) -> None:
             conn.execute(
-                "DELETE FROM tether_wakes WHERE session_id = ? AND key = ? AND at = ?",
-                (wake.session_id, wake.key, to_us(wake.at)),
+                "DELETE FROM tether_wakes WHERE session_id = ? AND key = ? AND at = ? AND worker = ?",
+                (wake.session_id, wake.key, to_us(wake.at), wake.worker),
             )
 
         await self._call("complete_wake", wake.session_id, op)

@@ -1,0 +1,100 @@
+"""Session leases: one worker at a time on a session, across tasks, runtimes and processes.
+
+The runtime holds a session's lease from the load to the last save of a request, inside its
+process-local FIFO lock, so a second worker (another ``Runtime``, process or host on the same
+store) waits for the first one's turn to finish instead of loading its mid-turn checkpoint.
+Compare-and-swap stays the safety net; the lease is what keeps concurrent workers from racing.
+
+Each store implements ``Store.lease``:
+
+* ``MemoryStore`` (and any store that does not override it): ``LocalLeases``, process-local.
+* ``SQLiteStore``: a lease row with an expiry, renewed while held (``_sqlite_lease``).
+* ``PostgresStore``: a transaction-level advisory lock on a dedicated connection
+  (``_postgres_lease``); the server releases it when the holder's connection dies.
+
+A lease not obtained within the timeout raises ``SessionLeaseTimeout``
+(``SESSION_LEASE_TIMEOUT``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from tether.errors import SessionLeaseTimeout
+
+__all__ = ["DEFAULT_LEASE_TIMEOUT", "LocalLeases", "holder_is_dead", "new_holder"]
+
+DEFAULT_LEASE_TIMEOUT = 30.0
+"""Seconds a worker waits for a session's lease before giving up."""
+
+
+def new_holder() -> str:
+    """A unique holder tag ``host|pid|token`` (the host and pid let a successor spot a dead holder)."""
+    return f"{socket.gethostname()}|{os.getpid()}|{uuid.uuid4().hex[:12]}"
+
+
+def holder_is_dead(holder: str) -> bool:
+    """True when ``holder`` names a process of this host that no longer exists.
+
+    Only answers for this host on POSIX; anything else (another host, an unparsable tag, a
+    process we may not signal) counts as alive, and the lease's expiry decides.
+    """
+    host, _, rest = holder.partition("|")
+    pid_text = rest.partition("|")[0]
+    if os.name != "posix" or host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)  # signal 0: existence check only
+    except ProcessLookupError:
+        return True
+    except OSError:  # EPERM: it exists under another user
+        return False
+    return False
+
+
+class _Entry:
+    __slots__ = ("lock", "users")
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.users = 0
+
+
+class LocalLeases:
+    """Process-local leases: one FIFO ``asyncio.Lock`` per session id, dropped when unused."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, _Entry] = {}
+
+    @asynccontextmanager
+    async def hold(self, session_id: str, timeout: float = DEFAULT_LEASE_TIMEOUT) -> AsyncIterator[None]:
+        """Hold the lease of ``session_id`` for the body; ``SessionLeaseTimeout`` after ``timeout``."""
+        entry = self._entries.get(session_id)
+        if entry is None:
+            entry = self._entries[session_id] = _Entry()
+        entry.users += 1
+        try:
+            try:
+                await asyncio.wait_for(entry.lock.acquire(), timeout)
+            except TimeoutError:
+                raise SessionLeaseTimeout(session_id, timeout=timeout, holder="another task of this process") from None
+            try:
+                yield
+            finally:
+                entry.lock.release()
+        finally:
+            entry.users -= 1
+            if entry.users == 0 and self._entries.get(session_id) is entry:
+                del self._entries[session_id]
+
+    def held(self, session_id: str) -> bool:
+        """True when a task holds or awaits the lease of ``session_id``."""
+        return session_id in self._entries
