@@ -43,7 +43,7 @@ get_address = collect(
 )
 
 
-@action("book", output_schema=Booked)
+@action("book", uses=["book_shipment"], output_schema=Booked)
 async def book(state: dict[str, Any], ctx: Any) -> Any:
     receipt = await ctx.tool("book_shipment", address=state["address"])
     return goto("done", data={"tracking_id": receipt["id"]})

@@ -57,7 +57,8 @@ class Agent(AgentDefinition):
 
     The other arguments are those of :class:`tether.flow.agent_def.AgentDefinition`: persona,
     goal, knowledge, instructions, fields, flows, actions, events, conditions, tools, idle,
-    business_hours, max_tool_loops (default 5), history_window.
+    business_hours, max_tool_loops (default 5), history_window, failure_reply (what the customer
+    hears when a step fails; default :data:`~tether.flow.agent_def.DEFAULT_FAILURE_REPLY`).
     """
 
     def __init__(self, name: str, *, model: str | Model | None = None,

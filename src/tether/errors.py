@@ -9,7 +9,10 @@ The tree::
     │   ├── TransitionError                  a node returned something that is not a transition
     │   ├── OscillationError                 an edge was traversed more than max_oscillations times
     │   ├── FlowDriftError                   a parked run's flow changed under it
+    │   ├── NodeFailedError                  user code of a node failed: the run degrades
+    │   ├── TemplatePlaceholderError         a ``{placeholder}`` names nothing the node can see
     │   ├── ToolError                        a tool is unknown or its arguments are invalid
+    │   │   └── RecoverableToolError         a tool failure the customer can fix: re-collect
     │   ├── EffectInDoubtError               a journaled effect started, no result, policy "fail"
     │   ├── JournalMismatchError             an action's effects changed order between dispatches
     │   └── ModelConfigurationError          a node needs a model (or a capability) that is missing
@@ -20,8 +23,12 @@ The tree::
     │   ├── SessionFlowInvariant             SESSION_FLOW_INVARIANT: malformed stored document
     │   ├── SessionVersionUnsupported        SESSION_VERSION_UNSUPPORTED: written by a newer tether
     │   └── SessionLeaseTimeout              SESSION_LEASE_TIMEOUT: another worker kept the session
-    └── ExecutorError (RuntimeError)         the process executor could not run a command
-        └── SpawnError                       the command could not be started at all
+    ├── ExecutorError (RuntimeError)         the process executor could not run a command
+    │   └── SpawnError                       the command could not be started at all
+    └── WorkflowError                        workflows (tether.workflow)
+        ├── WorkflowDefinitionError (FlowDefinitionError)  a workflow definition is invalid
+        ├── WorkflowExpressionError          a bounded expression failed (skipped producer, ...)
+        └── WorkflowOperationError           a host operation was refused (feedback, contract, ...)
 
     TetherSignal (BaseException)             control flow; ``except Exception`` cannot swallow it
     └── Suspend                              a run parks durably (approval, signal)
@@ -48,7 +55,9 @@ __all__ = [
     "ModelConfigurationError",
     "ModelError",
     "ModelErrorKind",
+    "NodeFailedError",
     "OscillationError",
+    "RecoverableToolError",
     "SessionConflict",
     "SessionFlowInvariant",
     "SessionFlowMismatch",
@@ -57,10 +66,15 @@ __all__ = [
     "SpawnError",
     "StoreError",
     "Suspend",
+    "TemplatePlaceholderError",
     "TetherError",
     "TetherSignal",
     "ToolError",
     "TransitionError",
+    "WorkflowDefinitionError",
+    "WorkflowError",
+    "WorkflowExpressionError",
+    "WorkflowOperationError",
 ]
 
 
@@ -181,6 +195,44 @@ class ToolError(FlowRuntimeError):
     """A tool is unknown, or was called with arguments its input model rejects."""
 
     code = "tool-error"
+
+
+class RecoverableToolError(ToolError):
+    """A tool (or action) failure the customer can fix, e.g. an address the carrier rejects.
+
+    Raised from an action (or a tool it calls) with no ``on_fail``, it sends the run back to the
+    collect node it passed earlier in the turn: that node's fields are cleared and asked again,
+    ``user_message`` (when given) is said first. With no earlier collect node the run degrades.
+    """
+
+    code = "recoverable-tool-error"
+
+    def __init__(self, message: str, user_message: str | None = None) -> None:
+        super().__init__(message)
+        self.user_message = user_message
+
+
+class NodeFailedError(FlowRuntimeError):
+    """User code of a node failed while it ran (an action raised or called a tool the agent does
+    not have, a ``next``/``on_complete``/``decide``/``response`` function raised). The message
+    names the flow, the node and the exception. In a turn the run degrades (seed 000): an
+    ``error`` event, an entry in the session's error log, the agent's failure reply."""
+
+    code = "node-failed"
+
+    def __init__(self, message: str, *, flow: str | None = None, node: str | None = None) -> None:
+        super().__init__(message)
+        self.flow, self.node = flow, node
+
+
+class TemplatePlaceholderError(FlowRuntimeError):
+    """A ``{placeholder}`` in a template names no value the node can see at run time."""
+
+    code = "template-placeholder"
+
+    def __init__(self, message: str, *, placeholder: str) -> None:
+        super().__init__(message)
+        self.placeholder = placeholder
 
 
 class EffectInDoubtError(FlowRuntimeError):
@@ -349,6 +401,53 @@ class SpawnError(ExecutorError):
     """The command could not be started (missing binary, bad working directory, ...)."""
 
     code = "spawn-failed"
+
+
+# --------------------------------------------------------------------------- workflow errors
+
+
+class WorkflowError(TetherError):
+    """Base of the errors raised by workflows (``tether.workflow``)."""
+
+    code = "workflow-error"
+
+
+class WorkflowDefinitionError(WorkflowError, FlowDefinitionError):
+    """A workflow definition is invalid. Each issue's ``path`` is a dot path (``<root>`` for the
+    top level) and ``str(error)`` lists ``path: message`` lines, e.g.
+    ``<root>: Unrecognized key: "whoops"``."""
+
+    code = "workflow-definition"
+
+    def __init__(self, issues: list[DefinitionIssue] | DefinitionIssue, *, title: str | None = None) -> None:
+        FlowDefinitionError.__init__(self, issues, title=title)
+        lines = "\n".join(f"{issue.path or '<root>'}: {issue.message}" for issue in self.issues)
+        self.args = (lines,)
+
+
+class WorkflowExpressionError(WorkflowError, ValueError):
+    """A bounded expression (guard, binding, route) failed to evaluate.
+
+    ``skipped_producer`` names the skipped node whose output the expression reads, if that is why.
+    """
+
+    code = "workflow-expression"
+
+    def __init__(self, message: str, *, node: str | None = None, skipped_producer: str | None = None,
+                 code: str | None = None) -> None:
+        super().__init__(message, code=code)
+        self.node = node
+        self.skipped_producer = skipped_producer
+
+
+class WorkflowOperationError(WorkflowError, RuntimeError):
+    """A host operation on a workflow run was refused; ``code`` says why."""
+
+    code = "workflow-operation"
+
+    def __init__(self, message: str, *, code: str | None = None, node: str | None = None) -> None:
+        super().__init__(message, code=code)
+        self.node = node
 
 
 # --------------------------------------------------------------------------- control signals

@@ -82,13 +82,13 @@ async def test_dict_forms_drive_the_engine_too() -> None:
 
 
 async def test_start_flow_ends_this_run_and_starts_the_other_flow() -> None:
-    child = Flow("child", nodes=[reply("hello", response="child says {who}", next=end("child-done"))])
+    child = Flow("child", nodes=[reply("hello", response="child says {input.who}", next=end("child-done"))])
     parent = Flow("parent", nodes=[action("go", lambda s, c: start_flow("child", {"who": "hi"}))], on=[on_message()])
     agent = Agent("Tester", flows=[parent, child], idle="silent").with_clock(FakeClock(), SequentialIds("s"))
     result = await agent.turn(None, Message("go"))
     assert [(e.flow, e.reason) for e in result.ended] == [("parent", "flow"), ("child", "child-done")]
     assert [s.flow for s in result.started] == ["parent", "child"]
-    assert result.text == "child says "  # the run's input is not its state: {who} is not a state field
+    assert result.text == "child says hi"  # the run's input is read as {input.who}, not {who}
 
 
 async def test_a_malformed_transition_fails_the_turn_loudly() -> None:

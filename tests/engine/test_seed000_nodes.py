@@ -196,7 +196,7 @@ async def test_ctx_tool_with_bad_arguments_is_action_failed_naming_the_tool() ->
     result = await say(agent, None)
     line = next(o for o in result.outcomes if o.code == "action-failed")
     assert line.node_id == "book" and "book_shipment" in (line.detail or "")
-    assert result.ended[0].reason == "end"  # then=NEXT after the last node
+    assert result.ended[0].reason == "error_degraded"  # a raised failure with no on_fail degrades the run
 
 
 async def test_ctx_tool_with_an_unknown_tool_is_action_failed() -> None:
@@ -248,12 +248,12 @@ async def test_an_exception_in_an_action_is_action_failed_taking_on_fail() -> No
     assert (line.status, line.node_id, line.detail) == ("failed", "pay", "card declined")
 
 
-async def test_an_exception_without_on_fail_takes_then() -> None:
+async def test_an_exception_without_on_fail_fails_the_run_instead_of_taking_then() -> None:
     def boom(state: Any, ctx: Any) -> Any:
         raise RuntimeError("nope")
 
     result = await say(make_agent(action("pay", boom, then=end("continued"))), None)
-    assert result.ended[0].reason == "continued"
+    assert result.ended[0].reason == "error_degraded"  # a crash is not a result (DESIGN §9)
     assert "action-failed" in result.codes()
 
 

@@ -49,8 +49,9 @@ async def test_a_template_that_names_no_flow_is_an_error_naming_the_step() -> No
 
 async def test_a_template_that_renders_empty_is_the_same_error() -> None:
     router = Flow("router", nodes=[action("route", lambda s, c: None, then=start_flow("{input.topic}"))])
-    with pytest.raises(TransitionError, match="rendered ''"):
+    with pytest.raises(TransitionError, match=r"has no value for \{input.topic\}") as info:  # never rendered ""
         await agent_with(router).turn(None, Start("router", key="k"))
+    assert info.value.code == "unknown-flow"
 
 
 def test_a_static_literal_flow_the_agent_lacks_is_refused_when_the_agent_is_built() -> None:

@@ -28,7 +28,8 @@ def counter_agent(name: str = "Counter", *, on_work: Hook | None = None, explode
                   model: Any = None) -> Agent:
     """Every message starts a run: ``work`` bumps ``n`` (awaiting ``on_work(tag)`` first, the tag
     coming from the turn context), then ``say`` answers ``n=<n>`` verbatim and ends the run.
-    While ``explode[0]`` is true the reply raises ZeroDivisionError (an unexpected error)."""
+    While ``explode[0]`` is true the reply's ``next`` returns 42, not a transition: an error nothing
+    handles (a bug), which aborts the session (a user-code exception would degrade the run)."""
 
     @action("work")
     async def work(state: dict[str, Any], ctx: Any) -> None:
@@ -37,11 +38,12 @@ def counter_agent(name: str = "Counter", *, on_work: Hook | None = None, explode
         ctx.set(n=int(ctx.data.get("n", 0)) + 1)
 
     def answer(state: dict[str, Any]) -> str:
-        if explode and explode[0]:
-            raise ZeroDivisionError("division by zero")
         return f"n={state['n']}"
 
-    say = reply("say", response=answer, next=end("answered"))
+    def after(turn: Any, state: dict[str, Any]) -> Any:
+        return 42 if explode and explode[0] else end("answered")
+
+    say = reply("say", response=answer, next=after)
     flow = Flow("count", start=work, nodes=[work, say], on=[on_message(repeat="always")])
     return Agent(name, flows=[flow], model=model)
 

@@ -8,11 +8,12 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from tether.cli._stream import status_notes
 from tether.engine.results import TurnResult
 from tether.engine.session import Run, Session
 from tether.models import Usage
 
-__all__ = ["active_run", "info_line", "print_failure", "print_reply", "state_json", "token_count"]
+__all__ = ["active_run", "info_line", "print_failure", "print_reply", "state_json", "token_count", "turn_errors"]
 
 
 def active_run(session: Session | None) -> Run | None:
@@ -45,19 +46,27 @@ def info_line(result: TurnResult | None, session: Session | None) -> str:
         if result.handoff is not None:
             reason = f": {result.handoff.reason}" if result.handoff.reason else ""
             parts.append(f"handoff to {result.handoff.agent}{reason}")
+        parts.extend(f"error: {' '.join(error.split())}" for error in turn_errors(result))
+    parts.extend(status_notes(session, handoff_shown=result is not None and result.handoff is not None))
     return "[" + " · ".join(parts) + "]"
 
 
-def print_reply(console: Console, name: str, result: TurnResult) -> None:
-    """Each message of the turn on its own line as ``<name>> <text>``, the choices a node offers
-    (``[Small]  [Large]``), then the info line."""
-    for message in result.messages:
+def turn_errors(result: TurnResult) -> list[str]:
+    """The ``error`` events of the turn (a failed step names its flow, node and exception)."""
+    return [str(getattr(event, "error", "")) for event in result.events if event.type == "error"]
+
+
+def print_reply(console: Console, name: str, result: TurnResult, *, streamed: bool = False) -> None:
+    """Each message of the turn on its own line as ``<name>> <text>`` (unless they were
+    ``streamed`` already), the choices a node offers (``[Small]  [Large]``), then the info line
+    (red when a step failed in the turn)."""
+    for message in result.messages if not streamed else ():
         console.print(Text.assemble((f"{name}> ", "bold cyan"), message.text))
     for event in result.events:
         if event.type == "interactive":  # a node offers choices: show them as the buttons a UI would draw
             options = event.as_dict().get("options", [])
             console.print(Text("  " + "  ".join(f"[{option['label']}]" for option in options), style="magenta"))
-    console.print(Text(info_line(result, result.session), style="dim"))
+    console.print(Text(info_line(result, result.session), style="red" if turn_errors(result) else "dim"))
 
 
 def print_failure(console: Console, message: str, code: str | None) -> None:

@@ -17,7 +17,15 @@ from tether.engine.session import Run, WaitingOn
 from tether.engine.state import TurnState
 from tether.engine.suspends import park
 from tether.engine.templates import render_value
-from tether.errors import Suspend, TetherSignal, ToolError, TransitionError
+from tether.errors import (
+    FlowRuntimeError,
+    NodeFailedError,
+    RecoverableToolError,
+    Suspend,
+    TetherSignal,
+    ToolError,
+    TransitionError,
+)
 from tether.flow.durations import parse_duration
 from tether.flow.flow import Flow
 from tether.flow.nodes import Action
@@ -120,8 +128,8 @@ async def run_action(ts: TurnState, run: Run, flow: Flow, node: Action) -> Any:
         else:
             handler = ts.agent.actions.get(node.do or "")
             if handler is None:
-                return _failed(ts, run, node, f'unknown action "{node.do}"')
-            params = render_value(node.with_ or {}, ts.state_view(run), run.input, ts.options.context)
+                raise FlowRuntimeError(f'unknown action "{node.do}"')
+            params = render_value(node.with_ or {}, ts.state_view(run), run.input, ts.options.context, where="with_")
             result = handler(params, ctx)
         if inspect.isawaitable(result):
             result = await result
@@ -130,7 +138,7 @@ async def run_action(ts: TurnState, run: Run, flow: Flow, node: Action) -> Any:
     except (TetherSignal, TransitionError):
         raise
     except Exception as exc:
-        return _failed(ts, run, node, str(exc) or type(exc).__name__)
+        return _raised(ts, run, flow, node, exc)
     if result is None:
         ts.outcome(run, kind="do", node_id=node.id)
         return Static(node.then)
@@ -138,6 +146,20 @@ async def run_action(ts: TurnState, run: Run, flow: Flow, node: Action) -> Any:
         return _interpret(ts, run, node, result)
     ts.outcome(run, kind="do", node_id=node.id)
     return result
+
+
+def _raised(ts: TurnState, run: Run, flow: Flow, node: Action, exc: Exception) -> Any:
+    """A raised exception is a crash, not a result (DESIGN §9): ``on_fail`` routes it; without one
+    the run fails loudly (a RecoverableToolError as itself, so the loop can re-collect)."""
+    reason = str(exc) or type(exc).__name__
+    if node.on_fail is not None:
+        return _failed(ts, run, node, reason)
+    ts.outcome(run, code="action-failed", status="failed", kind="do", node_id=node.id, detail=reason)
+    if isinstance(exc, RecoverableToolError):
+        raise exc
+    prefix = f"flow {flow.id!r}, node {node.id!r}: "
+    raise NodeFailedError(f"{prefix}{type(exc).__name__}: {reason.removeprefix(prefix)}", flow=flow.id,
+                          node=node.id) from exc
 
 
 def _failed(ts: TurnState, run: Run, node: Action, reason: str) -> Any:

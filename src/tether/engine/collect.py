@@ -22,6 +22,7 @@ from tether.engine.extract import extract_values, passes_verbatim_guard, validat
 from tether.engine.runner import Static
 from tether.engine.session import Run
 from tether.engine.state import SpeakRequest, TurnState
+from tether.engine.templates import render
 from tether.flow.choices import match_choice
 from tether.flow.fields import is_known
 from tether.flow.flow import Flow
@@ -128,11 +129,11 @@ def ask_text(ts: TurnState, run: Run, node: Collect, names: list[str]) -> str:
     if callable(node.ask):
         return str(node.ask(list(names), state))
     if isinstance(node.ask, str):
-        return node.ask
+        return render(node.ask, state, run.input, ts.options.context, where="ask")
     asks: list[str] = []
     for name in names:
         if isinstance(node.ask, dict) and name in node.ask:
-            asks.append(node.ask[name])
+            asks.append(render(node.ask[name], state, run.input, ts.options.context, where=f"ask.{name}"))
         elif (field := ts.agent.fields.get(name)) is not None and field.ask:
             asks.append(field.ask)
     if asks:

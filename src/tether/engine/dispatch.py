@@ -98,7 +98,7 @@ def _dispatch_reply(ts: TurnState, run: Run, flow: Flow, node: Reply) -> Any:
             ts.session.claims[claim] = Claim(at=ts.now)
         state = ts.state_view(run)
         text = node.response(state) if callable(node.response) else render(node.response, state, run.input,
-                                                                             ts.options.context)
+                                                                             ts.options.context, where="response")
         if text.strip() and question_first(ts, run, node):
             # the customer asked something instead of answering this fixed question: answer it, then
             # Settle asks the question again
@@ -128,6 +128,8 @@ async def _dispatch_decide(ts: TurnState, run: Run, flow: Flow, node: Decide) ->
         ts.consumed_by[run.id] = node.id
     state = ts.state_view(run)
     instructions = node.instructions(state) if callable(node.instructions) else node.instructions
+    if isinstance(node.instructions, str):
+        instructions = render(node.instructions, state, run.input, ts.options.context, where="instructions")
     schema = constrained_schema(node, node.schema.model_json_schema())
     request = ModelRequest(call="decide", instructions=instructions or f"Decide for step {node.id!r}.",
                            messages=tuple(ts.history(run)), response_format=ResponseFormat(node.id, schema),

@@ -14,6 +14,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from tether.engine.reply_check import check_reply, coerce_field_values, report_dropped
 from tether.engine.session import Run
 from tether.engine.state import TurnState
+from tether.engine.templates import render
 from tether.flow.fields import coerce
 from tether.flow.nodes import Collect
 from tether.models.parsing import ReplyParseError, extract_json
@@ -104,6 +105,8 @@ async def extract_values(ts: TurnState, run: Run, node: Collect, names: list[str
     steer = node.instructions
     if callable(steer):
         steer = steer(names, ts.state_view(run))
+    elif steer is not None:
+        steer = render(steer, ts.state_view(run), run.input, ts.options.context, where="instructions")
     request = ModelRequest(
         call="extract",
         instructions=(steer or "Extract the requested fields from the conversation. Do not reply to the user."),

@@ -26,7 +26,7 @@ from tether.engine.gates import evaluate_gates
 from tether.engine.results import HandoffRequest, RunEnded
 from tether.engine.session import Run
 from tether.engine.state import TurnState
-from tether.errors import FlowRuntimeError, OscillationError, TetherError, TetherSignal
+from tether.errors import FlowRuntimeError, NodeFailedError, OscillationError, TetherError, TetherSignal
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node, Reply
 from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlow, Stay, Transition
@@ -81,9 +81,11 @@ async def resume(ts: TurnState, run: Run, flow: Flow, transition: Any) -> Pause:
 
 
 async def _loop(ts: TurnState, run: Run, flow: Flow, pending: Any) -> Pause:
+    from tether.engine.degrade import FAILURES, recover_or_degrade
     from tether.engine.dispatch import dispatch
 
     steps = 0
+    collect: Collect | None = None  # the latest collect node passed (where a recoverable tool error goes back)
     while True:
         if run.node is None or run.node not in flow.by_id:
             ts.outcome(run, code="step-gone", status="skipped", node_id=run.node,
@@ -91,6 +93,8 @@ async def _loop(ts: TurnState, run: Run, flow: Flow, pending: Any) -> Pause:
             finish(ts, run, flow, "skipped")
             return ENDED
         node = flow.by_id[run.node]
+        if isinstance(node, Collect):
+            collect = node
         if pending is None:
             steps += 1
             if steps > MAX_STEPS:
@@ -98,7 +102,12 @@ async def _loop(ts: TurnState, run: Run, flow: Flow, pending: Any) -> Pause:
                            detail=f"more than {MAX_STEPS} steps in one turn")
                 finish(ts, run, flow, "failed")
                 return ENDED
-            result = await _guarded(flow, node, dispatch(ts, run, flow, node))
+            try:
+                result = await _guarded(flow, node, dispatch(ts, run, flow, node))
+            except FAILURES as exc:  # a failure is loud: re-collect, escalate or end error_degraded
+                if await recover_or_degrade(ts, run, flow, node, exc, collect):
+                    continue
+                return ENDED
             if isinstance(result, Pause):
                 return result
             pending = result
@@ -111,13 +120,14 @@ async def _loop(ts: TurnState, run: Run, flow: Flow, pending: Any) -> Pause:
 
 async def _guarded(flow: Flow, node: Node, work: Coroutine[Any, Any, Any]) -> Any:
     """Run a node's work; an exception from user code (an ``ask``, ``next``, ``on_complete``,
-    ``decide`` or predicate function) becomes a FlowRuntimeError naming the flow and the node."""
+    ``decide`` or predicate function) becomes a NodeFailedError naming the flow and the node."""
     try:
         return await work
     except (TetherError, TetherSignal, AssertionError):
         raise
     except Exception as exc:
-        raise FlowRuntimeError(f"flow {flow.id!r}, node {node.id!r}: {type(exc).__name__}: {exc}") from exc
+        raise NodeFailedError(f"flow {flow.id!r}, node {node.id!r}: {type(exc).__name__}: {exc}", flow=flow.id,
+                              node=node.id) from exc
 
 
 def _normalize(flow: Flow, node: Node, value: Any) -> Transition:

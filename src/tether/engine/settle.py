@@ -14,6 +14,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from tether.engine.collect import complete, merge_values, missing, pending
+from tether.engine.degrade import user_code
 from tether.engine.dispatch import reply_next
 from tether.engine.keys import message_key
 from tether.engine.runner import finish, resume
@@ -57,7 +58,8 @@ async def settle(ts: TurnState, request: SpeakRequest, result: SpeakResult) -> N
         ts.outcome(run, code=None if result.fallback else "no-model", status="ok" if result.fallback else "skipped",
                    kind="talk", node_id=node.id)
         if result.fallback and isinstance(node, Reply):
-            await resume(ts, run, flow, reply_next(ts, run, node, ReplyTurn(result.text, "engine", {})))
+            await resume(ts, run, flow, user_code(flow, node, reply_next, ts, run, node,
+                                                  ReplyTurn(result.text, "engine", {})))
         return
     if result.error is not None:
         _defer(ts, run, flow, node.id, result.error)
@@ -87,7 +89,7 @@ async def settle(ts: TurnState, request: SpeakRequest, result: SpeakResult) -> N
         if not missing(ts, run, node) or not pending(ts, run, node):
             for name in missing(ts, run, node):
                 ts.outcome(run, code="max-asks", status="skipped", kind="collect", node_id=node.id, detail=name)
-            await resume(ts, run, flow, complete(ts, run, node))
+            await resume(ts, run, flow, user_code(flow, node, complete, ts, run, node))
         else:
             for name in pending(ts, run, node):
                 run.asked[name] = run.asked.get(name, 0) + 1
@@ -99,7 +101,7 @@ async def settle(ts: TurnState, request: SpeakRequest, result: SpeakResult) -> N
         return
     if isinstance(node, Reply):
         turn = ReplyTurn(result.text, "model", dict(result.data), tuple(result.tool_results))
-        await resume(ts, run, flow, reply_next(ts, run, node, turn))
+        await resume(ts, run, flow, user_code(flow, node, reply_next, ts, run, node, turn))
 
 
 def _settle_idle(ts: TurnState, result: SpeakResult) -> None:

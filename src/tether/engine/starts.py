@@ -18,7 +18,7 @@ from tether.engine.results import RunStarted, Skipped
 from tether.engine.session import Claim, Run, RunTrigger
 from tether.engine.state import TurnState
 from tether.engine.templates import render, render_value
-from tether.errors import TransitionError
+from tether.errors import TemplatePlaceholderError, TransitionError
 from tether.flow.durations import parse_duration
 from tether.flow.flow import Flow
 from tether.flow.transitions import StartFlow
@@ -27,6 +27,10 @@ __all__ = ["HOP_LIMIT", "KEEP_CLAIMS", "chain", "start_run"]
 
 HOP_LIMIT = 5
 KEEP_CLAIMS = 50
+MESSAGE_KINDS = ("message", "mention")
+"""Triggers keyed by the turn's message: a ``repeat="always"`` start of theirs keeps no claim in
+the document. The key is the message id, which ingest already refuses to take twice
+(``session.inputs``), or ``<ms>-<seq>``, which no other message has."""
 TriggerKind = Literal["message", "mention", "silence", "event", "start", "flow"]
 
 OUTCOME_MESSAGES = {
@@ -78,9 +82,10 @@ def start_run(ts: TurnState, flow: Flow, *, kind: TriggerKind, key: str, input: 
     if f"{flow.id}:{anchor}" in active:
         skip(ts, flow.id, "already-running", anchor, key)
         return None
-    ts.session.claims[dedupe] = Claim(at=ts.now)
-    if repeat == "always":
-        _prune_always_claims(ts, flow.id, anchor)
+    if repeat != "always" or kind not in MESSAGE_KINDS:
+        ts.session.claims[dedupe] = Claim(at=ts.now)
+        if repeat == "always":
+            _prune_always_claims(ts, flow.id, anchor)
     if kind != "flow":
         for name in flow.clear_on_start:
             ts.session.data.pop(name, None)
@@ -123,14 +128,20 @@ async def chain(ts: TurnState, parent: Run, move: StartFlow) -> None:
     key = ts.key(parent, parent.node or "start")
     if "{" in move.flow:  # a template, e.g. "{input.topic}"
         state = ts.state_view(parent)
-        flow_id = render(move.flow, state, parent.input, ts.options.context)
+        try:
+            flow_id = render(move.flow, state, parent.input, ts.options.context)
+        except TemplatePlaceholderError as exc:  # a missing value names no flow: the same error, never ""
+            raise TransitionError(
+                f"flow {parent.flow!r}, node {parent.node!r}: start_flow({move.flow!r}) has no value for "
+                f"{{{exc.placeholder}}}, so it names no flow of the agent", code="unknown-flow") from None
         if flow_id not in ts.agent.flows_by_id:
             raise TransitionError(
                 f"flow {parent.flow!r}, node {parent.node!r}: start_flow({move.flow!r}) rendered {flow_id!r}, which "
                 f"is not a flow of the agent (flows: {', '.join(ts.agent.flows_by_id) or 'none'})",
                 code="unknown-flow")
     if child_input is not None:
-        child_input = render_value(child_input, ts.state_view(parent), parent.input, ts.options.context)
+        child_input = render_value(child_input, ts.state_view(parent), parent.input, ts.options.context,
+                                   where=f"flow {parent.flow!r}, node {parent.node!r}, start_flow input")
     flow = ts.agent.flows_by_id.get(flow_id)
     if flow is None:
         skip(ts, flow_id, "flow-gone", parent.anchor, key)

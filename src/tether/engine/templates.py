@@ -1,6 +1,9 @@
 """Templates: ``{name}`` placeholders filled from the state (and ``{input.x}``, ``{context.x}``).
 
-A missing value renders as an empty string; objects render as JSON. Nothing is evaluated.
+Objects render as JSON. Nothing is evaluated. A placeholder whose value is missing (absent or
+None) is an error naming it (:class:`~tether.errors.TemplatePlaceholderError`), never an empty
+string: "Order  placed!" is worse than a loud failure. ``where`` (for example ``flow 'f', node
+'n', response``) is put in front of the message so the author can find the template.
 """
 
 from __future__ import annotations
@@ -10,36 +13,38 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from tether.errors import TemplatePlaceholderError
+from tether.flow.placeholders import PLACEHOLDER
 from tether.flow.resolvers import read_path
 
 __all__ = ["render", "render_value"]
 
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.\-]*)\}")
-
-
 def render(template: str, state: Mapping[str, Any], input: Any = None,
-           context: Mapping[str, Any] | None = None) -> str:
-    """Fill ``{name}`` placeholders."""
+           context: Mapping[str, Any] | None = None, *, where: str = "template") -> str:
+    """Fill ``{name}`` placeholders; raises TemplatePlaceholderError for a missing value."""
     root = {**state, "state": state, "input": input, "context": dict(context or {})}
 
     def fill(match: re.Match[str]) -> str:
         value = read_path(root, match.group(1))
         if value is None:
-            return ""
+            raise TemplatePlaceholderError(
+                f"{where}: placeholder {{{match.group(1)}}} has no value (known: "
+                f"{', '.join(sorted(k for k in state if not k.startswith('__'))) or 'nothing'})",
+                placeholder=match.group(1))
         if isinstance(value, dict | list):
             return json.dumps(value, ensure_ascii=False)
         return str(value)
 
-    return _PLACEHOLDER.sub(fill, template)
+    return PLACEHOLDER.sub(fill, template)
 
 
 def render_value(value: Any, state: Mapping[str, Any], input: Any = None,
-                 context: Mapping[str, Any] | None = None) -> Any:
+                 context: Mapping[str, Any] | None = None, *, where: str = "template") -> Any:
     """Render every string inside ``value`` (dicts and lists walked)."""
     if isinstance(value, str):
-        return render(value, state, input, context)
+        return render(value, state, input, context, where=where)
     if isinstance(value, Mapping):
-        return {k: render_value(v, state, input, context) for k, v in value.items()}
+        return {k: render_value(v, state, input, context, where=where) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [render_value(v, state, input, context) for v in value]
+        return [render_value(v, state, input, context, where=where) for v in value]
     return value

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from tether.durable.journal import EffectJournal
 from tether.engine.compaction import compact
 from tether.engine.continuation import continue_turn, recorded_reply
+from tether.engine.degrade import FAILURES, speaker_failed
 from tether.engine.handed_off import quiet_turn
 from tether.engine.ingest import ingest
 from tether.engine.input_checks import check_input
@@ -38,6 +39,7 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
     it streams, an engine-rendered message when it is said)."""
     check_input(input)  # bad input is refused before anything runs or is saved
     options = options or TurnOptions()
+    on_delta = on_delta or options.on_delta
     now = clock.now()
     # 1. Load
     if session is None:
@@ -60,8 +62,7 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
     ignored = ingest(ts)
     if ignored is not None:  # a repeated message id gets the reply its turn recorded
         return TurnResult(session=session, changed=False, outcomes=[ignored], messages=recorded_reply(working, input))
-    if agent.compaction is not None:  # once per turn, before either call sees the history
-        await compact(ts, agent.compaction)
+    await compact(ts, agent.compaction)  # once per turn, before either call sees the history
     silence = options.silence
     if isinstance(input, Message):
         asker = _asker(ts)  # also when Ingest gave the floor to another run: the message may come back to it
@@ -76,11 +77,17 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
     # 6. Speak
     request = _speaker(ts)
     if request is not None:
-        result = await _speak(ts, request)
+        try:
+            result = await _speak(ts, request)
+            if result is not None:
+                ts.spoke = True
+                # 7. Settle
+                await settle(ts, request, result)
+        except FAILURES as exc:  # the speaking node failed: its run degrades, loudly
+            result = None
+            await speaker_failed(ts, request, exc)
+            await keep_moving(ts)
         if result is not None:
-            ts.spoke = True
-            # 7. Settle
-            await settle(ts, request, result)
             await keep_moving(ts)
     bookkeeping(ts)
     await ts.flush_deltas()

@@ -12,15 +12,19 @@ from typing import Any, get_args
 
 from tether.errors import DefinitionIssue, FlowDefinitionError
 from tether.flow.choices import Choice
-from tether.flow.fields import Field, FieldType
+from tether.flow.fields import Field, FieldType, ItemType
 from tether.flow.flow import Flow
 from tether.flow.nodes import Action, Collect, Reply, Router
+from tether.flow.placeholders import placeholder_issues
 from tether.flow.tools import Tool
 from tether.flow.transitions import StartFlow
 
-__all__ = ["AgentDefinition", "Compaction", "Idle"]
+__all__ = ["DEFAULT_FAILURE_REPLY", "AgentDefinition", "Compaction", "Idle"]
 
 RESERVED_CONDITIONS = frozenset({"equals", "known", "silenced"})
+DEFAULT_FAILURE_REPLY = "I'm sorry — something went wrong on my side. Let me try to help you another way."
+"""What the customer hears when a step fails (seed 000's fixed apology), unless the agent sets
+``failure_reply``."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,7 @@ class AgentDefinition:
         max_tool_loops: int = 5,
         history_window: int = 40,
         compaction: Compaction | None = None,
+        failure_reply: str | None = None,
         id: str | None = None,
     ) -> None:
         self.name = name
@@ -117,6 +122,7 @@ class AgentDefinition:
         self.max_tool_loops = max_tool_loops
         self.history_window = history_window
         self.compaction = compaction
+        self.failure_reply = DEFAULT_FAILURE_REPLY if failure_reply is None else failure_reply
         issues = self._validate()
         if issues:
             raise FlowDefinitionError(issues, title=f"Agent {name!r} failed validation with {len(issues)} issue(s)")
@@ -133,6 +139,9 @@ class AgentDefinition:
         if self.compaction is not None:
             for message in self.compaction.problems():
                 issue("invalid-option", message, path="compaction")
+        if not isinstance(self.failure_reply, str) or not self.failure_reply.strip():
+            issue("invalid-option", f"failure_reply must be a non-empty string, got {self.failure_reply!r}",
+                  path="failure_reply")
         if not isinstance(self.history_window, int) or self.history_window < 2:
             issue("invalid-option", f"history_window must be an integer >= 2, got {self.history_window!r}",
                   path="history_window")
@@ -164,6 +173,9 @@ class AgentDefinition:
             if name in RESERVED_CONDITIONS:
                 issue("reserved-condition", f"condition name {name!r} is reserved (equals, known, silenced)",
                       path=f"conditions.{name}")
+        speak_tools = bool(self.tools) and not (isinstance(self.max_tool_loops, int) and self.max_tool_loops == 0)
+        issues.extend(placeholder_issues(self.fields, [f for f in self.flows if isinstance(f, Flow)],
+                                         has_tools=speak_tools))
         if self.idle is not None and self.idle.tools is not None:
             for name in self.idle.tools:
                 if name not in self.tools_by_name:
@@ -235,6 +247,11 @@ class AgentDefinition:
                     if name not in self.tools_by_name:
                         issue("unknown-tool", f"tool {name!r} is not registered on the agent", flow=flow.id,
                               node=node.id, path="tools")
+            for name in node.uses if isinstance(node, Action) else ():
+                if name not in self.tools_by_name:
+                    issue("unknown-tool", f"action uses tool {name!r}, which is not registered on the agent "
+                          f"(registered: {', '.join(sorted(self.tools_by_name)) or 'none'})", flow=flow.id,
+                          node=node.id, path="uses")
             if isinstance(node, Action) and node.do is not None and node.do not in self.actions:
                 issue("unknown-action", f"action {node.do!r} is not registered on the agent", flow=flow.id,
                       node=node.id, path="do")
@@ -258,4 +275,9 @@ def _field_problems(declared: Any) -> list[str]:
         problems.append(f"extract is {declared.extract!r}; use 'anywhere' or 'asked'")
     if declared.enum is not None and (isinstance(declared.enum, str) or not isinstance(declared.enum, tuple | list)):
         problems.append(f"enum is {declared.enum!r}; give a list of the allowed values")
+    if (declared.type == "enum" or (declared.type == "list" and declared.items == "enum")) and not declared.enum:
+        problems.append(f"type is {declared.type!r} but enum= lists no allowed values")
+    items = get_args(ItemType)
+    if declared.type == "list" and declared.items not in items:
+        problems.append(f"items is {declared.items!r}; a list's items are one of {', '.join(map(repr, items))}")
     return problems

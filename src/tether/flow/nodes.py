@@ -264,6 +264,7 @@ class Action(Node):
     with_: Mapping[str, Any] | None = None
     then: Target = NEXT
     on_fail: Target = None
+    uses: tuple[str, ...] = ()
 
     def static_targets(self) -> list[tuple[str, Target]]:
         targets: list[tuple[str, Target]] = [("then", self.then)]
@@ -281,7 +282,7 @@ class Action(Node):
             "with": dict(self.with_) if self.with_ is not None else None,
             "then": _target_repr(self.then),
             "on_fail": _target_repr(self.on_fail),
-        }
+        } | ({"uses": list(self.uses)} if self.uses else {})
 
 
 @dataclass(eq=False, kw_only=True)
@@ -404,7 +405,8 @@ def reply(
             ``reset_with_summary`` (falls back to the flow's, then ``append``).
         next: ``next(turn, state)`` returning a transition, or a static target; ``stay`` if absent.
         once: an engine-rendered reply sent at most once per session.
-        tools: names of agent tools the model may call in this reply (default: all).
+        tools: names of agent tools the model may call in this reply (default: the flow's ``tools``, else
+            none: a reply is offered only the tools it declares).
         model: the model tier that speaks (``default``, ``small``, ``deep``).
         branches: judged while the node is asking; the first true one takes its ``then``.
         fallback: text (or ``fallback(state)``) the engine sends instead of the model turn when no
@@ -479,14 +481,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @overload
 def action(id: str, run: Callable[..., Any], *, then: Target = ..., on_fail: Target = ...,
-           output_schema: type[BaseModel] | None = ..., verify: Verify | None = ...,
-           label: str | None = ...) -> Action: ...
+           uses: list[str] | tuple[str, ...] = ..., output_schema: type[BaseModel] | None = ...,
+           verify: Verify | None = ..., label: str | None = ...) -> Action: ...
 
 
 @overload
 def action(id: str, run: None = None, *, then: Target = ..., on_fail: Target = ...,
-           output_schema: type[BaseModel] | None = ..., verify: Verify | None = ...,
-           label: str | None = ...) -> Callable[[Callable[..., Any]], Action]: ...
+           uses: list[str] | tuple[str, ...] = ..., output_schema: type[BaseModel] | None = ...,
+           verify: Verify | None = ..., label: str | None = ...) -> Callable[[Callable[..., Any]], Action]: ...
 
 
 def action(
@@ -495,31 +497,48 @@ def action(
     *,
     then: Target = NEXT,
     on_fail: Target = None,
+    uses: list[str] | tuple[str, ...] = (),
     output_schema: type[BaseModel] | None = None,
     verify: Verify | None = None,
     label: str | None = None,
 ) -> Action | Callable[[Callable[..., Any]], Action]:
     """An action node running ``run(state, ctx)`` (sync or async); usable as a decorator::
 
-        @action("book", output_schema=Booked)
+        @action("book", uses=["book_shipment"], output_schema=Booked)
         async def book(state, ctx): ...
 
     ``run`` returns a transition, an action result (``ok()``, ``skipped()``, ``failed()``,
-    ``defer()``) or ``None`` (take ``then``, the next node by default). A raised exception is
-    an ``action-failed`` outcome that takes ``on_fail`` (or ``then``).
+    ``defer()``) or ``None`` (take ``then``, the next node by default). A returned ``failed()``
+    takes ``on_fail`` (or ``then``) with ``action-failed``. A raised exception (also an unknown
+    tool in ``ctx.tool``) takes ``on_fail`` when given; without it the run fails loudly and
+    degrades (see :mod:`tether.engine.degrade`). ``uses`` names the agent tools the action calls:
+    building the agent (and ``tether check``) refuses one that is not registered.
     """
+    names = _tool_names(id, uses)
 
     def build(fn: Callable[..., Any]) -> Action:
-        return Action(id=id, run=fn, then=then, on_fail=on_fail, output_schema=output_schema, verify=verify,
-                      label=label)
+        return Action(id=id, run=fn, then=then, on_fail=on_fail, uses=names, output_schema=output_schema,
+                      verify=verify, label=label)
 
     return build(run) if run is not None else build
 
 
 def do(id: str, action_name: str, *, with_: Mapping[str, Any] | None = None, then: Target = NEXT,
-       on_fail: Target = None, label: str | None = None) -> Action:
-    """An action node that runs the agent's registered action ``action_name`` with ``with_``."""
-    return Action(id=id, do=action_name, with_=with_, then=then, on_fail=on_fail, label=label)
+       on_fail: Target = None, uses: list[str] | tuple[str, ...] = (), label: str | None = None) -> Action:
+    """An action node that runs the agent's registered action ``action_name`` with ``with_``
+    (``uses``: the agent tools it calls, as for :func:`action`)."""
+    return Action(id=id, do=action_name, with_=with_, then=then, on_fail=on_fail, uses=_tool_names(id, uses),
+                  label=label)
+
+
+def _tool_names(node_id: str, uses: Any) -> tuple[str, ...]:
+    """``uses`` as a tuple of tool names; a bare string or a non-string entry is refused (a string
+    would otherwise be split into letters)."""
+    if isinstance(uses, str) or not isinstance(uses, list | tuple) or \
+            not all(isinstance(name, str) and name for name in uses):
+        raise FlowDefinitionError(DefinitionIssue(
+            "invalid-option", f"uses must be a list of tool names, got {uses!r}", node=node_id, path="uses"))
+    return tuple(uses)
 
 
 def decide(

@@ -27,7 +27,9 @@ class RunResponse(BaseModel):
         content_type: always ``text/plain``.
         code: the stable error code of a failure (``SESSION_CONFLICT``, ``SESSION_FLOW_MISMATCH``,
             ``SESSION_FLOW_INVARIANT``, ``agent-not-registered``, ...); on success, None or an
-            informational code such as ``no-session`` (a wake found no session to wake).
+            informational code such as ``no-session`` (a wake found no session to wake) or
+            ``error_degraded`` (a step failed: the customer got the failure reply, the session
+            stays usable).
         result: the full ``TurnResult`` of a successful turn (never serialized).
     """
 
@@ -45,7 +47,9 @@ class RunResponse(BaseModel):
 def success(result: TurnResult, session_id: str, *, session_running: bool = True) -> RunResponse:
     """The envelope of a turn that ran (and, when it changed anything, was saved)."""
     completed = result.status in ("ended", "handoff") or not session_running
-    return RunResponse(success=True, completed=completed, message=result.text, session=session_id, result=result)
+    degraded = any(ended.reason == "error_degraded" for ended in result.ended)
+    return RunResponse(success=True, completed=completed, message=result.text, session=session_id,
+                       code="error_degraded" if degraded else None, result=result)
 
 
 def failure(message: str, session_id: str | None, code: str | None) -> RunResponse:

@@ -1,0 +1,91 @@
+"""Definition-time check of template placeholders (``{field}`` in ``response``, ``fallback``,
+``ask`` and ``instructions``).
+
+A placeholder is statically known to be wrong only when nothing could ever put a value under its
+name. The names a node of flow F can see are the agent's fields, F's collect schema fields, F's
+``output_schema``/``verify`` fields and the ``data`` of F's static ``goto`` targets, plus the
+``input.``/``context.`` roots (free-form, checked at run time). That list is complete unless
+code can write other names: an action (``ctx.set``, ``goto(data=...)``) anywhere in the agent, a
+tool (a ``ToolResult``'s data), or a code transition in F (``goto(data=...)``). Then the check is
+left to run time, where a missing value is a :class:`~tether.errors.TemplatePlaceholderError`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+
+from tether.errors import DefinitionIssue
+from tether.flow.flow import Flow
+from tether.flow.nodes import Action, Collect, Decide, Node, Reply
+from tether.flow.transitions import Goto
+
+__all__ = ["FREE_ROOTS", "PLACEHOLDER", "placeholder_issues", "placeholders", "templates_of"]
+
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.\-]*)\}")
+"""A ``{name}`` or ``{dotted.path}`` placeholder."""
+
+FREE_ROOTS = frozenset({"input", "context"})
+"""Placeholder roots whose contents are only known at run time."""
+
+_PLACEHOLDER_CODE = "unknown-placeholder"
+
+
+def placeholders(template: str) -> list[str]:
+    """The placeholder paths of ``template``, in order."""
+    return PLACEHOLDER.findall(template)
+
+
+def templates_of(node: Node) -> Iterator[tuple[str, str]]:
+    """The ``(option, template)`` pairs of ``node`` (string templates only; functions are code)."""
+    if isinstance(node, Reply):
+        for option in ("response", "fallback", "instructions"):
+            value = getattr(node, option)
+            if isinstance(value, str):
+                yield option, value
+    elif isinstance(node, Collect):
+        if isinstance(node.ask, str):
+            yield "ask", node.ask
+        elif isinstance(node.ask, Mapping):
+            yield from ((f"ask.{name}", text) for name, text in node.ask.items() if isinstance(text, str))
+        if isinstance(node.instructions, str):
+            yield "instructions", node.instructions
+    elif isinstance(node, Decide) and isinstance(node.instructions, str):
+        yield "instructions", node.instructions
+
+
+def placeholder_issues(fields: Iterable[str], flows: Sequence[Flow], *, has_tools: bool) -> list[DefinitionIssue]:
+    """Every placeholder that names no value its node could ever see (see the module notes)."""
+    if has_tools or any(isinstance(node, Action) for flow in flows for node in flow.nodes):
+        return []  # code may write any session field
+    issues: list[DefinitionIssue] = []
+    for flow in flows:
+        if any(node.is_opaque() for node in flow.nodes):
+            continue  # a code transition may carry data under any name
+        known = set(fields) | _flow_names(flow)
+        for index, node in enumerate(flow.nodes):
+            for option, template in templates_of(node):
+                for path in placeholders(template):
+                    parts = path.split(".")
+                    root = parts[1] if parts[0] == "state" and len(parts) > 1 else parts[0]
+                    if parts[0] in FREE_ROOTS or root in known:
+                        continue
+                    issues.append(DefinitionIssue(
+                        _PLACEHOLDER_CODE, f"{option} uses {{{path}}}, which names no field this node can see "
+                        f"(known: {', '.join(sorted(known)) or 'none'})", flow=flow.id, node=node.id,
+                        path=f"nodes.{index}.{option}"))
+    return issues
+
+
+def _flow_names(flow: Flow) -> set[str]:
+    names: set[str] = set()
+    for node in flow.nodes:
+        if isinstance(node, Collect) and node.schema is not None:
+            names.update(node.schema.model_fields)
+        for schema in (node.output_schema, node.verify.output_schema if node.verify else None):
+            if schema is not None:
+                names.update(schema.model_fields)
+        for _, target in node.static_targets():
+            if isinstance(target, Goto) and target.data:
+                names.update(target.data)
+    return names

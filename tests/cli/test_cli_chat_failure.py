@@ -1,0 +1,34 @@
+"""``tether chat`` shows a failed step in its status line, and the conversation goes on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cli_helpers import chat
+
+PIZZA = """\
+from tether import Agent, Flow, action, end, on_message, reply
+
+
+@action("order")
+async def order(state, ctx):
+    await ctx.tool("place_order", size="large")
+
+
+flow = Flow("pizza", nodes=[order, reply("placed", response="Order placed!", next=end("ordered"))],
+            on=[on_message(repeat="always")])
+agent = Agent("Pizzeria", flows=[flow], idle="silent")
+"""
+
+
+def test_a_failed_step_is_in_the_status_line_and_the_chat_goes_on(tmp_path: Path) -> None:
+    app = tmp_path / "pizza.py"
+    app.write_text(PIZZA)
+    done = chat(app, tmp_path / "t.db", "a large pizza please", "another one", cwd=tmp_path)
+    assert done.code == 0, done.err
+    replies = done.replies("Pizzeria")
+    assert len(replies) == 2 and not any("placed" in r for r in replies)
+    infos = done.infos()
+    assert len(infos) == 2
+    for info in infos:
+        assert "error: flow 'pizza', node 'order': ToolError:" in info and "'place_order'" in info

@@ -1,0 +1,68 @@
+"""Through the Runtime, a failed node degrades its run: the request returns a normal envelope (the
+failure reply), the error is in the stored session's error log, the session stays running and
+the next message is answered (DESIGN §9: a handled failure is not a session failure)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from runtime_helpers import SpyStore
+
+from tether import Agent, Flow, RecoverableToolError, action, collect, end, on_message, reply
+from tether.flow.agent_def import DEFAULT_FAILURE_REPLY
+from tether.flow.resolvers import pattern
+from tether.runtime import Runtime
+
+
+def flaky_agent(broken: list[bool]) -> Agent:
+    def charge(state: dict[str, Any], ctx: Any) -> None:
+        if broken[0]:
+            raise ConnectionError("payment gateway unreachable")
+
+    flow = Flow("pay", nodes=[action("charge", charge), reply("paid", response="Paid.", next=end("paid"))],
+                on=[on_message(repeat="always")])
+    return Agent("Shop", flows=[flow], idle="silent")
+
+
+async def test_a_failed_action_returns_the_failure_reply_and_keeps_the_session(
+        make_runtime: Callable[..., Runtime], spy: SpyStore) -> None:
+    broken = [True]
+    runtime = make_runtime(flaky_agent(broken))
+    failed = await runtime.run("Shop", "pay please")
+    assert failed.success and failed.code == "error_degraded"  # informational: the turn itself ran
+    assert failed.message == DEFAULT_FAILURE_REPLY and failed.completed
+    stored = await spy.load(failed.session)
+    assert stored is not None and stored.status == "running"
+    (logged,) = stored.error
+    assert logged.level == "error" and logged.code == "node-failed"
+    assert logged.message == "flow 'pay', node 'charge': ConnectionError: payment gateway unreachable"
+    broken[0] = False
+    again = await runtime.run("Shop", "pay please", session_id=failed.session)
+    assert again.success and again.session == failed.session and again.message == "Paid."
+    assert again.code is None
+
+
+async def test_a_recoverable_tool_error_asks_again_through_the_runtime(
+        make_runtime: Callable[..., Runtime], spy: SpyStore) -> None:
+    from pydantic import BaseModel
+
+    class Address(BaseModel):
+        address: str
+
+    def book(state: dict[str, Any], ctx: Any) -> None:
+        if "nowhere" in state["address"]:
+            raise RecoverableToolError("undeliverable", user_message="We cannot deliver there.")
+
+    flow = Flow("ship", nodes=[collect("address", schema=Address, ask="Address?",
+                                       resolvers=[pattern("address", r"\d+ [a-z ]+")]),
+                               action("book", book), reply("booked", response="Booked to {address}.", next=end())],
+                on=[on_message()])
+    runtime = make_runtime(Agent("Shipper", flows=[flow], idle="silent"))
+    first = await runtime.run("Shipper", "ship it")
+    second = await runtime.run("Shipper", "1 nowhere lane", session_id=first.session)
+    assert second.success and second.message == "We cannot deliver there.\n\nAddress?"
+    third = await runtime.run("Shipper", "2 main street", session_id=first.session)
+    assert third.success and third.message == "Booked to 2 main street."
+    stored = await spy.load(first.session)
+    assert stored is not None and stored.status == "running" and stored.error == []
