@@ -56,7 +56,8 @@ class Flow:
         on_drift: what resuming a run pinned to another definition of this flow does (see
             :data:`OnDrift`; default ``error``: ``FlowDriftError`` naming both digests).
         instructions: flow-level instructions for the speak call.
-        tools: names of agent tools this flow's replies may call (default: all).
+        tools: names of agent tools this flow's model steps may call when a reply declares none
+            (default: none).
         collect: agent fields the flow needs (the understand call may harvest them).
         anchor: ``session`` or a host anchor name that keys runs and claims.
 
