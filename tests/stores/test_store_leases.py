@@ -13,12 +13,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from store_backends import Backend, SQLiteBackend, run_in_lockstep
+from store_backends import Backend, PostgresBackend, SQLiteBackend, require_postgres, run_in_lockstep
 
 from tether.engine.session import Session
 from tether.errors import SessionLeaseTimeout, StoreError
-from tether.stores import SQLiteStore, Store
+from tether.stores import PostgresStore, SQLiteStore, Store
+from tether.stores._sqlite_schema import MIGRATIONS
 from tether.stores.leases import holder_is_dead, new_holder
+from tether.testing import FakeClock
 
 WORKER = Path(__file__).with_name("lease_worker.py")
 
@@ -174,6 +176,25 @@ def test_holder_is_dead_only_for_a_vanished_process_of_this_host() -> None:
     assert holder_is_dead(f"{host}|{_dead_pid()}|x")
 
 
+def test_an_exited_holder_its_parent_has_not_reaped_yet_is_dead() -> None:
+    import subprocess
+
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("needs Linux /proc")
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        for _ in range(500):  # until it has exited (a zombie: still in the process table)
+            with open(f"/proc/{proc.pid}/stat") as stat:
+                if stat.read().rpartition(")")[2].split()[0] == "Z":
+                    break
+            time.sleep(0.01)
+        else:
+            pytest.fail("the child never exited")
+        assert holder_is_dead(f"{new_holder().split('|')[0]}|{proc.pid}|x")
+    finally:
+        proc.wait()
+
+
 def _dead_pid() -> int:
     import subprocess
 
@@ -189,3 +210,39 @@ async def test_a_closed_store_refuses_a_lease(durable: Backend) -> None:
     with pytest.raises(StoreError):
         async with store.lease("s", timeout=1):
             pass
+
+
+async def test_sqlite_upgrades_a_version_1_database_with_the_lease_table(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    for statement in MIGRATIONS[0][1]:  # what a tether of schema version 1 created
+        conn.execute(statement)
+    conn.execute("CREATE TABLE tether_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    conn.execute("INSERT INTO tether_meta VALUES ('schema_version', '1')")
+    conn.close()
+    store = SQLiteStore(path)
+    try:
+        async with store.lease("s", timeout=5):
+            assert _lease_row(str(path), "s") is not None
+    finally:
+        await store.close()
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("SELECT value FROM tether_meta").fetchone() == (str(MIGRATIONS[-1][0]),)
+    finally:
+        conn.close()
+
+
+@pytest.mark.postgres
+async def test_postgres_replaces_a_pooled_connection_the_server_dropped(clock: FakeClock) -> None:
+    backend = PostgresBackend(clock, require_postgres())
+    store = PostgresStore(backend.target, schema=backend.schema, pool_size=1, clock=clock)
+    backend.stores.append(store)
+    try:
+        doc = await store.create(Session(id="s", agent="a", created_at=clock.now()))
+        async with store._connection("test") as conn:  # the pool's only connection
+            pid = (await (await conn.execute("SELECT pg_backend_pid()")).fetchall())[0][0]
+        await backend.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))  # a restart, a failover
+        assert await store.load("s") == doc  # checked before use, replaced: no error reaches the caller
+    finally:
+        await backend.aclose()

@@ -458,7 +458,9 @@ class Runtime:
         """Delete a session with all its records and wakes (a missing session is a no-op).
 
         Runs under the session's lock and lease, so it never lands in the middle of a turn: a
-        request already running finishes first, and a later one starts a new session.
+        request already running finishes first, and a later one starts a new session. Raises
+        ``SessionLeaseTimeout`` when another worker keeps the session longer than
+        ``lease_timeout``.
         """
         async with self.locks.hold(session_id), self._lease(session_id):
             await self.store.delete(session_id)

@@ -57,7 +57,17 @@ def holder_is_dead(holder: str) -> bool:
         return True
     except OSError:  # EPERM: it exists under another user
         return False
-    return False
+    return _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    """True when ``pid`` has exited but its parent has not reaped it yet (Linux ``/proc``)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as stat:
+            fields = stat.read().rpartition(")")[2].split()
+    except OSError:
+        return False
+    return bool(fields) and fields[0] in ("Z", "X")
 
 
 class _Entry:
