@@ -14,6 +14,10 @@ Flows:
 - ``refund``: collects the order and a reason, opens a refund request (idempotent on ``ctx.key``).
 - ``human``: hands the conversation to a person.
 - ``still_there``: a follow-up ("still there?") when the customer goes quiet for 10 minutes.
+
+With a model, the model sees a short window: twenty messages at most, the older ones
+folded into a running summary before the window slides, so every call costs about the same
+however long the conversation runs (``bench/tokens.py`` measures it).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any
 from tether import (
     NEXT,
     Agent,
+    Compaction,
     Field,
     Flow,
     action,
@@ -201,4 +206,6 @@ agent = Agent(
         "refund_reason": Field("string", description="Why the customer wants a refund", extract="asked"),
     },
     flows=[menu, orders, address, refund, human, still_there],
+    history_window=20,
+    compaction=Compaction(max_tokens=4000, preserve_recent=4),
 )

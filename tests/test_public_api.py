@@ -7,7 +7,8 @@ import importlib
 import pytest
 
 PACKAGES = ["tether", "tether.flow", "tether.engine", "tether.durable", "tether.models", "tether.testing",
-            "tether.errors", "tether.stores", "tether.runtime", "tether.executors"]
+            "tether.errors", "tether.stores", "tether.runtime", "tether.executors", "tether.workflow",
+            "tether.workflow_host"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

@@ -1,4 +1,4 @@
-"""The pure packages (tether.flow, tether.engine) import no I/O and read no clock or randomness.
+"""The pure packages (tether.flow, tether.engine, tether.workflow) import no I/O and read no clock or randomness.
 
 Time and ids reach them through the injected Clock and Ids ports. This walks the AST of every
 module they contain, and of every tether module they import, and fails on a forbidden import or
@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-PURE_ROOTS = ("tether/flow", "tether/engine", "tether/durable")
+PURE_ROOTS = ("tether/flow", "tether/engine", "tether/durable", "tether/workflow")
 # tether modules outside the pure packages that they may import (themselves checked too).
-PURE_SHARED = {"tether.errors", "tether.models.types", "tether.models.parsing"}
+PURE_SHARED = {"tether.errors", "tether.models.types", "tether.models.parsing", "tether.executors.provenance",
+               "tether.executors.values"}
 FORBIDDEN_MODULES = {
     "socket", "ssl", "select", "selectors", "sqlite3", "psycopg", "psycopg_pool", "httpx", "requests",
     "urllib", "http", "subprocess", "multiprocessing", "threading", "random", "secrets", "uuid", "os",

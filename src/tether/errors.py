@@ -23,8 +23,12 @@ The tree::
     │   ├── SessionFlowInvariant             SESSION_FLOW_INVARIANT: malformed stored document
     │   ├── SessionVersionUnsupported        SESSION_VERSION_UNSUPPORTED: written by a newer tether
     │   └── SessionLeaseTimeout              SESSION_LEASE_TIMEOUT: another worker kept the session
-    └── ExecutorError (RuntimeError)         the process executor could not run a command
-        └── SpawnError                       the command could not be started at all
+    ├── ExecutorError (RuntimeError)         the process executor could not run a command
+    │   └── SpawnError                       the command could not be started at all
+    └── WorkflowError                        workflows (tether.workflow)
+        ├── WorkflowDefinitionError (FlowDefinitionError)  a workflow definition is invalid
+        ├── WorkflowExpressionError          a bounded expression failed (skipped producer, ...)
+        └── WorkflowOperationError           a host operation was refused (feedback, contract, ...)
 
     TetherSignal (BaseException)             control flow; ``except Exception`` cannot swallow it
     └── Suspend                              a run parks durably (approval, signal)
@@ -67,6 +71,10 @@ __all__ = [
     "TetherSignal",
     "ToolError",
     "TransitionError",
+    "WorkflowDefinitionError",
+    "WorkflowError",
+    "WorkflowExpressionError",
+    "WorkflowOperationError",
 ]
 
 
@@ -393,6 +401,53 @@ class SpawnError(ExecutorError):
     """The command could not be started (missing binary, bad working directory, ...)."""
 
     code = "spawn-failed"
+
+
+# --------------------------------------------------------------------------- workflow errors
+
+
+class WorkflowError(TetherError):
+    """Base of the errors raised by workflows (``tether.workflow``)."""
+
+    code = "workflow-error"
+
+
+class WorkflowDefinitionError(WorkflowError, FlowDefinitionError):
+    """A workflow definition is invalid. Each issue's ``path`` is a dot path (``<root>`` for the
+    top level) and ``str(error)`` lists ``path: message`` lines, e.g.
+    ``<root>: Unrecognized key: "whoops"``."""
+
+    code = "workflow-definition"
+
+    def __init__(self, issues: list[DefinitionIssue] | DefinitionIssue, *, title: str | None = None) -> None:
+        FlowDefinitionError.__init__(self, issues, title=title)
+        lines = "\n".join(f"{issue.path or '<root>'}: {issue.message}" for issue in self.issues)
+        self.args = (lines,)
+
+
+class WorkflowExpressionError(WorkflowError, ValueError):
+    """A bounded expression (guard, binding, route) failed to evaluate.
+
+    ``skipped_producer`` names the skipped node whose output the expression reads, if that is why.
+    """
+
+    code = "workflow-expression"
+
+    def __init__(self, message: str, *, node: str | None = None, skipped_producer: str | None = None,
+                 code: str | None = None) -> None:
+        super().__init__(message, code=code)
+        self.node = node
+        self.skipped_producer = skipped_producer
+
+
+class WorkflowOperationError(WorkflowError, RuntimeError):
+    """A host operation on a workflow run was refused; ``code`` says why."""
+
+    code = "workflow-operation"
+
+    def __init__(self, message: str, *, code: str | None = None, node: str | None = None) -> None:
+        super().__init__(message, code=code)
+        self.node = node
 
 
 # --------------------------------------------------------------------------- control signals

@@ -42,7 +42,8 @@ def test_conversation_then_resume_in_a_second_process(tmp_path: Path) -> None:
     assert second.code == 0, second.err
     assert f"session {session} (resumed)" in second.out
     assert second.infos()[0] == "ship/get_address"  # where the first process stopped
-    (reply,) = second.replies("Shippy")
+    reprinted, reply = second.replies("Shippy")
+    assert reprinted == ASK  # the resumed session's last bot message, shown again
     resumed = _state(second.out)
     assert resumed["id"] == session
     if reply == ASK:  # the address was not taken: still asking at the same node
@@ -126,6 +127,7 @@ def test_ctrl_c_at_the_prompt_exits_cleanly(tmp_path: Path) -> None:
     )
     try:
         assert proc.stdout is not None
+        assert proc.stdout.readline().startswith("tether chat · Shippy")  # the banner
         assert proc.stdout.readline().startswith("session ")
         time.sleep(0.3)  # now blocked at the prompt
         proc.send_signal(signal.SIGINT)

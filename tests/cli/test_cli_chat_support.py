@@ -31,7 +31,8 @@ def test_support_conversation_then_resume(tmp_path: Path) -> None:
     assert f"session {session} (resumed)" in second.out
     infos = second.infos()
     assert infos[0] == "orders/ask_order"  # continues where the first process stopped
-    replies = second.replies("Sam")
+    reprinted, *replies = second.replies("Sam")
+    assert "order number" in reprinted  # the last bot message (the ask after A-1009), shown again on resume
     assert not any(NO_MODEL in reply for reply in replies)
     assert "Order A-1002 is processing" in replies[0]
     assert infos[1] == "- · 0 calls"  # the orders flow ended

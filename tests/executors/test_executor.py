@@ -101,14 +101,31 @@ async def test_parent_environment_inheritance_allow_and_deny(tmp_path: Path) -> 
         "GH_TOKEN": "t",
         "DB_PASSWORD": "p",
         "OTHER": "o",
+        "DATABASE_URL": "postgres://u:p@db/prod",
+        "STRIPE_KEY": "sk_live",
+        "SENTRY_DSN": "https://k@sentry",
+        "SLACK_WEBHOOK_URL": "https://hooks",
     }
     executor = SubprocessExecutor(environ=parent)
     default = await executor.execute(
         request(tmp_path, PRINT_ENV, runtime="python", capture={"stdout": "fields.e"})
     )
     env = json.loads(default.fields["e"])
-    assert {"KEEP_ME", "LC_TEST", "OTHER", "PATH"} <= set(env)
+    assert set(env) - {"LC_CTYPE"} == {"LC_TEST", "PATH"}  # the allow-list: nothing undeclared leaks
+
+    everything = await executor.execute(
+        request(tmp_path, PRINT_ENV, runtime="python", inherit_env=EnvPolicy.inherit_all(),
+                capture={"stdout": "fields.e"})
+    )
+    env = json.loads(everything.fields["e"])
+    assert {"KEEP_ME", "LC_TEST", "OTHER", "PATH", "DATABASE_URL", "SENTRY_DSN"} <= set(env)
     assert not {"SERVICE_API_KEY", "GH_TOKEN", "DB_PASSWORD"} & set(env)
+
+    declared = await executor.execute(
+        request(tmp_path, PRINT_ENV, runtime="python", inherit_env=EnvPolicy.allowing("DATABASE_URL"),
+                capture={"stdout": "fields.e"})
+    )
+    assert set(json.loads(declared.fields["e"])) - {"LC_CTYPE"} == {"LC_TEST", "PATH", "DATABASE_URL"}
 
     policy = EnvPolicy(allow=("PATH", "LC_*", "GH_*"), deny=("*TOKEN*",))
     allowed = await executor.execute(
@@ -131,7 +148,8 @@ async def test_real_os_environ_is_the_default_parent(
     monkeypatch.setenv("TETHER_TEST_VISIBLE", "yes")
     monkeypatch.setenv("TETHER_TEST_SECRET", "no")
     result = await executor.execute(
-        request(tmp_path, PRINT_ENV, runtime="python", capture={"stdout": "fields.e"})
+        request(tmp_path, PRINT_ENV, runtime="python", inherit_env=EnvPolicy.allowing("TETHER_TEST_*"),
+                capture={"stdout": "fields.e"})
     )
     env = json.loads(result.fields["e"])
     assert env["TETHER_TEST_VISIBLE"] == "yes"

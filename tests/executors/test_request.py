@@ -132,7 +132,7 @@ def test_request_round_trips_through_json() -> None:
     assert ProcessRequest.model_validate_json(original.model_dump_json()) == original
 
 
-def test_default_deny_withholds_secrets_and_inherits_the_rest() -> None:
+def test_default_allow_list_inherits_only_the_basics_and_withholds_secrets() -> None:
     parent = {
         "PATH": "/bin",
         "HOME": "/root",
@@ -143,10 +143,16 @@ def test_default_deny_withholds_secrets_and_inherits_the_rest() -> None:
         "DB_PASSWORD": "p",
         "AWS_SECRET_ACCESS_KEY": "s",
         "LANG": "C",
+        "DATABASE_URL": "postgres://prod",
+        "STRIPE_KEY": "sk_live",
+        "SENTRY_DSN": "https://k@sentry",
+        "SLACK_WEBHOOK_URL": "https://hooks",
     }
     env = build_env(request(), parent)
     assert env == {"PATH": "/bin", "HOME": "/root", "LANG": "C"}
     assert "*TOKEN*" in DEFAULT_DENY
+    inherited = build_env(request(inherit_env=EnvPolicy.inherit_all()), parent)
+    assert set(inherited) == {"PATH", "HOME", "LANG", "DATABASE_URL", "STRIPE_KEY", "SENTRY_DSN", "SLACK_WEBHOOK_URL"}
 
 
 def test_allow_list_and_prefixes_with_deny_winning() -> None:
@@ -154,7 +160,7 @@ def test_allow_list_and_prefixes_with_deny_winning() -> None:
     parent = {"PATH": "/bin", "HOME": "/root", "LC_ALL": "C", "APP_MODE": "x", "APP_TOKEN": "t", "path": "p"}
     assert build_env(request(inherit_env=policy), parent) == {"PATH": "/bin", "LC_ALL": "C", "APP_MODE": "x"}
     assert build_env(request(inherit_env=EnvPolicy(allow=())), parent) == {}
-    everything = build_env(request(inherit_env=EnvPolicy(deny=())), {"X_TOKEN": "t"})
+    everything = build_env(request(inherit_env=EnvPolicy.inherit_all(deny=())), {"X_TOKEN": "t"})
     assert everything == {"X_TOKEN": "t"}
 
 

@@ -197,6 +197,39 @@ async def test_the_retry_timeout_backstop_reports_a_timeout(tmp_path: Path) -> N
     assert all(a.timed_out and not a.aborted and not a.abandoned for a in outcome.attempts)
 
 
+class RequestOnlyExecutor:
+    """Declares only ``execute(request)``: no abort parameter at all."""
+
+    def __init__(self, inner: SubprocessExecutor) -> None:
+        self.inner = inner
+        self.calls = 0
+
+    async def execute(self, request: ProcessRequest) -> ProcessResult:
+        self.calls += 1
+        return await self.inner.execute(request)
+
+
+async def test_an_executor_declaring_only_execute_request_keeps_working(
+    executor: SubprocessExecutor, tmp_path: Path
+) -> None:
+    plain = RequestOnlyExecutor(executor)
+    outcome = await retry(plain, request(tmp_path, "exit 3"), retries=1)
+    assert plain.calls == 2 and [a.exit_code for a in outcome.attempts] == [3, 3]
+    passed = await retry(plain, request(tmp_path, "exit 0"))
+    assert passed.passed
+
+
+async def test_a_request_only_executor_still_fails_on_timeout(tmp_path: Path) -> None:
+    deaf = DeafExecutor()
+
+    class Plain:
+        async def execute(self, request: ProcessRequest) -> ProcessResult:
+            return await deaf.execute(request)
+
+    outcome = await retry(Plain(), request(tmp_path, "true", timeout=0.1), budget=0.1)
+    assert outcome.final.timed_out and outcome.final.abandoned and not outcome.passed
+
+
 async def test_settle_with_budget() -> None:
     abort = asyncio.Event()
 

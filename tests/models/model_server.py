@@ -1,7 +1,9 @@
 """A tiny scripted HTTP server on 127.0.0.1 speaking the OpenAI and Anthropic wire formats.
 
 Each request pops the next scripted :class:`Reply` (JSON or SSE, any status, optional delay) and is
-recorded (path, headers, JSON body) so tests can assert on what the real SDKs sent.
+recorded (path, headers, JSON body) so tests can assert on what the real SDKs sent. With a
+``responder``, a request that finds no scripted reply is answered by ``responder(recorded)``
+instead (``bench/tokens.py`` answers a whole conversation that way).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -34,8 +37,9 @@ class Recorded:
 
 
 class FakeProvider:
-    def __init__(self) -> None:
+    def __init__(self, responder: Callable[[Recorded], Reply] | None = None) -> None:
         self.replies: deque[Reply] = deque()
+        self.responder = responder
         self.requests: list[Recorded] = []
         self._lock = threading.Lock()
         provider = self
@@ -53,11 +57,12 @@ class FakeProvider:
                     body = json.loads(raw) if raw else None
                 except ValueError:
                     body = raw.decode(errors="replace")
+                recorded = Recorded("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                 with provider._lock:
-                    provider.requests.append(
-                        Recorded("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body)
-                    )
+                    provider.requests.append(recorded)
                     reply = provider.replies.popleft() if provider.replies else None
+                if reply is None and provider.responder is not None:
+                    reply = provider.responder(recorded)
                 if reply is None:
                     reply = Reply(599, {"error": {"message": "no scripted reply left", "type": "test"}})
                 if reply.delay:

@@ -18,6 +18,7 @@ from tether.models import (
     ProviderPreset,
     RetryingModel,
     ToolSpec,
+    UncatalogedModelWarning,
     default_model_from_env,
     resolve_model,
     strip_secrets,
@@ -87,12 +88,29 @@ def test_reasoning_models_reject_temperature(model: str) -> None:
     assert str(caught.value) == f"Model 'openai:{model}' does not support temperature."
 
 
-def test_unknown_builtin_model_until_registered() -> None:
+def test_a_new_model_of_a_known_provider_is_accepted_with_generic_rules_and_a_warning() -> None:
     catalog = ModelCatalog()
+    with pytest.warns(UncatalogedModelWarning, match="'openai:gpt-4.9-preview' is not in tether's catalog"):
+        chosen = catalog.validate("openai:gpt-4.9-preview", {"temperature": 0.2})
+    assert chosen.params == {"temperature": 0.2} and not chosen.cataloged
+    reasoning = "'openai:gpt-5-whatever' does not support temperature"  # a reasoning name gets those rules
+    with pytest.warns(UncatalogedModelWarning), pytest.raises(ModelConfigurationError, match=reasoning):
+        catalog.validate("openai:gpt-5-whatever", {"temperature": 0.5})
+    with pytest.warns(UncatalogedModelWarning, match="anthropic's generic parameter rules"), \
+            pytest.raises(ModelConfigurationError, match="Unknown parameter 'temprature'"):
+        catalog.validate("anthropic:claude-9", {"temprature": 1})
+    with pytest.warns(UncatalogedModelWarning):
+        model = catalog.resolve("openai:gpt-5-whatever", api_key="sk-test")
+    assert model.inner._model == "gpt-5-whatever" and model.inner._reasoning  # type: ignore[attr-defined]
+
+
+def test_a_strict_catalog_rejects_uncataloged_models_until_registered() -> None:
+    catalog = ModelCatalog(strict=True)
     for name in ("openai:gpt-9", "anthropic:claude-9"):
         with pytest.raises(ModelConfigurationError) as caught:
             catalog.validate(name)
-        assert str(caught.value) == f"Unknown built-in model {name!r}. Register it before selecting it."
+        assert f"Unknown built-in model {name!r}: the catalog is strict" in str(caught.value)
+        assert "openai-compatible:<model> with TETHER_BASE_URL" in str(caught.value)
     catalog.register_model("openai:gpt-9")
     assert catalog.validate("openai:gpt-9", {"temperature": 1}).cataloged
     catalog.register_model("openai:gpt-5.5")
@@ -108,7 +126,7 @@ def test_unknown_builtin_model_until_registered() -> None:
     with pytest.raises(ModelConfigurationError, match="Unknown parameter 'temperature'"):
         catalog.validate("ollama:qwen3", {"temperature": 1})
     with pytest.raises(ModelConfigurationError):
-        ModelCatalog().validate("openai:gpt-9")  # a fresh catalog does not see the registration
+        ModelCatalog(strict=True).validate("openai:gpt-9")  # a fresh catalog does not see the registration
 
 
 def test_other_providers_pass_through() -> None:
@@ -158,8 +176,9 @@ def test_presets(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not compatible.capabilities.native_json_schema
     monkeypatch.setenv("TETHER_BASE_URL", "http://gpu-box:8000/v1")
     assert resolve_model("vllm:qwen").inner.base_url.rstrip("/") == "http://gpu-box:8000/v1"  # type: ignore[attr-defined]
-    with pytest.raises(ModelConfigurationError, match="No adapter for provider 'google'"):
+    with pytest.raises(ModelConfigurationError, match="No adapter for provider 'google'") as caught:
         resolve_model("google:gemini-2.5-pro")
+    assert "use openai-compatible:<model> with TETHER_BASE_URL" in str(caught.value)
 
 
 async def test_registered_provider_preset_reaches_the_local_server(provider: FakeProvider) -> None:
@@ -186,16 +205,16 @@ def test_tiers() -> None:
     with pytest.raises(ModelConfigurationError, match="unknown model tier"):
         tiers.get("huge")
     assert ModelTiers().get("default") is None and ModelTiers().resolve("default") is None
-    with pytest.raises(ModelConfigurationError, match="tier 'small': Unknown built-in model 'openai:gpt-9'"):
-        ModelTiers(default="openai:gpt-4o", small="openai:gpt-9")
+    with pytest.raises(ModelConfigurationError, match="tier 'small': Model selection 'gpt-9' is not of the form"):
+        ModelTiers(default="openai:gpt-4o", small="gpt-9")
 
 
 def test_default_model_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert default_model_from_env() is None
     monkeypatch.setenv("TETHER_MODEL", " openai:gpt-4o-mini ")
     assert default_model_from_env() == "openai:gpt-4o-mini"
-    monkeypatch.setenv("TETHER_MODEL", "openai:gpt-9")
-    with pytest.raises(ModelConfigurationError, match="Unknown built-in model"):
+    monkeypatch.setenv("TETHER_MODEL", "openai-gpt-9")
+    with pytest.raises(ModelConfigurationError, match="is not of the form 'provider:model'"):
         default_model_from_env()
 
 

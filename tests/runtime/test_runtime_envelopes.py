@@ -68,12 +68,15 @@ async def test_unknown_agent_fails_naming_it_without_store_io(
 async def test_bad_model_selection_fails_before_any_session_io(
     make_runtime: Callable[..., Runtime], spy: SpyStore
 ) -> None:
-    unknown = counter_agent("Unknown", model="openai:not-a-real-model")
+    unknown = counter_agent("Unknown", model="gpt-4o-mini")
     no_adapter = counter_agent("NoAdapter", model="nowhere:model-x")
     not_a_model = counter_agent("NotAModel", model=42)
     runtime = make_runtime([unknown, no_adapter, not_a_model])
-    for agent_id, fragment in [("Unknown", "Unknown built-in model 'openai:not-a-real-model'"),
-                               ("NoAdapter", "no adapter is registered for provider 'nowhere'"),
+    malformed = "Model selection 'gpt-4o-mini' is not of the form 'provider:model'"
+    no_route = ("no adapter is registered for provider 'nowhere' (model 'nowhere:model-x'); for any "
+                "OpenAI-compatible server use openai-compatible:<model>")
+    for agent_id, fragment in [("Unknown", malformed),
+                               ("NoAdapter", no_route),
                                ("NotAModel", "neither a 'provider:model' name nor a Model")]:
         response = await runtime.run(agent_id, "hi", session_id="s-1")
         assert not response.success and response.completed and response.code == "model-configuration"

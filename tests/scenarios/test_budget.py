@@ -149,7 +149,7 @@ async def test_each_tool_round_adds_one_call() -> None:
         """Look up an order."""
         return f"{order_number}: shipped"
 
-    talk = reply("talk", instructions="Help with orders.")
+    talk = reply("talk", instructions="Help with orders.", tools=["order_status"])
     model = ScriptedModel(speak=[
         ModelResponse(tool_calls=(ToolCall("c1", "order_status", {"order_number": "A-1"}),)),
         ModelResponse(tool_calls=(ToolCall("c2", "order_status", {"order_number": "A-2"}),)),
@@ -169,7 +169,7 @@ async def test_tool_rounds_stop_at_max_tool_loops_then_one_call_without_tools() 
         """Ping."""
         return "pong"
 
-    talk = reply("talk", instructions="Ping forever.")
+    talk = reply("talk", instructions="Ping forever.", tools=["ping"])
     calls = [ModelResponse(tool_calls=(ToolCall(f"c{i}", "ping", {}),)) for i in range(2)]
     model = ScriptedModel(speak=[*calls, "Done pinging."])
     agent = Agent("Ava", tools=[ping], max_tool_loops=2, flows=[Flow("f", "f", nodes=[talk], on=[on_message()])])

@@ -4,6 +4,10 @@ Lines are read with plain ``input()`` outside the event loop (so Ctrl-C and Ctrl
 prompt at once and stdin may be a pipe); each turn runs on one long-lived ``asyncio.Runner``.
 Wakes of the session that fell due while the user was away (a "still there?" timer) are fired
 before the next message is sent, so the store never keeps stale wakes.
+
+On start a banner names the agent; a new session lets the agent speak first when it has an opening
+(a flow with ``on_event("start")``); a resumed one reprints the last bot message. Replies stream
+as they are generated. An empty line is ignored: ``/quit``, Ctrl-D and Ctrl-C leave.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import uuid
+import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -21,8 +26,10 @@ from tether.agent import Agent
 from tether.cli._loader import LoadedApp
 from tether.cli._output import CliError, one_line
 from tether.cli._render import active_run, info_line, print_failure, print_reply, state_json
+from tether.cli._stream import ReplyPrinter, opening
+from tether.engine.inputs import Event, Message, Start, TurnInput, TurnOptions
 from tether.engine.session import Session
-from tether.models import default_model_from_env
+from tether.models import UncatalogedModelWarning, default_model_from_env
 from tether.runtime import Runtime, check_model_selections
 from tether.stores import Store, open_store
 
@@ -33,7 +40,7 @@ HELP = """commands:
   /state   the session data and runs (flow, node, status) as JSON
   /graph   the mermaid graph of the active flow (the first flow if none is active)
   /reset   start a new session
-  /quit    leave (so do an empty line, Ctrl-C and Ctrl-D)
+  /quit    leave (so do Ctrl-D and Ctrl-C; an empty line is ignored)
   /help    this list"""
 
 
@@ -62,16 +69,24 @@ def pick_model(model: str | None) -> str | None:
     """
     from tether.models import validate_selection
 
-    if model is not None:
-        try:
-            validate_selection(model)
-        except Exception as exc:
-            raise CliError(f"invalid --model {model!r}: {one_line(str(exc))}") from None
-        return model
-    try:
-        return default_model_from_env()
-    except Exception as exc:
-        raise CliError(f"invalid TETHER_MODEL: {one_line(str(exc))}") from None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UncatalogedModelWarning)
+        if model is not None:
+            try:
+                validate_selection(model)
+            except Exception as exc:
+                raise CliError(f"invalid --model {model!r}: {one_line(str(exc))}") from None
+            chosen: str | None = model
+        else:
+            try:
+                chosen = default_model_from_env()
+            except Exception as exc:
+                raise CliError(f"invalid TETHER_MODEL: {one_line(str(exc))}") from None
+    for warning in caught:  # said once here, not again on every turn
+        print(f"warning: {warning.message}", file=sys.stderr)
+    if caught:
+        warnings.filterwarnings("ignore", category=UncatalogedModelWarning)
+    return chosen
 
 
 def open_db(db: str) -> Store:
@@ -137,6 +152,9 @@ class Chat:
             raise CliError(f"session {session_id} belongs to agent {doc.agent!r}, which this app does not define")
         self.agent, self.session_id, self.session = agent, doc.id, doc
         self._dim(f"session {doc.id} (resumed)")
+        said = [m for m in await self.runtime.store.transcript(doc.id) if m.role == "assistant"]
+        if said:
+            self.console.print(Text.assemble((f"{agent.name}> ", "bold cyan"), said[-1].text))
         self._dim(info_line(None, doc))
         await self.fire_due_wakes()
 
@@ -157,14 +175,34 @@ class Chat:
     async def send(self, text: str) -> bool:
         """Send one message and print the replies; returns whether the turn succeeded."""
         await self.fire_due_wakes()
-        response = await self.runtime.run(self.agent.id, text, session_id=self.session_id)
+        return await self._turn(Message(text))
+
+    async def greet(self) -> bool:
+        """Let the agent speak first in a new session, when it has an opening."""
+        first = opening(self.agent)
+        if self.session is not None or first is None:
+            return False
+        return await self._turn(first)
+
+    async def _turn(self, turn_input: TurnInput) -> bool:
+        """Run one turn, streaming its replies; returns whether it succeeded."""
+        printer = ReplyPrinter(self.console, self.agent.name)
+        response = await self.runtime.run(
+            self.agent.id,
+            turn_input if isinstance(turn_input, Message) else None,
+            session_id=self.session_id,
+            event=turn_input if isinstance(turn_input, Event) else None,
+            start=turn_input if isinstance(turn_input, Start) else None,
+            options=TurnOptions(on_delta=printer.delta),
+        )
+        printer.finish()
         self._adopt(response.session)
         if not response.success or response.result is None:
             print_failure(self.console, one_line(response.message), response.code)
             self.failures += 1
             return False
         self.session = response.result.session
-        print_reply(self.console, self.agent.name, response.result)
+        print_reply(self.console, self.agent.name, response.result, streamed=printer.streamed)
         return True
 
     async def fire_due_wakes(self) -> int:
@@ -220,6 +258,7 @@ def _handle(chat: Chat, runner: asyncio.Runner, line: str) -> bool:
         chat.console.print(chat.graph(), markup=False)
     elif name == "/reset":
         chat.new_session()
+        runner.run(chat.greet())
     else:
         print_failure(chat.console, f"unknown command {name} (try /help)", None)
     return True
@@ -242,8 +281,8 @@ def run_chat(app: LoadedApp, *, agent_id: str | None, session: str | None, model
              messages: Sequence[str], console: Console) -> int:
     """Hold the conversation (interactive, or the scripted ``messages`` then exit).
 
-    Raises ``CliError`` for a bad model, store or agent; returns the exit code on /quit, an
-    empty line, EOF or Ctrl-C: 0, or 1 when a scripted ``messages`` turn failed.
+    Raises ``CliError`` for a bad model, store or agent; returns the exit code on /quit, EOF or
+    Ctrl-C: 0, or 1 when a scripted ``messages`` turn failed.
     """
     agents = serve_agents(app, pick_model(model))
     chosen = app.agent(agent_id)
@@ -251,12 +290,15 @@ def run_chat(app: LoadedApp, *, agent_id: str | None, session: str | None, model
     store = open_db(db)
     with asyncio.Runner() as runner:
         chat = Chat(agents, agent, store, console)
+        console.print(Text.assemble(("tether chat", "bold"), f" · {agent.name} ({agent.id})",
+                                    (" · /help for commands, /quit to leave", "dim")))
         try:
             runner.run(chat.open(session))
+            runner.run(chat.greet())
             lines: Iterable[str] = messages if messages else _lines(echo=not sys.stdin.isatty())
             for line in lines:
                 if not messages and not line.strip():
-                    break
+                    continue  # an empty line at the prompt is not a message, and does not quit
                 if not _handle(chat, runner, line):
                     break
         except KeyboardInterrupt:

@@ -49,9 +49,16 @@ def _registry_issues(app: LoadedApp) -> list[DefinitionIssue]:
     return issues
 
 
-def check(app_spec: str = typer.Argument(..., metavar="APP", help="path/to/file.py[:attr] or package.module:attr")
+def check(app_spec: str = typer.Argument(..., metavar="APP",
+                                         help="path/to/file.py[:attr], package.module:attr, or a workflow file")
           ) -> None:
-    """Load APP and validate every flow; print each definition problem (exit 1 if any)."""
+    """Load APP and validate every flow, or validate a workflow .yaml/.json file; print each
+    definition problem (exit 1 if any)."""
+    from tether.cli._workflow import check_workflow_file, is_workflow_file
+
+    if is_workflow_file(app_spec):
+        check_workflow_file(app_spec)
+        return
     try:
         app = load_app(app_spec)
     except CliError as exc:

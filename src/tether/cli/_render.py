@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from tether.cli._stream import status_notes
 from tether.engine.results import TurnResult
 from tether.engine.session import Run, Session
 from tether.models import Usage
@@ -46,6 +47,7 @@ def info_line(result: TurnResult | None, session: Session | None) -> str:
             reason = f": {result.handoff.reason}" if result.handoff.reason else ""
             parts.append(f"handoff to {result.handoff.agent}{reason}")
         parts.extend(f"error: {' '.join(error.split())}" for error in turn_errors(result))
+    parts.extend(status_notes(session, handoff_shown=result is not None and result.handoff is not None))
     return "[" + " · ".join(parts) + "]"
 
 
@@ -54,10 +56,11 @@ def turn_errors(result: TurnResult) -> list[str]:
     return [str(getattr(event, "error", "")) for event in result.events if event.type == "error"]
 
 
-def print_reply(console: Console, name: str, result: TurnResult) -> None:
-    """Each message of the turn on its own line as ``<name>> <text>``, the choices a node offers
-    (``[Small]  [Large]``), then the info line (red when a step failed in the turn)."""
-    for message in result.messages:
+def print_reply(console: Console, name: str, result: TurnResult, *, streamed: bool = False) -> None:
+    """Each message of the turn on its own line as ``<name>> <text>`` (unless they were
+    ``streamed`` already), the choices a node offers (``[Small]  [Large]``), then the info line
+    (red when a step failed in the turn)."""
+    for message in result.messages if not streamed else ():
         console.print(Text.assemble((f"{name}> ", "bold cyan"), message.text))
     for event in result.events:
         if event.type == "interactive":  # a node offers choices: show them as the buttons a UI would draw

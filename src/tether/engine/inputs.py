@@ -119,6 +119,8 @@ class TurnOptions:
             Effects call it too: an effect's started record and its result are written this way.
         journal: the journal entries recorded before this turn for the session's live runs (the
             host loads them; a re-dispatched action gets their results instead of re-running).
+        on_delta: receives every message's visible text as it is said (as ``run_turn``'s
+            ``on_delta``), so a host that goes through the ``Runtime`` can stream replies.
     """
 
     silenced: Silenced | str | None = None
@@ -128,6 +130,7 @@ class TurnOptions:
     claims: Mapping[str, Any] = field(default_factory=dict)
     checkpoint: Checkpoint | None = None
     barge_in: Any = None
+    on_delta: Callable[[str], Awaitable[None]] | None = None
     journal: Sequence[JournalEntry] = ()
 
     @property

@@ -1,14 +1,20 @@
 """Phase 6, Speak: the turn's one speaker, one ``speak`` call (plus one per tool round).
 
-The prompt is built per call in the seed's order: identity, knowledge, the flow's name and
-description, the step's guideline, the pending fields with their asks, the known fields as
-settled facts, the instructions (agent, then flow, then step), the customer's message (or a note
-that the assistant speaks first), what this turn already sent, and the response format. The
-stable part (identity, knowledge) goes in ``system`` so providers can cache it.
+The request is laid out for provider prompt caches (:mod:`tether.engine.prompt_parts`). The
+stable ``system`` part: identity, knowledge, the speaker's standing orders and the flow
+catalogue. The per-turn ``instructions``, in the seed's order: the flow's name and description,
+the step's guideline, the pending fields with their asks, what the run knows (its flow's known
+fields, what its steps collected and what its actions stored; fields of other, finished flows are
+not presented as this task's facts), the instructions (agent, then flow, then step), a note when
+there is no new customer message, what this turn already sent, and the response format. The
+customer's message is not quoted: it is the last user message of the conversation.
 
 The envelope is ``{message, ...pending fields}``, every property required and nullable, so one
-call both answers and extracts. Tools run in rounds; after ``max_tool_loops`` rounds the model
-is asked once more without tools. A provider failure or an empty message is ``deferred``.
+call both answers and extracts. A reply is offered only the tools its node declares (``tools=``
+on the reply, else on its flow; none by default); the idle speaker, the agent's own voice, is
+offered ``idle.tools`` or else every agent tool. Tools run in rounds; after ``max_tool_loops``
+rounds the model is asked once more without tools. A provider failure or an empty message is
+``deferred``.
 """
 
 from __future__ import annotations
@@ -17,13 +23,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from tether.engine.collect import ask_text, value_of
+from tether.engine.collect import ask_text
 from tether.engine.extract import collect_field_schema
+from tether.engine.prompt_parts import catalogue, run_facts, session_facts
 from tether.engine.session import Run
 from tether.engine.state import SpeakRequest, TurnState
 from tether.engine.templates import render
 from tether.errors import ModelError, ToolError
-from tether.flow.fields import is_known
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node, Reply, Tier
 from tether.flow.tools import Tool, ToolResult
@@ -38,6 +44,12 @@ NO_MODEL_TEXT = (
 )
 DEFAULT_GUIDELINE = "Collect what is still missing, one question at a time, in a natural way."
 ANSWER_GUIDELINE = "Answer the customer."
+SPEAKER_ORDERS = (
+    "You speak to the customer for a flow engine that decides what happens next. Say what the task "
+    "below asks, using the values it gives as they are; never invent an id, number or status. Answer "
+    "the customer's latest message (the last user message of the conversation) unless the task says "
+    "there is none."
+)
 
 
 @dataclass
@@ -84,18 +96,25 @@ def _instruction_lines(ts: TurnState, run: Run | None, items: tuple[Any, ...]) -
 
 
 def _tools_for(ts: TurnState, flow: Flow | None, node: Node | None) -> list[Tool]:
+    """The tools this speaker may call: what its node (else its flow) declares, none by default;
+    the idle speaker gets ``idle.tools``, else every agent tool."""
     if ts.agent.max_tool_loops == 0:
         return []
     names: tuple[str, ...] | None = None
     if isinstance(node, Reply) and node.tools is not None:
         names = node.tools
-    elif flow is not None and flow.tools is not None:
-        names = flow.tools
-    elif flow is None and ts.agent.idle is not None and ts.agent.idle.tools is not None:
+    elif flow is not None:
+        names = flow.tools or ()
+    elif ts.agent.idle is not None and ts.agent.idle.tools is not None:
         names = ts.agent.idle.tools
     if names is None:
         return list(ts.agent.tools)
     return [ts.agent.tools_by_name[n] for n in names if n in ts.agent.tools_by_name]
+
+
+def speaker_system(ts: TurnState) -> str:
+    """The stable system text of every speak call of this agent."""
+    return "\n\n".join([identity(ts), SPEAKER_ORDERS, catalogue(ts.agent)])
 
 
 def _prompt(ts: TurnState, run: Run | None, flow: Flow | None, node: Node | None, fields: tuple[str, ...]) -> str:
@@ -117,24 +136,24 @@ def _prompt(ts: TurnState, run: Run | None, flow: Flow | None, node: Node | None
     if isinstance(node, Collect) and fields and run is not None:
         asks = [f"- {name}: {ask_text(ts, run, node, [name])}" for name in fields]
         sections.append("Still to collect (ask naturally; fill what the customer gave):\n" + "\n".join(asks))
-    known = {k: v for k, v in ts.session.data.items() if is_known(v)}
-    if isinstance(node, Collect) and run is not None:
-        known.update({n: value_of(ts, run, node, n) for n in node.slots if is_known(value_of(ts, run, node, n))})
-    if known:
-        facts = "\n".join(f"- {k}: {v}" for k, v in known.items())
-        sections.append(f"Already known (settled facts; never ask for these again):\n{facts}")
+    if run is not None and flow is not None:
+        if facts := run_facts(ts, run, flow, node):
+            listed = "\n".join(f"- {k}: {v}" for k, v in facts.items())
+            sections.append(f"What this task knows (use these values as they are; never ask for them again):\n{listed}")
+    elif facts := session_facts(ts):
+        listed = "\n".join(f"- {k}: {v}" for k, v in facts.items())
+        sections.append(f"Known from earlier in the conversation (background, not a current task):\n{listed}")
     items = ts.agent.instructions + (flow.instructions if flow is not None else ())
     if flow is None and ts.agent.idle is not None:
         items += ts.agent.idle.instructions
     if lines := _instruction_lines(ts, run, items):
         sections.append("Instructions:\n" + "\n".join(lines))
     last = ts.session.messages[-1] if ts.session.messages else None
-    if ts.message is not None:
-        sections.append(f'The customer\'s message:\n"""\n{ts.message_text}\n"""')
-    elif run is not None and run.id in ts.retrying and last is not None and last.role == "user":
+    # a new message is the conversation's last user message: it is not quoted here again
+    if ts.message is None and run is not None and run.id in ts.retrying and last is not None and last.role == "user":
         # only a speak retry: any other wake speaks first, even after a customer message
-        sections.append(f'The customer\'s last message has no answer yet:\n"""\n{last.text}\n"""')
-    else:
+        sections.append("The customer's last message has no answer yet: answer it.")
+    elif ts.message is None:
         sections.append("There is no new customer message: you speak first.")
     if ts.messages:
         sent = "\n".join(f"- {m.text}" for m in ts.messages)
@@ -188,7 +207,7 @@ async def speak(ts: TurnState, request: SpeakRequest) -> SpeakResult:
     envelope = ResponseFormat("speak", _envelope(ts, node, request.fields))
     for round_ in range(ts.agent.max_tool_loops + 1):
         offered = specs if round_ < ts.agent.max_tool_loops else ()
-        call = ModelRequest(call="speak", system=identity(ts),
+        call = ModelRequest(call="speak", system=speaker_system(ts),
                             instructions=_prompt(ts, run, flow, node, request.fields), messages=tuple(messages),
                             tools=offered, response_format=envelope, tier=tier)
         result.calls += 1

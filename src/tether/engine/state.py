@@ -281,7 +281,12 @@ class TurnState:
     def history(self, run: Run | None) -> list[ChatMessage]:
         """The conversation the next model call sees for ``run``: its context view of the
         transcript (system messages always, the rest from ``run.context.from_seq``), plus the
-        run's summary note. The current user message is included."""
+        run's summary note. The current user message is included (once) unless a summary took
+        the run's whole view (``reset_with_summary``: the summary tells it).
+
+        The conversation never opens with an assistant message (providers expect a user turn
+        first, and a reply without its question misleads): assistant messages before the first
+        customer message of the view become one system note."""
         from_seq = run.context.from_seq if run is not None else 0
         keep = run.context.keep_seq if run is not None else None
         chat: list[ChatMessage] = []
@@ -293,7 +298,21 @@ class TurnState:
             source = [*self.options.history, *self.transcript]
         else:
             source = self.session.messages
+        opening: list[str] = []
         for entry in source:
             if entry.role == "system" or entry.seq >= from_seq or entry.seq == keep:
+                if entry.role == "assistant" and not any(m.role == "user" for m in chat):
+                    opening.append(entry.text)
+                    continue
+                if opening and entry.role == "user":
+                    chat.append(ChatMessage("system", _opening_note(opening)))
+                    opening = []
                 chat.append(ChatMessage(entry.role, entry.text))
+        if opening:
+            chat.append(ChatMessage("system", _opening_note(opening)))
         return chat
+
+
+def _opening_note(texts: list[str]) -> str:
+    said = "\n".join(f"- {text}" for text in texts)
+    return f"Before the customer's next message, you said:\n{said}"

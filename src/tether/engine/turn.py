@@ -39,6 +39,7 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
     it streams, an engine-rendered message when it is said)."""
     check_input(input)  # bad input is refused before anything runs or is saved
     options = options or TurnOptions()
+    on_delta = on_delta or options.on_delta
     now = clock.now()
     # 1. Load
     if session is None:
@@ -61,8 +62,7 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
     ignored = ingest(ts)
     if ignored is not None:  # a repeated message id gets the reply its turn recorded
         return TurnResult(session=session, changed=False, outcomes=[ignored], messages=recorded_reply(working, input))
-    if agent.compaction is not None:  # once per turn, before either call sees the history
-        await compact(ts, agent.compaction)
+    await compact(ts, agent.compaction)  # once per turn, before either call sees the history
     silence = options.silence
     if isinstance(input, Message):
         asker = _asker(ts)  # also when Ingest gave the floor to another run: the message may come back to it

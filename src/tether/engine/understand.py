@@ -11,6 +11,10 @@ with one envelope holding only the sections with something to judge, every prope
 nullable. A reply with no usable JSON is an empty judgement (the call still counts); a provider
 failure raises. The reply is held to the schema that was sent (:mod:`tether.engine.reply_check`):
 an invalid or unoffered entry is dropped with a warning, the rest of the judgement stands.
+
+The request keeps its stable text first (:mod:`tether.engine.prompt_parts`): identity, the
+judge's standing orders and the flow catalogue in ``system``; what to judge this turn in
+``instructions``. The customer's message is the conversation's last user message, not quoted.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 
 from tether.engine.conditions import holds
 from tether.engine.judgement import Judgement
+from tether.engine.prompt_parts import catalogue
 from tether.engine.reply_check import check_reply, coerce_field_values, report_dropped
 from tether.engine.session import Run
 from tether.engine.speak import identity
@@ -36,6 +41,11 @@ from tether.models.types import ChatMessage, ModelRequest, ResponseFormat
 __all__ = ["Judgeables", "find_judgeables", "understand"]
 
 _SAFE_KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+JUDGE_ORDERS = (
+    "You judge the customer's latest message (the last user message of the conversation) for a flow "
+    "engine: you score flows, read values and answer yes/no questions about it, as the task below "
+    "asks. You never reply to the customer."
+)
 _TRUE = {"true", "yes", "sim", "1"}
 _FALSE = {"false", "no", "não", "nao", "0"}
 
@@ -200,16 +210,16 @@ def _envelope(ts: TurnState, found: Judgeables) -> tuple[dict[str, Any], dict[st
 
     if found.candidates:
         props = {}
-        lines.append("Score 0-100 how well the customer's message fits each flow:")
-        for flow in found.candidates:
+        keys = []
+        # a fixed order for prompt caches: the routable flows in the agent's order, then the floor's own flow
+        order = {flow.id: i for i, flow in enumerate(ts.agent.flows)}
+        asking = [r.flow for r in ts.session.runs if r.status == "asking"] if ts.floor is None else []
+        floor_id = asking[-1] if asking else None
+        for flow in sorted(found.candidates, key=lambda f: (f.id == floor_id, order.get(f.id, len(order)))):
             key = _key(flow.id, aliases["flows"], "f")
             props[key] = {"type": ["integer", "null"], "minimum": 0, "maximum": 100}
-            scored = message_trigger(flow, catch_all=False)
-            all_phrases = scored[1].phrases if scored else ()
-            phrases = [p for p in all_phrases if not p.startswith("!")]
-            never = [p[1:] for p in all_phrases if p.startswith("!") and len(p) > 1]
-            lines.append(f"- {key}: {flow.description or flow.name}. Asks for: {'; '.join(phrases) or '-'}"
-                         + (f". Score 0 when: {'; '.join(never)}" if never else ""))
+            keys.append(key if key == flow.id else f"{key} (flow {flow.id})")
+        lines.append(f"Score 0-100 how well the customer's message fits each of these flows: {', '.join(keys)}.")
         section("flows", props)
     if found.mentions:
         props = {}
@@ -320,6 +330,11 @@ def _parse(found: Judgeables, aliases: dict[str, dict[str, str]], data: Mapping[
     return judgement
 
 
+def judge_system(ts: TurnState) -> str:
+    """The stable system text of every understand call of this agent."""
+    return "\n\n".join([identity(ts), JUDGE_ORDERS, catalogue(ts.agent)])
+
+
 async def understand(ts: TurnState, found: Judgeables) -> Judgement:
     """Make the understand call when there is something worth judging (else an empty judgement)."""
     if not found.worth_a_call or not ts.has_model():
@@ -327,10 +342,8 @@ async def understand(ts: TurnState, found: Judgeables) -> Judgement:
     model = ts.model(None, needed_for="understand")
     schema, aliases, lines = _envelope(ts, found)
     request = ModelRequest(
-        call="understand", system=identity(ts),
-        instructions=("Judge the customer's latest message. Do not reply to the customer.\n\n" + lines
-                      + f'\n\nThe customer\'s message:\n"""\n{ts.message_text}\n"""\n\n'
-                      "Respond with one JSON object with exactly the keys of the schema."),
+        call="understand", system=judge_system(ts),
+        instructions=lines + "\n\nRespond with one JSON object with exactly the keys of the schema.",
         messages=tuple(ChatMessage(m.role, m.content) for m in ts.history(None)),
         response_format=ResponseFormat("understand", schema))
     response = await ts.call(model, request)  # a provider failure raises: nothing ran, nothing is saved

@@ -27,6 +27,7 @@ from tether.executors.provenance import (
     is_runtime_obtained,
 )
 from tether.executors.request import (
+    DEFAULT_ALLOW,
     DEFAULT_CAPTURE_LIMIT,
     DEFAULT_DENY,
     EnvPolicy,
@@ -48,6 +49,7 @@ from tether.executors.verdict import CheckVerdict, check_verdict
 __all__ = [
     "Binding",
     "CheckVerdict",
+    "DEFAULT_ALLOW",
     "DEFAULT_CAPTURE_LIMIT",
     "DEFAULT_DENY",
     "DEFAULT_GRACE",

@@ -17,27 +17,30 @@ Environment. Input bindings become environment variables named after the binding
 match ``^[A-Za-z_][A-Za-z0-9_]*$``. Values are stringified deterministically by
 :func:`stringify_value`. Provenance (the bindings' origins) never enters the environment.
 
-The parent environment is inherited through :class:`EnvPolicy`: by default every variable is
-inherited **except** names matching :data:`DEFAULT_DENY` (``*API_KEY*``, ``*APIKEY*``,
-``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*PASSWD*``, ``*CREDENTIAL*``, ``*PRIVATE_KEY*``).
+The parent environment is inherited through :class:`EnvPolicy`: by default only the names in
+:data:`DEFAULT_ALLOW` (``PATH``, ``HOME``, ``LANG``, ``LC_*``, ``TZ``, ...) are inherited, so
+``DATABASE_URL``, ``STRIPE_KEY`` or ``SENTRY_DSN`` never reach a command unless it asks for them;
+names matching :data:`DEFAULT_DENY` (``*API_KEY*``, ``*APIKEY*``, ``*TOKEN*``, ``*SECRET*``,
+``*PASSWORD*``, ``*PASSWD*``, ``*CREDENTIAL*``, ``*PRIVATE_KEY*``) are withheld even when allowed.
+Inheriting everything (minus the deny-list) is an explicit opt-in: :meth:`EnvPolicy.inherit_all`.
 Bindings are explicit and always set, even when their name would be denied.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from tether.executors.provenance import Binding
+from tether.executors.values import stringify_value
 
 __all__ = [
+    "DEFAULT_ALLOW",
     "DEFAULT_CAPTURE_LIMIT",
     "DEFAULT_DENY",
     "ENV_NAME_PATTERN",
@@ -69,35 +72,10 @@ DEFAULT_DENY: tuple[str, ...] = (
     "*PRIVATE_KEY*",
 )
 """Parent variables withheld by default (shell-style globs, matched case-insensitively)."""
-
-
-def stringify_value(value: JsonValue) -> str:
-    """The deterministic environment-variable text of a binding value.
-
-    ``str`` as is; ``True``/``False`` -> ``"true"``/``"false"``; ``None`` -> ``""``; ``int`` ->
-    decimal; ``float`` -> its shortest round-trip ``repr`` (``1.0``, ``1e+20``); ``dict``/``list``
-    -> canonical JSON (sorted keys, ``","``/``":"`` separators, UTF-8 kept). Non-finite floats
-    and text containing NUL are rejected with :class:`ValueError`.
-    """
-    if isinstance(value, bool):
-        text = "true" if value else "false"
-    elif value is None:
-        text = ""
-    elif isinstance(value, str):
-        text = value
-    elif isinstance(value, int):
-        text = str(value)
-    elif isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"non-finite number {value!r} has no canonical form")
-        text = repr(value)
-    elif isinstance(value, dict | list):
-        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    else:  # pragma: no cover - JsonValue admits nothing else
-        raise TypeError(f"cannot stringify {type(value).__name__}")
-    if "\x00" in text:
-        raise ValueError("value contains a NUL character, which an environment variable cannot hold")
-    return text
+DEFAULT_ALLOW: tuple[str, ...] = (
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TZ", "TERM", "TMPDIR", "TMP", "TEMP",
+)
+"""Parent variables a process inherits by default (shell-style globs, matched case-sensitively)."""
 
 
 class EnvPolicy(BaseModel):
@@ -105,15 +83,26 @@ class EnvPolicy(BaseModel):
 
     Attributes:
         allow: shell-style glob patterns (``PATH``, ``LC_*``) of names to inherit, matched
-            case-sensitively; ``None`` (the default) inherits every name, ``()`` none.
+            case-sensitively; defaults to :data:`DEFAULT_ALLOW`; ``None`` inherits every name
+            (see :meth:`inherit_all`), ``()`` none.
         deny: patterns never inherited, matched case-insensitively; deny wins over allow.
             Defaults to :data:`DEFAULT_DENY`.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    allow: tuple[str, ...] | None = None
+    allow: tuple[str, ...] | None = DEFAULT_ALLOW
     deny: tuple[str, ...] = DEFAULT_DENY
+
+    @classmethod
+    def inherit_all(cls, deny: tuple[str, ...] = DEFAULT_DENY) -> EnvPolicy:
+        """The explicit opt-in: inherit every parent variable except those matching ``deny``."""
+        return cls(allow=None, deny=deny)
+
+    @classmethod
+    def allowing(cls, *names: str) -> EnvPolicy:
+        """The default allow-list plus ``names`` (globs), e.g. ``EnvPolicy.allowing("DATABASE_URL")``."""
+        return cls(allow=(*DEFAULT_ALLOW, *names))
 
     def admits(self, name: str) -> bool:
         """Whether the parent variable ``name`` is inherited."""

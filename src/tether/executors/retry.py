@@ -12,6 +12,10 @@ cancelled (best effort, not awaited) and the attempt is recorded as ``abandoned`
 its own retry by the budget instead of wedging the caller. Only a misbehaving executor can be
 abandoned; its work may then still be running, which is the price of not wedging.
 
+An executor that declares only ``execute(request)`` (no ``abort`` parameter) keeps working: it is
+called without the abort, the attempt still fails on timeout (the budget bounds the wait), and
+only its spawned work goes unreaped.
+
 Failures: timeouts and abandoned attempts count as failures and are retried. A
 :class:`~tether.errors.SpawnError` is raised at once and never retried (it is a configuration
 problem — a missing binary or workspace — that a retry cannot fix). Once the caller's abort
@@ -21,6 +25,7 @@ fires no further attempt starts.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
@@ -99,6 +104,19 @@ async def settle_with_budget(awaitable: Awaitable[T], abort: asyncio.Event, budg
     raise ExecutorUnsettledError(f"the executor did not settle within {budget}s of its abort; abandoned it")
 
 
+def _accepts_abort(executor: Executor) -> bool:
+    """Whether ``executor.execute`` takes a second (abort) argument."""
+    try:
+        parameters = list(inspect.signature(executor.execute).parameters.values())
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        return True
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        return True
+    positional = [p for p in parameters if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                                       inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2
+
+
 async def _relay(source: asyncio.Event, target: asyncio.Event) -> None:
     await source.wait()
     target.set()
@@ -115,7 +133,8 @@ async def _attempt(
         else None
     )
     try:
-        result = await settle_with_budget(executor.execute(request, attempt_abort), attempt_abort, budget)
+        work = executor.execute(request, attempt_abort) if _accepts_abort(executor) else executor.execute(request)
+        result = await settle_with_budget(work, attempt_abort, budget)
     except ExecutorUnsettledError:
         caller_aborted = abort is not None and abort.is_set()
         return ProcessResult.unstarted(

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, get_args
 
 from tether.errors import DefinitionIssue, FlowDefinitionError
-from tether.flow.fields import Field, FieldType
+from tether.flow.fields import Field, FieldType, ItemType
 from tether.flow.flow import Flow
 from tether.flow.nodes import Action, Collect, Reply, Router
 from tether.flow.placeholders import placeholder_issues
@@ -268,4 +268,9 @@ def _field_problems(declared: Any) -> list[str]:
         problems.append(f"extract is {declared.extract!r}; use 'anywhere' or 'asked'")
     if declared.enum is not None and (isinstance(declared.enum, str) or not isinstance(declared.enum, tuple | list)):
         problems.append(f"enum is {declared.enum!r}; give a list of the allowed values")
+    if (declared.type == "enum" or (declared.type == "list" and declared.items == "enum")) and not declared.enum:
+        problems.append(f"type is {declared.type!r} but enum= lists no allowed values")
+    items = get_args(ItemType)
+    if declared.type == "list" and declared.items not in items:
+        problems.append(f"items is {declared.items!r}; a list's items are one of {', '.join(map(repr, items))}")
     return problems

@@ -1,12 +1,17 @@
 """Agent fields: session-wide values (known fields are never asked for again).
 
-A field is ``string``, ``number``, ``integer`` or ``boolean``, optionally with an ``enum``.
-Values from a model are coerced on the way in:
+A field is ``string``, ``number``, ``integer``, ``boolean``, ``enum`` (one of ``enum=``), ``date``
+or ``list`` (of ``items``, default strings), optionally with an ``enum`` (for a list: of its
+items). Values from a model are coerced on the way in:
 
 - string accepts numbers and booleans (stringified);
 - number/integer accept numeric strings, a single comma read as the decimal mark (``"1,5"`` ->
   1.5; ``"1.500,50"`` is rejected); integer truncates;
-- boolean accepts true/sim/yes/1 and false/não/nao/no/0 (trimmed, case-insensitive).
+- boolean accepts true/sim/yes/1 and false/não/nao/no/0 (trimmed, case-insensitive);
+- enum accepts one of its values (a string matched case-insensitively gets the declared spelling);
+- date accepts an ISO date (``2026-03-01``, or a ``date``) and stores the ISO string;
+- list accepts a list (each item coerced as ``items``) or a comma-separated string; an empty list
+  is not a value (a required list that is empty is missing).
 
 A value that does not fit is ``bad-value``; outside ``enum``, ``not-in-enum``; an undeclared
 name, ``unknown-field``.
@@ -14,15 +19,17 @@ name, ``unknown-field``.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-__all__ = ["Coerced", "Field", "FieldType", "coerce", "is_known"]
+__all__ = ["Coerced", "Field", "FieldType", "ItemType", "coerce", "is_known"]
 
-FieldType = Literal["string", "number", "integer", "boolean"]
+FieldType = Literal["string", "number", "integer", "boolean", "enum", "date", "list"]
+ItemType = Literal["string", "number", "integer", "boolean", "enum", "date"]
 _TRUE = frozenset({"true", "sim", "yes", "1"})
 _FALSE = frozenset({"false", "não", "nao", "no", "0"})
 _NUMERIC = re.compile(r"^[-+]?(\d+(\.\d+)?|\.\d+)$")
@@ -33,8 +40,9 @@ class Field:
     """A session-wide field.
 
     Attributes:
-        type: ``string``, ``number``, ``integer`` or ``boolean``.
-        enum: the allowed values, if restricted.
+        type: ``string``, ``number``, ``integer``, ``boolean``, ``enum``, ``date`` or ``list``.
+        enum: the allowed values (required for ``enum``; for a ``list``, of its items).
+        items: the type of a ``list``'s items (default ``string``).
         description: what the field means (sent to the model).
         label: a human name (never sent to the model).
         ask: how to ask for it.
@@ -44,6 +52,7 @@ class Field:
 
     type: FieldType = "string"
     enum: tuple[Any, ...] | None = None
+    items: ItemType = "string"
     description: str | None = None
     label: str | None = None
     ask: str | None = None
@@ -56,12 +65,29 @@ class Field:
         return "asked" if self.type == "boolean" else "anywhere"
 
     def wire_schema(self) -> dict[str, Any]:
-        """The JSON Schema the model sees (type, description, enum only), nullable."""
-        schema: dict[str, Any] = {"type": [self.type, "null"]}
+        """The JSON Schema the model sees (type, description, enum, items only), nullable."""
+        schema: dict[str, Any]
+        if self.type == "list":
+            schema = {"type": ["array", "null"], "items": replace(self, type=self.items).wire_value()}
+        else:
+            schema = self.wire_value()
+            if "type" in schema:
+                schema["type"] = [schema["type"], "null"]
+            if "enum" in schema:
+                schema["enum"] = [*schema["enum"], None]
         if self.description:
             schema["description"] = self.description
+        return schema
+
+    def wire_value(self) -> dict[str, Any]:
+        """The JSON Schema of one (non-null) value of a scalar field."""
+        if self.type == "enum":
+            return {"enum": list(self.enum or ())}
+        if self.type == "date":
+            return {"type": "string", "format": "date"}
+        schema: dict[str, Any] = {"type": self.type}
         if self.enum is not None:
-            schema["enum"] = [*self.enum, None]
+            schema["enum"] = list(self.enum)
         return schema
 
 
@@ -76,8 +102,8 @@ class Coerced:
 
 
 def is_known(value: Any) -> bool:
-    """A value is known when it is not missing, ``None`` or ``""``."""
-    return value is not None and value != ""
+    """A value is known when it is not missing, ``None``, ``""`` or an empty list."""
+    return value is not None and value != "" and value != []
 
 
 def _number(value: Any) -> float | None:
@@ -96,7 +122,13 @@ def _number(value: Any) -> float | None:
 
 def coerce(name: str, field: Field, value: Any) -> Coerced:
     """Coerce a model-supplied value for ``field`` named ``name``."""
+    if field.type == "list":
+        return _coerce_list(name, field, value)
     result: Any
+    if field.type == "enum":
+        return _coerce_enum(name, field, value)
+    if field.type == "date":
+        return _coerce_date(name, value)
     if field.type == "string":
         if isinstance(value, bool):
             result = "true" if value else "false"
@@ -126,12 +158,51 @@ def coerce(name: str, field: Field, value: Any) -> Coerced:
     return Coerced(True, result)
 
 
+def _coerce_enum(name: str, field: Field, value: Any) -> Coerced:
+    allowed = list(field.enum or ())
+    if any(value == option and type(value) is type(option) for option in allowed):
+        return Coerced(True, value)
+    if isinstance(value, str):
+        for option in allowed:
+            if isinstance(option, str) and option.casefold() == value.strip().casefold():
+                return Coerced(True, option)
+    return Coerced(False, code="not-in-enum", detail=f"{name}: {value!r} is not one of {allowed!r}")
+
+
+def _coerce_date(name: str, value: Any) -> Coerced:
+    if isinstance(value, dt.datetime):
+        return Coerced(True, value.date().isoformat())
+    if isinstance(value, dt.date):
+        return Coerced(True, value.isoformat())
+    if isinstance(value, str):
+        try:
+            return Coerced(True, dt.date.fromisoformat(value.strip()).isoformat())
+        except ValueError:
+            pass
+    return Coerced(False, code="bad-value", detail=f"{name}: expected a date (YYYY-MM-DD), got {value!r}")
+
+
+def _coerce_list(name: str, field: Field, value: Any) -> Coerced:
+    if isinstance(value, str):
+        value = [part.strip() for part in value.split(",") if part.strip()]
+    if not isinstance(value, list | tuple):
+        return Coerced(False, code="bad-value", detail=f"{name}: expected a list, got {value!r}")
+    item_field = replace(field, type=field.items)
+    items: list[Any] = []
+    for index, item in enumerate(value):
+        result = coerce(f"{name}[{index}]", item_field, item)
+        if not result.ok:
+            return result
+        items.append(result.value)
+    return Coerced(True, items)
+
+
 def coerce_fields(fields: Mapping[str, Field], values: Mapping[str, Any]) -> tuple[dict[str, Any], list[Coerced]]:
     """Coerce several values; returns the accepted ones and the rejections (with codes)."""
     accepted: dict[str, Any] = {}
     rejected: list[Coerced] = []
     for name, value in values.items():
-        if value is None or value == "":
+        if not is_known(value):
             continue
         field = fields.get(name)
         if field is None:

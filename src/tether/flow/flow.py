@@ -56,7 +56,8 @@ class Flow:
         on_drift: what resuming a run pinned to another definition of this flow does (see
             :data:`OnDrift`; default ``error``: ``FlowDriftError`` naming both digests).
         instructions: flow-level instructions for the speak call.
-        tools: names of agent tools this flow's replies may call (default: all).
+        tools: names of agent tools this flow's model steps may call when a reply declares none
+            (default: none).
         collect: agent fields the flow needs (the understand call may harvest them).
         anchor: ``session`` or a host anchor name that keys runs and claims.
 
@@ -380,7 +381,7 @@ def _node_problems(node: Node) -> list[tuple[str, str]]:
                 problems.append(("verbatim_fields", f"verbatim field {name!r} is not gathered by this node"))
         for resolver in node.resolvers:
             if resolver.field not in slots:
-                problems.append(("resolvers", f"resolver field {resolver.field!r} is not gathered by this node"))
+                problems.append(("resolvers", f"unknown field {resolver.field!r} (fields: {', '.join(slots)})"))
         if not isinstance(node.max_turns, int) or node.max_turns < 1:
             problems.append(("max_turns", f"max_turns must be a positive integer, got {node.max_turns!r}"))
         if not isinstance(node.max_asks, int) or node.max_asks < 1:

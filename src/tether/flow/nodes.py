@@ -405,7 +405,8 @@ def reply(
             ``reset_with_summary`` (falls back to the flow's, then ``append``).
         next: ``next(turn, state)`` returning a transition, or a static target; ``stay`` if absent.
         once: an engine-rendered reply sent at most once per session.
-        tools: names of agent tools the model may call in this reply (default: all).
+        tools: names of agent tools the model may call in this reply (default: the flow's ``tools``, else
+            none: a reply is offered only the tools it declares).
         model: the model tier that speaks (``default``, ``small``, ``deep``).
         branches: judged while the node is asking; the first true one takes its ``then``.
         fallback: text (or ``fallback(state)``) the engine sends instead of the model turn when no

@@ -1,9 +1,11 @@
 """``provider:model`` names, validated against a catalog of models and provider presets.
 
-- **Built-in providers** ``openai`` and ``anthropic`` know their models: an unknown one is an error
-  until it is registered with :func:`register_model`. Each cataloged model has a strict parameter
-  schema (:mod:`tether.models.params`); OpenAI reasoning models (``gpt-5*``, ``o1``, ``o3``...)
-  reject ``temperature`` and ``top_p``.
+- **Built-in providers** ``openai`` and ``anthropic`` know their models. Each cataloged model has a
+  strict parameter schema (:mod:`tether.models.params`); OpenAI reasoning models (``gpt-5*``,
+  ``o1``, ``o3``...) reject ``temperature`` and ``top_p``. A model of theirs that is not in the
+  catalog (a newer one) is accepted with the provider's generic parameter rules and an
+  :class:`UncatalogedModelWarning`; a catalog made with ``strict=True`` (or
+  ``DEFAULT_CATALOG.strict = True``) rejects it until it is registered with :func:`register_model`.
 - **Presets** ``ollama``, ``openrouter``, ``vllm``, ``lmstudio`` and ``openai-compatible`` speak the
   OpenAI wire format at a known (or configured) base URL and take any model name; their parameters
   pass through (shallow-copied) unless the model was registered with a schema.
@@ -19,6 +21,7 @@ before any session I/O. :func:`resolve_model` builds the adapter, wrapped in
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +44,7 @@ __all__ = [
     "ModelSelection",
     "ModelSpec",
     "ProviderPreset",
+    "UncatalogedModelWarning",
     "default_model_from_env",
     "parse_selection",
     "register_model",
@@ -51,6 +55,12 @@ __all__ = [
 
 BUILTIN_PROVIDERS = ("anthropic", "openai")
 _REASONING_UNSUPPORTED = ("temperature", "top_p")
+GENERIC_ROUTE = "openai-compatible:<model> with TETHER_BASE_URL set to the server's /v1 URL"
+
+
+class UncatalogedModelWarning(UserWarning):
+    """A built-in provider's model that is not in the catalog was accepted with the provider's
+    generic parameter rules (a typo in the name shows up only when the provider answers)."""
 
 
 @dataclass(frozen=True)
@@ -117,9 +127,14 @@ def _params_error(selection: str, schema: type[BaseModel], exc: ValidationError)
 
 class ModelCatalog:
     """Cataloged models and provider presets. :data:`DEFAULT_CATALOG` is the one the module-level
-    functions use; a fresh catalog (``ModelCatalog()``) starts with the same built-ins."""
+    functions use; a fresh catalog (``ModelCatalog()``) starts with the same built-ins.
 
-    def __init__(self) -> None:
+    ``strict``: reject a built-in provider's model that is not cataloged (default: accept it with
+    the provider's generic parameter rules and an :class:`UncatalogedModelWarning`).
+    """
+
+    def __init__(self, *, strict: bool = False) -> None:
+        self.strict = strict
         self._models: dict[str, ModelSpec] = {}
         self._providers: dict[str, ProviderPreset] = {}
         for preset in BUILTIN_PRESETS:
@@ -177,22 +192,31 @@ class ModelCatalog:
         if not isinstance(params, Mapping):
             raise ModelConfigurationError(f"Parameters of model {name!r} must be a mapping, not {params!r}.")
         spec = self._models.get(name)
+        cataloged = spec is not None
         if spec is None:
-            if provider in BUILTIN_PROVIDERS:
+            if provider not in BUILTIN_PROVIDERS:
+                return ModelSelection(provider, model, dict(params), cataloged=False)
+            if self.strict:
                 raise ModelConfigurationError(
-                    f"Unknown built-in model {name!r}. Register it before selecting it."
+                    f"Unknown built-in model {name!r}: the catalog is strict; register it with "
+                    f"register_model({name!r}) before selecting it, or use {GENERIC_ROUTE}."
                 )
-            return ModelSelection(provider, model, dict(params), cataloged=False)
+            warnings.warn(
+                f"Model {name!r} is not in tether's catalog; using {provider}'s generic parameter rules.",
+                UncatalogedModelWarning,
+                stacklevel=2,
+            )
+            spec = _generic_spec(provider, model)
         for key in spec.unsupported:
             if key in params:
                 raise ModelConfigurationError(f"Model {name!r} does not support {key}.")
         if spec.params is None:
-            return ModelSelection(provider, model, dict(params), cataloged=True)
+            return ModelSelection(provider, model, dict(params), cataloged=cataloged)
         try:
             parsed = spec.params.model_validate(dict(params))
         except ValidationError as exc:
             raise _params_error(name, spec.params, exc) from None
-        return ModelSelection(provider, model, parsed.model_dump(exclude_none=True), cataloged=True)
+        return ModelSelection(provider, model, parsed.model_dump(exclude_none=True), cataloged=cataloged)
 
     def resolve(
         self,
@@ -218,8 +242,8 @@ class ModelCatalog:
         if preset is None:
             known = ", ".join(sorted(self._providers))
             raise ModelConfigurationError(
-                f"No adapter for provider {chosen.provider!r} (known: {known}); "
-                "register one with register_provider()."
+                f"No adapter for provider {chosen.provider!r} (known: {known}); for any "
+                f"OpenAI-compatible server use {GENERIC_ROUTE}, or register one with register_provider()."
             )
         spec = self._models.get(chosen.selection)
         caps = capabilities or (spec.capabilities if spec else None) or preset.capabilities
@@ -264,6 +288,13 @@ class ModelCatalog:
                 **client_options,
             )
         return RetryingModel(adapter, attempts)
+
+
+def _generic_spec(provider: str, model: str) -> ModelSpec:
+    """The parameter rules of a built-in provider's uncataloged model (reasoning or chat by name)."""
+    if provider == "openai" and is_reasoning_model(model):
+        return ModelSpec(provider, model, OpenAIReasoningParams, unsupported=_REASONING_UNSUPPORTED)
+    return ModelSpec(provider, model, OpenAIChatParams if provider == "openai" else AnthropicParams)
 
 
 DEFAULT_CATALOG = ModelCatalog()

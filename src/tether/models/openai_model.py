@@ -10,7 +10,8 @@ Wire mapping:
 - tools become ``function`` tools with JSON Schema parameters; ``tool_choice`` is sent when tools
   are offered;
 - ``response_format``: with native JSON Schema support it is sent as ``json_schema``; without, as
-  ``json_object`` with the schema in the per-turn system message. Either way the reply text is
+  ``json_object`` with the schema at the end of the stable system message (it changes with the
+  step, not the turn, so it belongs before the per-turn part). Either way the reply text is
   parsed with :func:`tether.models.parsing.extract_json`; a reply that does not parse raises
   ``ModelError(kind="invalid")``. When the model answers with tool calls instead, ``data`` is None;
 - ``max_tokens`` is sent as ``max_completion_tokens`` to reasoning models (``gpt-5*``, ``o1``,
@@ -174,12 +175,13 @@ class OpenAIModel:
         params, timeout = split_params(self._params, request.params)
         if request.tools and not self._capabilities.tools:
             raise ModelConfigurationError(f"Model {self.name!r} does not support tools.")
-        instructions = request.instructions
+        stable = request.system
         fmt = request.response_format
         native = self._capabilities.native_json_schema
         if fmt is not None and not native:
-            instructions = "\n\n".join(p for p in (instructions, schema_instructions(fmt)) if p)
-        messages = [{"role": "system", "content": part} for part in (request.system, instructions) if part]
+            # the schema changes with the step, not with the turn: it goes before the per-turn part
+            stable = "\n\n".join(p for p in (stable, schema_instructions(fmt)) if p)
+        messages = [{"role": "system", "content": part} for part in (stable, request.instructions) if part]
         messages += [_message(m) for m in request.messages]
         kwargs: dict[str, Any] = {"model": self._model, "messages": messages}
         if request.tools:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tether.agent import Agent
 from tether.errors import ModelConfigurationError
 from tether.models import DEFAULT_CATALOG, Model, validate_selection
+from tether.models.catalog import GENERIC_ROUTE
 
 __all__ = ["check_model_selections"]
 
@@ -26,7 +27,8 @@ def check_model_selections(agent: Agent) -> None:
             if DEFAULT_CATALOG.provider(chosen.provider) is None:
                 raise ModelConfigurationError(
                     f"Agent {agent.id!r}, tier {tier!r}: no adapter is registered for provider "
-                    f"{chosen.provider!r} (model {chosen.selection!r})."
+                    f"{chosen.provider!r} (model {chosen.selection!r}); for any OpenAI-compatible "
+                    f"server use {GENERIC_ROUTE}."
                 )
         elif not isinstance(selection, Model):
             raise ModelConfigurationError(

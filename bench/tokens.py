@@ -1,0 +1,310 @@
+"""Model economy: what a real model would be sent over one 30-message support conversation.
+
+``examples/support.py`` talks to ``tether.models.openai_model.OpenAIModel`` pointed (``base_url``)
+at a local OpenAI-compatible wire server on 127.0.0.1 (``tests/models/model_server.py``) that logs
+every request and answers it from a small rule-based responder (scores by keyword, reads order
+numbers with a regex, answers speak calls with a short sentence). Nothing leaves the machine.
+
+The adapter runs without native JSON Schema support (``json_object`` mode), as with many local
+servers: the response schema then travels in the system text, where it costs tokens and where
+its position decides what a provider's prompt cache can reuse.
+
+Tokens are estimated at 4 characters a token over everything the request carries (system and
+conversation messages, tools, the response schema); ratios are what matter. Reported:
+
+* calls per customer message (mean, max) and the calls by kind;
+* prompt tokens per call, mean over messages 1-5 and over messages 26-30, and their ratio;
+* requests that carry the customer's latest message more than once;
+* requests whose conversation (after system messages) starts with an assistant message;
+* per call kind, the share of the system text that is a byte-identical prefix of the previous
+  call of the same kind (mean and minimum), and the share common to every call of the kind;
+* speak requests that offer tools, and summaries made.
+
+    python bench/tokens.py [--dump requests.jsonl]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import itertools
+import json
+import re
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "models"))
+
+from model_server import FakeProvider, Recorded, Reply, chat_completion, openai_chunk  # noqa: E402
+
+from tether import Message  # noqa: E402
+from tether.models.openai_model import OpenAIModel  # noqa: E402
+from tether.models.types import Capabilities  # noqa: E402
+from tether.testing import FakeClock, SequentialIds  # noqa: E402
+
+CHARS_PER_TOKEN = 4
+ORDER = re.compile(r"\b([A-Z]-\d{4})\b")
+KEYWORDS = {
+    "orders": ("where is", "order status", "what about", "and a-"),
+    "address": ("address",),
+    "refund": ("refund", "money back"),
+    "human": ("person", "human"),
+}
+TOPICS = {"address": "address", "refund": "refund", "person": "person", "order": "order", "ship": "order",
+          "cancel": "order"}
+CONVERSATION = [
+    "hi",
+    "where is my order?",
+    "A-1001",
+    "thanks! and what about A-1002?",
+    "I want a refund for order A-1003",
+    "it arrived broken",
+    "thank you",
+    "I need to change the delivery address of A-1002",
+    "5 Elm Street, Springfield",
+    "yes",
+    "how long does shipping usually take?",
+    "ok, where is order A-1004?",
+    "why was it cancelled?",
+    "can I get a refund for A-1001",
+    "the colour is wrong",
+    "great, and where is A-1003?",
+    "please change the address of my order A-1003",
+    "22 Baker Street, London",
+    "no",
+    "where is my order A-1002",
+    "and A-1001?",
+    "refund please, order A-1002",
+    "it never arrived",
+    "thanks, and what about A-1004?",
+    "do you ship abroad?",
+    "where is order A-1003",
+    "I want a refund for A-1004",
+    "I was charged twice",
+    "what was my last refund ticket?",
+    "bye",
+]
+
+
+# ---------------------------------------------------------------------------------------------- the wire server
+
+
+def _system_text(body: dict[str, Any]) -> str:
+    return "\n\n".join(m["content"] for m in body["messages"] if m["role"] == "system" and m.get("content"))
+
+
+def _latest_user(body: dict[str, Any]) -> str:
+    users = [m.get("content") or "" for m in body["messages"] if m["role"] == "user"]
+    return users[-1] if users else ""
+
+
+def call_kind(body: dict[str, Any]) -> str:
+    fmt = body.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        return str(fmt["json_schema"]["name"])
+    named = re.search(r"\(named '(\w+)'\)", _system_text(body))
+    return named.group(1) if named else "summary"
+
+
+def _schema(body: dict[str, Any]) -> dict[str, Any]:
+    fmt = body.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        return dict(fmt["json_schema"]["schema"])
+    text = _system_text(body)
+    start = text.find("JSON Schema, and nothing else:\n")
+    if start < 0:
+        return {}
+    decoder = json.JSONDecoder()
+    value, _ = decoder.raw_decode(text[start + len("JSON Schema, and nothing else:\n"):])
+    return dict(value)
+
+
+def _value(name: str, message: str) -> Any:
+    lowered = message.lower()
+    if name == "order_number":
+        found = ORDER.search(message.upper())
+        return found.group(1) if found else None
+    if name == "topic":
+        return next((t for k, t in TOPICS.items() if k in lowered), None)
+    if name == "confirm":
+        return lowered if lowered in ("yes", "no") else None
+    if name == "new_address":
+        return message if re.search(r"\d+ \w+", message) and not ORDER.search(message.upper()) else None
+    if name == "refund_reason":
+        return message if not ORDER.search(message.upper()) and "refund" not in lowered else None
+    return None
+
+
+def _answer(kind: str, body: dict[str, Any]) -> Any:
+    message = _latest_user(body)
+    lowered = message.lower()
+    if kind == "summary":
+        return "The customer asked about their orders, a refund and a delivery address; every request was handled."
+    schema = _schema(body)
+    props = schema.get("properties", {})
+    if kind == "understand":
+        reply: dict[str, Any] = {}
+        for section, spec in props.items():
+            inner = spec.get("properties", {})
+            if section == "flows":
+                reply[section] = {k: 90 if any(w in lowered for w in KEYWORDS.get(k, ())) else 5 for k in inner}
+            elif section in ("mentions", "branches"):
+                reply[section] = {k: False for k in inner}
+            elif section == "fields":
+                reply[section] = {k: _value(k, message) for k in inner}
+            elif section == "collect":
+                reply[section] = {alias: {n: _value(n, message) for n in group.get("properties", {})}
+                                  for alias, group in inner.items()}
+            elif section == "asks":
+                reply[section] = message.rstrip().endswith("?")
+            else:
+                reply[section] = None
+        return reply
+    reply = {name: _value(name, message) for name in props if name != "message"}
+    reply["message"] = "Happy to help with that. Is there anything else I can do for you?"
+    return reply
+
+
+def responder(recorded: Recorded) -> Reply:
+    body = recorded.body
+    kind = call_kind(body)
+    answer = _answer(kind, body)
+    content = answer if isinstance(answer, str) else json.dumps(answer)
+    usage = {"prompt_tokens": request_tokens(body), "completion_tokens": len(content) // CHARS_PER_TOKEN,
+             "total_tokens": request_tokens(body) + len(content) // CHARS_PER_TOKEN}
+    if body.get("stream"):
+        return Reply(sse=[(None, openai_chunk({"role": "assistant", "content": content})),
+                          (None, openai_chunk({}, finish="stop")), (None, openai_chunk(None, usage=usage)),
+                          (None, "[DONE]")])
+    return Reply(body=chat_completion(content, usage=usage))
+
+
+def request_tokens(body: dict[str, Any]) -> int:
+    chars = sum(len(m.get("content") or "") for m in body["messages"])
+    chars += len(json.dumps(body.get("tools", []))) if body.get("tools") else 0
+    fmt = body.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        chars += len(json.dumps(fmt["json_schema"]["schema"]))
+    return chars // CHARS_PER_TOKEN
+
+
+# ---------------------------------------------------------------------------------------------- the figures
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _load_agent() -> Any:
+    spec = importlib.util.spec_from_file_location("support_example", ROOT / "examples" / "support.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.agent
+
+
+async def run_conversation(server: FakeProvider) -> list[list[dict[str, Any]]]:
+    """The requests of each customer message, in order."""
+    model = OpenAIModel("bench-model", base_url=f"{server.url}/v1", provider="local",
+                        capabilities=Capabilities(native_json_schema=False))
+    clock = FakeClock()
+    agent = _load_agent().with_model(model).with_clock(clock, SequentialIds("s"))
+    session = None
+    per_message: list[list[dict[str, Any]]] = []
+    try:
+        for i, text in enumerate(CONVERSATION):
+            clock.advance("20s")
+            before = len(server.requests)
+            result = await agent.turn(session, Message(text, id=f"m{i}"))
+            session = result.session
+            if result.status == "handoff" or not result.messages:
+                print(f"message {i + 1} ({text!r}): {result.status}, {len(result.messages)} message(s)")
+            per_message.append([r.body for r in server.requests[before:]])
+    finally:
+        await model.aclose()
+    return per_message
+
+
+def report(per_message: list[list[dict[str, Any]]]) -> None:
+    calls = [len(requests) for requests in per_message]
+    requests = [body for bodies in per_message for body in bodies]
+    by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for body in requests:
+        by_kind[call_kind(body)].append(body)
+    print(f"customer messages: {len(per_message)}, requests: {len(requests)}")
+    print(f"calls per message: mean {statistics.mean(calls):.2f}, max {max(calls)}; by kind: "
+          + ", ".join(f"{k} {len(v)}" for k, v in sorted(by_kind.items())))
+
+    def mean_tokens(bodies: list[list[dict[str, Any]]]) -> float:
+        tokens = [request_tokens(b) for group in bodies for b in group if call_kind(b) != "summary"]
+        return statistics.mean(tokens) if tokens else 0.0
+
+    first, last = mean_tokens(per_message[:5]), mean_tokens(per_message[-5:])
+    print(f"prompt tokens per call (summaries excluded): messages 1-5 {first:.0f}, messages 26-30 {last:.0f}, "
+          f"ratio {last / first:.2f}")
+    for kind in ("understand", "speak"):
+        early = [request_tokens(b) for g in per_message[:5] for b in g if call_kind(b) == kind]
+        late = [request_tokens(b) for g in per_message[-5:] for b in g if call_kind(b) == kind]
+        if early and late:
+            print(f"  {kind}: {statistics.mean(early):.0f} -> {statistics.mean(late):.0f} "
+                  f"({statistics.mean(late) / statistics.mean(early):.2f}x)")
+    twice = 0
+    assistant_first = 0
+    for bodies, text in zip(per_message, CONVERSATION, strict=True):
+        for body in bodies:
+            if call_kind(body) == "summary":
+                continue
+            quoted = [line.strip() for line in _system_text(body).splitlines()].count(text)
+            sent = sum(1 for m in body["messages"] if m["role"] == "user" and m.get("content") == text)
+            if quoted + min(sent, 1) > 1:
+                twice += 1
+            chat = [m for m in body["messages"] if m["role"] != "system"]
+            if chat and chat[0]["role"] == "assistant":
+                assistant_first += 1
+    print(f"requests with the latest message more than once: {twice}")
+    print(f"requests whose conversation starts with an assistant message: {assistant_first}")
+    for kind, bodies in sorted(by_kind.items()):
+        if kind == "summary" or len(bodies) < 2:
+            continue
+        texts = [_system_text(b) for b in bodies]
+        shares = [_common_prefix(a, b) / len(b) for a, b in itertools.pairwise(texts)]
+        reusable = [max(_common_prefix(t, earlier) for earlier in texts[:i]) / len(t)
+                    for i, t in enumerate(texts) if i > 0]
+        common = min(_common_prefix(texts[0], t) for t in texts)
+        print(f"stable prefix of {kind} system text (share shared with the previous {kind} call): "
+              f"mean {statistics.mean(shares):.0%}, min {min(shares):.0%}; with any earlier call (what a prefix "
+              f"cache can reuse): mean {statistics.mean(reusable):.0%}, min {min(reusable):.0%}; common to all: "
+              f"{common} chars ({common / statistics.mean(len(t) for t in texts):.0%} of the mean "
+              f"{statistics.mean(len(t) for t in texts):.0f})")
+    offered = sum(1 for b in by_kind.get("speak", []) if b.get("tools"))
+    print(f"speak requests offering tools: {offered}; summaries made: {len(by_kind.get('summary', []))}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dump", type=Path, help="write every request body to this JSON-lines file")
+    args = parser.parse_args()
+    server = FakeProvider(responder=responder)
+    try:
+        per_message = asyncio.run(run_conversation(server))
+    finally:
+        server.close()
+    if args.dump:
+        with args.dump.open("w") as out:
+            for i, bodies in enumerate(per_message, 1):
+                for body in bodies:
+                    out.write(json.dumps({"message": i, "kind": call_kind(body), "body": body}) + "\n")
+    report(per_message)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,254 @@
+"""``tether workflow``: run a workflow file with live progress, draw it, print its JSON Schema.
+
+``tether workflow run FILE --input k=v`` drains the run, showing a table of node states (live on
+a terminal). At a pending approval it asks approve / reject / quit and a feedback line; quitting
+leaves the run parked in the store, and ``--run ID`` resumes it. Exit status: 0 when the run
+completed or was left parked on purpose, 1 when it failed or cannot progress.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import typer
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from tether.cli._output import CliError, fail, one_line, stdout_console
+from tether.cli._sessions import DEFAULT_DB
+from tether.errors import TetherError, WorkflowDefinitionError
+from tether.stores import open_store
+from tether.workflow import WorkflowGraph, WorkflowSnapshot, workflow_json_schema
+from tether.workflow._contract import RouterRun
+from tether.workflow_host import WorkflowRun, load_workflow_file, workflow_directory_resolver
+
+__all__ = ["check_workflow_file", "is_workflow_file", "workflow_app"]
+
+workflow_app = typer.Typer(name="workflow", help="Run and draw declared-edge workflows (YAML or JSON files).",
+                           no_args_is_help=True)
+
+_STYLES = {"complete": "green", "failed": "red", "skipped": "dim", "running": "cyan", "available": "cyan",
+           "awaiting_approval": "yellow", "awaiting_input": "yellow"}
+
+
+def is_workflow_file(spec: str) -> bool:
+    """Whether ``tether check`` should read ``spec`` as a workflow file."""
+    return Path(spec).suffix in (".yaml", ".yml", ".json")
+
+
+def _load(path: str) -> WorkflowGraph:
+    try:
+        return load_workflow_file(path)
+    except WorkflowDefinitionError as exc:
+        for issue in exc.issues:
+            typer.echo(f"error [{issue.code}] {issue.path or '<root>'}: {one_line(issue.message)}", err=True)
+        typer.echo(f"error: {path} has {len(exc.issues)} definition problem(s)", err=True)
+        raise typer.Exit(1) from None
+
+
+def check_workflow_file(path: str) -> None:
+    """``tether check FILE.yaml``: print each problem (``path: message``) and exit 1, or say ok."""
+    try:
+        graph = load_workflow_file(path)
+    except WorkflowDefinitionError as exc:
+        for issue in exc.issues:
+            typer.echo(f"{issue.path or '<root>'}: {one_line(issue.message)}")
+        typer.echo(f"{len(exc.issues)} problem(s)")
+        raise typer.Exit(1) from None
+    workflow = graph.workflow
+    typer.echo(f"ok: workflow {workflow.id!r} ({len(workflow.nodes)} node(s), {len(workflow.edges)} edge(s))")
+
+
+def _inputs(pairs: list[str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        if not sep or not name:
+            raise CliError(f"--input takes name=value, got {pair!r}")
+        try:
+            values[name] = json.loads(text)
+        except json.JSONDecodeError:
+            values[name] = text
+    return values
+
+
+def _detail(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: str) -> str:
+    state = snapshot.nodes[node_id]
+    if state.approval is not None and state.status == "awaiting_approval":
+        decided = f" [{state.approval.decision}]" if state.approval.decision else ""
+        return f"{state.approval.summary}{decided}"
+    if state.error and state.status in ("failed", "skipped"):
+        return one_line(state.error)[:120]
+    if isinstance(graph.nodes[node_id].run, RouterRun) and state.output is not None:
+        return f"-> {', '.join(state.output.selected or []) or 'nothing'}"
+    if state.failed_conditions:
+        return "; ".join(state.failed_conditions)
+    if state.skip_reason == "pruned":
+        return "branch not taken"
+    return ""
+
+
+def render(graph: WorkflowGraph, snapshot: WorkflowSnapshot) -> Table:
+    """The table of node states."""
+    table = Table(title=f"workflow {graph.id} · run {snapshot.run_id} · {snapshot.status}", title_justify="left")
+    for column in ("node", "kind", "status", "detail"):
+        table.add_column(column)
+    for node_id in graph.order:
+        state = snapshot.nodes[node_id]
+        style = _STYLES.get(state.status, "")
+        status = f"[{style}]{state.status}[/]" if style else state.status
+        table.add_row(node_id, graph.nodes[node_id].run.kind, status, _detail(graph, snapshot, node_id))
+    return table
+
+
+async def _drain(run: WorkflowRun, console: Console) -> None:
+    with Live(render(run.graph, run.snapshot), console=console, auto_refresh=False) as live:
+        run.on_change = lambda snapshot: live.update(render(run.graph, snapshot), refresh=True)
+        try:
+            await run.drain()
+        finally:
+            run.on_change = None
+    if not console.is_terminal:
+        console.line()
+
+
+def _pending_approval(run: WorkflowRun) -> str | None:
+    for node_id in run.graph.order:
+        state = run.snapshot.nodes[node_id]
+        if state.status == "awaiting_approval" and state.approval is not None and state.approval.decision is None:
+            return node_id
+    return None
+
+
+async def _decide(run: WorkflowRun, node_id: str, console: Console) -> bool:
+    """Ask about ``node_id``'s approval; ``False`` when the user quits."""
+    approval = run.node(node_id).approval
+    assert approval is not None
+    console.print(f"[bold]{node_id}[/]: {approval.summary}")
+    if approval.check:
+        console.print(f"  evidence: {json.dumps(approval.check)}")
+    while True:
+        try:
+            answer = typer.prompt("approve, reject or quit? [a/r/q]", default="q").strip().lower()
+        except typer.Abort:
+            return False
+        if answer in ("q", "quit"):
+            return False
+        if answer not in ("a", "approve", "r", "reject"):
+            continue
+        decision: Literal["approved", "rejected"] = "approved" if answer.startswith("a") else "rejected"
+        try:
+            feedback = typer.prompt("feedback", default="", show_default=False)
+        except typer.Abort:
+            return False
+        try:
+            await run.apply_approval(node_id, decision, feedback=feedback or None, decided_by="cli")
+        except TetherError as exc:
+            console.print(f"[red]refused:[/] {exc.message}")
+            continue
+        if decision == "rejected" and run.node(node_id).status == "awaiting_approval":
+            console.print(f"{node_id} stays parked with the rejection; resume with a fresh request later")
+            return False
+        return True
+
+
+async def _run(graph: WorkflowGraph, *, path: Path, inputs: dict[str, Any], run_id: str | None, db: str,
+               workspace: Path, autonomous: bool, console: Console) -> int:
+    if "://" not in db:
+        Path(db).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    store = open_store(db if "://" in db else str(Path(db).expanduser()))
+    options: dict[str, Any] = {"workspace": workspace, "resolve": workflow_directory_resolver(path.parent)}
+    try:
+        if run_id is not None:
+            if inputs:
+                raise CliError("--input cannot change a run that already exists (--run)")
+            run = await WorkflowRun.load(store, run_id, graph, **options)
+            if autonomous and not run.snapshot.autonomous:
+                await run.set_autonomous_mode(True)
+        else:
+            run = WorkflowRun(graph, store=store, input=inputs, autonomous=autonomous, **options)
+        while True:
+            await _drain(run, console)
+            pending = _pending_approval(run)
+            if pending is None or not await _decide(run, pending, console):
+                break
+        return _report(run, console)
+    finally:
+        await store.close()
+
+
+def _report(run: WorkflowRun, console: Console) -> int:
+    snapshot = run.snapshot
+    if snapshot.status == "complete":
+        console.print(f"run {snapshot.run_id} complete")
+        if snapshot.output:
+            console.print(json.dumps(snapshot.output, indent=2))
+        return 0
+    if snapshot.status == "waiting":
+        agents = [n for n, s in snapshot.nodes.items() if s.status == "available"]
+        if agents and _pending_approval(run) is None:
+            console.print(f"run {snapshot.run_id} needs agent work at {', '.join(agents)}, which the CLI cannot run")
+            return 1
+        console.print(f"run {snapshot.run_id} is parked; resume with: --run {snapshot.run_id}")
+        return 0
+    console.print(f"run {snapshot.run_id} {snapshot.status}")
+    return 1
+
+
+@workflow_app.command("run")
+def run_command(
+    file: Path = typer.Argument(..., metavar="FILE", help="a workflow .yaml/.yml/.json file"),
+    input: list[str] | None = typer.Option(None, "--input", "-i", help="run input name=value (JSON or text)"),
+    run_id: str | None = typer.Option(None, "--run", help="resume this stored run"),
+    db: str = typer.Option(DEFAULT_DB, "--db", help="the store: a SQLite path or a store URL"),
+    workspace: Path = typer.Option(Path("."), "--workspace", "-w", help="where commands run"),
+    autonomous: bool = typer.Option(False, "--autonomous", help="no pauses except mandatory approvals and gates"),
+) -> None:
+    """Run FILE (or resume --run ID), showing node states; ask at approvals."""
+    graph = _load(str(file))
+    try:
+        code = asyncio.run(_run(graph, path=file, inputs=_inputs(input or []), run_id=run_id, db=db,
+                                workspace=workspace, autonomous=autonomous, console=stdout_console()))
+    except CliError as exc:
+        fail(exc.message, exc.code)
+    except TetherError as exc:
+        fail(exc.message, 1)
+    if code:
+        raise typer.Exit(code)
+
+
+def mermaid(graph: WorkflowGraph) -> str:
+    """The workflow as a mermaid flowchart: flow edges solid, optional dotted, parallel labelled,
+    router routes labelled with their condition."""
+    names = {node_id: f"n{index}" for index, node_id in enumerate(graph.order)}
+    lines = ["flowchart TD"]
+    for node_id in graph.order:
+        node = graph.nodes[node_id]
+        shape = ("{{", "}}") if node.run.kind == "router" else ("[/", "/]") if node.run.kind == "gate" else ("[", "]")
+        label = f"{node_id}: {node.label} ({node.run.kind})".replace('"', "'")
+        lines.append(f'    {names[node_id]}{shape[0]}"{label}"{shape[1]}')
+    for edge in graph.workflow.edges:
+        arrow = {"flow": "-->", "optional": "-.->", "parallel": "-. parallel .->"}[edge.type]
+        lines.append(f"    {names[edge.source]} {arrow} {names[edge.target]}")
+    for node_id, routes in graph.routes.items():
+        for route in routes:
+            if route.target is not None:
+                when = (route.when.source if route.when else "default").replace('"', "'")
+                lines.append(f'    {names[node_id]} -. "{when}" .-> {names[route.target]}')
+    return "\n".join(lines)
+
+
+@workflow_app.command("graph")
+def graph_command(file: Path = typer.Argument(..., metavar="FILE", help="a workflow .yaml/.yml/.json file")) -> None:
+    """Print the mermaid graph of FILE."""
+    typer.echo(mermaid(_load(str(file))))
+
+
+@workflow_app.command("schema")
+def schema_command() -> None:
+    """Print the JSON Schema of the v2 workflow contract."""
+    typer.echo(json.dumps(workflow_json_schema(), indent=2, sort_keys=True))

@@ -1,0 +1,241 @@
+"""Derived state and the one ``mutate`` pipeline every change goes through.
+
+:func:`mutate` clones the snapshot, applies the change, recomputes the derived state
+(:func:`derive`: admission, router holds, branch pruning, guards, the run status, the run
+output), counts the mutation and calls ``on_change`` once with the new snapshot.
+
+Admission of a node that is neither settled nor in progress:
+
+1. it is *held* while a router that may route to it has not settled (complete or skipped);
+2. it is *pruned* (``skipped``, ``skip_reason="pruned"``) when it lost a route or descends from
+   pruned nodes through hard edges only: no router selected it, none is still unsettled, and no
+   other hard predecessor is live. Optional and parallel edges never prune;
+3. it is ``pending`` while a hard (``flow``) predecessor is neither complete nor skipped;
+4. its ``contract.requires`` guards are evaluated; a guard reading an unfinished producer
+   waits, a false guard is reported in ``failed_conditions`` (apart from ``blocked_by``), a
+   guard reading a skipped producer is an ``expression_error`` the host fails the node with;
+5. otherwise it is ``available``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from tether.errors import WorkflowExpressionError
+from tether.executors.provenance import Binding, Origin
+from tether.workflow._contract import AgentRun, SubpromptRun
+from tether.workflow._expr import Expression, Template, Wait
+from tether.workflow._graph import WorkflowGraph
+from tether.workflow._state import SETTLED, NodeState, RunStatus, WorkflowSnapshot
+
+__all__ = [
+    "ACTIVE",
+    "contract_problem",
+    "derive",
+    "mutate",
+    "new_snapshot",
+    "origins_of",
+    "resolve_bindings",
+    "scope",
+]
+
+ACTIVE = frozenset({"running", "awaiting_approval", "awaiting_input"})
+_OPEN = frozenset({"pending", "available"})
+
+
+def new_snapshot(graph: WorkflowGraph, run_id: str, run_input: dict[str, Any] | None = None,
+                 *, autonomous: bool = False) -> WorkflowSnapshot:
+    """A fresh run of ``graph``: the declared input defaults overlaid with ``run_input``."""
+    unknown = sorted(set(run_input or {}) - set(graph.workflow.input))
+    if unknown:
+        raise WorkflowExpressionError(
+            f"workflow {graph.id!r} declares no input {', '.join(map(repr, unknown))} "
+            f"(declared: {', '.join(graph.workflow.input) or 'none'})", code="unknown-input")
+    snapshot = WorkflowSnapshot(
+        run_id=run_id, workflow_id=graph.id, workflow_version=graph.workflow.version, autonomous=autonomous,
+        input={**graph.workflow.input, **(run_input or {})}, nodes={node_id: NodeState() for node_id in graph.order},
+    )
+    derive(graph, snapshot)
+    return snapshot
+
+
+def scope(graph: WorkflowGraph, snapshot: WorkflowSnapshot) -> dict[str, Any]:
+    """What expressions read: ``input``, ``defaults`` and each node's status and output."""
+    nodes = {}
+    for node_id, state in snapshot.nodes.items():
+        output = state.output.model_dump(mode="json") if state.output is not None else {"fields": {}}
+        nodes[node_id] = {"status": state.status, "output": output}
+    defaults = graph.workflow.defaults.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return {"input": snapshot.input, "defaults": defaults, "nodes": nodes}
+
+
+def _owners(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: str) -> tuple[list[str], list[str], bool]:
+    """(unsettled owners, losing owners, selected by a settled owner) of ``node_id``."""
+    unsettled, losing, selected = [], [], False
+    for owner in graph.route_owners.get(node_id, []):
+        state = snapshot.nodes[owner]
+        if state.status == "complete":
+            if state.output is not None and node_id in (state.output.selected or []):
+                selected = True
+            else:
+                losing.append(owner)
+        elif state.status == "skipped" and state.skip_reason == "pruned":
+            losing.append(owner)
+        elif state.status != "skipped":
+            unsettled.append(owner)
+    return unsettled, losing, selected
+
+
+def _prune(graph: WorkflowGraph, snapshot: WorkflowSnapshot) -> None:
+    changed = True
+    while changed:
+        changed = False
+        for node_id in graph.order:
+            state = snapshot.nodes[node_id]
+            if state.status not in _OPEN:
+                continue
+            unsettled, losing, selected = _owners(graph, snapshot, node_id)
+            preds = graph.hard_preds[node_id]
+            pruned_preds = [p for p in preds if snapshot.nodes[p].skip_reason == "pruned"]
+            if selected or unsettled or not (losing or pruned_preds):
+                continue
+            if all(p in losing or p in pruned_preds for p in preds):
+                state.status, state.skip_reason = "skipped", "pruned"
+                state.blocked_by, state.failed_conditions = [], []
+                changed = True
+
+
+def _admit(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: str, view: dict[str, Any]) -> None:
+    state = snapshot.nodes[node_id]
+    state.blocked_by, state.failed_conditions = [], []
+    state.expression_error, state.skipped_producer = None, None
+    unsettled, _, _ = _owners(graph, snapshot, node_id)
+    state.blocked_by += [f"router:{owner}" for owner in unsettled]
+    state.blocked_by += [p for p in graph.hard_preds[node_id] if snapshot.nodes[p].status not in SETTLED]
+    if not state.blocked_by:
+        for expr, message in graph.guards[node_id]:
+            try:
+                value = expr.evaluate(view, node=node_id)
+            except WorkflowExpressionError as exc:
+                state.expression_error, state.skipped_producer = exc.message, exc.skipped_producer
+                break
+            if isinstance(value, Wait):
+                state.blocked_by.append(value.producer)
+            elif value is not True:
+                state.failed_conditions.append(message or f"requires {expr.source}")
+    blocked = state.blocked_by or state.failed_conditions or state.expression_error
+    state.status = "pending" if blocked else "available"
+
+
+def _roll_up(graph: WorkflowGraph, snapshot: WorkflowSnapshot) -> RunStatus:
+    if snapshot.status == "cancelled":
+        return "cancelled"
+    statuses = {node_id: state.status for node_id, state in snapshot.nodes.items()}
+    if all(s in SETTLED for s in statuses.values()):
+        return "complete"
+    if "running" in statuses.values():
+        return "running"
+    if {"awaiting_approval", "awaiting_input"} & set(statuses.values()):
+        return "waiting"
+    available = [n for n, s in statuses.items() if s == "available"]
+    if any(not isinstance(graph.nodes[n].run, AgentRun | SubpromptRun) for n in available):
+        return "running"
+    if any(snapshot.nodes[n].expression_error for n in statuses):
+        return "running"  # the host fails those nodes next
+    if available:
+        return "waiting"  # agent work (issue 12)
+    return "failed" if "failed" in statuses.values() else "blocked"
+
+
+def _run_output(graph: WorkflowGraph, snapshot: WorkflowSnapshot, view: dict[str, Any]) -> dict[str, Any]:
+    output: dict[str, Any] = {}
+    for name, template in graph.outputs.items():
+        try:
+            value = template.resolve(view)
+        except WorkflowExpressionError:
+            continue
+        if not isinstance(value, Wait):
+            output[name] = value
+    return output
+
+
+def derive(graph: WorkflowGraph, snapshot: WorkflowSnapshot) -> None:
+    """Recompute every derived field of ``snapshot`` in place (see the module docstring)."""
+    _prune(graph, snapshot)
+    view = scope(graph, snapshot)
+    for node_id in graph.order:
+        if snapshot.nodes[node_id].status in _OPEN:
+            _admit(graph, snapshot, node_id, view)
+    snapshot.status = _roll_up(graph, snapshot)
+    snapshot.output = _run_output(graph, snapshot, view) if snapshot.status == "complete" else None
+
+
+def mutate(graph: WorkflowGraph, snapshot: WorkflowSnapshot, change: Callable[[WorkflowSnapshot], None],
+           on_change: Callable[[WorkflowSnapshot], None] | None = None) -> WorkflowSnapshot:
+    """Clone ``snapshot``, apply ``change``, derive, count, and call ``on_change`` once.
+
+    The input snapshot is never modified; if ``change`` raises, nothing changed.
+    """
+    clone = snapshot.model_copy(deep=True)
+    change(clone)
+    derive(graph, clone)
+    clone.mutations += 1
+    if on_change is not None:
+        on_change(clone)
+    return clone
+
+
+def origins_of(expr: Expression, snapshot: WorkflowSnapshot) -> list[Origin]:
+    origins: list[Origin] = []
+    if expr.reads_input:
+        origins.append(Origin(kind="flow-input", path="input"))
+    if expr.reads_defaults:
+        origins.append(Origin(kind="default", path="defaults"))
+    for producer in sorted(expr.reads_nodes):
+        state = snapshot.nodes[producer]
+        recorded = state.input_origins
+        nested = None if recorded is None else tuple(o for group in recorded.values() for o in group)
+        origins.append(Origin(kind="node-output", node=producer, obtained_by=state.obtained_by, origins=nested))
+    return origins or [Origin(kind="literal")]
+
+
+def _binding(template: Template, snapshot: WorkflowSnapshot, view: dict[str, Any], node_id: str) -> Binding | Wait:
+    value = template.resolve(view, node=node_id)
+    if isinstance(value, Wait):
+        return value
+    if template.parts is None:
+        return Binding(value=value, origins=(Origin(kind="literal"),))
+    origins = [o for expr in template.expressions for o in origins_of(expr, snapshot)]
+    return Binding(value=value, origins=tuple(origins))
+
+
+def resolve_bindings(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: str) -> dict[str, Binding] | Wait:
+    """The node's ``contract.input`` bindings with their origins, or :class:`Wait`.
+
+    Raises :class:`WorkflowExpressionError` (with ``skipped_producer``) when a binding reads a
+    skipped producer.
+    """
+    view = scope(graph, snapshot)
+    bindings: dict[str, Binding] = {}
+    for name, template in graph.bindings[node_id].items():
+        binding = _binding(template, snapshot, view, node_id)
+        if isinstance(binding, Wait):
+            return binding
+        bindings[name] = binding
+    return bindings
+
+
+def contract_problem(graph: WorkflowGraph, node_id: str, fields: dict[str, Any]) -> str | None:
+    """Why ``fields`` breaks the node's declared output contract, when another node consumes it."""
+    output = graph.nodes[node_id].contract.output
+    if node_id not in graph.consumed or output is None or output.fields is None:
+        return None
+    errors = sorted(Draft202012Validator(output.fields).iter_errors(fields), key=lambda e: list(e.path))
+    if not errors:
+        return None
+    first = errors[0]
+    where = ".".join(str(p) for p in first.path) or "fields"
+    return f"output does not match the declared contract at {where}: {first.message}"

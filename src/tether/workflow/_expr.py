@@ -1,0 +1,258 @@
+"""Bounded expressions: guards (``requires``), bindings (``${...}``) and router ``when``.
+
+Expressions are CEL, parsed and evaluated by ``cel-python`` (``celpy``) — never Python ``eval``.
+On top of CEL, a workflow expression is *bounded* when it is compiled:
+
+- no function or macro calls at all (``size(x)``, ``x.exists(...)``, ``has(x.y)`` are refused);
+- no attribute escapes (names starting with ``__``, ``constructor``, ``prototype``);
+- top-level names are only ``input`` (the run input), ``defaults`` (the workflow defaults),
+  ``nodes`` (``nodes['run-tests']`` for ids that are not CEL identifiers) and node ids;
+- ``nodes[...]`` takes a string literal only, so every node an expression reads is known
+  statically: the expression *waits* while a producer it reads has not completed, and is an
+  error (:class:`~tether.errors.WorkflowExpressionError` with ``skipped_producer``) when one was
+  skipped.
+
+A node reads as ``{"status": ..., "output": {"fields": {...}, "summary": ..., "selected": [...]}}``.
+
+Templates: a string value ``"${expr}"`` (the whole string) binds the expression's typed value; a
+string with ``${expr}`` inside text interpolates each value's environment-variable text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import celpy
+from celpy import celparser, celtypes
+from celpy.adapter import json_to_cel
+from celpy.evaluation import CELEvalError
+from lark import Token, Tree
+
+from tether.errors import WorkflowExpressionError
+from tether.executors.values import stringify_value
+
+__all__ = [
+    "MAX_EXPRESSION_LENGTH",
+    "Expression",
+    "Template",
+    "Wait",
+    "compile_expression",
+    "compile_template",
+    "from_cel",
+]
+
+MAX_EXPRESSION_LENGTH = 2000
+_ROOT_NAMES = frozenset({"input", "defaults", "nodes"})
+_ESCAPES = frozenset({"constructor", "prototype"})
+_CALLS = frozenset({"ident_arg", "member_dot_arg", "dot_ident_arg"})
+_TEMPLATE = re.compile(r"\$\{([^}]*)\}")
+_ENV = celpy.Environment()
+
+
+@dataclass(frozen=True)
+class Wait:
+    """The expression cannot be decided yet: ``producer`` has not completed."""
+
+    producer: str
+
+
+@dataclass(frozen=True)
+class Expression:
+    """A compiled bounded expression and the names it reads."""
+
+    source: str
+    reads_nodes: frozenset[str]
+    reads_input: bool
+    reads_defaults: bool
+    _program: Any
+
+    def evaluate(self, scope: Mapping[str, Any], *, node: str | None = None) -> Any:
+        """The value of the expression over ``scope`` (see :func:`scope` in ``_scope``), or a
+        :class:`Wait` when a node it reads has not completed.
+
+        ``scope`` holds ``input``, ``defaults`` and ``nodes`` (node id -> status/output view).
+        Raises :class:`WorkflowExpressionError` when a node it reads was skipped, or when CEL
+        fails (missing key, type mismatch).
+        """
+        views: Mapping[str, Mapping[str, Any]] = scope["nodes"]
+        for producer in sorted(self.reads_nodes):
+            status = views[producer]["status"]
+            if status == "skipped":
+                raise WorkflowExpressionError(
+                    f"{self.source!r} reads the output of node {producer!r}, which was skipped",
+                    node=node, skipped_producer=producer, code="skipped-producer",
+                )
+            if status != "complete":
+                return Wait(producer)
+        nodes = {name: views[name] for name in self.reads_nodes}
+        activation: dict[str, Any] = {
+            "input": json_to_cel(scope["input"]),
+            "defaults": json_to_cel(scope["defaults"]),
+            "nodes": json_to_cel(nodes),
+        }
+        activation.update({name: json_to_cel(dict(view)) for name, view in nodes.items()})
+        try:
+            value = self._program.evaluate(activation)
+        except CELEvalError as exc:
+            raise _eval_error(self.source, exc, node) from None
+        except (TypeError, ValueError, KeyError, ZeroDivisionError) as exc:
+            raise WorkflowExpressionError(f"{self.source!r} failed: {exc}", node=node) from None
+        if isinstance(value, CELEvalError):
+            raise _eval_error(self.source, value, node)
+        return from_cel(value)
+
+
+def _eval_error(source: str, exc: CELEvalError, node: str | None) -> WorkflowExpressionError:
+    detail = exc.args[0] if exc.args else str(exc)
+    return WorkflowExpressionError(f"{source!r} failed: {detail}", node=node)
+
+
+def from_cel(value: Any) -> Any:
+    """A CEL value as plain JSON-compatible Python."""
+    if isinstance(value, celtypes.BoolType):
+        return bool(value)
+    if isinstance(value, celtypes.IntType | celtypes.UintType):
+        return int(value)
+    if isinstance(value, celtypes.DoubleType):
+        return float(value)
+    if isinstance(value, celtypes.StringType):
+        return str(value)
+    if isinstance(value, celtypes.MapType):
+        return {str(from_cel(k)): from_cel(v) for k, v in value.items()}
+    if isinstance(value, celtypes.ListType):
+        return [from_cel(v) for v in value]
+    if value is None or isinstance(value, celtypes.NullType):
+        return None
+    if isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+def _string_literal(tree: Tree[Any]) -> str | None:
+    """The text of ``tree`` when it is nothing but a single-quoted or double-quoted literal."""
+    tokens = [t for t in tree.scan_values(lambda v: isinstance(v, Token))]
+    subtrees = [s.data for s in tree.iter_subtrees()]
+    if len(tokens) != 1 or tokens[0].type != "STRING_LIT" or any(d in _CALLS for d in subtrees):
+        return None
+    text = str(tokens[0])
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" and "\\" not in text:
+        return text[1:-1]
+    return None
+
+
+def _primary_name(member: Any) -> str | None:
+    """The identifier of ``member`` when it is a bare name (``member -> primary -> ident``)."""
+    if not isinstance(member, Tree) or member.data != "member" or len(member.children) != 1:
+        return None
+    primary = member.children[0]
+    if not isinstance(primary, Tree) or primary.data != "primary" or len(primary.children) != 1:
+        return None
+    ident = primary.children[0]
+    if isinstance(ident, Tree) and ident.data == "ident":
+        return str(ident.children[0])
+    return None
+
+
+def compile_expression(source: str, node_ids: frozenset[str] | set[str]) -> Expression:
+    """Parse and bound-check ``source``; ``node_ids`` are the workflow's node ids.
+
+    Raises :class:`ValueError` naming what is refused.
+    """
+    if len(source) > MAX_EXPRESSION_LENGTH:
+        raise ValueError(f"expression is longer than {MAX_EXPRESSION_LENGTH} characters")
+    try:
+        tree = _ENV.compile(source)
+    except celparser.CELParseError as exc:
+        raise ValueError(f"invalid expression {source!r}: {str(exc).splitlines()[0]}") from None
+    reads: set[str] = set()
+    roots: set[str] = set()
+    indexed_nodes: set[int] = set()
+    for sub in tree.iter_subtrees():
+        if sub.data in _CALLS:
+            raise ValueError(f"{source!r}: function calls are not allowed in workflow expressions")
+        if sub.data in ("dot_ident",):
+            raise ValueError(f"{source!r}: leading-dot names are not allowed")
+        for child in sub.children:
+            if isinstance(child, Token) and child.type == "IDENT" and (
+                child.startswith("__") or str(child) in _ESCAPES
+            ):
+                raise ValueError(f"{source!r}: attribute {str(child)!r} is not allowed")
+        if sub.data in ("member_dot", "member_index") and _primary_name(sub.children[0]) == "nodes":
+            indexed_nodes.add(id(sub.children[0]))
+            key = str(sub.children[1]) if sub.data == "member_dot" else _string_literal(sub.children[1])
+            if key is None:
+                raise ValueError(f"{source!r}: nodes[...] takes a string literal node id")
+            if key not in node_ids:
+                raise ValueError(f"{source!r}: unknown node {key!r}")
+            reads.add(key)
+        if sub.data == "member" and (name := _primary_name(sub)) is not None:
+            roots.add(name)
+    for sub in tree.iter_subtrees():
+        if sub.data == "member" and _primary_name(sub) == "nodes" and id(sub) not in indexed_nodes:
+            raise ValueError(f"{source!r}: 'nodes' must be indexed with a node id")
+    for name in roots:
+        if name in _ROOT_NAMES:
+            continue
+        if name not in node_ids:
+            raise ValueError(
+                f"{source!r}: unknown name {name!r} (expressions read input, defaults, nodes and node ids)"
+            )
+        reads.add(name)
+    return Expression(
+        source=source,
+        reads_nodes=frozenset(reads),
+        reads_input="input" in roots,
+        reads_defaults="defaults" in roots,
+        _program=_ENV.program(tree),
+    )
+
+
+@dataclass(frozen=True)
+class Template:
+    """A bound value: a literal, or ``${expr}`` (typed value), or text with ``${expr}`` inside."""
+
+    literal: Any
+    parts: tuple[str | Expression, ...] | None
+
+    @property
+    def expressions(self) -> tuple[Expression, ...]:
+        """The expressions the template evaluates."""
+        return tuple(p for p in self.parts or () if isinstance(p, Expression))
+
+    def resolve(self, scope: Mapping[str, Any], *, node: str | None = None) -> Any:
+        """The bound value, or a :class:`Wait` when a producer has not completed."""
+        if self.parts is None:
+            return self.literal
+        if len(self.parts) == 1 and isinstance(self.parts[0], Expression):
+            return self.parts[0].evaluate(scope, node=node)
+        text: list[str] = []
+        for part in self.parts:
+            if isinstance(part, str):
+                text.append(part)
+                continue
+            value = part.evaluate(scope, node=node)
+            if isinstance(value, Wait):
+                return value
+            text.append(stringify_value(value))
+        return "".join(text)
+
+
+def compile_template(value: Any, node_ids: frozenset[str] | set[str]) -> Template:
+    """Compile a bound value; non-strings and strings without ``${`` are literals."""
+    if not isinstance(value, str) or "${" not in value:
+        return Template(literal=value, parts=None)
+    parts: list[str | Expression] = []
+    position = 0
+    for match in _TEMPLATE.finditer(value):
+        if match.start() > position:
+            parts.append(value[position:match.start()])
+        parts.append(compile_expression(match.group(1).strip(), node_ids))
+        position = match.end()
+    if position < len(value):
+        parts.append(value[position:])
+    if any(isinstance(p, str) and "${" in p for p in parts):
+        raise ValueError(f"unterminated ${{...}} in {value!r}")
+    return Template(literal=None, parts=tuple(parts))

@@ -1,0 +1,120 @@
+"""Loading workflow definitions: from a mapping, or from JSON or YAML text.
+
+A definition with ``schemaVersion`` is parsed strictly as v2; one without goes through the v1
+normaliser first. Every problem becomes a :class:`~tether.errors.DefinitionIssue` with a dot
+path, the top level rendered ``<root>``::
+
+    <root>: Unrecognized key: "whoops"
+    nodes.0.run: Invalid discriminator value. Expected 'agent' | 'subprompt' | ... | 'sub-flow'
+    nodes.0.run: Unrecognized key: "model"
+
+The JSON Schema of the contract is generated from the models (:func:`workflow_json_schema`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import yaml
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
+from tether.errors import DefinitionIssue, WorkflowDefinitionError
+from tether.workflow._contract import Workflow
+from tether.workflow._graph import WorkflowGraph, compile_workflow
+from tether.workflow._normalize import normalize_v1
+
+__all__ = [
+    "SCHEMA_ID",
+    "load_workflow",
+    "parse_workflow",
+    "parse_workflow_text",
+    "validation_issues",
+    "workflow_json_schema",
+]
+
+SCHEMA_ID = "https://tether.dev/schemas/workflow/v2.json"
+_TAGGED = {"run", "schema"}  # fields that are discriminated unions: pydantic adds the tag to the path
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    parts: list[str] = []
+    for index, part in enumerate(loc):
+        if index and loc[index - 1] in _TAGGED and isinstance(part, str):
+            continue  # the union member pydantic tried, not a key of the document
+        parts.append(str(part))
+    return ".".join(parts) or "<root>"
+
+
+def _message(error: ErrorDetails) -> tuple[str, str]:
+    loc = tuple(error["loc"])
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return _path(loc[:-1]), f'Unrecognized key: "{loc[-1]}"'
+    if kind == "union_tag_invalid":
+        expected = str((error.get("ctx") or {}).get("expected_tags", "")).replace(", ", " | ")
+        return _path(loc), f"Invalid discriminator value. Expected {expected}"
+    if kind == "union_tag_not_found":
+        return _path(loc), "Missing discriminator key \"kind\""
+    if kind == "missing":
+        return _path(loc), "Required"
+    return _path(loc), error["msg"]
+
+
+def validation_issues(exc: ValidationError, workflow_id: str | None = None) -> list[DefinitionIssue]:
+    """The issues of a pydantic validation error, with dot paths."""
+    issues = []
+    for error in exc.errors():
+        path, message = _message(error)
+        issues.append(DefinitionIssue(f"workflow-{error['type'].replace('_', '-')}", message,
+                                      flow=workflow_id, path=path))
+    return issues
+
+
+def parse_workflow(data: Mapping[str, Any] | Workflow) -> WorkflowGraph:
+    """Parse (and normalise v1) ``data``, check it and compile it.
+
+    Raises :class:`WorkflowDefinitionError` listing every problem with its path.
+    """
+    if isinstance(data, Workflow):
+        return compile_workflow(data)
+    if not isinstance(data, Mapping):
+        raise WorkflowDefinitionError(DefinitionIssue("workflow-not-object", "A workflow must be an object",
+                                                      path="<root>"))
+    raw = dict(data)
+    if "schemaVersion" not in raw:
+        raw = normalize_v1(raw)
+    workflow_id = raw.get("id") if isinstance(raw.get("id"), str) else None
+    try:
+        workflow = Workflow.model_validate(raw)
+    except ValidationError as exc:
+        raise WorkflowDefinitionError(validation_issues(exc, workflow_id),
+                                      title=f"workflow {workflow_id or '?'!r} is invalid") from None
+    return compile_workflow(workflow)
+
+
+def parse_workflow_text(text: str, fmt: Literal["json", "yaml"] = "yaml") -> WorkflowGraph:
+    """Parse a definition from JSON or YAML text (YAML accepts JSON too)."""
+    try:
+        data = json.loads(text) if fmt == "json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise WorkflowDefinitionError(DefinitionIssue("workflow-syntax", f"not valid {fmt.upper()}: {exc}",
+                                                      path="<root>")) from None
+    return parse_workflow(data)
+
+
+def load_workflow(source: Mapping[str, Any] | Workflow | str, fmt: Literal["json", "yaml"] = "yaml") -> WorkflowGraph:
+    """A compiled workflow from a mapping, a :class:`Workflow` or JSON/YAML text."""
+    if isinstance(source, str):
+        return parse_workflow_text(source, fmt)
+    return parse_workflow(source)
+
+
+def workflow_json_schema() -> dict[str, Any]:
+    """The JSON Schema of the v2 contract, generated from the models (wire names)."""
+    schema = Workflow.model_json_schema(by_alias=True, mode="validation")
+    schema["$id"] = SCHEMA_ID
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return schema

@@ -1,0 +1,295 @@
+"""Every change to a run, as a pure function returning the change that :func:`mutate` applies.
+
+Operations check their preconditions *before* returning a change and raise
+:class:`~tether.errors.WorkflowOperationError` (with a stable ``code``) when refused, so a
+refused operation changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+from tether.errors import WorkflowExpressionError, WorkflowOperationError
+from tether.executors.provenance import ObtainedBy, Origin
+from tether.workflow._contract import GateRun
+from tether.workflow._derive import contract_problem, origins_of, scope
+from tether.workflow._expr import Wait
+from tether.workflow._graph import WorkflowGraph
+from tether.workflow._state import Approval, Attempt, InputRequest, NodeOutput, WorkflowSnapshot
+
+__all__ = [
+    "Change",
+    "apply_approval",
+    "apply_input",
+    "cancel",
+    "complete_node",
+    "cold_restart",
+    "fail_node",
+    "park",
+    "request_approval",
+    "request_input",
+    "retry_node",
+    "set_autonomous",
+    "settle_router",
+    "start_node",
+]
+
+Change = Callable[[WorkflowSnapshot], None]
+Decision = Literal["approved", "rejected"]
+
+
+def _refuse(message: str, code: str, node: str | None = None) -> WorkflowOperationError:
+    return WorkflowOperationError(message, code=code, node=node)
+
+
+def _known(snapshot: WorkflowSnapshot, node_id: str) -> None:
+    if node_id not in snapshot.nodes:
+        raise _refuse(f"workflow {snapshot.workflow_id!r} has no node {node_id!r}", "unknown-node", node_id)
+
+
+def start_node(node_id: str) -> Change:
+    """Mark ``node_id`` running under a new execution generation."""
+    def change(snapshot: WorkflowSnapshot) -> None:
+        state = snapshot.nodes[node_id]
+        state.status, state.error = "running", None
+        state.generation += 1
+    return change
+
+
+def complete_node(node_id: str, output: NodeOutput, *, obtained_by: ObtainedBy | None,
+                  input_origins: dict[str, tuple[Origin, ...]] | None, attempt: Attempt | None = None) -> Change:
+    """Complete ``node_id`` with ``output`` and its provenance (clears any live error)."""
+    def change(snapshot: WorkflowSnapshot) -> None:
+        state = snapshot.nodes[node_id]
+        state.status, state.error, state.output = "complete", None, output
+        state.obtained_by, state.input_origins = obtained_by, input_origins
+        if attempt is not None:
+            state.attempts.append(attempt)
+    return change
+
+
+def fail_node(graph: WorkflowGraph, node_id: str, error: str, attempt: Attempt | None = None) -> Change:
+    """A terminal failure: an optional node is skipped, any other fails; the error is kept."""
+    optional = graph.nodes[node_id].control.optional
+
+    def change(snapshot: WorkflowSnapshot) -> None:
+        state = snapshot.nodes[node_id]
+        state.status = "skipped" if optional else "failed"
+        state.skip_reason = "optional" if optional else None
+        state.error = error
+        state.error_history.append(error)
+        if attempt is not None:
+            state.attempts.append(attempt)
+    return change
+
+
+def park(node_id: str, approval: Approval, *, output: NodeOutput | None = None,
+         input_origins: dict[str, tuple[Origin, ...]] | None = None, obtained_by: ObtainedBy | None = None,
+         attempt: Attempt | None = None, error: str | None = None) -> Change:
+    """Park ``node_id`` at ``awaiting_approval`` with ``approval`` (and what it produced so far)."""
+    def change(snapshot: WorkflowSnapshot) -> None:
+        state = snapshot.nodes[node_id]
+        state.status, state.approval = "awaiting_approval", approval
+        state.output = output
+        state.input_origins, state.obtained_by = input_origins, obtained_by
+        if attempt is not None:
+            state.attempts.append(attempt)
+        if error is not None:
+            state.error = error
+            state.error_history.append(error)
+    return change
+
+
+def settle_router(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: str) -> Change | None:
+    """The change settling router ``node_id``, or ``None`` while it is undecidable.
+
+    Routes are tried in authored order; the first whose ``when`` holds (or the ``default``) wins.
+    A route reading an unfinished producer makes the router wait; no match leaves it available.
+    Raises :class:`WorkflowExpressionError` when a route fails to evaluate.
+    """
+    view = scope(graph, snapshot)
+    origins: list[Origin] = []
+    for route in graph.routes[node_id]:
+        if route.when is not None:
+            value = route.when.evaluate(view, node=node_id)
+            if isinstance(value, Wait):
+                return None
+            if not isinstance(value, bool):
+                raise WorkflowExpressionError(
+                    f"route {route.when.source!r} of router {node_id!r} must be true or false, got {value!r}",
+                    node=node_id)
+            origins += origins_of(route.when, snapshot)
+            if not value:
+                continue
+        selected = [route.target] if route.target is not None else []
+        output = NodeOutput(fields={"target": route.target}, selected=selected)
+        return complete_node(node_id, output, obtained_by="runtime",
+                             input_origins={"when": tuple(origins or [Origin(kind="literal")])})
+    return None
+
+
+def apply_approval(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: str, decision: Decision, *,
+                   feedback: str | None = None, decided_by: str | None = None, response: Any = None) -> Change:
+    """Decide the pending approval of ``node_id``.
+
+    - gate: approved completes it (decision, feedback and response become its fields);
+      rejected keeps it parked with the decision and feedback until a fresh request;
+    - checkpoint: approved completes the node with the output it produced; rejected fails it;
+    - check (escalated): rejected fails it terminally; approved is an override that needs a
+      non-empty ``feedback``, keeps the failed evidence, and is refused when the failed
+      attempt does not meet the check's declared output contract.
+    """
+    _known(snapshot, node_id)
+    state = snapshot.nodes[node_id]
+    approval = state.approval
+    if state.status != "awaiting_approval" or approval is None or approval.decision is not None:
+        raise _refuse(f"node {node_id!r} has no pending approval (status {state.status})", "no-pending-approval",
+                      node_id)
+    if decision not in ("approved", "rejected"):
+        raise _refuse(f"decision must be 'approved' or 'rejected', got {decision!r}", "bad-decision", node_id)
+    last = state.attempts[-1] if state.attempts else None
+    if approval.kind == "check" and decision == "approved":
+        if not (feedback or "").strip():
+            raise _refuse(f"overriding failed check {node_id!r} needs a non-empty feedback reason",
+                          "override-needs-feedback", node_id)
+        problem = contract_problem(graph, node_id, dict(last.fields) if last else {})
+        if problem:
+            raise _refuse(f"cannot override check {node_id!r}: {problem}", "override-output-contract", node_id)
+    run = graph.nodes[node_id].run
+    if approval.kind == "gate" and decision == "approved" and isinstance(run, GateRun):
+        _check_response(node_id, run, response)
+    decided = approval.model_copy(update={"decision": decision, "feedback": feedback, "decided_by": decided_by,
+                                          "response": response})
+
+    def change(snap: WorkflowSnapshot) -> None:
+        node = snap.nodes[node_id]
+        node.approval = decided
+        node.approvals.append(decided)
+        if decision == "rejected":
+            if decided.kind == "gate":
+                return  # parked with the decision until a fresh request
+            reason = f"rejected by {decided_by or 'a human'}" + (f": {feedback}" if feedback else "")
+            fail_node(graph, node_id, reason)(snap)
+            return
+        if decided.kind == "gate":
+            fields = {"decision": decision, "feedback": feedback, "response": response}
+            complete_node(node_id, NodeOutput(fields=fields, summary=decided.summary), obtained_by=None,
+                          input_origins=node.input_origins)(snap)
+        elif decided.kind == "check":
+            fields = dict(last.fields) if last else {}
+            complete_node(node_id, NodeOutput(fields=fields, summary=f"overridden: {feedback}"),
+                          obtained_by="runtime", input_origins=node.input_origins)(snap)
+        else:
+            complete_node(node_id, node.output or NodeOutput(), obtained_by=node.obtained_by,
+                          input_origins=node.input_origins)(snap)
+    return change
+
+
+def _check_response(node_id: str, run: GateRun, response: Any) -> None:
+    schema = run.schema_
+    if response is None:
+        return
+    if schema.kind == "choice":
+        chosen = response if isinstance(response, list) and schema.multiple else [response]
+        bad = [c for c in chosen if c not in schema.options]
+        if bad:
+            raise _refuse(f"gate {node_id!r}: {bad[0]!r} is not one of {schema.options}", "bad-response", node_id)
+    elif schema.kind == "form":
+        if not isinstance(response, dict):
+            raise _refuse(f"gate {node_id!r}: a form response must be an object", "bad-response", node_id)
+        unknown = sorted(set(response) - set(schema.fields))
+        if unknown:
+            raise _refuse(f"gate {node_id!r}: unknown form field {unknown[0]!r}", "bad-response", node_id)
+    elif schema.kind == "text" and not isinstance(response, str):
+        raise _refuse(f"gate {node_id!r}: a text response must be a string", "bad-response", node_id)
+
+
+def request_approval(snapshot: WorkflowSnapshot, node_id: str, summary: str | None = None) -> Change:
+    """A fresh approval request on a gate whose previous request was rejected."""
+    _known(snapshot, node_id)
+    state = snapshot.nodes[node_id]
+    previous = state.approval
+    if state.status != "awaiting_approval" or previous is None or previous.decision != "rejected":
+        raise _refuse(f"node {node_id!r} has no rejected approval to request again", "no-rejected-approval", node_id)
+    fresh = Approval(kind=previous.kind, summary=summary or previous.summary, schema=previous.schema_,
+                     check=previous.check, child_node=previous.child_node, request=previous.request + 1)
+
+    def change(snap: WorkflowSnapshot) -> None:
+        snap.nodes[node_id].approval = fresh
+    return change
+
+
+def request_input(snapshot: WorkflowSnapshot, node_id: str, prompt: str, schema: dict[str, Any]) -> Change:
+    """Pause the running node ``node_id`` for typed input."""
+    _known(snapshot, node_id)
+    if snapshot.nodes[node_id].status != "running":
+        raise _refuse(f"node {node_id!r} is not running", "node-not-running", node_id)
+
+    def change(snap: WorkflowSnapshot) -> None:
+        node = snap.nodes[node_id]
+        node.status, node.input_request = "awaiting_input", InputRequest(prompt=prompt, schema=schema)
+    return change
+
+
+def apply_input(snapshot: WorkflowSnapshot, node_id: str, response: Any, provided_by: str | None = None) -> Change:
+    """Answer the input request of ``node_id``; the node runs on with the answer recorded."""
+    _known(snapshot, node_id)
+    state = snapshot.nodes[node_id]
+    if state.status != "awaiting_input" or state.input_request is None:
+        raise _refuse(f"node {node_id!r} is not awaiting input", "no-pending-input", node_id)
+
+    def change(snap: WorkflowSnapshot) -> None:
+        node = snap.nodes[node_id]
+        assert node.input_request is not None
+        node.input_request = node.input_request.model_copy(update={"response": response, "provided_by": provided_by})
+        node.status = "running"
+    return change
+
+
+def retry_node(snapshot: WorkflowSnapshot, node_id: str) -> Change:
+    """Return a failed node to admission under a new generation (a skipped node is not retryable)."""
+    _known(snapshot, node_id)
+    state = snapshot.nodes[node_id]
+    if state.status != "failed":
+        raise _refuse(f"node {node_id!r} is {state.status}; only a failed node can be retried", "node-not-retryable",
+                      node_id)
+    if snapshot.status == "cancelled":
+        raise _refuse("the run was cancelled", "run-cancelled", node_id)
+
+    def change(snap: WorkflowSnapshot) -> None:
+        node = snap.nodes[node_id]
+        node.status, node.error, node.approval, node.output = "pending", None, None, None
+        node.generation += 1
+    return change
+
+
+def set_autonomous(value: bool) -> Change:
+    """Turn autonomous mode on or off (mandatory approvals and gates still stop)."""
+    def change(snapshot: WorkflowSnapshot) -> None:
+        snapshot.autonomous = value
+    return change
+
+
+def cancel(reason: str = "run cancelled") -> Change:
+    """Cancel the run: in-progress nodes fail under a new generation (stale results are discarded)."""
+    def change(snapshot: WorkflowSnapshot) -> None:
+        snapshot.status = "cancelled"
+        for state in snapshot.nodes.values():
+            if state.status in ("running", "awaiting_approval", "awaiting_input"):
+                state.generation += 1
+                state.status, state.error = "failed", reason
+                state.error_history.append(reason)
+    return change
+
+
+def cold_restart() -> Change:
+    """After a crash: running work never committed returns to admission under a new generation,
+    and so does a sub-flow parked on its (transient) child."""
+    def change(snapshot: WorkflowSnapshot) -> None:
+        for state in snapshot.nodes.values():
+            projected = state.status == "awaiting_approval" and state.approval and state.approval.kind == "sub-flow"
+            if state.status == "running" or projected:
+                state.status, state.approval = "pending", None
+                state.generation += 1
+    return change

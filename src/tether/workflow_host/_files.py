@@ -1,0 +1,42 @@
+"""Reading workflow definitions from files."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from tether.errors import DefinitionIssue, WorkflowDefinitionError
+from tether.workflow import WorkflowGraph, load_workflow
+
+__all__ = ["WORKFLOW_SUFFIXES", "load_workflow_file", "workflow_directory_resolver"]
+
+WORKFLOW_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def load_workflow_file(path: str | Path) -> WorkflowGraph:
+    """Load and check the workflow in ``path`` (JSON for ``.json``, YAML otherwise).
+
+    Raises :class:`WorkflowDefinitionError` for an unreadable file or an invalid definition.
+    """
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise WorkflowDefinitionError(DefinitionIssue("workflow-unreadable", f"cannot read {str(file)!r}: {exc}",
+                                                      path="<root>")) from None
+    return load_workflow(text, "json" if file.suffix == ".json" else "yaml")
+
+
+def workflow_directory_resolver(directory: str | Path) -> Callable[[str], WorkflowGraph]:
+    """A sub-flow resolver finding workflow ``<id>`` as ``<id>.yaml``/``.yml``/``.json`` (or
+    ``<id>.flow.yaml``...) in ``directory``."""
+    root = Path(directory)
+
+    def resolve(flow: str) -> WorkflowGraph:
+        for stem in (flow, f"{flow}.flow"):
+            for suffix in WORKFLOW_SUFFIXES:
+                candidate = root / f"{stem}{suffix}"
+                if candidate.is_file():
+                    return load_workflow_file(candidate)
+        raise KeyError(flow)
+    return resolve

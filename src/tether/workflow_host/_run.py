@@ -1,0 +1,353 @@
+"""``WorkflowRun``: drives one workflow run on the process executor and saves it in a store.
+
+:meth:`WorkflowRun.drain` advances everything the runtime owns until only human (or agent) work
+is left, one step at a time, in this order each step:
+
+1. a node whose guard or binding reads a skipped producer fails (or is skipped if optional);
+2. routers: the first available, decidable router in definition order settles (frontier waves:
+   a router made losing by an earlier one in the same wave never completes);
+3. gates park at ``awaiting_approval`` (autonomous mode never bypasses them);
+4. sub-flows run inline (the child is transient; its gates are projected onto the parent node);
+5. function and check nodes run on the executor, one at a time, attempts never overlapping.
+
+Every change goes through :func:`tether.workflow.mutate` and, with a store, is saved with
+compare-and-swap before the next step; node status changes are written as events in the same
+transaction. An attempt's result is applied only if its node's execution generation is still
+the one it started under (a cancel, retry or hydrate in between discards it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from tether.errors import SpawnError, WorkflowExpressionError, WorkflowOperationError
+from tether.executors import DEFAULT_SETTLE_BUDGET, Binding, Executor, SubprocessExecutor, retry
+from tether.stores.base import Store
+from tether.workflow import (
+    NodeState,
+    Wait,
+    Workflow,
+    WorkflowGraph,
+    WorkflowSnapshot,
+    load_workflow,
+    mutate,
+    new_snapshot,
+    ops,
+    resolve_bindings,
+)
+from tether.workflow._contract import FunctionRun, GateRun, RouterRun, SubflowRun
+from tether.workflow._derive import derive
+from tether.workflow._state import Approval
+from tether.workflow_host._process import build_request, settle_outcome, spawn_failure
+from tether.workflow_host._store import SnapshotStore
+from tether.workflow_host._subflow import MAX_SUBFLOW_DEPTH, SubflowHost
+
+__all__ = ["MAX_SUBFLOW_DEPTH", "Resolver", "WorkflowRun"]
+
+Resolver = Callable[[str], WorkflowGraph | Workflow | Mapping[str, Any]]
+Definition = WorkflowGraph | Workflow | Mapping[str, Any] | str
+
+
+def _graph(definition: Definition) -> WorkflowGraph:
+    return definition if isinstance(definition, WorkflowGraph) else load_workflow(definition)
+
+
+class WorkflowRun:
+    """One run of a workflow, hosted over an executor and (optionally) a store.
+
+    Args:
+        definition: the workflow (compiled graph, model, mapping or YAML/JSON text).
+        executor: runs function and check nodes (default: a :class:`SubprocessExecutor`).
+        store: where the snapshot is saved after every change (``None``: in memory only).
+        run_id: the run id (default: a new UUID).
+        input: the run input (overlaying the workflow's declared ``input`` defaults).
+        autonomous: no pauses except mandatory approvals, gates and escalated checks.
+        workspace: the working directory of commands (a node's ``run.cwd`` is relative to it).
+        resolve: finds a sub-flow's workflow by id (a mapping or a function).
+        on_change: called once per mutation with the new snapshot.
+    """
+
+    def __init__(
+        self,
+        definition: Definition,
+        *,
+        executor: Executor | None = None,
+        store: Store | SnapshotStore | None = None,
+        run_id: str | None = None,
+        input: dict[str, Any] | None = None,
+        autonomous: bool = False,
+        workspace: str | Path = ".",
+        resolve: Resolver | Mapping[str, Definition] | None = None,
+        on_change: Callable[[WorkflowSnapshot], None] | None = None,
+        budget: float = DEFAULT_SETTLE_BUDGET,
+        _ancestry: tuple[str, ...] = (),
+        _snapshot: WorkflowSnapshot | None = None,
+        _revision: int | None = None,
+    ) -> None:
+        self.graph = _graph(definition)
+        self.executor: Executor = executor or SubprocessExecutor()
+        self.snapshots = SnapshotStore(store) if isinstance(store, Store) else store
+        self.workspace = Path(workspace)
+        self.on_change = on_change
+        self.budget = budget
+        self.ancestry = (*_ancestry, self.graph.id)
+        self.resolver = resolve
+        self._snapshot = _snapshot or new_snapshot(self.graph, run_id or str(uuid.uuid4()), input,
+                                                   autonomous=autonomous)
+        self._revision = _revision
+        self._lock = asyncio.Lock()
+        self._aborts: dict[str, asyncio.Event] = {}
+        self._draining = False
+        self.subflows = SubflowHost(self)
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def snapshot(self) -> WorkflowSnapshot:
+        """The current snapshot (replaced, never modified, by each mutation)."""
+        return self._snapshot
+
+    @property
+    def run_id(self) -> str:
+        """The run id."""
+        return self._snapshot.run_id
+
+    @property
+    def status(self) -> str:
+        """The run status: running, waiting, blocked, complete, failed or cancelled."""
+        return self._snapshot.status
+
+    @property
+    def revision(self) -> int | None:
+        """The stored revision (``None`` until first saved, or without a store)."""
+        return self._revision
+
+    def node(self, node_id: str) -> NodeState:
+        """The state of ``node_id``."""
+        return self._snapshot.node(node_id)
+
+    def resolve(self, flow: str) -> WorkflowGraph:
+        """The workflow ``flow`` for a sub-flow node (``KeyError`` when unknown)."""
+        if self.resolver is None:
+            raise KeyError(flow)
+        found = self.resolver[flow] if isinstance(self.resolver, Mapping) else self.resolver(flow)
+        return _graph(found)
+
+    # ------------------------------------------------------------------ committing
+
+    async def apply(self, *changes: ops.Change) -> WorkflowSnapshot:
+        """Apply ``changes`` (in order, one mutation each) and save after each."""
+        for change in changes:
+            async with self._lock:
+                before = self._snapshot
+                after = mutate(self.graph, before, change, self.on_change)
+                await self._save(before, after)
+                self._snapshot = after
+        return self._snapshot
+
+    async def _save(self, before: WorkflowSnapshot | None, after: WorkflowSnapshot) -> None:
+        if self.snapshots is None:
+            return
+        events = _events(before, after)
+        if self._revision is None:
+            self._revision = await self.snapshots.create(after, events)
+        else:
+            self._revision = await self.snapshots.save(after, self._revision, events)
+
+    async def save(self) -> None:
+        """Save the current snapshot now (creates the stored run on first call)."""
+        async with self._lock:
+            await self._save(None, self._snapshot)
+
+    # ------------------------------------------------------------------ host operations
+
+    async def apply_approval(self, node_id: str, decision: Literal["approved", "rejected"], *,
+                             feedback: str | None = None, decided_by: str | None = None,
+                             response: Any = None) -> WorkflowSnapshot:
+        """Decide the pending approval of ``node_id`` (see :func:`tether.workflow.ops.apply_approval`).
+
+        A sub-flow's projected approval is forwarded to its child, which then runs on.
+        """
+        state = self.node(node_id)
+        if state.approval is not None and state.approval.kind == "sub-flow" and state.status == "awaiting_approval":
+            return await self.subflows.forward_approval(node_id, decision, feedback=feedback, decided_by=decided_by,
+                                                        response=response)
+        return await self.apply(ops.apply_approval(self.graph, self._snapshot, node_id, decision, feedback=feedback,
+                                                   decided_by=decided_by, response=response))
+
+    async def request_approval(self, node_id: str, summary: str | None = None) -> WorkflowSnapshot:
+        """A fresh approval request on a gate whose last request was rejected."""
+        state = self.node(node_id)
+        entry = self.subflows.children.get(node_id)
+        if entry is not None and state.approval is not None and state.approval.child_node is not None:
+            await entry[1].request_approval(state.approval.child_node, summary)
+        return await self.apply(ops.request_approval(self._snapshot, node_id, summary))
+
+    async def apply_input(self, node_id: str, response: Any, *, provided_by: str | None = None) -> WorkflowSnapshot:
+        """Answer ``node_id``'s input request."""
+        return await self.apply(ops.apply_input(self._snapshot, node_id, response, provided_by))
+
+    async def retry_node(self, node_id: str) -> WorkflowSnapshot:
+        """Return failed ``node_id`` to admission under a new generation (drain to run it)."""
+        return await self.apply(ops.retry_node(self._snapshot, node_id))
+
+    async def set_autonomous_mode(self, value: bool) -> WorkflowSnapshot:
+        """Turn autonomous mode on or off."""
+        return await self.apply(ops.set_autonomous(value))
+
+    async def cancel(self, reason: str = "run cancelled") -> WorkflowSnapshot:
+        """Cancel the run; an in-flight attempt is aborted and its result discarded."""
+        for abort in self._aborts.values():
+            abort.set()
+        self.subflows.drop_all()
+        return await self.apply(ops.cancel(reason))
+
+    async def hydrate(self, snapshot: WorkflowSnapshot | Mapping[str, Any]) -> WorkflowSnapshot:
+        """Replace the live state with ``snapshot`` (cloned): in-flight attempts are aborted and
+        discarded, children dropped, and running work returns to admission."""
+        loaded = WorkflowSnapshot.model_validate(snapshot if isinstance(snapshot, Mapping)
+                                                 else snapshot.model_dump(by_alias=True))
+        for abort in self._aborts.values():
+            abort.set()
+        self.subflows.drop_all()
+
+        def replace(snap: WorkflowSnapshot) -> None:
+            current = {node_id: (state.generation, state.status) for node_id, state in snap.nodes.items()}
+            for name in WorkflowSnapshot.model_fields:
+                setattr(snap, name, getattr(loaded, name))
+            for node_id, state in snap.nodes.items():
+                generation, status = current.get(node_id, (0, "pending"))
+                # never reuse a generation an in-flight attempt may still hold
+                state.generation = max(state.generation, generation) + (1 if status == "running" else 0)
+            ops.cold_restart()(snap)
+        return await self.apply(replace)
+
+    @classmethod
+    async def load(cls, store: Store | SnapshotStore, run_id: str, definition: Definition,
+                   **options: Any) -> WorkflowRun:
+        """A run restored from ``store`` after a restart or crash (cold hydrate): work that was
+        running and never committed returns to admission under a new generation."""
+        snapshots = SnapshotStore(store) if isinstance(store, Store) else store
+        found = await snapshots.load(run_id)
+        if found is None:
+            raise WorkflowOperationError(f"no workflow run {run_id!r} in the store", code="unknown-run")
+        snapshot, revision = found
+        graph = _graph(definition)
+        if snapshot.workflow_id != graph.id:
+            raise WorkflowOperationError(
+                f"run {run_id!r} is a run of workflow {snapshot.workflow_id!r}, not {graph.id!r}",
+                code="wrong-workflow")
+        derive(graph, snapshot)
+        run = cls(graph, store=snapshots, _snapshot=snapshot, _revision=revision, **options)
+        if any(state.status == "running" or (state.approval and state.approval.kind == "sub-flow"
+                                             and state.status == "awaiting_approval")
+               for state in snapshot.nodes.values()):
+            await run.apply(ops.cold_restart())
+        return run
+
+    # ------------------------------------------------------------------ draining
+
+    async def drain(self) -> WorkflowSnapshot:
+        """Advance until only human or agent work (or nothing) is left; returns the snapshot."""
+        if self._draining:
+            raise WorkflowOperationError("this run is already draining", code="already-draining")
+        self._draining = True
+        try:
+            if self.snapshots is not None and self._revision is None:
+                await self.save()
+            while self._snapshot.status != "cancelled" and await self._step():
+                pass
+        finally:
+            self._draining = False
+        return self._snapshot
+
+    async def _step(self) -> bool:
+        snapshot, graph = self._snapshot, self.graph
+        for node_id in graph.order:
+            state = snapshot.nodes[node_id]
+            if state.status == "pending" and state.expression_error:
+                await self.apply(ops.fail_node(graph, node_id, state.expression_error))
+                return True
+        available = [n for n in graph.order if snapshot.nodes[n].status == "available"]
+        for node_id in available:
+            if isinstance(graph.nodes[node_id].run, RouterRun) and await self._settle_router(node_id):
+                return True
+        for node_id in available:
+            run = graph.nodes[node_id].run
+            if isinstance(run, GateRun):
+                schema = run.schema_.model_dump(mode="json", by_alias=True, exclude_none=True)
+                await self.apply(ops.park(node_id, Approval(kind="gate", summary=run.prompt, schema=schema)))
+                return True
+        for node_id in available:
+            if isinstance(graph.nodes[node_id].run, SubflowRun) and await self.subflows.start(node_id):
+                return True
+        for node_id in available:
+            if isinstance(graph.nodes[node_id].run, FunctionRun) and await self._run_process(node_id):
+                return True
+        return False
+
+    async def _settle_router(self, node_id: str) -> bool:
+        try:
+            change = ops.settle_router(self.graph, self._snapshot, node_id)
+        except WorkflowExpressionError as exc:
+            await self.apply(ops.fail_node(self.graph, node_id, exc.message))
+            return True
+        if change is None:
+            return False
+        await self.apply(change)
+        return True
+
+    async def resolve_or_fail(self, node_id: str) -> dict[str, Binding] | None:
+        """The node's bindings; ``None`` when a producer has not completed yet (the node waits)
+        or when a binding reads a skipped producer (the node was just failed: check its status)."""
+        try:
+            bindings = resolve_bindings(self.graph, self._snapshot, node_id)
+        except WorkflowExpressionError as exc:
+            await self.apply(ops.fail_node(self.graph, node_id, exc.message))
+            return None
+        return None if isinstance(bindings, Wait) else bindings
+
+    async def _run_process(self, node_id: str) -> bool:
+        bindings = await self.resolve_or_fail(node_id)
+        if bindings is None:
+            return self.node(node_id).status != "available"
+        try:
+            request = build_request(self.graph, node_id, bindings, self.workspace)
+        except ValidationError as exc:
+            await self.apply(ops.fail_node(self.graph, node_id, f"node {node_id!r}: {exc.errors()[0]['msg']}"))
+            return True
+        abort = self._aborts[node_id] = asyncio.Event()  # registered before the node shows as running
+        await self.apply(ops.start_node(node_id))
+        generation = self.node(node_id).generation
+        try:
+            outcome = await retry(self.executor, request, self.graph.nodes[node_id].control.retries, abort,
+                                  budget=self.budget)
+        except SpawnError as exc:
+            if self.node(node_id).generation == generation:
+                await self.apply(spawn_failure(self.graph, node_id, generation, exc.message))
+            return True
+        finally:
+            self._aborts.pop(node_id, None)
+        if self.node(node_id).generation != generation or self.node(node_id).status != "running":
+            return True  # stale: cancelled, retried or hydrated while it ran
+        await self.apply(*settle_outcome(self.graph, self._snapshot, node_id, generation, request, outcome))
+        return True
+
+
+def _events(before: WorkflowSnapshot | None, after: WorkflowSnapshot) -> list[dict[str, Any]]:
+    """Events for the store (stamped by it): one per node whose status changed, one when the run's did."""
+    events: list[dict[str, Any]] = []
+    for node_id, state in after.nodes.items():
+        old = before.nodes[node_id].status if before is not None else None
+        if old != state.status:
+            events.append({"type": "workflow.node", "run_id": after.run_id, "node": node_id,
+                           "status": state.status, "generation": state.generation})
+    if before is None or before.status != after.status:
+        events.append({"type": "workflow.status", "run_id": after.run_id, "status": after.status})
+    return events

@@ -1,0 +1,68 @@
+"""Workflow run snapshots in the session stores, as documents.
+
+A run is saved as one session document (``id`` = run id, ``agent`` = ``workflow:<workflow id>``,
+``metadata.kind = "workflow"``) whose ``data.workflow_run`` holds the snapshot. That reuses every
+store as it is (memory, SQLite, PostgreSQL): compare-and-swap on ``revision``, events written in
+the same transaction, listing and pruning. The session ``status`` follows the run: ``completed``
+once the run completes, ``aborted`` once it is cancelled, ``running`` otherwise.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from tether.engine.session import Session
+from tether.errors import SessionFlowInvariant
+from tether.stores.base import Store
+from tether.stores.records import TurnRecords
+from tether.workflow import WorkflowSnapshot
+
+__all__ = ["WORKFLOW_AGENT_PREFIX", "SnapshotStore"]
+
+WORKFLOW_AGENT_PREFIX = "workflow:"
+_KEY = "workflow_run"
+
+
+class SnapshotStore:
+    """Loads and saves workflow snapshots in a :class:`~tether.stores.Store` with CAS."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._created: dict[str, datetime] = {}
+
+    def _document(self, snapshot: WorkflowSnapshot, revision: int) -> Session:
+        status = {"complete": "completed", "cancelled": "aborted"}.get(snapshot.status, "running")
+        return Session(
+            id=snapshot.run_id, revision=revision, agent=f"{WORKFLOW_AGENT_PREFIX}{snapshot.workflow_id}",
+            status=status, created_at=self._created.setdefault(snapshot.run_id, self.store.now()),
+            data={_KEY: snapshot.model_dump(mode="json", by_alias=True)},
+            metadata={"kind": "workflow", "workflow": snapshot.workflow_id, "version": snapshot.workflow_version},
+        )
+
+    def _records(self, events: list[dict[str, Any]]) -> TurnRecords:
+        at = self.store.now()
+        return TurnRecords(events=[{**event, "at": at} for event in events])
+
+    async def create(self, snapshot: WorkflowSnapshot, events: list[dict[str, Any]]) -> int:
+        """Insert a new run; returns its revision (0). An existing id raises ``SessionConflict``."""
+        stored = await self.store.create(self._document(snapshot, 0), self._records(events))
+        return stored.revision
+
+    async def save(self, snapshot: WorkflowSnapshot, expected_revision: int, events: list[dict[str, Any]]) -> int:
+        """Replace the run if it is still at ``expected_revision``; returns the new revision."""
+        document = self._document(snapshot, expected_revision)
+        stored = await self.store.save(document, expected_revision, self._records(events))
+        return stored.revision
+
+    async def load(self, run_id: str) -> tuple[WorkflowSnapshot, int] | None:
+        """The stored snapshot and its revision, or ``None``."""
+        document = await self.store.load(run_id)
+        if document is None:
+            return None
+        self._created[run_id] = document.created_at
+        raw = document.data.get(_KEY)
+        if not document.agent.startswith(WORKFLOW_AGENT_PREFIX) or not isinstance(raw, dict):
+            raise SessionFlowInvariant(f"session {run_id!r} is not a workflow run", operation="load",
+                                       session_id=run_id)
+        return WorkflowSnapshot.model_validate(raw), document.revision

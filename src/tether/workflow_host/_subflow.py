@@ -1,0 +1,147 @@
+"""Inline sub-flows: a ``sub-flow`` node runs another workflow as a transient child run.
+
+- The child is resolved by id through the parent's resolver; ``passContext`` merges the parent
+  run input (the keys the child declares) ahead of the node's bindings.
+- Ancestry is tracked in memory: a workflow already in the chain is a cycle and fails the node
+  naming it; more than :data:`MAX_SUBFLOW_DEPTH` nested workflows fail it too.
+- The child's gates and escalated checks are projected onto the parent node (``approval.kind =
+  "sub-flow"``, ``child_node``); deciding the parent's approval decides the child's, and the
+  child runs on. The child snapshot itself is never saved: a cold restart sends the parent node
+  back to admission and the child starts again from the durable parent boundary.
+- Child completion completes the parent node (the child's run output becomes its fields); any
+  other end fails it (or skips it when optional).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from tether.errors import TetherError, WorkflowOperationError
+from tether.workflow import NodeOutput, WorkflowSnapshot, ops
+from tether.workflow._contract import SubflowRun
+from tether.workflow._state import Approval
+
+if TYPE_CHECKING:
+    from tether.workflow_host._run import WorkflowRun
+
+__all__ = ["MAX_SUBFLOW_DEPTH", "SubflowHost"]
+
+MAX_SUBFLOW_DEPTH = 16
+"""The most workflows one chain of inline sub-flows may hold (the root included)."""
+
+
+class SubflowHost:
+    """The transient children of one parent run, by parent node id."""
+
+    def __init__(self, parent: WorkflowRun) -> None:
+        self.parent = parent
+        self.children: dict[str, tuple[int, WorkflowRun]] = {}
+
+    def drop_all(self) -> None:
+        """Forget every child (cancel, hydrate)."""
+        self.children.clear()
+
+    def _refusal(self, flow: str) -> str | None:
+        ancestry = self.parent.ancestry
+        if flow in ancestry:
+            return f"sub-flow cycle: {' -> '.join((*ancestry[ancestry.index(flow):], flow))}"
+        if len(ancestry) + 1 > MAX_SUBFLOW_DEPTH:
+            return f"sub-flow {flow!r} would nest deeper than {MAX_SUBFLOW_DEPTH} workflows"
+        return None
+
+    async def start(self, node_id: str) -> bool:
+        """Start the child of available node ``node_id``; ``False`` when it must wait for a binding."""
+        from tether.workflow_host._run import WorkflowRun
+
+        parent = self.parent
+        run = parent.graph.nodes[node_id].run
+        assert isinstance(run, SubflowRun)
+        error = self._refusal(run.flow)
+        child_graph = None
+        if error is None:
+            try:
+                child_graph = parent.resolve(run.flow)
+            except KeyError:
+                error = f"sub-flow {run.flow!r}: no such workflow"
+            except TetherError as exc:
+                error = f"sub-flow {run.flow!r} is invalid: {exc.message}"
+        if error is not None or child_graph is None:
+            await parent.apply(ops.fail_node(parent.graph, node_id, error or "sub-flow unavailable"))
+            return True
+        bindings = await parent.resolve_or_fail(node_id)
+        if bindings is None:
+            return parent.node(node_id).status != "available"
+        declared = child_graph.workflow.input
+        child_input: dict[str, Any] = (
+            {k: v for k, v in parent.snapshot.input.items() if k in declared} if run.pass_context else {}
+        )
+        child_input.update({name: binding.value for name, binding in bindings.items()})
+        try:
+            child = WorkflowRun(child_graph, executor=parent.executor, run_id=f"{parent.run_id}/{node_id}",
+                                input=child_input, autonomous=parent.snapshot.autonomous,
+                                workspace=parent.workspace, resolve=parent.resolver, budget=parent.budget,
+                                _ancestry=parent.ancestry)
+        except TetherError as exc:
+            await parent.apply(ops.fail_node(parent.graph, node_id, f"sub-flow {run.flow!r}: {exc.message}"))
+            return True
+        await parent.apply(ops.start_node(node_id))
+        self.children[node_id] = (parent.node(node_id).generation, child)
+        await self._advance(node_id)
+        return True
+
+    async def _advance(self, node_id: str) -> None:
+        parent = self.parent
+        generation, child = self.children[node_id]
+        await child.drain()
+        if parent.node(node_id).generation != generation or node_id not in self.children:
+            return  # stale: the parent was cancelled or hydrated meanwhile
+        snapshot = child.snapshot
+        flow = child.graph.id
+        if snapshot.status == "complete":
+            del self.children[node_id]
+            output = NodeOutput(fields=dict(snapshot.output or {}), summary=f"sub-flow {flow!r} complete")
+            await parent.apply(ops.complete_node(node_id, output, obtained_by="runtime", input_origins=None))
+            return
+        parked = next((n for n in child.graph.order if snapshot.nodes[n].status == "awaiting_approval"), None)
+        approval = snapshot.nodes[parked].approval if parked else None
+        if snapshot.status == "waiting" and parked is not None and approval is not None:
+            projected = Approval(kind="sub-flow", summary=approval.summary, schema=approval.schema_,
+                                 check=approval.check, child_node=parked, request=approval.request,
+                                 decision=approval.decision, feedback=approval.feedback)
+            await parent.apply(ops.park(node_id, projected))
+            return
+        del self.children[node_id]
+        await parent.apply(ops.fail_node(parent.graph, node_id, f"sub-flow {flow!r} {_ending(snapshot)}"))
+
+    async def forward_approval(self, node_id: str, decision: Literal["approved", "rejected"], *,
+                               feedback: str | None, decided_by: str | None, response: Any) -> WorkflowSnapshot:
+        """Decide the child's approval projected on ``node_id``, record it, and run the child on."""
+        parent = self.parent
+        entry = self.children.get(node_id)
+        state = parent.node(node_id)
+        if entry is None or state.approval is None or state.approval.child_node is None:
+            raise WorkflowOperationError(f"sub-flow node {node_id!r} has no live child (drain to restart it)",
+                                         code="no-live-child", node=node_id)
+        _, child = entry
+        await child.apply_approval(state.approval.child_node, decision, feedback=feedback, decided_by=decided_by,
+                                   response=response)
+        decided = state.approval.model_copy(update={"decision": decision, "feedback": feedback,
+                                                    "decided_by": decided_by, "response": response})
+
+        def record(snapshot: WorkflowSnapshot) -> None:
+            node = snapshot.nodes[node_id]
+            node.approvals.append(decided)
+            node.approval, node.status = decided, "running"
+        await parent.apply(record)
+        await self._advance(node_id)
+        return parent.snapshot
+
+
+def _ending(snapshot: WorkflowSnapshot) -> str:
+    failed = [(n, s.error) for n, s in snapshot.nodes.items() if s.status == "failed"]
+    if failed:
+        node, error = failed[0]
+        return f"failed at node {node!r}: {error}"
+    if snapshot.status == "waiting":
+        return "is waiting for agent work, which sub-flows cannot run yet (issue 12)"
+    return f"ended {snapshot.status} without completing"

@@ -1,0 +1,66 @@
+"""``tether workflow run/graph/schema`` and ``tether check`` on workflow files, in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from cli_helpers import EXAMPLES, ROOT, tether
+
+RELEASE = EXAMPLES / "release.yaml"
+RESUME = re.compile(r"resume with: --run (\S+)")
+
+
+def test_check_validates_workflow_files(tmp_path: Path) -> None:
+    done = tether("check", RELEASE)
+    assert done.code == 0 and done.out.strip() == "ok: workflow 'release' (6 node(s), 6 edge(s))"
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(RELEASE.read_text() + "whoops: 1\n")
+    done = tether("check", broken)
+    assert done.code == 1
+    assert done.out.splitlines() == ['<root>: Unrecognized key: "whoops"', "1 problem(s)"]
+
+
+def test_release_runs_with_no_api_key_parks_at_the_gate_and_resumes(tmp_path: Path) -> None:
+    db = tmp_path / "runs" / "t.db"
+    first = tether("workflow", "run", RELEASE, "--input", "version=2.0.0", "--db", db, "--workspace", tmp_path,
+                   stdin="q\n")
+    assert first.code == 0, first.err
+    assert re.search(r"sign\s+│ gate\s+│ awaiting_approval", first.out), first.out
+    found = RESUME.search(first.out)
+    assert found, first.out
+    second = tether("workflow", "run", RELEASE, "--run", found.group(1), "--db", db, "--workspace", tmp_path,
+                    stdin="a\nlooks good\n")
+    assert second.code == 0, second.err
+    assert f"run {found.group(1)} complete" in second.out
+    assert '"artifact": "release-2.0.0.tar.gz"' in second.out and '"decision": "approved"' in second.out
+
+
+def test_a_rejection_keeps_the_run_parked_and_the_router_prunes_by_tier(tmp_path: Path) -> None:
+    done = tether("workflow", "run", RELEASE, "--input", "tier=min", "--db", tmp_path / "t.db",
+                  "--workspace", tmp_path, stdin="r\nnot yet\n")
+    assert done.code == 0, done.err
+    assert re.search(r"smoke\s+│ check\s+│ skipped\s+│ branch not taken", done.out), done.out
+    assert "sign stays parked with the rejection" in done.out
+
+
+def test_bad_input_is_a_one_line_error(tmp_path: Path) -> None:
+    done = tether("workflow", "run", RELEASE, "--input", "nonsense", "--db", tmp_path / "t.db")
+    assert done.code == 2 and done.err.strip() == "error: --input takes name=value, got 'nonsense'"
+    done = tether("workflow", "run", RELEASE, "--input", "teir=min", "--db", tmp_path / "t.db")
+    assert done.code == 1 and "declares no input 'teir'" in done.err
+
+
+def test_graph_draws_edges_and_routes() -> None:
+    done = tether("workflow", "graph", RELEASE)
+    assert done.code == 0
+    lines = done.out.splitlines()
+    assert lines[0] == "flowchart TD" and '    n2{{"tier: Tier (router)"}}' in lines
+    assert "    n1 --> n2" in lines and "    n2 -. \"input.tier == 'max'\" .-> n3" in lines
+
+
+def test_schema_command_prints_the_published_schema() -> None:
+    done = tether("workflow", "schema")
+    assert done.code == 0
+    assert json.loads(done.out) == json.loads((ROOT / "schemas" / "workflow.v2.schema.json").read_text())
