@@ -16,6 +16,7 @@ from datetime import timedelta
 from tether.engine.collect import complete, merge_values, missing, pending
 from tether.engine.degrade import user_code
 from tether.engine.dispatch import reply_next
+from tether.engine.events import ErrorEvent
 from tether.engine.keys import message_key
 from tether.engine.runner import finish, resume
 from tether.engine.session import Run, WaitingOn
@@ -141,7 +142,19 @@ def _defer(ts: TurnState, run: Run, flow: Flow, node_id: str, error: ModelError)
         ts.outcome(run, code=code, status="deferred", kind="talk", node_id=node_id, detail=str(error), until=until)
         return
     ts.outcome(run, code=code, status="failed", kind="talk", node_id=node_id, detail=str(error))
+    _say_speak_failed(ts, run, flow, node_id, error)
     finish(ts, run, flow, "failed")
+
+
+def _say_speak_failed(ts: TurnState, run: Run, flow: Flow, node_id: str, error: ModelError) -> None:
+    """A speak failure no wait can fix ends the run (seed 003), loudly (DESIGN §9): an ``error``
+    event, the session's error log, and the agent's failure reply instead of silence."""
+    message = f"flow {flow.id!r}, node {node_id!r}: the reply could not be spoken: {error}"
+    ts.emit(ErrorEvent(run_id=run.id, flow=flow.id, at=ts.now, node=node_id, error=message))
+    ts.log("error", message, code=error.code, flow=flow.id, node=node_id, run=run.id)
+    if ts.options.silence is None:
+        ts.say(ts.agent.failure_reply, kind="verbatim", key=f"{ts.key(run, node_id)}:failure", run=run,
+               node_id=node_id)
 
 
 def bookkeeping(ts: TurnState) -> None:

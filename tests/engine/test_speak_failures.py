@@ -1,0 +1,39 @@
+"""A speak call that fails for good (a fatal provider error, or the retry ladder exhausted) ends the
+run, as seed 003 says, and says so: an error event, the session's error log and the agent's failure
+reply (DESIGN §9: a customer is never left without a word)."""
+
+from __future__ import annotations
+
+from tether import Agent, Flow, Message, on_message, reply
+from tether.engine.events import ErrorEvent
+from tether.errors import ModelError
+from tether.models.types import ModelRequest
+from tether.testing import FunctionModel
+
+confirm = reply("confirm", instructions="Confirm the booking.")
+AGENT = Agent(name="Booker", instructions="You book things.",
+              flows=[Flow("book", description="Book a table", start=confirm, nodes=[confirm], on=[on_message()])])
+
+
+def _failing(kind: str) -> FunctionModel:
+    def answer(request: ModelRequest) -> str:
+        raise ModelError(f"provider said no ({kind})", kind=kind)  # type: ignore[arg-type]
+
+    return FunctionModel(answer)
+
+
+async def test_a_fatal_speak_failure_ends_the_run_loudly() -> None:
+    result = await AGENT.with_model(_failing("auth")).turn(None, Message("book me a table", id="m1"))
+    assert [e.reason for e in result.ended] == ["failed"]
+    assert result.text == AGENT.failure_reply
+    errors = [e for e in result.events if isinstance(e, ErrorEvent)]
+    assert len(errors) == 1 and errors[0].flow == "book" and errors[0].node == "confirm"
+    assert "provider said no" in errors[0].error
+    (entry,) = result.session.error
+    assert entry.level == "error" and "confirm" in entry.message and "provider said no" in entry.message
+
+
+async def test_a_retryable_speak_failure_stays_quiet_and_retries() -> None:
+    result = await AGENT.with_model(_failing("overload")).turn(None, Message("book me a table", id="m1"))
+    assert result.ended == [] and result.text == ""
+    assert [w.key for w in result.schedule] and not result.session.error
