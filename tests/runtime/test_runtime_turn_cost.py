@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from runtime_helpers import SpyStore, relay_agent
 
-from tether import Agent, Flow, Message, on_message, reply, stay
+from tether import Agent, Flow, Message, end, on_message, reply, stay
 from tether.engine import events as events_module
 from tether.runtime import Runtime
 
@@ -54,3 +54,21 @@ async def test_a_long_lived_run_keeps_no_outcome_history_in_the_document(
     doc = await spy.load(session_id or "")
     assert doc is not None and len(doc.runs) == 1
     assert doc.runs[0].outcomes == []  # was the last 50 outcomes, rewritten by every save
+
+
+async def test_message_starts_keep_no_claims_and_a_repeated_message_still_starts_nothing(
+    make_runtime: Callable[..., Runtime], spy: SpyStore
+) -> None:
+    done = reply("done", response="Noted.", next=end("done"))
+    agent = Agent("Again", flows=[Flow("again", start=done, nodes=[done], on=[on_message(repeat="always")])])
+    runtime = make_runtime(agent)
+    session_id = None
+    for turn in range(60):  # a new run of the flow for every message
+        response = await runtime.run("Again", Message(f"message {turn}", id=f"m{turn}"), session_id=session_id)
+        assert response.success and response.result is not None and len(response.result.started) == 1
+        session_id = response.session
+    doc = await spy.load(session_id or "")
+    assert doc is not None and doc.claims == {}  # was one claim per start, the last 50 kept in the document
+    repeated = await runtime.run("Again", Message("message 59", id="m59"), session_id=session_id)
+    assert repeated.result is not None and repeated.result.started == []
+    assert "duplicate-input" in repeated.result.codes()

@@ -27,6 +27,10 @@ __all__ = ["HOP_LIMIT", "KEEP_CLAIMS", "chain", "start_run"]
 
 HOP_LIMIT = 5
 KEEP_CLAIMS = 50
+MESSAGE_KINDS = ("message", "mention")
+"""Triggers keyed by the turn's message: a ``repeat="always"`` start of theirs keeps no claim in
+the document. The key is the message id, which ingest already refuses to take twice
+(``session.inputs``), or ``<ms>-<seq>``, which no other message has."""
 TriggerKind = Literal["message", "mention", "silence", "event", "start", "flow"]
 
 OUTCOME_MESSAGES = {
@@ -78,9 +82,10 @@ def start_run(ts: TurnState, flow: Flow, *, kind: TriggerKind, key: str, input: 
     if f"{flow.id}:{anchor}" in active:
         skip(ts, flow.id, "already-running", anchor, key)
         return None
-    ts.session.claims[dedupe] = Claim(at=ts.now)
-    if repeat == "always":
-        _prune_always_claims(ts, flow.id, anchor)
+    if repeat != "always" or kind not in MESSAGE_KINDS:
+        ts.session.claims[dedupe] = Claim(at=ts.now)
+        if repeat == "always":
+            _prune_always_claims(ts, flow.id, anchor)
     if kind != "flow":
         for name in flow.clear_on_start:
             ts.session.data.pop(name, None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -33,6 +33,7 @@ __all__ = [
     "event_from_row",
     "event_rows",
     "message_rows",
+    "messages_from_rows",
     "parse_at",
     "utc",
 ]
@@ -44,6 +45,7 @@ ENDED_STATUSES = ("completed", "aborted")
 """Session statuses that ``prune`` may delete."""
 
 _EVENT = TypeAdapter(dict[str, Any])
+_MESSAGES = TypeAdapter(list[TranscriptMessage])
 
 
 def utc(at: datetime) -> datetime:
@@ -256,6 +258,11 @@ def event_rows(records: TurnRecords) -> list[tuple[str, datetime, str]]:
         return [(str(e["type"]), parse_at(e["at"]), _EVENT.dump_json(e).decode()) for e in records.events]
     except PydanticSerializationError as exc:
         raise StoreError(f"an event is not JSON-serializable: {exc}", operation="save") from exc
+
+
+def messages_from_rows(bodies: Iterable[str]) -> list[TranscriptMessage]:
+    """Transcript messages from their stored JSON, parsed and validated in one pass."""
+    return _MESSAGES.validate_json(f"[{','.join(bodies)}]")
 
 
 def message_rows(session_id: str, records: TurnRecords) -> list[tuple[int, str]]:

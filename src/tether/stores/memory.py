@@ -22,6 +22,7 @@ from tether.stores.base import (
     event_from_row,
     event_rows,
     message_rows,
+    messages_from_rows,
     utc,
 )
 from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
@@ -148,7 +149,7 @@ class MemoryStore(Store):
             bucket = self._records.get(session_id, _Records())
             start = bisect.bisect_right(bucket.order, after_seq)
             seqs = bucket.order[start:] if limit is None else bucket.order[start:start + limit]
-            return [TranscriptMessage.model_validate_json(bucket.messages[seq]) for seq in seqs]
+            return messages_from_rows(bucket.messages[seq] for seq in seqs)
 
     async def events(self, session_id: str, *, after: int = 0) -> builtins.list[StoredEvent]:
         async with self._lock:

@@ -22,7 +22,7 @@ from tether.errors import SessionConflict, SessionFlowMismatch, StoreError
 from tether.stores._postgres_io import insert_records, wake_from_row
 from tether.stores._postgres_lease import hold_postgres_lease
 from tether.stores._postgres_schema import migrate, quote_schema
-from tether.stores.base import ClockLike, Store, backend_errors, event_from_row, utc
+from tether.stores.base import ClockLike, Store, backend_errors, event_from_row, messages_from_rows, utc
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT
 from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
 
@@ -302,7 +302,7 @@ class PostgresStore(Store):
             "ORDER BY seq LIMIT %s",
             (session_id, after_seq, limit),
         )
-        return [TranscriptMessage.model_validate_json(r[0]) for r in rows]
+        return messages_from_rows(r[0] for r in rows)
 
     async def events(self, session_id: str, *, after: int = 0) -> builtins.list[StoredEvent]:
         rows = await self._fetchall(

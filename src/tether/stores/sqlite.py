@@ -26,7 +26,7 @@ from tether.errors import SessionConflict, SessionFlowMismatch, StoreError
 from tether.stores._sqlite_io import from_us, insert_records, to_us, wake_from_row
 from tether.stores._sqlite_lease import hold_sqlite_lease
 from tether.stores._sqlite_schema import migrate
-from tether.stores.base import ClockLike, Store, backend_errors, event_from_row, utc
+from tether.stores.base import ClockLike, Store, backend_errors, event_from_row, messages_from_rows, utc
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT
 from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
 
@@ -289,7 +289,7 @@ class SQLiteStore(Store):
             ).fetchall()
 
         rows = await self._call("transcript", session_id, op)
-        return [TranscriptMessage.model_validate_json(r[0]) for r in rows]
+        return messages_from_rows(r[0] for r in rows)
 
     async def events(self, session_id: str, *, after: int = 0) -> builtins.list[StoredEvent]:
         def op(conn: sqlite3.Connection) -> builtins.list[Any]:
