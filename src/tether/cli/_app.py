@@ -6,6 +6,7 @@ import typer
 
 from tether.cli._inspect import check, graph, load_or_exit
 from tether.cli._output import CliError, fail, stdout_console
+from tether.cli._serve import serve
 from tether.cli._sessions import DEFAULT_DB, sessions_app
 from tether.cli._workflow import workflow_app
 
@@ -15,6 +16,7 @@ app = typer.Typer(name="tether", help="Deterministic, durable LLM agents.", no_a
                   pretty_exceptions_enable=False)
 app.command()(check)
 app.command()(graph)
+app.command()(serve)
 app.add_typer(sessions_app)
 app.add_typer(workflow_app)
 

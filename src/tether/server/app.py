@@ -1,0 +1,176 @@
+"""``create_app``: the Starlette ASGI app of the HTTP API.
+
+Every ``/v1`` route resolves the caller's tenant first (401 without a valid key when keys are
+configured), and every error is JSON with a stable code: an ``ApiError`` keeps its status, an
+unknown route is 404 ``not-found``, a wrong method 405 ``method-not-allowed``, and anything else is
+logged and answered 500 ``internal-error`` (a 500 is a bug). The app's lifespan runs the wake
+scheduler and, when the app built the runtime, closes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from importlib.metadata import version as _version
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from tether.agent import Agent
+from tether.flow.mermaid import flow_to_mermaid
+from tether.runtime.runtime import Runtime
+from tether.runtime.scheduler import WakeScheduler
+from tether.server.auth import KeyRing, keys_from_env
+from tether.server.openapi import openapi_document
+from tether.server.problems import ApiError, error_response
+from tether.server.requests import DEFAULT_MAX_BODY
+from tether.server.sessions import SessionRoutes
+from tether.stores import Store
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("tether.server")
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def _guarded(keys: KeyRing, handler: Handler, *, public: bool = False) -> Handler:
+    """``handler`` with the tenant resolved (unless ``public``) and every error answered as JSON."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            if not public:
+                request.state.tenant = keys.tenant(request.headers.get("authorization"),
+                                                   request.headers.get("x-api-key"))
+            return await handler(request)
+        except ApiError as exc:
+            headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+            return error_response(exc, headers)
+        except Exception:
+            log.exception("%s %s failed", request.method, request.url.path)
+            return error_response(ApiError(500, "internal-error", "the server failed; this is a bug"))
+
+    return endpoint
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    code = {404: "not-found", 405: "method-not-allowed"}.get(exc.status_code, "http-error")
+    message = f"no route {request.method} {request.url.path}" if exc.status_code == 404 else str(exc.detail)
+    return error_response(ApiError(exc.status_code, code, message), dict(exc.headers or {}))
+
+
+def _agents_view(runtime: Runtime) -> dict[str, Any]:
+    return {"agents": [
+        {"id": agent.id, "name": agent.name,
+         "flows": [{"id": flow.id, "description": flow.description, "start": flow.start,
+                    "nodes": [node.id for node in flow.nodes], "mermaid": flow_to_mermaid(flow)}
+                   for flow in agent.flows]}
+        for agent in runtime.agents.values()]}
+
+
+def create_app(
+    runtime_or_agents: Runtime | Agent | Sequence[Agent] | Mapping[str, Agent],
+    *,
+    store: Store | None = None,
+    api_keys: Mapping[str, str] | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
+    scheduler: bool = True,
+    scheduler_interval: float = 1.0,
+    cors_origins: Sequence[str] = (),
+) -> Starlette:
+    """The ASGI app serving ``runtime_or_agents`` under ``/v1``.
+
+    Args:
+        runtime_or_agents: a ``Runtime``, or agents to build one over ``store`` (the app then
+            closes that runtime at shutdown).
+        store: the store of a runtime the app builds (default: the runtime's SQLite default).
+        api_keys: ``{key: tenant}``; default: ``TETHER_API_KEYS`` from the environment. With no
+            keys the API is open (every caller is the ``public`` tenant).
+        max_body: the request body limit in bytes (413 ``body-too-large`` past it).
+        scheduler: run the wake scheduler while the app is up.
+        scheduler_interval: seconds between its polls.
+        cors_origins: origins allowed by CORS; none (CORS off) by default.
+    """
+    owned = not isinstance(runtime_or_agents, Runtime)
+    if isinstance(runtime_or_agents, Runtime):
+        if store is not None:
+            raise ValueError("give store= only with agents, not with a Runtime (it has its own store)")
+        runtime = runtime_or_agents
+    else:
+        runtime = Runtime(runtime_or_agents, store=store)
+    keys = KeyRing(api_keys if api_keys is not None else keys_from_env())
+    wakes = WakeScheduler(runtime, interval=scheduler_interval)
+    routes = SessionRoutes(runtime, max_body=max_body)
+    document = openapi_document(_version("tether"))
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        problems: list[str] = []
+        try:
+            await runtime.store.list(limit=1)
+        except Exception as exc:
+            problems.append(f"store unreachable: {type(exc).__name__}")
+        if scheduler and not wakes.running:
+            problems.append("wake scheduler not running")
+        if problems:
+            raise ApiError(503, "not-ready", "; ".join(problems))
+        return JSONResponse({"status": "ready", "scheduler": scheduler})
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(document)
+
+    async def agents(request: Request) -> Response:
+        return JSONResponse(_agents_view(runtime))
+
+    session = "/v1/agents/{agent}/sessions/{session_id}"
+    table: list[tuple[str, Handler, list[str], bool]] = [
+        ("/healthz", healthz, ["GET"], True),
+        ("/readyz", readyz, ["GET"], True),
+        ("/openapi.json", openapi, ["GET"], True),
+        ("/v1/agents", agents, ["GET"], False),
+        ("/v1/agents/{agent}/sessions", routes.create, ["POST"], False),
+        ("/v1/agents/{agent}/sessions", routes.list, ["GET"], False),
+        (session, routes.state, ["GET"], False),
+        (session, routes.delete, ["DELETE"], False),
+        (session + "/messages", routes.message, ["POST"], False),
+        (session + "/transcript", routes.transcript, ["GET"], False),
+        (session + "/events", routes.events, ["GET"], False),
+        (session + "/events", routes.event, ["POST"], False),
+        (session + "/approvals/{approval_id}", routes.approval, ["POST"], False),
+        (session + "/signals/{name}", routes.signal, ["POST"], False),
+        (session + "/release", routes.release, ["POST"], False),
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if scheduler:
+            wakes.start()
+        try:
+            yield
+        finally:
+            await wakes.stop()
+            if owned:
+                await runtime.close()
+
+    middleware = [Middleware(CORSMiddleware, allow_origins=list(cors_origins), allow_methods=["*"],
+                             allow_headers=["*"])] if cors_origins else []
+    app = Starlette(
+        routes=[Route(path, _guarded(keys, handler, public=public), methods=methods)
+                for path, handler, methods, public in table],
+        exception_handlers={HTTPException: _http_error},
+        middleware=middleware,
+        lifespan=lifespan,
+    )
+    app.state.runtime = runtime
+    app.state.keys = keys
+    return app

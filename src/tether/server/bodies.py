@@ -1,0 +1,167 @@
+"""The request and response bodies of the HTTP API, as pydantic models (the OpenAPI document is
+built from their JSON schemas)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "AgentInfo",
+    "AgentList",
+    "ApprovalBody",
+    "Envelope",
+    "ErrorBody",
+    "EventBody",
+    "EventPage",
+    "FlowInfo",
+    "MessageBody",
+    "SessionCreated",
+    "SessionList",
+    "SessionState",
+    "SignalBody",
+    "StartBody",
+    "TranscriptPage",
+]
+
+_STRICT = ConfigDict(extra="forbid")
+
+
+class StartBody(BaseModel):
+    """``POST /v1/agents/{agent}/sessions``: optionally start flow ``flow`` with ``input``."""
+
+    model_config = _STRICT
+
+    flow: str | None = Field(default=None, description="a flow to start by hand (a Start input)")
+    input: Any = Field(default=None, description="the start input handed to the flow")
+    key: str = Field(default="", description="keys the started run (idempotency)")
+
+
+class MessageBody(BaseModel):
+    """``POST .../messages``: the customer's text. ``id`` (or the ``Idempotency-Key`` header) is the
+    client message id: the same id again returns the first answer."""
+
+    model_config = _STRICT
+
+    text: str
+    id: str | None = Field(default=None, max_length=200)
+
+
+class EventBody(BaseModel):
+    """``POST .../events``: the host reports event ``name`` (``key`` deduplicates)."""
+
+    model_config = _STRICT
+
+    name: str = Field(min_length=1)
+    payload: Any = None
+    key: str = ""
+
+
+class ApprovalBody(BaseModel):
+    """``POST .../approvals/{approval_id}``: a human's decision."""
+
+    model_config = _STRICT
+
+    decision: Literal["approved", "rejected"] | bool
+    feedback: str | None = None
+    decided_by: str | None = None
+
+
+class SignalBody(BaseModel):
+    """``POST .../signals/{name}``: deliver a signal (``id`` deduplicates deliveries)."""
+
+    model_config = _STRICT
+
+    payload: Any = None
+    id: str | None = None
+
+
+class Envelope(BaseModel):
+    """The seed 004 response envelope."""
+
+    success: bool
+    completed: bool
+    message: str
+    session: str
+    content_type: str = "text/plain"
+    code: str | None = None
+
+
+class ErrorBody(BaseModel):
+    """Every error answer."""
+
+    success: Literal[False] = False
+    code: str
+    message: str
+    details: Any = None
+
+
+class FlowInfo(BaseModel):
+    """A flow of an agent with its mermaid graph."""
+
+    id: str
+    description: str
+    start: str
+    nodes: list[str]
+    mermaid: str
+
+
+class AgentInfo(BaseModel):
+    """A registered agent."""
+
+    id: str
+    name: str
+    flows: list[FlowInfo]
+
+
+class AgentList(BaseModel):
+    """``GET /v1/agents``."""
+
+    agents: list[AgentInfo]
+
+
+class SessionCreated(BaseModel):
+    """``POST /v1/agents/{agent}/sessions``: the new session, and the start turn's envelope if any."""
+
+    session: str
+    agent: str
+    status: str
+    reply: Envelope | None = None
+
+
+class SessionState(BaseModel):
+    """``GET .../{id}``: the session document's state (without its transcript window), its runs and
+    the approvals its runs wait on."""
+
+    id: str
+    agent: str
+    tenant: str
+    status: str
+    revision: int
+    created_at: str
+    saved_at: str | None
+    data: dict[str, Any]
+    runs: list[dict[str, Any]]
+    pending_approvals: list[dict[str, Any]]
+    waiting: list[dict[str, Any]]
+
+
+class SessionList(BaseModel):
+    """``GET /v1/agents/{agent}/sessions``: the caller's sessions, newest first."""
+
+    sessions: list[dict[str, Any]]
+
+
+class TranscriptPage(BaseModel):
+    """``GET .../transcript?after=SEQ&limit=N``; ``next`` is the ``after`` of the next page."""
+
+    messages: list[dict[str, Any]]
+    next: int | None
+
+
+class EventPage(BaseModel):
+    """``GET .../events?after=SEQ&limit=N``; ``next`` is the ``after`` of the next page."""
+
+    events: list[dict[str, Any]]
+    next: int | None

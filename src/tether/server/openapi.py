@@ -1,0 +1,87 @@
+"""The OpenAPI 3.1 document of the HTTP API, assembled from the pydantic body models."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from tether.server import bodies
+
+__all__ = ["ROUTES", "openapi_document"]
+
+_S = "/v1/agents/{agent}/sessions/{session_id}"
+
+ROUTES: list[tuple[str, str, str, type[BaseModel] | None, type[BaseModel] | None, int]] = [
+    # (method, path, summary, request body, response body, success status)
+    ("get", "/healthz", "The process is up", None, None, 200),
+    ("get", "/readyz", "The store is reachable and the wake scheduler alive", None, None, 200),
+    ("get", "/v1/agents", "The agents, their flows and mermaid graphs", None, bodies.AgentList, 200),
+    ("get", "/v1/agents/{agent}/sessions", "The caller's sessions of an agent", None, bodies.SessionList, 200),
+    ("post", "/v1/agents/{agent}/sessions", "Start a session (optionally a flow)", bodies.StartBody,
+     bodies.SessionCreated, 201),
+    ("get", _S, "Session state, runs and pending approvals", None, bodies.SessionState, 200),
+    ("delete", _S, "Delete a session and its records", None, None, 204),
+    ("post", _S + "/messages", "Send a message; the seed 004 envelope (SSE with Accept: text/event-stream)",
+     bodies.MessageBody, bodies.Envelope, 200),
+    ("get", _S + "/transcript", "The transcript, paged (after, limit)", None, bodies.TranscriptPage, 200),
+    ("get", _S + "/events", "The event records, paged (after, limit)", None, bodies.EventPage, 200),
+    ("post", _S + "/events", "Report a host event", bodies.EventBody, bodies.Envelope, 200),
+    ("post", _S + "/approvals/{approval_id}", "Decide a pending approval", bodies.ApprovalBody, bodies.Envelope, 200),
+    ("post", _S + "/signals/{name}", "Deliver a signal", bodies.SignalBody, bodies.Envelope, 200),
+    ("post", _S + "/release", "Give a handed-off session back to the bot", None, None, 200),
+]
+
+_ERRORS = {"401": "no or bad API key", "403": "another tenant's session", "404": "unknown agent, session or route",
+           "413": "body too large", "422": "invalid body or query"}
+
+
+def _ref(model: type[BaseModel], schemas: dict[str, Any]) -> dict[str, str]:
+    schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+    for name, sub in schema.pop("$defs", {}).items():
+        schemas[name] = sub
+    schemas[model.__name__] = schema
+    return {"$ref": f"#/components/schemas/{model.__name__}"}
+
+
+def _parameters(path: str) -> list[dict[str, Any]]:
+    names = [part[1:-1] for part in path.split("/") if part.startswith("{")]
+    params: list[dict[str, Any]] = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
+                                    for n in names]
+    if path.endswith(("/transcript", "/events")) or path.endswith("/sessions"):
+        params += [{"name": n, "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0}}
+                   for n in (("limit",) if path.endswith("/sessions") else ("after", "limit"))]
+    if path.endswith("/messages"):
+        params.append({"name": "Idempotency-Key", "in": "header", "required": False, "schema": {"type": "string"}})
+    return params
+
+
+def openapi_document(version: str) -> dict[str, Any]:
+    """The OpenAPI document describing every route."""
+    schemas: dict[str, Any] = {}
+    error = _ref(bodies.ErrorBody, schemas)
+    paths: dict[str, dict[str, Any]] = {}
+    for method, path, summary, request, response, status in ROUTES:
+        responses: dict[str, Any] = {str(status): {"description": "OK"}}
+        if response is not None:
+            responses[str(status)]["content"] = {"application/json": {"schema": _ref(response, schemas)}}
+        if path.startswith("/v1"):
+            responses.update({code: {"description": text, "content": {"application/json": {"schema": error}}}
+                              for code, text in _ERRORS.items()})
+        operation: dict[str, Any] = {"summary": summary, "operationId": f"{method}_{path}", "responses": responses}
+        parameters = _parameters(path)
+        if parameters:
+            operation["parameters"] = parameters
+        if request is not None:
+            optional = request in (bodies.StartBody, bodies.SignalBody)  # an empty body is the defaults
+            operation["requestBody"] = {"required": not optional,
+                                        "content": {"application/json": {"schema": _ref(request, schemas)}}}
+        paths.setdefault(path, {})[method] = operation
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "tether", "version": version},
+        "paths": paths,
+        "components": {"schemas": schemas,
+                       "securitySchemes": {"apiKey": {"type": "http", "scheme": "bearer"}}},
+        "security": [{"apiKey": []}],
+    }

@@ -1,0 +1,64 @@
+"""Reading requests: the body under a size limit, parsed into a pydantic model, and query integers."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+
+from tether.server.problems import ApiError
+
+__all__ = ["DEFAULT_MAX_BODY", "query_int", "read_body"]
+
+DEFAULT_MAX_BODY = 1_000_000
+"""The default request body limit in bytes."""
+
+M = TypeVar("M", bound=BaseModel)
+
+
+async def read_body(request: Request, model: type[M], *, limit: int, optional: bool = False) -> M:
+    """The JSON body as ``model``: 413 ``body-too-large`` past ``limit`` bytes (checked while it
+    streams in), 400 ``invalid-json``, 422 ``invalid-body`` naming each bad field. An empty body is
+    ``model()`` when ``optional``."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise ApiError(413, "body-too-large", f"the request body is over {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ApiError(413, "body-too-large", f"the request body is over {limit} bytes")
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    if not raw.strip():
+        if optional:
+            return model()
+        raise ApiError(422, "invalid-body", "a JSON body is required")
+    try:
+        value: Any = json.loads(raw)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ApiError(400, "invalid-json", f"the body is not valid JSON: {exc}") from None
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        problems = [{"field": ".".join(str(p) for p in err["loc"]) or "(body)", "problem": err["msg"]}
+                    for err in exc.errors(include_url=False, include_input=False)]
+        where = ", ".join(f"{p['field']}: {p['problem']}" for p in problems)
+        raise ApiError(422, "invalid-body", f"invalid body: {where}", details=problems) from None
+
+
+def query_int(request: Request, name: str, default: int, *, low: int = 0, high: int = 1_000_000) -> int:
+    """The integer query parameter ``name`` in ``[low, high]``; 422 ``invalid-query`` otherwise."""
+    text = request.query_params.get(name)
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise ApiError(422, "invalid-query", f"query parameter {name!r} must be an integer") from None
+    if not low <= value <= high:
+        raise ApiError(422, "invalid-query", f"query parameter {name!r} must be between {low} and {high}")
+    return value

@@ -1,0 +1,186 @@
+"""The session routes: create, message, read, transcript, events, delete and the host operations
+(events, approvals, signals, release). Every route scopes the session to the caller's tenant."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from tether.agent import Agent
+from tether.engine.inputs import Event, Message, Start
+from tether.engine.session import Session
+from tether.runtime.envelope import RunResponse
+from tether.runtime.runtime import Runtime
+from tether.runtime.window import detach_window
+from tether.server.bodies import ApprovalBody, EventBody, MessageBody, SignalBody, StartBody
+from tether.server.problems import ApiError
+from tether.server.requests import query_int, read_body
+from tether.server.sse import stream_turn, wants_stream
+from tether.server.views import envelope, event_view, message_view, session_state, tenant_of
+
+__all__ = ["SessionRoutes", "status_of"]
+
+_STATUS = {
+    "invalid-input": 422,
+    "invalid-request": 422,
+    "SESSION_CONFLICT": 409,
+    "SESSION_FLOW_MISMATCH": 409,
+    "SESSION_STORE_ERROR": 503,
+    "model-configuration": 503,
+}
+
+
+def status_of(response: RunResponse) -> int:
+    """The HTTP status of an envelope: 200 on success; a failure by its code (a provider failure is
+    502, an unexpected turn failure, which aborted the session, is 500)."""
+    if response.success:
+        return 200
+    code = response.code or ""
+    if code in _STATUS:
+        return _STATUS[code]
+    return 502 if code.startswith("model-") else 500
+
+
+def answer(response: RunResponse) -> JSONResponse:
+    """The envelope as a JSON response with its status."""
+    return JSONResponse(envelope(response), status_code=status_of(response))
+
+
+class SessionRoutes:
+    """The handlers, bound to one runtime; ``tenant`` is set on ``request.state`` by the app."""
+
+    def __init__(self, runtime: Runtime, *, max_body: int) -> None:
+        self.runtime = runtime
+        self.max_body = max_body
+
+    def _agent(self, request: Request) -> Agent:
+        agent_id = request.path_params["agent"]
+        agent = self.runtime.agents.get(agent_id)
+        if agent is None:
+            raise ApiError(404, "agent-not-found", f"no agent {agent_id!r} is served here")
+        return agent
+
+    async def _session(self, request: Request) -> tuple[Agent, Session]:
+        """The agent and the stored session of the path, owned by the caller's tenant."""
+        agent = self._agent(request)
+        session_id = request.path_params["session_id"]
+        doc = await self.runtime.store.load(session_id)
+        if doc is None or doc.agent != agent.id:
+            raise ApiError(404, "session-not-found", f"agent {agent.id!r} has no session {session_id!r}")
+        if tenant_of(doc) != request.state.tenant:
+            raise ApiError(403, "forbidden", f"session {session_id!r} belongs to another tenant")
+        return agent, doc
+
+    async def create(self, request: Request) -> Response:
+        """``POST /v1/agents/{agent}/sessions``: a new session of the caller's tenant; with ``flow``
+        the flow is started at once and its reply is in ``reply``."""
+        agent = self._agent(request)
+        body = await read_body(request, StartBody, limit=self.max_body, optional=True)
+        if body.flow is not None and body.flow not in agent.flows_by_id:
+            raise ApiError(422, "invalid-body", f"flow: agent {agent.id!r} has no flow {body.flow!r}")
+        runtime = self.runtime
+        doc = Session(id=runtime.ids.new_id(), agent=agent.id, created_at=runtime.clock.now(),
+                      metadata={"config": {"tenant": request.state.tenant}})
+        await runtime.store.create(detach_window(doc))
+        result: dict[str, Any] = {"session": doc.id, "agent": agent.id, "status": doc.status, "reply": None}
+        if body.flow is not None:
+            response = await runtime.run(agent.id, start=Start(body.flow, body.input, body.key), session_id=doc.id,
+                                         config={"tenant": request.state.tenant})
+            result["reply"] = envelope(response)
+            result["session"] = response.session or doc.id
+        return JSONResponse(result, status_code=201)
+
+    async def list(self, request: Request) -> Response:
+        """``GET /v1/agents/{agent}/sessions``: the caller's sessions of the agent, newest first."""
+        agent = self._agent(request)
+        limit = query_int(request, "limit", 50, low=1, high=500)
+        status = request.query_params.get("status")
+        rows: list[dict[str, Any]] = []
+        for summary in await self.runtime.store.list(agent=agent.id, status=status, limit=limit * 4):
+            doc = await self.runtime.store.load(summary.id)
+            if doc is not None and tenant_of(doc) == request.state.tenant:
+                rows.append(summary.model_dump(mode="json"))
+            if len(rows) >= limit:
+                break
+        return JSONResponse({"sessions": rows})
+
+    async def message(self, request: Request) -> Response:
+        """``POST .../messages``: one turn; the envelope (or an SSE stream of it)."""
+        agent, doc = await self._session(request)
+        body = await read_body(request, MessageBody, limit=self.max_body)
+        header = request.headers.get("idempotency-key")
+        if header is not None and body.id is not None and header != body.id:
+            raise ApiError(422, "invalid-body", "id: differs from the Idempotency-Key header")
+        message = Message(body.text, id=header or body.id)
+        config = {"tenant": request.state.tenant}
+        if wants_stream(request):
+            return stream_turn(self.runtime, agent.id, doc.id, message, config)
+        return answer(await self.runtime.run(agent.id, message, session_id=doc.id, config=config))
+
+    async def state(self, request: Request) -> Response:
+        """``GET .../{id}``: status, data, runs, what they wait on and the pending approvals."""
+        _, doc = await self._session(request)
+        approvals = await self.runtime.pending_approvals(doc.id)
+        return JSONResponse(session_state(doc, approvals))
+
+    async def transcript(self, request: Request) -> Response:
+        """``GET .../transcript?after=SEQ&limit=N``."""
+        _, doc = await self._session(request)
+        after = query_int(request, "after", 0)
+        limit = query_int(request, "limit", 100, low=1, high=1000)
+        messages = await self.runtime.store.transcript(doc.id, after_seq=after, limit=limit + 1)
+        more = len(messages) > limit
+        messages = messages[:limit]
+        return JSONResponse({"messages": [message_view(m) for m in messages],
+                             "next": messages[-1].seq if more else None})
+
+    async def events(self, request: Request) -> Response:
+        """``GET .../events?after=SEQ&limit=N``."""
+        _, doc = await self._session(request)
+        after = query_int(request, "after", 0)
+        limit = query_int(request, "limit", 100, low=1, high=1000)
+        found = await self.runtime.store.events(doc.id, after=after)
+        page = found[:limit]
+        return JSONResponse({"events": [event_view(e) for e in page],
+                             "next": page[-1].seq if len(found) > limit else None})
+
+    async def delete(self, request: Request) -> Response:
+        """``DELETE .../{id}``: the session and all its records, under the session's lock and lease."""
+        _, doc = await self._session(request)
+        await self.runtime.delete(doc.id)
+        return Response(status_code=204)
+
+    async def event(self, request: Request) -> Response:
+        """``POST .../events``: the host reports an event; the turn's envelope."""
+        agent, doc = await self._session(request)
+        body = await read_body(request, EventBody, limit=self.max_body)
+        response = await self.runtime.run(agent.id, event=Event(body.name, body.payload, body.key),
+                                          session_id=doc.id, config={"tenant": request.state.tenant})
+        return answer(response)
+
+    async def approval(self, request: Request) -> Response:
+        """``POST .../approvals/{approval_id}``: decide a pending approval; the turn's envelope."""
+        _, doc = await self._session(request)
+        body = await read_body(request, ApprovalBody, limit=self.max_body)
+        approval_id = request.path_params["approval_id"]
+        pending = {entry.key for entry in await self.runtime.pending_approvals(doc.id)}
+        if approval_id not in pending:
+            raise ApiError(404, "approval-not-found", f"session {doc.id!r} waits on no approval {approval_id!r}")
+        response = await self.runtime.approve(doc.id, approval_id, body.decision, feedback=body.feedback,
+                                              decided_by=body.decided_by)
+        return answer(response)
+
+    async def signal(self, request: Request) -> Response:
+        """``POST .../signals/{name}``: deliver a signal; the turn's envelope."""
+        _, doc = await self._session(request)
+        body = await read_body(request, SignalBody, limit=self.max_body, optional=True)
+        response = await self.runtime.signal(doc.id, request.path_params["name"], body.payload, signal_id=body.id)
+        return answer(response)
+
+    async def release(self, request: Request) -> Response:
+        """``POST .../release``: give a handed-off session back to the bot."""
+        _, doc = await self._session(request)
+        stored = await self.runtime.release(doc.id)
+        return JSONResponse({"session": doc.id, "status": stored.status if stored is not None else "deleted"})

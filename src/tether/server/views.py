@@ -1,0 +1,61 @@
+"""JSON views of what the store holds: session state, transcript messages, events, journal entries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tether.engine.session import Session, TranscriptMessage
+from tether.runtime.envelope import RunResponse
+from tether.server.auth import OPEN_TENANT
+from tether.stores.records import JournalEntry, StoredEvent
+
+__all__ = ["envelope", "event_view", "message_view", "session_state", "tenant_of"]
+
+
+def tenant_of(session: Session) -> str:
+    """The tenant a session belongs to (``metadata.config.tenant``; ``public`` when none)."""
+    config = session.metadata.get("config")
+    tenant = config.get("tenant") if isinstance(config, dict) else None
+    return tenant if isinstance(tenant, str) and tenant else OPEN_TENANT
+
+
+def envelope(response: RunResponse) -> dict[str, Any]:
+    """The seed 004 envelope as JSON."""
+    return response.model_dump(mode="json")
+
+
+def message_view(message: TranscriptMessage) -> dict[str, Any]:
+    """A transcript message as JSON."""
+    return message.model_dump(mode="json", exclude_none=True)
+
+
+def event_view(event: StoredEvent) -> dict[str, Any]:
+    """An event record as JSON."""
+    return event.model_dump(mode="json")
+
+
+def _approval_view(entry: JournalEntry) -> dict[str, Any]:
+    view = entry.model_dump(mode="json", exclude_none=True)
+    view["approval_id"] = entry.key
+    return view
+
+
+def session_state(session: Session, approvals: list[JournalEntry]) -> dict[str, Any]:
+    """``GET .../{id}``: the document without its transcript window, plus pending approvals and what
+    each run waits on."""
+    runs = [run.model_dump(mode="json", exclude_none=True) for run in session.runs]
+    waiting = [{"run": run.id, "flow": run.flow, **run.waiting.model_dump(mode="json", exclude_none=True)}
+               for run in session.runs if run.waiting is not None]
+    return {
+        "id": session.id,
+        "agent": session.agent,
+        "tenant": tenant_of(session),
+        "status": session.status,
+        "revision": session.revision,
+        "created_at": session.created_at.isoformat(),
+        "saved_at": session.saved_at.isoformat() if session.saved_at is not None else None,
+        "data": session.model_dump(mode="json")["data"],
+        "runs": runs,
+        "pending_approvals": [_approval_view(entry) for entry in approvals],
+        "waiting": waiting,
+    }

@@ -1,0 +1,47 @@
+"""Fixtures for the server tests: an app over a real SQLite store, driven through httpx's ASGI
+transport (no socket), with two tenants' keys."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+from server_agents import echo_agent, refund_agent
+from server_client import KEYS, app_client
+
+from tether.runtime import Runtime
+from tether.server import create_app
+from tether.stores import SQLiteStore
+from tether.testing import FakeClock
+
+
+@pytest.fixture
+def refunds() -> list[int]:
+    return []
+
+
+@pytest.fixture
+async def runtime(tmp_path: Path, refunds: list[int]) -> AsyncIterator[Runtime]:
+    clock = FakeClock("2026-01-05T09:00:00Z")
+    runtime = Runtime([echo_agent(), refund_agent(refunds)], store=SQLiteStore(tmp_path / "t.db", clock=clock),
+                      clock=clock)
+    try:
+        yield runtime
+    finally:
+        await runtime.close()
+
+
+@pytest.fixture
+async def client(runtime: Runtime) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of an app with the two tenants' keys (no default auth header)."""
+    async for c in app_client(create_app(runtime, api_keys=KEYS, max_body=10_000)):
+        yield c
+
+
+@pytest.fixture
+async def open_client(runtime: Runtime) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of an app with no keys (open)."""
+    async for c in app_client(create_app(runtime, api_keys={})):
+        yield c

@@ -1,0 +1,53 @@
+"""Agents for the server tests: deterministic (no model), each exercising one host operation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tether import Agent, Flow, action, end, escalate, goto, on_event, on_message, reply
+
+
+def echo_agent() -> Agent:
+    """Answers every message ``reply N: TEXT`` (N counts the messages this agent object answered),
+    so a retried message that ran twice would show a second number; ``human`` hands the conversation to a person."""
+
+    turns: list[str] = []
+
+    @action("count")
+    async def count(state: dict[str, Any], ctx: Any) -> Any:
+        if ctx.message == "human":
+            return escalate("the customer asked for a person")
+        turns.append(ctx.message)
+        return goto("answer", data={"n": len(turns), "said": ctx.message})
+
+    answer = reply("answer", response=lambda state: f"reply {state['n']}: {state['said']}", next=end("answered"))
+    chat = Flow("chat", description="answers every message", start=count, nodes=[count, answer],
+                on=[on_message(repeat="always")])
+    noted = reply("noted", response=lambda state: "noted the CRM update", next=end("noted"))
+    crm = Flow("crm", description="acknowledges a CRM update", start=noted, nodes=[noted],
+               on=[on_event("crm-updated")])
+    return Agent("Echo", flows=[chat, crm])
+
+
+def refund_agent(refunds: list[int]) -> Agent:
+    """``refund`` (started by hand) asks for an approval, refunds when approved; ``pay`` waits for
+    the ``paid`` signal."""
+
+    @action("ask")
+    async def ask(state: dict[str, Any], ctx: Any) -> Any:
+        decision = await ctx.approve("Refund 30?", payload={"amount": 30})
+        if decision.approved:
+            refunds.append(decision.payload["amount"])
+        return goto("done", data={"outcome": f"{decision.decision} by {decision.decided_by}"})
+
+    done = reply("done", response=lambda state: f"refund {state['outcome']}", next=end("done"))
+    refund = Flow("refund", start=ask, nodes=[ask, done])
+
+    @action("wait_payment")
+    async def wait_payment(state: dict[str, Any], ctx: Any) -> Any:
+        signal = await ctx.signal("paid", timeout="1h")
+        return goto("paid", data={"amount": None if signal.timed_out else signal.payload["amount"]})
+
+    paid = reply("paid", response=lambda state: f"payment of {state['amount']} received", next=end("paid"))
+    pay = Flow("pay", start=wait_payment, nodes=[wait_payment, paid], on=[on_message()])
+    return Agent("Refunder", flows=[refund, pay])

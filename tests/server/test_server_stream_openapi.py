@@ -1,0 +1,60 @@
+"""SSE replies, the OpenAPI document (it describes every route the app serves), and CORS."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+from server_client import ACME, KEYS, app_client
+from starlette.routing import Route
+
+from tether.runtime import Runtime
+from tether.server import create_app
+
+ECHO = "/v1/agents/Echo/sessions"
+
+
+def _frames(text: str) -> list[tuple[str, dict[str, object]]]:
+    frames = []
+    for block in text.strip().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines())
+        frames.append((fields["event"], json.loads(fields["data"])))
+    return frames
+
+
+async def test_a_message_with_accept_event_stream_streams_the_reply_and_events(client: httpx.AsyncClient) -> None:
+    sid = (await client.post(ECHO, headers=ACME)).json()["session"]
+    response = await client.post(f"{ECHO}/{sid}/messages", json={"text": "hi"},
+                                 headers={**ACME, "Accept": "text/event-stream"})
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+    frames = _frames(response.text)
+    kinds = [kind for kind, _ in frames]
+    assert kinds[0] == "delta" and frames[0][1] == {"text": "reply 1: hi"}
+    assert "event" in kinds and kinds[-1] == "envelope"
+    assert frames[-1][1]["message"] == "reply 1: hi" and frames[-1][1]["session"] == sid
+    assert all(isinstance(data.get("type"), str) for kind, data in frames if kind == "event")
+
+
+async def test_the_openapi_document_describes_every_route(client: httpx.AsyncClient) -> None:
+    document = (await client.get("/openapi.json")).json()
+    assert document["openapi"] == "3.1.0"
+    described = {(method.upper(), path) for path, ops in document["paths"].items() for method in ops}
+    app = client._transport.app  # type: ignore[attr-defined]
+    served = {(method, route.path) for route in app.routes if isinstance(route, Route)
+              for method in (route.methods or ()) if method != "HEAD"} - {("GET", "/openapi.json")}
+    assert described == served
+    message = document["paths"]["/v1/agents/{agent}/sessions/{session_id}/messages"]["post"]
+    schema_ref = message["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    assert document["components"]["schemas"][schema_ref.rsplit("/", 1)[1]]["required"] == ["text"]
+
+
+async def test_cors_is_off_by_default_and_on_for_named_origins(runtime: Runtime, tmp_path: Path) -> None:
+    preflight = {"Origin": "https://app.example", "Access-Control-Request-Method": "POST"}
+    async for closed in app_client(create_app(runtime, api_keys=KEYS, scheduler=False)):
+        response = await closed.options("/v1/agents", headers=preflight)
+        assert "access-control-allow-origin" not in response.headers
+    async for opened in app_client(create_app(runtime, api_keys=KEYS, scheduler=False,
+                                           cors_origins=["https://app.example"])):
+        response = await opened.options("/v1/agents", headers=preflight)
+        assert response.headers["access-control-allow-origin"] == "https://app.example"
