@@ -66,8 +66,9 @@ class Meter:
         text = store._docs[session_id]
         turn.doc_bytes.append(len(text.encode()))
         doc = Session.model_validate_json(text)
-        if doc.window_from is not None:  # the other design: the window inside the document
-            window = await store.transcript(session_id, after_seq=doc.window_from - 1)
+        window_from = getattr(doc, "window_from", None)  # None: the window is inline (or a tether before it)
+        if window_from is not None:  # the other design: the window inside the document
+            window = await store.transcript(session_id, after_seq=window_from - 1)
             doc = doc.model_copy(update={"messages": window, "window_from": None})
         self.inline_bytes = len(doc.model_dump_json(exclude_none=True).encode())
         if records is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,16 +153,18 @@ class Agent(AgentDefinition):
         return pending_wakes(self, session, options, self.clock)
 
     async def turn(self, session: Session | None, input: TurnInput | str, *, options: TurnOptions | None = None,
-                   session_id: str | None = None, **option_fields: Any) -> TurnResult:
+                   session_id: str | None = None, on_delta: Callable[[str], Awaitable[None]] | None = None,
+                   **option_fields: Any) -> TurnResult:
         """Run one turn. ``input`` is a Message (a plain string is a message), Wake, Event or Start;
         ``session`` is the previous turn's ``result.session`` (None starts a new session). The
-        session passed in is never mutated."""
+        session passed in is never mutated. ``on_delta`` receives the text said as it is produced
+        (the deltas :meth:`turn_stream` yields)."""
         if isinstance(input, str):
             input = Message(input)
         if options is None:
             options = TurnOptions(**option_fields)
         return await run_turn(self, session, input, options=options, clock=self.clock, ids=self.ids, models=self,
-                              session_id=session_id)
+                              session_id=session_id, on_delta=on_delta)
 
     async def turn_stream(self, session: Session | None, input: TurnInput | str, *,
                           options: TurnOptions | None = None, session_id: str | None = None,

@@ -168,3 +168,12 @@ async def test_a_model_pick_outside_the_choices_is_refused_by_the_sent_schema() 
     with pytest.raises(ModelError) as info:
         await agent.turn(first.session, Message("something in between"))
     assert info.value.kind == "invalid" and "'size'" in info.value.message
+
+
+def test_choices_for_an_enum_field_must_be_among_its_values() -> None:
+    node = collect("pick", fields=["size"], choices=["S", ("XL", "Extra large")])
+    with pytest.raises(FlowDefinitionError) as info:
+        Agent("Bot", fields={"size": Field("string", enum=("S", "M", "L"))}, flows=[Flow("f", nodes=[node])])
+    assert [(i.code, i.node, i.path) for i in info.value.issues] == [("invalid-option", "pick", "choices")]
+    assert "'XL'" in str(info.value)
+    Agent("Bot", fields={"size": Field("string", enum=("S", "XL"))}, flows=[Flow("f", nodes=[node])])

@@ -3,6 +3,7 @@ step that completes with them (a required list that is empty counts as missing).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -106,3 +107,26 @@ def test_a_misspelt_resolver_field_names_the_fields_the_node_gathers() -> None:
         make_agent(collect("order", fields=["toppings", "size"], resolvers=[whole_message("topings")]),
                    fields=ORDER_FIELDS)
     assert "unknown field 'topings' (fields: toppings, size)" in str(caught.value)
+
+
+async def test_the_understand_call_harvests_list_enum_and_date_fields() -> None:
+    from tether import Agent, Flow, on_message
+    from tether.testing import FakeClock, SequentialIds
+
+    def flow(name: str, phrase: str, collect: list[str]) -> Flow:
+        return Flow(name, name, nodes=[reply(f"{name}_talk", response=f"{name} here", next=end("done"))],
+                    collect=collect, on=[on_message(phrase)])
+
+    said = {"toppings": ["ham", "olives"], "size": "LARGE", "day": "2026-03-01"}
+    model = ScriptedModel(understand=[{"flows": {"pizza": 90, "track": 10}, "fields": said}])
+    agent = Agent("Ava", fields=ORDER_FIELDS, idle="silent",
+                  flows=[flow("pizza", "order a pizza", list(ORDER_FIELDS)), flow("track", "track an order", [])])
+    agent = agent.with_model(model).with_clock(FakeClock(), SequentialIds("s"))
+    result = await agent.turn(None, "a large pizza with ham and olives for March 1")
+    assert result.session is not None
+    assert result.session.data == {"toppings": ["ham", "olives"], "size": "large", "day": "2026-03-01"}
+    (call,) = model.calls
+    assert call.request.response_format is not None
+    sent = json.dumps(call.request.response_format.schema)  # the wire schemas the model was given
+    assert '"type": ["array", "null"], "items": {"type": "string"}' in sent
+    assert '{"enum": ["small", "large", null]}' in sent and '"format": "date"' in sent

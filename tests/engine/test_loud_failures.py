@@ -332,3 +332,20 @@ async def test_the_failure_reply_reaches_turn_stream_consumers_as_deltas() -> No
     assert "".join(c.delta for c in chunks if not c.done) == DEFAULT_FAILURE_REPLY
     final = chunks[-1].result
     assert final is not None and final.text == DEFAULT_FAILURE_REPLY
+
+
+async def test_an_action_that_declares_uses_may_call_only_those_tools() -> None:
+    @tool
+    def refund(size: str) -> str:
+        """Refund."""
+        return size
+
+    async def order(state: dict[str, Any], ctx: Any) -> None:
+        await ctx.tool("refund", size="large")  # registered on the agent, but not declared
+
+    flow = Flow("pizza", nodes=[action("order", order, uses=["place_order"]), reply("ok", response="Placed!",
+                                                                                  next=end())], on=[on_message()])
+    agent = Agent("P", flows=[flow], tools=[place_order, refund], idle="silent")
+    result = await agent.turn(None, Message("pizza"))
+    assert result.text == DEFAULT_FAILURE_REPLY
+    assert "tool 'refund' is not in the action's uses (place_order)" in result.session.error[0].message

@@ -163,3 +163,31 @@ def test_a_malformed_agent_field_is_refused_when_the_agent_is_built(declared: An
         Agent("Bot", fields={"name": declared})
     assert [(i.code, i.path) for i in info.value.issues] == [("invalid-field", "fields.name")]
     assert words in str(info.value)
+
+
+@pytest.mark.parametrize(("build", "path"), [
+    (lambda: collect("c", schema=42), "nodes.0.schema"),  # type: ignore[arg-type]
+    (lambda: collect("c", fields="name"), "fields"),
+    (lambda: collect("c", schema=Yes, resolvers=[42]), "nodes.0.resolvers"),
+    (lambda: decide("d", schema=42, decide=lambda d, s: None), "nodes.0.schema"),  # type: ignore[arg-type]
+    (lambda: reply("r", response=42), "nodes.0.response"),  # type: ignore[arg-type]
+    (lambda: reply("r", instructions="x", tools="lookup"), "tools"),
+    (lambda: reply("r", response="x", output_schema=42), "nodes.0.output_schema"),  # type: ignore[arg-type]
+    (lambda: reply("r", response="x", verify=42), "nodes.0.verify"),  # type: ignore[arg-type]
+    (lambda: action("a", 42), "nodes.0.run"),  # type: ignore[call-overload]
+])
+def test_options_of_the_wrong_type_are_refused_when_defined(build: Any, path: str) -> None:
+    with pytest.raises(FlowDefinitionError) as info:
+        Flow("f", nodes=[build()])
+    assert [(i.code, i.path) for i in info.value.issues] == [("invalid-option", path)]
+
+
+def test_nodes_that_are_not_a_list_and_agents_given_non_flows_are_refused_with_codes() -> None:
+    from tether import Agent
+
+    with pytest.raises(FlowDefinitionError) as info:
+        Flow("f", nodes=None)  # type: ignore[arg-type]
+    assert info.value.code == "invalid-node"
+    with pytest.raises(FlowDefinitionError) as info:
+        Agent("Bot", flows=[42], tools=[42])  # type: ignore[list-item]
+    assert [i.code for i in info.value.issues] == ["invalid-flow", "invalid-tool"]

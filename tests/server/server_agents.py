@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 from tether import Agent, Flow, action, end, escalate, goto, on_event, on_message, reply
+from tether.models.types import ModelRequest, StreamChunk
+from tether.testing import ScriptedModel
 
 
 def echo_agent() -> Agent:
@@ -51,3 +54,20 @@ def refund_agent(refunds: list[int]) -> Agent:
     paid = reply("paid", response=lambda state: f"payment of {state['amount']} received", next=end("paid"))
     pay = Flow("pay", start=wait_payment, nodes=[wait_payment, paid], on=[on_message()])
     return Agent("Refunder", flows=[refund, pay])
+
+
+class ChunkedModel(ScriptedModel):
+    """Streams each scripted reply's text in pieces of five characters."""
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
+        response = await self.complete(request)
+        for i in range(0, len(response.text), 5):
+            yield StreamChunk(delta=response.text[i:i + 5])
+        yield StreamChunk(done=True, response=response)
+
+
+def talker_agent(*replies: str) -> Agent:
+    """Speaks every reply with a model that streams it in small pieces."""
+    talk = reply("talk", instructions="Chat.")
+    flow = Flow("talk", start=talk, nodes=[talk], on=[on_message(repeat="always")])
+    return Agent("Talker", flows=[flow]).with_model(ChunkedModel(speak=list(replies)))

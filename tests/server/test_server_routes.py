@@ -6,9 +6,13 @@ from __future__ import annotations
 from urllib.parse import quote
 
 import httpx
-from server_client import ACME
+from server_agents import echo_agent
+from server_client import ACME, KEYS, app_client
 
+from tether.engine.session import Session
 from tether.runtime import Runtime
+from tether.server import create_app
+from tether.stores import MemoryStore
 
 ECHO = "/v1/agents/Echo/sessions"
 
@@ -144,3 +148,17 @@ async def test_bad_requests_are_json_with_a_stable_code(client: httpx.AsyncClien
         assert (response.status_code, response.json()["code"]) == (status, code), response.text
     missing_field = await client.post(url, json={"txt": "x"}, headers=ACME)
     assert missing_field.json()["details"][0]["field"] == "text"
+
+
+async def test_an_unexpected_failure_is_a_500_json_without_details() -> None:
+    class BrokenStore(MemoryStore):
+        async def load(self, session_id: str) -> Session | None:
+            raise RuntimeError("secret stack detail")
+
+    runtime = Runtime(echo_agent(), store=BrokenStore())
+    async for broken in app_client(create_app(runtime, api_keys=KEYS, scheduler=False)):
+        response = await broken.get(f"{ECHO}/s1", headers=ACME)
+        assert response.status_code == 500
+        assert response.json() == {"success": False, "code": "internal-error",
+                                   "message": "the server failed; this is a bug"}
+    await runtime.close()

@@ -6,11 +6,13 @@ import json
 from pathlib import Path
 
 import httpx
+from server_agents import talker_agent
 from server_client import ACME, KEYS, app_client
 from starlette.routing import Route
 
 from tether.runtime import Runtime
 from tether.server import create_app
+from tether.stores import SQLiteStore
 
 ECHO = "/v1/agents/Echo/sessions"
 
@@ -58,3 +60,23 @@ async def test_cors_is_off_by_default_and_on_for_named_origins(runtime: Runtime,
                                            cors_origins=["https://app.example"])):
         response = await opened.options("/v1/agents", headers=preflight)
         assert response.headers["access-control-allow-origin"] == "https://app.example"
+
+
+async def test_a_streamed_reply_arrives_in_token_deltas(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "talk.db")
+    runtime = Runtime(talker_agent("Hello there, my good friend!"), store=store)
+    async for talk in app_client(create_app(runtime, api_keys=KEYS, scheduler=False)):
+        sid = (await talk.post("/v1/agents/Talker/sessions", headers=ACME)).json()["session"]
+        response = await talk.post(f"/v1/agents/Talker/sessions/{sid}/messages", json={"text": "hi", "id": "m1"},
+                                   headers={**ACME, "Accept": "text/event-stream"})
+        frames = _frames(response.text)
+        deltas = [str(data["text"]) for kind, data in frames if kind == "delta"]
+        assert len(deltas) > 3 and "".join(deltas) == "Hello there, my good friend!"
+        assert frames[-1] == ("envelope", {"success": True, "completed": False, "session": sid, "code": None,
+                                           "message": "Hello there, my good friend!", "content_type": "text/plain"})
+        retried = _frames((await talk.post(f"/v1/agents/Talker/sessions/{sid}/messages",
+                                           json={"text": "hi", "id": "m1"},
+                                           headers={**ACME, "Accept": "text/event-stream"})).text)
+        assert [kind for kind, _ in retried if kind == "delta"] == []  # nothing ran again: no model call
+        assert retried[-1][1]["message"] == "Hello there, my good friend!"
+    await runtime.close()

@@ -8,7 +8,7 @@ import pytest
 from workflow_helpers import definition, fn, node
 
 from tether.errors import WorkflowExpressionError, WorkflowOperationError
-from tether.workflow import WorkflowSnapshot, load_workflow, mutate, new_snapshot, ops
+from tether.workflow import Attempt, NodeOutput, WorkflowSnapshot, load_workflow, mutate, new_snapshot, ops
 from tether.workflow_host import WorkflowRun
 
 
@@ -225,6 +225,12 @@ def test_mutate_clones_derives_counts_and_calls_on_change_once() -> None:
     with pytest.raises(RuntimeError):
         mutate(graph, after, boom, seen.append)
     assert after.nodes["a"].status == "running" and len(seen) == 1
+
+    attempt = Attempt(generation=1, status="complete")
+    done = mutate(graph, after, ops.complete_node("a", NodeOutput(fields={"x": 1}), obtained_by="runtime",
+                                                  input_origins={}, attempt=attempt))
+    assert done.nodes["a"].attempts == [attempt] and after.nodes["a"].attempts == []  # lists are not shared
+    assert done.nodes["b"].status == "available" and after.nodes["b"].blocked_by == ["a"]
 
 
 def test_unknown_run_input_is_refused() -> None:

@@ -96,6 +96,9 @@ class ActionContext:
         if tool is None:
             raise ToolError(f"flow {self._flow.id!r}, node {self._node.id!r}: unknown tool {name!r} "
                             f"(registered: {sorted(self._ts.agent.tools_by_name) or 'none'})")
+        if self._node.uses and name not in self._node.uses:  # the action declared what it calls
+            raise ToolError(f"flow {self._flow.id!r}, node {self._node.id!r}: tool {name!r} is not in the action's "
+                            f"uses ({', '.join(self._node.uses)})")
         value = await self._effects.tool(tool, arguments, lambda data: self.set(**data))
         self.tool_calls.append((name, dict(arguments)))
         return value

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, get_args
 
 from tether.errors import DefinitionIssue, FlowDefinitionError
+from tether.flow.choices import Choice
 from tether.flow.fields import Field, FieldType, ItemType
 from tether.flow.flow import Flow
 from tether.flow.nodes import Action, Collect, Reply, Router
@@ -103,12 +104,12 @@ class AgentDefinition:
         self.instructions: tuple[Any, ...] = (instructions,) if isinstance(instructions, str) else tuple(instructions)
         self.fields: dict[str, Field] = dict(fields or {})
         self.flows: tuple[Flow, ...] = tuple(flows)
-        self.flows_by_id: dict[str, Flow] = {f.id: f for f in self.flows}
+        self.flows_by_id: dict[str, Flow] = {f.id: f for f in self.flows if isinstance(f, Flow)}
         self.actions: dict[str, Callable[..., Any]] = dict(actions or {})
         self.events: dict[str, Any] = dict(events or {})
         self.conditions: dict[str, Callable[..., bool]] = dict(conditions or {})
         self.tools: tuple[Tool, ...] = tuple(tools)
-        self.tools_by_name: dict[str, Tool] = {t.name: t for t in self.tools}
+        self.tools_by_name: dict[str, Tool] = {t.name: t for t in self.tools if isinstance(t, Tool)}
         if idle is None:
             self.idle: Idle | None = Idle()
         elif idle == "silent":
@@ -235,6 +236,12 @@ class AgentDefinition:
                     if name not in self.fields:
                         issue("unknown-field", f"field {name!r} is not declared on the agent", flow=flow.id,
                               node=node.id, path="fields")
+                declared = self.fields.get(node.slots[0]) if len(node.slots) == 1 else None
+                enum: tuple[Any, ...] = tuple(declared.enum or ()) if isinstance(declared, Field) else ()
+                for choice in node.choices if enum else ():
+                    if isinstance(choice, Choice) and choice.id not in enum:
+                        issue("invalid-option", f"choice {choice.id!r} is not one of field {node.slots[0]!r}'s "
+                              f"values ({', '.join(map(repr, enum))})", flow=flow.id, node=node.id, path="choices")
             if isinstance(node, Reply) and node.tools is not None:
                 for name in node.tools:
                     if name not in self.tools_by_name:

@@ -10,14 +10,27 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from tether.errors import DefinitionIssue, FlowDefinitionError, TransitionError
 from tether.flow.choices import choice_problems
 from tether.flow.durations import parse_duration
 from tether.flow.gates import GATE_ROOTS, Gate, JudgeGate, PredicateGate
-from tether.flow.nodes import CONTEXT_STRATEGIES, Collect, ContextStrategy, Decide, Node, Reply, Wait
+from tether.flow.nodes import (
+    CONTEXT_STRATEGIES,
+    Action,
+    Branch,
+    Collect,
+    ContextStrategy,
+    Decide,
+    Node,
+    Reply,
+    Verify,
+    Wait,
+    is_model_class,
+)
+from tether.flow.resolvers import Resolver
 from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlow, Stay, Transition, normalize
 from tether.flow.triggers import Trigger, trigger_problems
 
@@ -89,7 +102,9 @@ class Flow:
         self.id = id
         self.name = name or id
         self.description = description
-        self.nodes: tuple[Node, ...] = tuple(nodes)
+        listed = isinstance(nodes, Iterable) and not isinstance(nodes, str | bytes | Mapping | Node)
+        self._nodes_given = None if listed else (nodes,)
+        self.nodes: tuple[Node, ...] = tuple(nodes) if listed else ()
         self.start_node = start if start is not None else (self.nodes[0] if self.nodes else None)
         self.context = context
         self.max_oscillations = max_oscillations
@@ -177,6 +192,9 @@ class Flow:
                   path="context")
         if self.on_end not in ("end", "stay", "reset"):
             issue("invalid-option", f"on_end must be 'end', 'stay' or 'reset', got {self.on_end!r}", path="on_end")
+        if self._nodes_given is not None:
+            issue("invalid-node", f"nodes must be a list of nodes, got {_describe(self._nodes_given[0])}", path="nodes")
+            return issues
         if not self.nodes:
             issue("missing-start", "a flow needs at least one node", path="nodes")
             return issues
@@ -360,8 +378,46 @@ def _is_thunk(fn: Callable[..., Any]) -> bool:
     return not any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params) and len(params) == 0
 
 
-def _node_problems(node: Node) -> list[tuple[str, str]]:
+def _option_type_problems(node: Node) -> list[tuple[str, str]]:
+    """Options of the wrong type, found when the flow is built rather than mid-conversation."""
     problems: list[tuple[str, str]] = []
+
+    def expect(option: str, ok: bool, what: str) -> None:
+        if not ok:
+            problems.append((option, f"{option} must be {what}, got {_describe(getattr(node, option))}"))
+
+    text_or_function = (str, type(None))
+    expect("output_schema", node.output_schema is None or is_model_class(node.output_schema), "a pydantic model class")
+    expect("verify", node.verify is None or isinstance(node.verify, Verify), "a Verify(...)")
+    if isinstance(node, Reply):
+        for option in ("instructions", "response", "fallback"):
+            value = getattr(node, option)
+            expect(option, isinstance(value, text_or_function) or callable(value), "text or a function of the state")
+        expect("tools", node.tools is None or all(isinstance(t, str) for t in node.tools), "a list of tool names")
+    if isinstance(node, Reply | Collect):
+        expect("branches", all(isinstance(b, Branch) for b in node.branches), "a list of branch(...)")
+    if isinstance(node, Collect | Decide):
+        expect("schema", (node.schema is None and isinstance(node, Collect)) or is_model_class(node.schema),
+               "a pydantic model class")
+    if isinstance(node, Collect):
+        expect("fields", all(isinstance(f, str) for f in node.fields), "a list of field names")
+        expect("resolvers", all(isinstance(r, Resolver) for r in node.resolvers), "a list of resolvers")
+        expect("ask", isinstance(node.ask, (*text_or_function, Mapping)) or callable(node.ask),
+               "text, a mapping of field to text, or ask(missing, state)")
+        for option in ("question", "prompt"):
+            expect(option, isinstance(getattr(node, option), text_or_function), "text")
+    if isinstance(node, Action):
+        expect("run", node.run is None or callable(node.run), "a function run(state, ctx)")
+        expect("do", isinstance(node.do, text_or_function), "the name of an agent action")
+    if isinstance(node, Wait):
+        expect("event", isinstance(node.event, text_or_function), "an event name")
+    return problems
+
+
+def _node_problems(node: Node) -> list[tuple[str, str]]:
+    problems = _option_type_problems(node)
+    if problems:
+        return problems  # the checks below read these options
     if isinstance(node, Reply):
         if node.instructions is not None and node.response is not None:
             problems.append(("response", "a reply has either instructions (a model turn) or a response "
@@ -380,7 +436,7 @@ def _node_problems(node: Node) -> list[tuple[str, str]]:
             if name not in slots:
                 problems.append(("verbatim_fields", f"verbatim field {name!r} is not gathered by this node"))
         for resolver in node.resolvers:
-            if resolver.field not in slots:
+            if isinstance(resolver, Resolver) and resolver.field not in slots:
                 problems.append(("resolvers", f"unknown field {resolver.field!r} (fields: {', '.join(slots)})"))
         if not isinstance(node.max_turns, int) or node.max_turns < 1:
             problems.append(("max_turns", f"max_turns must be a positive integer, got {node.max_turns!r}"))

@@ -19,9 +19,9 @@ out of the node commits). What each kind does when the engine dispatches it:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, TypeVar, overload
+from typing import Any, ClassVar, Literal, TypeGuard, TypeVar, overload
 
 from pydantic import BaseModel
 
@@ -218,7 +218,7 @@ class Collect(Node):
     @property
     def slots(self) -> tuple[str, ...]:
         """Every field this node gathers: the schema's fields, then the agent fields."""
-        names = tuple(self.schema.model_fields) if self.schema is not None else ()
+        names = tuple(self.schema.model_fields) if is_model_class(self.schema) else ()
         return names + tuple(f for f in self.fields if f not in names)
 
     def static_targets(self) -> list[tuple[str, Target]]:
@@ -366,7 +366,7 @@ def _describe_branches(branches: tuple[Branch, ...]) -> list[dict[str, Any]]:
 
 
 def _branch_targets(branches: tuple[Branch, ...]) -> list[tuple[str, Target]]:
-    return [(f"branches.{i}.then", b.then) for i, b in enumerate(branches)]
+    return [(f"branches.{i}.then", b.then) for i, b in enumerate(branches) if isinstance(b, Branch)]
 
 
 def _is_static(target: Any) -> bool:
@@ -413,7 +413,8 @@ def reply(
             model is configured, so a deterministic-first agent stays useful without one.
     """
     return Reply(id=id, instructions=instructions, response=response, context=context, next=next, once=once,
-                 tools=tuple(tools) if tools is not None else None, model=model, branches=tuple(branches),
+                 tools=_listed(id, "tools", tools) if tools is not None else None, model=model,
+                 branches=_listed(id, "branches", branches),
                  fallback=fallback, output_schema=output_schema, verify=verify, label=label)
 
 
@@ -463,14 +464,16 @@ def collect(
             :class:`~tether.flow.choices.Choice`): entering the node emits an ``interactive``
             event, and a message that is exactly a choice's label fills the field with its id.
     """
-    slots = tuple(schema.model_fields) if schema is not None else ()
+    fields = _listed(id, "fields", fields)
+    slots = tuple(schema.model_fields) if is_model_class(schema) else ()
     all_fields = slots + tuple(f for f in fields if f not in slots)
-    return Collect(id=id, schema=schema, fields=tuple(fields),
-                   required=tuple(required) if required is not None else all_fields,
+    return Collect(id=id, schema=schema, fields=fields,
+                   required=_listed(id, "required", required) if required is not None else all_fields,
                    ask=ask, question=question, prompt=prompt, instructions=instructions, max_turns=max_turns,
-                   max_asks=max_asks, resolvers=tuple(resolvers), verbatim_fields=tuple(verbatim_fields),
-                   on_complete=on_complete, model=model, branches=tuple(branches), output_schema=output_schema,
-                   verify=verify, label=label, choices=as_choices(choices))
+                   max_asks=max_asks, resolvers=_listed(id, "resolvers", resolvers),
+                   verbatim_fields=_listed(id, "verbatim_fields", verbatim_fields), on_complete=on_complete,
+                   model=model, branches=_listed(id, "branches", branches), output_schema=output_schema,
+                   verify=verify, label=label, choices=as_choices(_listed(id, "choices", choices)))
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -509,7 +512,8 @@ def action(
     takes ``on_fail`` (or ``then``) with ``action-failed``. A raised exception (also an unknown
     tool in ``ctx.tool``) takes ``on_fail`` when given; without it the run fails loudly and
     degrades (see :mod:`tether.engine.degrade`). ``uses`` names the agent tools the action calls:
-    building the agent (and ``tether check``) refuses one that is not registered.
+    building the agent (and ``tether check``) refuses one that is not registered, and ``ctx.tool``
+    refuses a tool the list does not name (an empty list declares nothing and checks nothing).
     """
     names = _tool_names(id, uses)
 
@@ -560,6 +564,7 @@ def decide(
     answer), a message that is exactly a choice's label is decided with no model call, and the
     model otherwise picks one of the ids or ``__none``.
     """
+    choices = _listed(id, "choices", choices)
     if schema is None and choices:
         schema = ChoiceReply
     if schema is None:
@@ -591,6 +596,21 @@ def wait(
     customer replies first) or until ``event`` arrives (``then``; ``else_`` after ``up_to``)."""
     return Wait(id=id, timer=timer, event=event, up_to=up_to, business_hours=business_hours, then=then,
                 else_=else_, label=label)
+
+
+def is_model_class(value: Any) -> TypeGuard[type[BaseModel]]:
+    """True for a pydantic model class (what ``schema``/``output_schema`` options take)."""
+    return isinstance(value, type) and issubclass(value, BaseModel)
+
+
+def _listed(node_id: str, option: str, value: Any) -> tuple[Any, ...]:
+    """A list option as a tuple. One string would be read letter by letter, and a value that is not
+    a list cannot be read at all: both are refused when the node is defined."""
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        hint = f" ([{value!r}])" if isinstance(value, str) else ""
+        raise FlowDefinitionError(DefinitionIssue(
+            "invalid-option", f"{option} must be a list{hint}, got {value!r}", node=node_id, path=option))
+    return tuple(value)
 
 
 def is_next(target: Any) -> bool:

@@ -65,7 +65,7 @@ import dataclasses
 import os
 import socket
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -115,6 +115,9 @@ __all__ = ["ConflictPolicy", "Runtime", "turn_records"]
 
 LIVE_STATUSES = ("running", "handed_off")
 """Session statuses a request continues (a completed or aborted session is never resumed)."""
+
+DeltaSink = Callable[[str], Awaitable[None]]
+"""Receives a turn's visible text as deltas (``Runtime.run(on_delta=...)``)."""
 
 ConflictPolicy = Literal["replay", "reject"]
 """What a compare-and-swap conflict does: re-run the input on the fresh document, or fail."""
@@ -176,6 +179,7 @@ class _Attempt:
     journal: int = 0  # how many of the turn's journal entries are written
     checkpointed: Session | None = None  # the working session as the last checkpoint wrote it
     mine: OpenTurn | None = None  # the open-turn mark an earlier attempt of this request committed
+    on_delta: DeltaSink | None = None  # where the text this request's own turn says goes as it is said
 
 
 class Runtime:
@@ -257,6 +261,7 @@ class Runtime:
         event: Event | None = None,
         start: Start | None = None,
         options: TurnOptions | None = None,
+        on_delta: DeltaSink | None = None,
     ) -> RunResponse:
         """Run one turn of agent ``agent_id`` and persist it; never raises.
 
@@ -266,7 +271,9 @@ class Runtime:
         ``config`` is stored in ``session.metadata["config"]`` of a new session only. A wake for
         a session that does not exist (or no longer runs) does nothing (``code="no-session"``).
         ``options`` are passed to the turn with the runtime's checkpoint (it replaces any
-        ``options.checkpoint``).
+        ``options.checkpoint``). ``on_delta`` receives the text this input's turn says as it is
+        produced (see :meth:`Agent.turn_stream`); a conflict replay produces it again, so the
+        envelope's ``message`` is what counts.
         """
         try:
             turn_input = _turn_input(message, wake, event, start)
@@ -275,10 +282,11 @@ class Runtime:
             return failure(exc.message, session_id, exc.code)
         except ValueError as exc:
             return failure(str(exc), session_id, "invalid-request")
-        return await self._request(agent_id, session_id, turn_input, config, options)
+        return await self._request(agent_id, session_id, turn_input, config, options, on_delta)
 
     async def _request(self, agent_id: str, session_id: str | None, turn_input: TurnInput,
-                       config: Mapping[str, Any] | None, options: TurnOptions | None) -> RunResponse:
+                       config: Mapping[str, Any] | None, options: TurnOptions | None,
+                       on_delta: DeltaSink | None = None) -> RunResponse:
         async with self.locks.hold(session_id), contextlib.AsyncExitStack() as held:
             agent = self._agents.get(agent_id)
             if agent is None:
@@ -295,7 +303,7 @@ class Runtime:
             target = session_id
             mine: OpenTurn | None = None  # the open-turn mark this request's last checkpoint wrote
             while True:
-                attempt = _Attempt(mine=mine)
+                attempt = _Attempt(mine=mine, on_delta=on_delta)
                 try:
                     return await self._attempt(agent, target, turn_input, config, options, attempt)
                 except SessionConflict as exc:
@@ -362,10 +370,10 @@ class Runtime:
             assert doc is not None
             attempt.messages = attempt.events = attempt.journal = 0
             attempt.checkpointed = None
-        return await self._turn(agent, doc, turn_input, options, attempt)
+        return await self._turn(agent, doc, turn_input, options, attempt, on_delta=attempt.on_delta)
 
     async def _turn(self, agent: Agent, doc: Session, turn_input: TurnInput, options: TurnOptions | None,
-                    attempt: _Attempt) -> RunResponse:
+                    attempt: _Attempt, *, on_delta: DeltaSink | None = None) -> RunResponse:
         """Run one turn on ``doc`` with the runtime's checkpoint and write what it produced."""
 
         async def checkpoint(session: Session, transcript: Sequence[TranscriptMessage],
@@ -381,7 +389,7 @@ class Runtime:
         recorded = [entry for run_id in journal_runs(agent, doc) for entry in await self.store.journal(doc.id,
                                                                                                         run_id=run_id)]
         turn_options = dataclasses.replace(options or TurnOptions(), checkpoint=checkpoint, journal=recorded)
-        result = await agent.turn(doc, turn_input, options=turn_options)
+        result = await agent.turn(doc, turn_input, options=turn_options, on_delta=on_delta)
         after = result.session or doc
         records = turn_records(result)
         records.messages = records.messages[attempt.messages:]

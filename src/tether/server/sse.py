@@ -1,21 +1,25 @@
 """Server-sent events for a message request with ``Accept: text/event-stream``.
 
-The stream is: one ``delta`` event per message the turn said (``{"text": ...}``), one ``event``
-event per event the turn recorded, then one ``envelope`` event with the seed 004 envelope, and
-the stream ends. This first version runs the turn to its end before sending (the runtime has no
-delta hook yet), so a delta is a whole message, not a token.
+The stream is: ``delta`` events (``{"text": ...}``) as the turn says its text (the speak call's
+reply as the model streams it; an engine-rendered message in one piece; messages separated by a
+blank line), then one ``event`` event per event the turn recorded, then one ``envelope`` event with
+the seed 004 envelope, and the stream ends. The envelope's ``message`` is authoritative: a retried
+message id answers with the recorded reply and no deltas, and a compare-and-swap replay says its
+text again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
 from tether.engine.inputs import Message
+from tether.runtime.envelope import RunResponse
 from tether.runtime.runtime import Runtime
 from tether.server.views import envelope
 
@@ -33,16 +37,38 @@ def format_event(kind: str, data: Any, event_id: int | None = None) -> str:
     return head + f"data: {json.dumps(data, separators=(',', ':'))}\n\n"
 
 
+_running: set[asyncio.Future[RunResponse]] = set()
+
+
+def _put(queue: asyncio.Queue[str]) -> Callable[[str], Awaitable[None]]:
+    async def put(text: str) -> None:
+        await queue.put(text)
+
+    return put
+
+
 def stream_turn(runtime: Runtime, agent_id: str, session_id: str, message: Message,
                 config: Mapping[str, Any]) -> StreamingResponse:
     """The SSE response of one message turn."""
 
     async def frames() -> AsyncIterator[str]:
-        response = await runtime.run(agent_id, message, session_id=session_id, config=config)
+        deltas: asyncio.Queue[str] = asyncio.Queue()
+        turn = asyncio.ensure_future(runtime.run(agent_id, message, session_id=session_id, config=config,
+                                                 on_delta=_put(deltas)))
+        _running.add(turn)  # a client that goes away does not stop the turn: it runs to its end and is saved
+        turn.add_done_callback(_running.discard)
+        while not turn.done() or not deltas.empty():
+            getter = asyncio.ensure_future(deltas.get())
+            try:
+                await asyncio.wait({getter, turn}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                if not getter.done():
+                    getter.cancel()
+            if getter.done() and not getter.cancelled():
+                yield format_event("delta", {"text": getter.result()})
+        response = turn.result()
         result = response.result
         if result is not None:
-            for said in result.messages:
-                yield format_event("delta", {"text": said.text})
             for event in result.events:
                 yield format_event("event", event.as_dict())
         yield format_event("envelope", envelope(response))

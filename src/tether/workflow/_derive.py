@@ -19,6 +19,7 @@ Admission of a node that is neither settled nor in progress:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +34,7 @@ from tether.workflow._state import SETTLED, NodeState, RunStatus, WorkflowSnapsh
 
 __all__ = [
     "ACTIVE",
+    "clone_snapshot",
     "contract_problem",
     "derive",
     "mutate",
@@ -173,13 +175,31 @@ def derive(graph: WorkflowGraph, snapshot: WorkflowSnapshot) -> None:
     snapshot.output = _run_output(graph, snapshot, view) if snapshot.status == "complete" else None
 
 
+def clone_snapshot(snapshot: WorkflowSnapshot) -> WorkflowSnapshot:
+    """A copy of ``snapshot`` a change may modify, without deep-copying the records in it.
+
+    Every container a change or :func:`derive` modifies in place (the node map, each node state
+    and its lists) is copied; records that are only ever replaced, never modified (outputs,
+    attempts, approvals, origins), are shared between the two snapshots.
+    """
+    nodes = {
+        node_id: state.model_copy(update={
+            "attempts": list(state.attempts), "error_history": list(state.error_history),
+            "approvals": list(state.approvals), "blocked_by": list(state.blocked_by),
+            "failed_conditions": list(state.failed_conditions),
+        })
+        for node_id, state in snapshot.nodes.items()
+    }
+    return snapshot.model_copy(update={"nodes": nodes, "input": copy.deepcopy(snapshot.input)})
+
+
 def mutate(graph: WorkflowGraph, snapshot: WorkflowSnapshot, change: Callable[[WorkflowSnapshot], None],
            on_change: Callable[[WorkflowSnapshot], None] | None = None) -> WorkflowSnapshot:
     """Clone ``snapshot``, apply ``change``, derive, count, and call ``on_change`` once.
 
     The input snapshot is never modified; if ``change`` raises, nothing changed.
     """
-    clone = snapshot.model_copy(deep=True)
+    clone = clone_snapshot(snapshot)
     change(clone)
     derive(graph, clone)
     clone.mutations += 1
