@@ -181,7 +181,7 @@ async def test_the_system_text_of_a_call_kind_is_the_same_every_turn_and_holds_t
     assert all("Score 0-100" not in r.system for r in understand)
 
 
-async def test_the_understand_flow_scores_come_in_the_agents_order_with_the_floors_flow_last() -> None:
+async def test_the_understand_flow_scores_come_in_the_agents_order_wherever_the_floor_is() -> None:
     model = ScriptedModel(
         understand=[{"flows": {"orders": 95, "refunds": 0}, "fields": {"order_number": None}},
                     {"flows": {"orders": 90, "refunds": 0}}],
@@ -195,7 +195,7 @@ async def test_the_understand_flow_scores_come_in_the_agents_order_with_the_floo
     first, second = (list(r.response_format.schema["properties"]["flows"]["properties"])  # type: ignore[union-attr]
                      for r in requests(model, "understand"))
     assert first == ["refunds", "orders"]  # no floor: the agent's order
-    assert second == ["refunds", "orders"]  # orders holds the floor: it comes last, not first
+    assert second == ["refunds", "orders"]  # orders holds the floor: it keeps its place, not first
 
 
 # ---------------------------------------------------------------------------------------------- the window

@@ -211,11 +211,11 @@ def _envelope(ts: TurnState, found: Judgeables) -> tuple[dict[str, Any], dict[st
     if found.candidates:
         props = {}
         keys = []
-        # a fixed order for prompt caches: the routable flows in the agent's order, then the floor's own flow
+        # a fixed order for prompt caches: the routable flows in the agent's order wherever the floor
+        # is, then a floor flow that routing alone never offers (a catch-all menu)
         order = {flow.id: i for i, flow in enumerate(ts.agent.flows)}
-        asking = [r.flow for r in ts.session.runs if r.status == "asking"] if ts.floor is None else []
-        floor_id = asking[-1] if asking else None
-        for flow in sorted(found.candidates, key=lambda f: (f.id == floor_id, order.get(f.id, len(order)))):
+        for flow in sorted(found.candidates, key=lambda f: (message_trigger(f, catch_all=False) is None,
+                                                            order.get(f.id, len(order)))):
             key = _key(flow.id, aliases["flows"], "f")
             props[key] = {"type": ["integer", "null"], "minimum": 0, "maximum": 100}
             keys.append(key if key == flow.id else f"{key} (flow {flow.id})")
