@@ -132,8 +132,10 @@ async def test_an_override_is_refused_when_the_output_contract_is_not_met(
     assert run.node("score").status == "awaiting_approval"
     await run.apply_approval("score", "rejected", feedback="no")
     assert run.node("score").status == "failed"
-    await run.retry_node("score")
-    assert run.node("score").status == "available" and run.node("score").generation == 2
+    with pytest.raises(WorkflowOperationError) as refused:  # seed 001: a rejected escalation has no way back
+        await run.retry_node("score")
+    assert refused.value.code == "node-not-retryable"
+    assert run.node("score").status == "failed"
 
 
 async def test_on_fail_fail_fails_the_check_without_an_approval(executor: SubprocessExecutor, workspace: Path) -> None:

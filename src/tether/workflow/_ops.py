@@ -248,12 +248,16 @@ def apply_input(snapshot: WorkflowSnapshot, node_id: str, response: Any, provide
 
 
 def retry_node(snapshot: WorkflowSnapshot, node_id: str) -> Change:
-    """Return a failed node to admission under a new generation (a skipped node is not retryable)."""
+    """Return a failed node to admission under a new generation (a skipped node, and a check whose
+    escalation a human rejected, are not retryable)."""
     _known(snapshot, node_id)
     state = snapshot.nodes[node_id]
     if state.status != "failed":
         raise _refuse(f"node {node_id!r} is {state.status}; only a failed node can be retried", "node-not-retryable",
                       node_id)
+    if state.approval is not None and state.approval.kind == "check" and state.approval.decision == "rejected":
+        raise _refuse(f"node {node_id!r}: a rejected escalation is terminal (seed 001: no way back to available)",
+                      "node-not-retryable", node_id)
     if snapshot.status == "cancelled":
         raise _refuse("the run was cancelled", "run-cancelled", node_id)
 
