@@ -37,3 +37,13 @@ async def test_a_retryable_speak_failure_stays_quiet_and_retries() -> None:
     result = await AGENT.with_model(_failing("overload")).turn(None, Message("book me a table", id="m1"))
     assert result.ended == [] and result.text == ""
     assert [w.key for w in result.schedule] and not result.session.error
+
+
+async def test_an_idle_speaker_failure_is_said_not_left_unanswered() -> None:
+    idle_only = Agent(name="Idle", instructions="You chat.", flows=[])
+    result = await idle_only.with_model(_failing("overload")).turn(None, Message("hello", id="m1"))
+    assert result.text == idle_only.failure_reply
+    assert [o.status for o in result.outcomes if o.kind == "idle"] == ["failed"]
+    assert [e.error for e in result.events if isinstance(e, ErrorEvent)] == [
+        "the idle speaker could not reply: provider said no (overload)"]
+    assert len(result.session.error) == 1

@@ -112,7 +112,13 @@ def _settle_idle(ts: TurnState, result: SpeakResult) -> None:
         ts.outcome(None, code="no-model", status="skipped", kind="idle")
         return
     if result.error is not None:
-        ts.outcome(None, code=provider_code(result.error), status="deferred", kind="idle", detail=str(result.error))
+        # The idle speaker has no step to re-park: nothing would ever answer this message, so the
+        # failure is said (DESIGN §9), not deferred.
+        message = f"the idle speaker could not reply: {result.error}"
+        ts.outcome(None, code=provider_code(result.error), status="failed", kind="idle", detail=str(result.error))
+        ts.emit(ErrorEvent(run_id=None, flow=None, at=ts.now, error=message))
+        ts.log("error", message, code=result.error.code)
+        ts.say(ts.agent.failure_reply, kind="verbatim", key=f"{key}:failure")
         return
     ts.say(result.text, kind="ai", key=key)
     ts.outcome(None, kind="idle", llm_calls=result.calls)
