@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from tether.durable.decisions import ApprovalDecision, SignalResult
-from tether.durable.effects import Effects
+from tether.engine.effects import Effects
 from tether.engine.events import CustomEvent
 from tether.engine.runner import Static
 from tether.engine.session import Run, WaitingOn
@@ -37,7 +37,7 @@ __all__ = ["ActionContext", "run_action"]
 class ActionContext:
     """What an action's ``run(state, ctx)`` may use.
 
-    Every effect goes through ``ctx`` and is journaled (see :mod:`tether.durable.effects`): a
+    Every effect goes through ``ctx`` and is journaled (see :mod:`tether.engine.effects`): a
     re-dispatch of the same visit of the node gets the recorded results back instead of running
     the effects again. Keep the order of effects stable and branch only on journaled values.
 

@@ -1,7 +1,7 @@
 """Parking a run on ``ctx.approve``/``ctx.signal``, and delivering what resumes it.
 
 An action that asks for an approval or waits for a signal raises ``Suspend`` (its journal entry
-is started, see :mod:`tether.durable.effects`); :func:`park` makes the run wait on the effect's
+is started, see :mod:`tether.engine.effects`); :func:`park` makes the run wait on the effect's
 key. The decision (an :class:`~tether.engine.inputs.Approval` input), the signal (a
 :class:`~tether.engine.inputs.Signal` input) or the signal's timeout (a wake with the effect's key)
 is recorded as the entry's result and the run resumes at the same node and visit: the action runs

@@ -46,7 +46,7 @@ Unfinished turns: a document loaded with another input's open-turn mark (its wor
 completed first (``Resume``: its reply is recorded in the transcript), and then the new input
 gets a turn of its own; the same input again (same message id, wake key, approval or signal id)
 continues that turn and gets its reply. Effects inside actions are journaled (started record
-before, result after, each a write; see :mod:`tether.durable.effects`); the journal entries of
+before, result after, each a write; see :mod:`tether.engine.effects`); the journal entries of
 the live runs are loaded before a turn that may re-dispatch an action.
 
 A tether session stays ``running`` after a flow ends (the conversation goes on); an escalation
@@ -73,11 +73,11 @@ from tether.agent import Agent
 from tether.clock import SystemClock, UuidIds
 from tether.durable.decisions import normalize_decision
 from tether.durable.entries import JournalEntry
-from tether.durable.replay import journal_runs
 from tether.durable.turns import OpenTurn
 from tether.engine.continuation import is_retry
 from tether.engine.input_checks import check_input
 from tether.engine.inputs import Approval, Event, Message, Resume, Signal, Start, TurnInput, TurnOptions, Wake
+from tether.engine.journal_runs import journal_runs
 from tether.engine.ports import Clock, Ids
 from tether.engine.results import TurnResult
 from tether.engine.session import LogEntry, Session, TranscriptMessage
