@@ -28,8 +28,8 @@ from tether.flow.nodes import (
     Reply,
     Verify,
     Wait,
-    is_model_class,
 )
+from tether.flow.options import is_model_class
 from tether.flow.resolvers import Resolver
 from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlow, Stay, Transition, normalize
 from tether.flow.triggers import Trigger, trigger_problems

@@ -19,14 +19,15 @@ out of the node commits). What each kind does when the engine dispatches it:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, TypeGuard, TypeVar, overload
+from typing import Any, ClassVar, Literal, TypeVar, overload
 
 from pydantic import BaseModel
 
 from tether.errors import DefinitionIssue, FlowDefinitionError
 from tether.flow.choices import Choice, ChoiceReply, as_choices
+from tether.flow.options import callable_name, is_model_class, listed, tool_names
 from tether.flow.resolvers import Resolver
 from tether.flow.transitions import NEXT, End, Next, Transition, stay
 
@@ -112,20 +113,12 @@ class Node:
         verify = None
         if self.verify is not None:
             verify = {"output_schema": _schema_name(self.verify.output_schema),
-                      "check": _callable_name(self.verify.check)}
+                      "check": callable_name(self.verify.check)}
         return {"id": self.id, "kind": self.kind, "output_schema": _schema_name(self.output_schema),
                 "verify": verify, "model": getattr(self, "model", None)}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.id!r})"
-
-
-def _callable_name(fn: Any) -> str | None:
-    if fn is None:
-        return None
-    if not callable(fn):
-        return repr(fn)
-    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
 
 
 def _schema_name(schema: type[BaseModel] | None) -> Any:
@@ -138,7 +131,7 @@ def _target_repr(target: Target) -> Any:
     if isinstance(target, Node):
         return {"node": target.id}
     if callable(target) and not isinstance(target, Transition):
-        return {"callable": _callable_name(target)}
+        return {"callable": callable_name(target)}
     return repr(target)
 
 
@@ -176,14 +169,14 @@ class Reply(Node):
     def describe(self) -> dict[str, Any]:
         return super().describe() | {
             "instructions": self.instructions if isinstance(self.instructions, str | None) else
-            _callable_name(self.instructions),
-            "response": self.response if isinstance(self.response, str | None) else _callable_name(self.response),
+            callable_name(self.instructions),
+            "response": self.response if isinstance(self.response, str | None) else callable_name(self.response),
             "context": self.context,
             "next": _target_repr(self.next),
             "once": self.once,
             "tools": list(self.tools) if self.tools is not None else None,
             "branches": _describe_branches(self.branches),
-            "fallback": self.fallback if isinstance(self.fallback, str | None) else _callable_name(self.fallback),
+            "fallback": self.fallback if isinstance(self.fallback, str | None) else callable_name(self.fallback),
         }
 
 
@@ -238,11 +231,11 @@ class Collect(Node):
             "fields": list(self.fields),
             "required": list(self.required),
             "ask": self.ask if isinstance(self.ask, str | None) else
-            (dict(self.ask) if isinstance(self.ask, Mapping) else _callable_name(self.ask)),
+            (dict(self.ask) if isinstance(self.ask, Mapping) else callable_name(self.ask)),
             "question": self.question,
             "prompt": self.prompt,
             "instructions": self.instructions if isinstance(self.instructions, str | None) else
-            _callable_name(self.instructions),
+            callable_name(self.instructions),
             "max_turns": self.max_turns,
             "max_asks": self.max_asks,
             "resolvers": [r.describe() for r in self.resolvers],
@@ -277,7 +270,7 @@ class Action(Node):
 
     def describe(self) -> dict[str, Any]:
         return super().describe() | {
-            "run": _callable_name(self.run),
+            "run": callable_name(self.run),
             "do": self.do,
             "with": dict(self.with_) if self.with_ is not None else None,
             "then": _target_repr(self.then),
@@ -304,9 +297,9 @@ class Decide(Node):
     def describe(self) -> dict[str, Any]:
         return super().describe() | {
             "schema": _schema_name(self.schema),
-            "decide": _callable_name(self.decide),
+            "decide": callable_name(self.decide),
             "instructions": self.instructions if isinstance(self.instructions, str | None) else
-            _callable_name(self.instructions),
+            callable_name(self.instructions),
             "choices": _describe_choices(self.choices),
             "prompt": self.prompt,
         }
@@ -326,7 +319,7 @@ class Router(Node):
         return [("then", self.then), ("else", self.else_)]
 
     def describe(self) -> dict[str, Any]:
-        when = self.when if not callable(self.when) else _callable_name(self.when)
+        when = self.when if not callable(self.when) else callable_name(self.when)
         return super().describe() | {"when": when, "then": _target_repr(self.then),
                                      "else": _target_repr(self.else_)}
 
@@ -362,7 +355,7 @@ def _describe_choices(choices: tuple[Any, ...]) -> list[Any]:
 
 def _describe_branches(branches: tuple[Branch, ...]) -> list[dict[str, Any]]:
     return [{"then": _target_repr(b.then), "when": b.when,
-             "if": _callable_name(b.if_) if callable(b.if_) else b.if_} for b in branches]
+             "if": callable_name(b.if_) if callable(b.if_) else b.if_} for b in branches]
 
 
 def _branch_targets(branches: tuple[Branch, ...]) -> list[tuple[str, Target]]:
@@ -413,8 +406,8 @@ def reply(
             model is configured, so a deterministic-first agent stays useful without one.
     """
     return Reply(id=id, instructions=instructions, response=response, context=context, next=next, once=once,
-                 tools=_listed(id, "tools", tools) if tools is not None else None, model=model,
-                 branches=_listed(id, "branches", branches),
+                 tools=listed(id, "tools", tools) if tools is not None else None, model=model,
+                 branches=listed(id, "branches", branches),
                  fallback=fallback, output_schema=output_schema, verify=verify, label=label)
 
 
@@ -464,16 +457,16 @@ def collect(
             :class:`~tether.flow.choices.Choice`): entering the node emits an ``interactive``
             event, and a message that is exactly a choice's label fills the field with its id.
     """
-    fields = _listed(id, "fields", fields)
+    fields = listed(id, "fields", fields)
     slots = tuple(schema.model_fields) if is_model_class(schema) else ()
     all_fields = slots + tuple(f for f in fields if f not in slots)
     return Collect(id=id, schema=schema, fields=fields,
-                   required=_listed(id, "required", required) if required is not None else all_fields,
+                   required=listed(id, "required", required) if required is not None else all_fields,
                    ask=ask, question=question, prompt=prompt, instructions=instructions, max_turns=max_turns,
-                   max_asks=max_asks, resolvers=_listed(id, "resolvers", resolvers),
-                   verbatim_fields=_listed(id, "verbatim_fields", verbatim_fields), on_complete=on_complete,
-                   model=model, branches=_listed(id, "branches", branches), output_schema=output_schema,
-                   verify=verify, label=label, choices=as_choices(_listed(id, "choices", choices)))
+                   max_asks=max_asks, resolvers=listed(id, "resolvers", resolvers),
+                   verbatim_fields=listed(id, "verbatim_fields", verbatim_fields), on_complete=on_complete,
+                   model=model, branches=listed(id, "branches", branches), output_schema=output_schema,
+                   verify=verify, label=label, choices=as_choices(listed(id, "choices", choices)))
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -515,7 +508,7 @@ def action(
     building the agent (and ``tether check``) refuses one that is not registered, and ``ctx.tool``
     refuses a tool the list does not name (an empty list declares nothing and checks nothing).
     """
-    names = _tool_names(id, uses)
+    names = tool_names(id, uses)
 
     def build(fn: Callable[..., Any]) -> Action:
         return Action(id=id, run=fn, then=then, on_fail=on_fail, uses=names, output_schema=output_schema,
@@ -528,18 +521,8 @@ def do(id: str, action_name: str, *, with_: Mapping[str, Any] | None = None, the
        on_fail: Target = None, uses: list[str] | tuple[str, ...] = (), label: str | None = None) -> Action:
     """An action node that runs the agent's registered action ``action_name`` with ``with_``
     (``uses``: the agent tools it calls, as for :func:`action`)."""
-    return Action(id=id, do=action_name, with_=with_, then=then, on_fail=on_fail, uses=_tool_names(id, uses),
+    return Action(id=id, do=action_name, with_=with_, then=then, on_fail=on_fail, uses=tool_names(id, uses),
                   label=label)
-
-
-def _tool_names(node_id: str, uses: Any) -> tuple[str, ...]:
-    """``uses`` as a tuple of tool names; a bare string or a non-string entry is refused (a string
-    would otherwise be split into letters)."""
-    if isinstance(uses, str) or not isinstance(uses, list | tuple) or \
-            not all(isinstance(name, str) and name for name in uses):
-        raise FlowDefinitionError(DefinitionIssue(
-            "invalid-option", f"uses must be a list of tool names, got {uses!r}", node=node_id, path="uses"))
-    return tuple(uses)
 
 
 def decide(
@@ -564,7 +547,7 @@ def decide(
     answer), a message that is exactly a choice's label is decided with no model call, and the
     model otherwise picks one of the ids or ``__none``.
     """
-    choices = _listed(id, "choices", choices)
+    choices = listed(id, "choices", choices)
     if schema is None and choices:
         schema = ChoiceReply
     if schema is None:
@@ -596,21 +579,6 @@ def wait(
     customer replies first) or until ``event`` arrives (``then``; ``else_`` after ``up_to``)."""
     return Wait(id=id, timer=timer, event=event, up_to=up_to, business_hours=business_hours, then=then,
                 else_=else_, label=label)
-
-
-def is_model_class(value: Any) -> TypeGuard[type[BaseModel]]:
-    """True for a pydantic model class (what ``schema``/``output_schema`` options take)."""
-    return isinstance(value, type) and issubclass(value, BaseModel)
-
-
-def _listed(node_id: str, option: str, value: Any) -> tuple[Any, ...]:
-    """A list option as a tuple. One string would be read letter by letter, and a value that is not
-    a list cannot be read at all: both are refused when the node is defined."""
-    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
-        hint = f" ([{value!r}])" if isinstance(value, str) else ""
-        raise FlowDefinitionError(DefinitionIssue(
-            "invalid-option", f"{option} must be a list{hint}, got {value!r}", node=node_id, path=option))
-    return tuple(value)
 
 
 def is_next(target: Any) -> bool:
