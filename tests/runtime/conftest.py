@@ -7,7 +7,7 @@ saying why, when ``TETHER_TEST_POSTGRES_URL`` is unset or the server is unreacha
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,30 +15,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stores"))
 
+from backend_fixtures import backend as backend
+from backend_fixtures import durable as durable
 from runtime_helpers import SpyStore
-from store_backends import BACKENDS, DURABLE, Backend, open_backend
+from store_backends import Backend
 
 from tether import Agent
 from tether.runtime import Runtime
 from tether.testing import FakeClock
-
-
-@pytest.fixture(params=BACKENDS)
-async def backend(request: pytest.FixtureRequest, clock: FakeClock, tmp_path: Path) -> AsyncIterator[Backend]:
-    b = await open_backend(request.param, clock, tmp_path)
-    try:
-        yield b
-    finally:
-        await b.aclose()
-
-
-@pytest.fixture(params=DURABLE)
-async def durable(request: pytest.FixtureRequest, clock: FakeClock, tmp_path: Path) -> AsyncIterator[Backend]:
-    b = await open_backend(request.param, clock, tmp_path)
-    try:
-        yield b
-    finally:
-        await b.aclose()
 
 
 @pytest.fixture

@@ -3,34 +3,17 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from store_backends import BACKENDS, DURABLE, Backend, open_backend
+from backend_fixtures import backend as backend
+from backend_fixtures import durable as durable
+from store_backends import Backend
 
 from tether.engine.session import Session
 from tether.stores import Store
 from tether.testing import FakeClock
-
-
-@pytest.fixture(params=BACKENDS)
-async def backend(request: pytest.FixtureRequest, clock: FakeClock, tmp_path: Path) -> AsyncIterator[Backend]:
-    b = await open_backend(request.param, clock, tmp_path)
-    try:
-        yield b
-    finally:
-        await b.aclose()
-
-
-@pytest.fixture(params=DURABLE)
-async def durable(request: pytest.FixtureRequest, clock: FakeClock, tmp_path: Path) -> AsyncIterator[Backend]:
-    b = await open_backend(request.param, clock, tmp_path)
-    try:
-        yield b
-    finally:
-        await b.aclose()
 
 
 @pytest.fixture

@@ -3,26 +3,16 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stores"))
 
-from store_backends import BACKENDS, Backend, open_backend
+from backend_fixtures import backend as backend
+from backend_fixtures import durable as durable
 
 from tether.executors import SubprocessExecutor
-from tether.testing import FakeClock
-
-
-@pytest.fixture(params=BACKENDS)
-async def backend(request: pytest.FixtureRequest, clock: FakeClock, tmp_path: Path) -> AsyncIterator[Backend]:
-    b = await open_backend(request.param, clock, tmp_path)
-    try:
-        yield b
-    finally:
-        await b.aclose()
 
 
 @pytest.fixture
