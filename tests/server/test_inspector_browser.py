@@ -108,7 +108,7 @@ def test_the_page_asks_for_the_key_then_lists_the_sessions(browser: Any, base_ur
 
 def test_a_sent_message_streams_its_reply_into_the_page(page: Any) -> None:
     new_session(page, "Talker")
-    # record the streaming bubble's text at every change (one mutation record per delta), so the test sees the reply arrive in pieces
+    # the streaming bubble's text at every change (a mutation record per delta): the reply arrives in pieces
     page.evaluate("""() => {
         window.seen = [];
         new MutationObserver((records) => {
