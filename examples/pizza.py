@@ -50,7 +50,7 @@ def confirm_question(missing: list[str], state: dict[str, Any]) -> str:
     return f"A {state['size']} pizza with {listed(state['toppings'])}. Shall I place the order? (yes/no)"
 
 
-@action("place", uses=["place_order"])
+@action("place", uses=["place_order"], targets=["placed"])
 async def place(state: dict[str, Any], ctx: Any) -> Any:
     receipt = await ctx.tool("place_order", size=state["size"], toppings=list(state["toppings"]))
     return goto("placed", data={"order": receipt["number"], "price": receipt["price"],
