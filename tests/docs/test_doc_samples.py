@@ -64,3 +64,12 @@ def test_the_runner_finds_the_samples_and_their_markers(tmp_path: Path) -> None:
                     "\n```sh\nls\n```\n")
     found = samples(page)
     assert [(s.line, s.code, s.not_run) for s in found] == [(4, "x = 1\n", None), (9, "serve()\n", "needs a server")]
+
+
+async def test_the_runner_awaits_what_a_sample_defines(tmp_path: Path) -> None:
+    sample = Sample(tmp_path / "page.md", 3, "async def check():\n    raise ValueError('ran')\n", None)
+    with pytest.raises(ValueError, match="ran"):
+        await run_sample(sample, {})
+    top_level = Sample(tmp_path / "page.md", 3, "import asyncio\nawait asyncio.sleep(0)\nraise KeyError('x')\n", None)
+    with pytest.raises(KeyError):
+        await run_sample(top_level, {})
