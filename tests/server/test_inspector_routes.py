@@ -3,12 +3,13 @@ the graph route is guarded like the API, and a flow's graph lists its nodes and 
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
 from server_client import ACME
 
-from tether import Flow, action, end, goto, handoff, on_message, reply, router
-from tether.flow.mermaid import FlowEdge, flow_edges
+from tether import Flow, action, end, goto, handoff, on_message, reply, router, start_flow
 from tether.server.inspector import flow_graph
 
 
@@ -39,26 +40,33 @@ async def test_the_graph_route_needs_a_key_when_keys_are_configured(client: http
     chat = next(flow for flow in echo["flows"] if flow["id"] == "chat")
     assert chat["start"] == "count"
     assert [node["id"] for node in chat["nodes"]] == ["count", "answer"]
-    assert {"source": "answer", "target": "end", "kind": "terminal", "label": ""} in chat["edges"]
+    assert {"source": "answer", "target": "", "kind": "end", "label": "", "declared": False} in chat["edges"]
 
 
 async def test_the_graph_route_is_open_when_the_server_is(open_client: httpx.AsyncClient) -> None:
     assert (await open_client.get("/inspect/api/agents")).status_code == 200
 
 
-def test_a_flow_graph_lists_every_static_edge_in_declaration_order() -> None:
+def _edge(source: str, target: str, kind: str, label: str = "", declared: bool = False) -> dict[str, Any]:
+    return {"source": source, "target": target, "kind": kind, "label": label, "declared": declared}
+
+
+def test_a_flow_graph_lists_every_move_in_declaration_order() -> None:
     ask = action("ask", lambda state, ctx: goto("yes"))
     check = router("check", when={"equals": {"ok": True}}, then="yes", else_="no", label="Is it ok?")
     yes = reply("yes", response="Yes.", next=end("done"))
     no = reply("no", response="No.", next=handoff("human", "not ok"))
     again = reply("again", response="Again?", next=goto("check"))
-    flow = Flow("f", start=ask, nodes=[ask, check, yes, no, again], on=[on_message()])
-    assert flow_edges(flow) == [
-        FlowEdge("ask", "check", "goto"), FlowEdge("ask", "", "code", "code"),
-        FlowEdge("check", "yes", "goto"), FlowEdge("check", "no", "goto", "else"),
-        FlowEdge("yes", "end", "terminal"), FlowEdge("no", "handoff", "terminal"),
-        FlowEdge("again", "check", "goto"),
-    ]
+    pick = action("pick", lambda state, ctx: goto("yes"), targets=["yes", start_flow("other")])
+    flow = Flow("f", start=ask, nodes=[ask, check, yes, no, again, pick], on=[on_message()])
     graph = flow_graph(flow)
+    assert graph["edges"] == [
+        _edge("ask", "check", "goto"), _edge("ask", "", "code"),
+        _edge("check", "yes", "goto"), _edge("check", "no", "goto", "else"),
+        _edge("yes", "", "end"), _edge("no", "", "handoff"),
+        _edge("again", "check", "goto"),
+        _edge("pick", "", "end"), _edge("pick", "yes", "goto", declared=True),
+        _edge("pick", "other", "start_flow", declared=True),
+    ]
     assert graph["nodes"][1] == {"id": "check", "kind": "router", "label": "Is it ok?"}
-    assert graph["edges"][3] == {"source": "check", "target": "no", "kind": "goto", "label": "else"}
+    assert graph["start"] == "ask"

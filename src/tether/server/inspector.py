@@ -21,7 +21,7 @@ from starlette.staticfiles import StaticFiles
 
 from tether.agent import Agent
 from tether.flow.flow import Flow
-from tether.flow.mermaid import flow_edges
+from tether.flow.transitions import End, Escalate, Goto, Handoff, StartFlow, Stay, Transition
 from tether.runtime.runtime import Runtime
 
 __all__ = ["STATIC_DIR", "flow_graph", "inspector_routes"]
@@ -32,15 +32,37 @@ STATIC_DIR = Path(__file__).with_name("static")
 Handler = Callable[[Request], Awaitable[Response]]
 
 
+def _edge(source: str, label: str, move: Transition, *, declared: bool = False) -> dict[str, Any]:
+    """One move out of ``source``: ``kind`` is ``goto`` (``target`` a node), ``stay``, ``end``,
+    ``handoff``, ``escalate`` or ``start_flow`` (``target`` the started flow)."""
+    target = ""
+    if isinstance(move, Goto):
+        kind, target = "goto", move.target
+    elif isinstance(move, StartFlow):
+        kind, target = "start_flow", move.flow
+    else:
+        kind = {Stay: "stay", End: "end", Handoff: "handoff", Escalate: "escalate"}[type(move)]
+    return {"source": source, "target": target, "kind": kind, "label": label, "declared": declared}
+
+
 def flow_graph(flow: Flow) -> dict[str, Any]:
-    """A flow as the page draws it: its nodes in declaration order and its static edges."""
+    """A flow as the page draws it: its nodes in declaration order and their moves, the static ones
+    and (``declared``) the ``targets=[...]`` a node whose code decides declares. A node whose code
+    could go anywhere has a ``code`` edge."""
+    edges: list[dict[str, Any]] = []
+    for node in flow.nodes:
+        for option, target in node.static_targets():
+            label = "" if option in ("next", "then", "on_complete") else option
+            edges.append(_edge(node.id, label, flow.resolve_static(node.id, target)))
+        edges.extend(_edge(node.id, "", flow.resolve_static(node.id, target), declared=True) for target in node.targets)
+        if node.is_opaque() and not node.targets:
+            edges.append({"source": node.id, "target": "", "kind": "code", "label": "", "declared": False})
     return {
         "id": flow.id,
         "description": flow.description,
         "start": flow.start,
         "nodes": [{"id": node.id, "kind": node.kind, "label": node.label or node.id} for node in flow.nodes],
-        "edges": [{"source": edge.source, "target": edge.target, "kind": edge.kind, "label": edge.label}
-                  for edge in flow_edges(flow)],
+        "edges": edges,
     }
 
 

@@ -411,15 +411,22 @@ class SessionPage {
   renderGraph(runs) {
     const live = runs.filter((run) => run.node);
     const flows = [...this.graphs.keys()];
-    const auto = live.length ? live[0].flow : flows[0];
+    // follow the run that moves: the last one not suspended under another
+    const active = live.filter((run) => run.status !== "suspended").pop() || live[live.length - 1];
+    const auto = active ? active.flow : flows[0];
     const shown = this.shownFlow && this.graphs.has(this.shownFlow) ? this.shownFlow : auto;
+    const open = (id) => {
+      if (!this.graphs.has(id)) return;
+      this.shownFlow = id === auto ? null : id;
+      this.renderGraph(runs);
+    };
     $("#flow-tabs").replaceChildren(...flows.map((id) => el("button", {
       type: "button", class: `tab${id === shown ? " active" : ""}${live.some((r) => r.flow === id) ? " has-run" : ""}`,
       "data-flow": id,
-      onclick: () => { this.shownFlow = id === auto ? null : id; this.renderGraph(runs); },
+      onclick: () => open(id),
     }, id)));
     const graph = this.graphs.get(shown);
-    $("#graph").replaceChildren(graph ? drawFlow(graph, runs.filter((run) => run.flow === shown))
+    $("#graph").replaceChildren(graph ? drawFlow(graph, runs.filter((run) => run.flow === shown), open)
       : el("p", { class: "empty" }, "This agent has no flows."));
   }
 
@@ -523,7 +530,7 @@ function svg(tag, attrs = {}, ...children) {
 
 // Nodes top to bottom in declaration order; the next node below; other moves as lanes on the left;
 // terminals, stays and code-decided moves as chips on the right. Live runs' nodes are highlighted.
-function drawFlow(graph, runs) {
+function drawFlow(graph, runs, onFlow) {
   const index = new Map(graph.nodes.map((node, i) => [node.id, i]));
   const arcs = [];
   const chips = new Map(graph.nodes.map((node) => [node.id, []]));
@@ -532,11 +539,14 @@ function drawFlow(graph, runs) {
     const from = index.get(edge.source);
     if (edge.kind === "goto" && index.has(edge.target)) {
       const to = index.get(edge.target);
-      if (to === from + 1) straight.push({ from, label: edge.label });
-      else arcs.push({ from, to, label: edge.label, span: Math.abs(to - from) });
+      const line = { from, to, label: edge.label, declared: edge.declared, span: Math.abs(to - from) };
+      (to === from + 1 ? straight : arcs).push(line);
     } else {
-      chips.get(edge.source).push(edge.kind === "code" ? "code decides" : edge.kind === "stay" ? "↺ stay"
-        : `${edge.label ? edge.label + " → " : "→ "}${edge.target}`);
+      const name = edge.kind === "start_flow" ? `flow ${edge.target}` : edge.kind;
+      chips.get(edge.source).push({
+        text: edge.kind === "code" ? "code decides" : edge.kind === "stay" ? "↺ stay"
+          : `${edge.label ? edge.label + " " : ""}→ ${name}`,
+        flow: edge.kind === "start_flow" ? edge.target : null, declared: edge.declared });
     }
   }
   const lanes = [];
@@ -550,7 +560,7 @@ function drawFlow(graph, runs) {
   const left = 24 + lanes.length * 16 + (arcs.some((a) => a.label) ? 40 : 0);
   const right = left + BOX.w;
   const chipWidth = Math.max(0, ...[...chips.values()].map((texts) =>
-    texts.reduce((sum, text) => sum + text.length * 6.6 + 22, 0)));
+    texts.reduce((sum, chip) => sum + chip.text.length * 6.6 + 22, 0)));
   const top = 26;
   const y = (i) => top + i * (BOX.h + BOX.gap);
   const width = right + (chipWidth ? chipWidth + 24 : 0) + 12;
@@ -561,16 +571,17 @@ function drawFlow(graph, runs) {
 
   const startAt = index.get(graph.start) ?? 0;
   root.append(svg("text", { x: left, y: y(startAt) - 8, class: "start-label" }, `▶ ${graph.id}`));
-  for (const { from, label } of straight) {
+  for (const { from, label, declared } of straight) {
     const x = left + BOX.w / 2;
-    root.append(svg("line", { x1: x, y1: y(from) + BOX.h, x2: x, y2: y(from + 1) - 2, class: "edge", "marker-end": "url(#arrow)" }));
+    root.append(svg("line", { x1: x, y1: y(from) + BOX.h, x2: x, y2: y(from + 1) - 2,
+      class: `edge${declared ? " declared" : ""}`, "marker-end": "url(#arrow)" }));
     if (label) root.append(svg("text", { x: x + 6, y: y(from) + BOX.h + BOX.gap / 2 + 4, class: "edge-label" }, label));
   }
   for (const arc of arcs) {
     const x = left - 14 - arc.lane * 16;
     const y1 = y(arc.from) + BOX.h / 2 - 7, y2 = y(arc.to) + BOX.h / 2 + 7;
     const bend = y2 > y1 ? 6 : -6;
-    root.append(svg("path", { class: "edge arc", "marker-end": "url(#arrow)",
+    root.append(svg("path", { class: `edge arc${arc.declared ? " declared" : ""}`, "marker-end": "url(#arrow)",
       d: `M${left},${y1} H${x + 6} Q${x},${y1} ${x},${y1 + bend} V${y2 - bend} Q${x},${y2} ${x + 6},${y2} H${left - 2}` }));
     if (arc.label) root.append(svg("text", { x: x - 3, y: (y1 + y2) / 2, class: "edge-label", "text-anchor": "end" }, arc.label));
   }
@@ -586,12 +597,14 @@ function drawFlow(graph, runs) {
     group.append(svg("title", {}, `${node.id} (${node.kind})${here.length ? ": " + here.map((r) => `run ${r.id} ${r.status}`).join("; ") : ""}`));
     root.append(group);
     let chipX = right + 14;
-    for (const text of chips.get(node.id)) {
-      const w = text.length * 6.6 + 14;
+    for (const chip of chips.get(node.id)) {
+      const w = chip.text.length * 6.6 + 14;
       const cy = y(i) + BOX.h / 2;
-      root.append(svg("line", { x1: right, y1: cy, x2: chipX, y2: cy, class: "edge chip-edge" }),
-        svg("rect", { x: chipX, y: cy - 10, width: w, height: 20, rx: 10, class: "chip" }),
-        svg("text", { x: chipX + 7, y: cy + 4, class: "chip-text" }, text));
+      const group = svg("g", { class: `chip${chip.flow ? " link" : ""}`, "data-flow": chip.flow || "" },
+        svg("rect", { x: chipX, y: cy - 10, width: w, height: 20, rx: 10 }),
+        svg("text", { x: chipX + 7, y: cy + 4 }, chip.text));
+      if (chip.flow && onFlow) group.addEventListener("click", () => onFlow(chip.flow));
+      root.append(svg("line", { x1: right, y1: cy, x2: chipX, y2: cy, class: "edge chip-edge" }), group);
       chipX += w + 8;
     }
   });
