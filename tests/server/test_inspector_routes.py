@@ -8,12 +8,16 @@ from typing import Any
 import httpx
 import pytest
 from server_client import ACME
+from starlette.applications import Starlette
+from starlette.routing import Mount
 
 from tether import Flow, action, end, goto, handoff, on_message, reply, router, start_flow
+from tether.runtime import Runtime
+from tether.server import create_app
 from tether.server.inspector import flow_graph
 
 
-@pytest.mark.parametrize("path", ["/inspect", "/inspect/", "/inspect/Echo/some-session"])
+@pytest.mark.parametrize("path", ["/inspect/", "/inspect/Echo/some-session"])
 async def test_the_page_is_served_without_a_key_and_links_its_files_absolutely(
         client: httpx.AsyncClient, path: str) -> None:
     page = await client.get(path)
@@ -22,6 +26,11 @@ async def test_the_page_is_served_without_a_key_and_links_its_files_absolutely(
     assert '<script src="/inspect/static/inspector.js">' in page.text
     assert '<link rel="stylesheet" href="/inspect/static/inspector.css">' in page.text
     assert "__ROOT__" not in page.text
+
+
+async def test_inspect_without_the_slash_redirects_to_the_page(client: httpx.AsyncClient) -> None:
+    moved = await client.get("/inspect")
+    assert moved.status_code in (307, 308) and moved.headers["location"].endswith("/inspect/")
 
 
 @pytest.mark.parametrize(("name", "kind"), [("inspector.js", "javascript"), ("inspector.css", "text/css")])
@@ -70,3 +79,11 @@ def test_a_flow_graph_lists_every_move_in_declaration_order() -> None:
     ]
     assert graph["nodes"][1] == {"id": "check", "kind": "router", "label": "Is it ok?"}
     assert graph["start"] == "ask"
+
+
+async def test_mounted_under_a_prefix_the_page_links_under_it(runtime: Runtime) -> None:
+    outer = Starlette(routes=[Mount("/tether", app=create_app(runtime, api_keys={}, scheduler=False))])
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=outer), base_url="http://test") as client:
+        page = await client.get("/tether/inspect/Echo/s1")
+        assert '<script src="/tether/inspect/static/inspector.js">' in page.text
+        assert (await client.get("/tether/inspect/static/inspector.js")).status_code == 200

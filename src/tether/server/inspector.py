@@ -76,17 +76,19 @@ def inspector_routes(runtime: Runtime, guard: Callable[[Handler], Handler]) -> l
     graphs = {"agents": [_agent_graphs(agent) for agent in runtime.agents.values()]}
 
     async def index(request: Request) -> Response:
-        # links in the page are absolute, under the path the app is mounted at
-        root = html.escape(str(request.scope.get("root_path", "")).rstrip("/"))
+        # links in the page are absolute, under the path the app is mounted at (the root path
+        # here ends with this mount's own "/inspect")
+        root = html.escape(str(request.scope.get("root_path", "")).rstrip("/").removesuffix("/inspect"))
         return HTMLResponse(page.replace("__ROOT__", root), headers={"Cache-Control": "no-store"})
 
     async def agents(request: Request) -> Response:
         return JSONResponse(graphs)
 
-    return [
-        Route("/inspect", index, methods=["GET"]),
-        Route("/inspect/", index, methods=["GET"]),
-        Route("/inspect/api/agents", guard(agents), methods=["GET"]),
-        Mount("/inspect/static", StaticFiles(directory=STATIC_DIR), name="inspector-static"),
-        Route("/inspect/{agent}/{session_id}", index, methods=["GET"]),
-    ]
+    # one mount: the inspector is a part of the app of its own, not an API route (``/inspect``
+    # redirects to ``/inspect/``)
+    return [Mount("/inspect", routes=[
+        Route("/", index, methods=["GET"]),
+        Route("/api/agents", guard(agents), methods=["GET"]),
+        Mount("/static", StaticFiles(directory=STATIC_DIR), name="inspector-static"),
+        Route("/{agent}/{session_id}", index, methods=["GET"]),
+    ])]

@@ -174,7 +174,7 @@ async function listView() {
     const query = new URLSearchParams();
     if (filters.agent.value) query.set("agent", filters.agent.value);
     if (filters.status.value) query.set("status", filters.status.value);
-    history.replaceState(null, "", `${ROOT}/inspect${query.size ? "?" + query : ""}`);
+    history.replaceState(null, "", `${ROOT}/inspect/${query.size ? "?" + query : ""}`);
     load().catch(showError);
   });
   form.addEventListener("submit", async (event) => {
@@ -219,7 +219,7 @@ class SessionPage {
     $("#view").append($("#session-view").content.cloneNode(true));
     $("#s-agent").textContent = this.agent;
     $("#s-id").textContent = this.id;
-    $("#crumbs").replaceChildren(el("a", { href: `${ROOT}/inspect` }, "sessions"), " / ", this.agent);
+    $("#crumbs").replaceChildren(el("a", { href: `${ROOT}/inspect/` }, "sessions"), " / ", this.agent);
     const { agents } = await api("/inspect/api/agents");
     const agent = agents.find((a) => a.id === this.agent);
     for (const flow of agent ? agent.flows : []) this.graphs.set(flow.id, flow);
