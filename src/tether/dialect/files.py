@@ -26,7 +26,7 @@ from tether.dialect.validate import validate_spec
 from tether.errors import DefinitionIssue, FlowDefinitionError
 from tether.flow import Flow
 
-__all__ = ["FLOW_FILE_SUFFIXES", "is_flow_file", "line_of", "load", "load_registry", "read_document"]
+__all__ = ["FLOW_FILE_SUFFIXES", "is_flow_document", "is_flow_file", "line_of", "load", "load_registry", "read_document"]
 
 FLOW_FILE_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -47,6 +47,17 @@ for _first in "tTfF":
 def is_flow_file(path: str | Path) -> bool:
     """Whether ``path`` names a flow file (by its suffix)."""
     return str(path).lower().endswith(FLOW_FILE_SUFFIXES)
+
+
+def is_flow_document(path: str | Path) -> bool:
+    """Whether ``path`` is a flow file: a YAML/JSON file holding one ``agent`` or one ``flow``."""
+    if not is_flow_file(path) or not Path(path).is_file():
+        return False
+    try:
+        data, _ = read_document(path)
+    except FlowDefinitionError:
+        return False
+    return isinstance(data, dict) and len(data) == 1 and next(iter(data)) in ("agent", "flow")
 
 
 def read_document(path: str | Path) -> tuple[Any, str]:

@@ -129,7 +129,7 @@ def _hint(root: type[BaseModel], error: Any) -> str | None:
     if error["type"] == "union_tag_invalid":
         ctx = error.get("ctx") or {}
         tags = [t.strip(" '") for t in str(ctx.get("expected_tags", "")).split(",")]
-        return did_you_mean(str(ctx.get("tag", "")), tags)
+        return did_you_mean(str(ctx.get("tag", "")), tags) or f"one of: {', '.join(tags)}"
     if error["type"] == "literal_error" and isinstance(error.get("input"), str):
         expected = str((error.get("ctx") or {}).get("expected", ""))
         return did_you_mean(error["input"], [t.strip(" '") for t in expected.replace(" or ", ",").split(",")])

@@ -444,8 +444,9 @@ def _check_flow(spec: FlowSpec, surface: Surface, base: str) -> list[DefinitionI
                   hint=did_you_mean(spec.start, seen) or f"nodes: {', '.join(check.ids)}")
     known, opened = _known_state(spec)
     agent_fields = set(surface.fields or {})
+    code_decides = any(isinstance(n, ActionSpec) and n.do is not None for n in spec.nodes)
     for index, node in enumerate(spec.nodes):
-        if node.id not in known:
+        if node.id not in known and not code_decides:  # a registered action may go anywhere
             check.add("unreachable-node", f"no path from the start reaches {node.id!r}", f"nodes.{index}", node=node.id,
                       hint="route to it, or remove it", severity="warning")
         keys = None if opened.get(node.id) or node.id not in known else known[node.id]
