@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-
 from tests.dialect.twins import converse, python_example, yaml_example
+
 from tether.testing import ScriptedModel
 
 SHIPPING: list[tuple[list[str], Callable[[], ScriptedModel | None]]] = [

@@ -50,7 +50,7 @@ def _registry_issues(app: LoadedApp) -> list[DefinitionIssue]:
 
 
 def check(app_spec: str = typer.Argument(..., metavar="APP",
-                                         help="path/to/file.py[:attr], package.module:attr, a flow file or a workflow file")
+                                         help="file.py[:attr], package.module:attr, a flow file or a workflow file")
           ) -> None:
     """Load APP and validate every flow, or validate a workflow .yaml/.json file; print each
     definition problem (exit 1 if any)."""

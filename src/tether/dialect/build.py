@@ -43,14 +43,13 @@ from tether.dialect.spec import (
     RouterSpec,
     RouteSpec,
     SilenceTriggerSpec,
-    StartFlowRef,
     TemplateSource,
     TransitionRef,
     TriggerSpec,
     ValueSource,
     WaitSpec,
 )
-from tether.dialect.values import MISSING, TEMPLATE, evaluate, read, resolve_mapping, split_path
+from tether.dialect.values import TEMPLATE, evaluate, resolve_mapping, split_path
 from tether.flow import (
     NEXT,
     Choice,
@@ -77,7 +76,7 @@ from tether.flow.choices import ChoiceReply
 from tether.flow.nodes import Node
 from tether.flow.resolvers import Resolver
 from tether.flow.results import ActionResult, failed
-from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlow, Stay, Transition, stay
+from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlow, Transition, stay
 
 __all__ = ["ToolCall", "RegisteredAction", "Routes", "SpecPredicate", "agent_options", "build_flow",
            "engine_template"]
@@ -299,8 +298,9 @@ def build_node(spec: NodeSpec, flow: str, registry: Registry) -> Node:
     if isinstance(spec, ActionSpec):
         routes = _routes(spec, spec.next, registry)
         run: Any = ToolCall(spec, routes) if spec.tool is not None else RegisteredAction(spec, routes)
-        return action(spec.id, run, on_fail=_transition(spec.on_fail),
-                      uses=[spec.tool] if spec.tool is not None else [], output_schema=output, label=spec.label)
+        built: Node = action(spec.id, run, on_fail=_transition(spec.on_fail),
+                        uses=[spec.tool] if spec.tool is not None else [], output_schema=output, label=spec.label)
+        return built
     if isinstance(spec, DecideSpec):
         schema = _model(spec.schema_, flow, spec.id, "schema")
         if schema is None:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,26 +20,15 @@ from tether.dialect.build import agent_options, build_flow
 from tether.dialect.parse import parse_document
 from tether.dialect.registry import Registry
 from tether.dialect.spec import AgentSpec, FlowSpec
+from tether.dialect.text import parse_text
 from tether.dialect.validate import validate_spec
 from tether.errors import DefinitionIssue, FlowDefinitionError
 from tether.flow import Flow
 
-__all__ = ["FLOW_FILE_SUFFIXES", "is_flow_document", "is_flow_file", "line_of", "load", "load_registry", "read_document"]
+__all__ = ["FLOW_FILE_SUFFIXES", "is_flow_document", "is_flow_file", "line_of", "load", "load_registry",
+           "read_document"]
 
 FLOW_FILE_SUFFIXES = (".yaml", ".yml", ".json")
-
-
-class _Loader(yaml.SafeLoader):
-    """YAML 1.2 booleans: only true/false (``on:`` is a key, ``yes`` a string, as in JSON)."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-for _first in "tTfF":
-    _Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-                                  [_first])
 
 
 def is_flow_file(path: str | Path) -> bool:
@@ -67,11 +54,7 @@ def read_document(path: str | Path) -> tuple[Any, str]:
         FlowDefinitionError: ``dialect-syntax`` naming the file and line.
     """
     text = Path(path).read_text(encoding="utf-8")
-    try:
-        data = json.loads(text) if str(path).lower().endswith(".json") else yaml.load(text, Loader=_Loader)  # noqa: S506 (a safe loader)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise FlowDefinitionError(DefinitionIssue("dialect-syntax", f"{path}: not valid YAML/JSON: {exc}",
-                                                  path="<root>"), title=f"{path} cannot be read") from None
+    data = parse_text(text, json_only=str(path).lower().endswith(".json"), source=str(path))
     return data, text
 
 

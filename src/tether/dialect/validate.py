@@ -32,17 +32,17 @@ from tether.dialect.spec import (
     ActionSpec,
     AgentSpec,
     And,
+    CollectSpec,
     Compare,
     ConditionCall,
-    CollectSpec,
     DecideSpec,
     Exists,
     FlowSpec,
     GotoRef,
     Literal_,
     Membership,
-    Not,
     NodeSpec,
+    Not,
     Or,
     Path,
     PathSource,
@@ -452,7 +452,7 @@ def _check_flow(spec: FlowSpec, surface: Surface, base: str) -> list[DefinitionI
         keys = None if opened.get(node.id) or node.id not in known else known[node.id]
         own_open = keys is None or (isinstance(node, ActionSpec) and node.do is not None)
         scope = _Scope(keys, agent_fields)
-        own = _Scope(None if own_open else keys | _produced(node), agent_fields)
+        own = _Scope(None if own_open or keys is None else keys | _produced(node), agent_fields)
         _check_node(check, index, node, scope, own)
     for position, name in enumerate(spec.clear_on_start):
         check.unknown("unknown-field", "field", name, surface.fields, f"clear_on_start.{position}")
