@@ -10,6 +10,10 @@ from tether.dialect.build import agent_options, build_flow
 from tether.dialect.files import load
 from tether.dialect.parse import parse_document
 from tether.dialect.registry import Registry
+from tether.dialect.schema import flow_file_schema
+from tether.dialect.text import parse_text
+from tether.dialect.unbuild import canonical, to_spec
 from tether.dialect.validate import validate, validate_spec
 
-__all__ = ["Registry", "agent_options", "build_flow", "load", "parse_document", "validate", "validate_spec"]
+__all__ = ["Registry", "agent_options", "build_flow", "canonical", "flow_file_schema", "load", "parse_document",
+           "parse_text", "to_spec", "validate", "validate_spec"]

@@ -9,11 +9,13 @@ that keeps its spec, so :func:`tether.dialect.to_spec` can give the file back.
 
 from __future__ import annotations
 
+import inspect
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from tether.dialect.models import model_from_schema
 from tether.dialect.registry import Registry
@@ -149,12 +151,21 @@ def _with_data(target: Any, data: Mapping[str, Any] | None) -> Any:
     return target
 
 
+def _dumps(value: Any) -> str:
+    """Canonical JSON of spec objects (for the flow digest)."""
+    return json.dumps(TypeAdapter(Any).dump_python(value, mode="json", by_alias=True), sort_keys=True,
+                      separators=(",", ":"))
+
+
 @dataclass(frozen=True)
 class SpecPredicate:
     """A dialect predicate as the engine's code predicate (router ``when``, trigger ``if``)."""
 
     spec: Predicate
     registry: Registry
+
+    def digest_key(self) -> str:
+        return _dumps(self.spec)
 
     def __call__(self, ctx: Any) -> bool:
         root = _root(ctx.state, ctx.input, ctx.context)
@@ -176,6 +187,9 @@ class Routes:
     merge: bool = False
     carry: bool = False
     fallback: Any = None
+
+    def digest_key(self) -> str:
+        return _dumps([list(self.routes), self.default, self.merge, self.carry, repr(self.fallback)])
 
     def __call__(self, data: Any, state: Mapping[str, Any]) -> Any:
         values: dict[str, Any] = {}
@@ -203,6 +217,9 @@ class ToolCall:
     spec: ActionSpec
     routes: Routes
 
+    def digest_key(self) -> str:
+        return _dumps(self.spec)
+
     async def __call__(self, state: Mapping[str, Any], ctx: Any) -> Any:
         root = _root(state, ctx.input, ctx.context)
         args = resolve_mapping(self.spec.args, root)
@@ -222,8 +239,10 @@ class RegisteredAction:
     spec: ActionSpec
     routes: Routes
 
+    def digest_key(self) -> str:
+        return _dumps(self.spec)
+
     async def __call__(self, state: Mapping[str, Any], ctx: Any) -> Any:
-        import inspect
 
         root = _root(state, ctx.input, ctx.context)
         handler = self.routes.registry.actions[self.spec.do or ""]
@@ -347,7 +366,7 @@ def build_flow(spec: FlowSpec, registry: Registry | None = None) -> Flow:
                 max_oscillations=spec.max_oscillations, on=[_trigger(t, registry) for t in spec.on],
                 clear_on_start=spec.clear_on_start, on_end=spec.on_end,
                 instructions=[engine_template(i) for i in spec.instructions], tools=spec.tools,
-                collect=spec.collect)
+                collect=spec.collect, version=spec.version)
 
 
 def agent_options(spec: AgentSpec, registry: Registry | None = None) -> dict[str, Any]:

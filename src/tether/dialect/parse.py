@@ -14,6 +14,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
+import tether.dialect.spec as spec_module
 from tether.dialect.spec import AgentFile, AgentSpec, FlowFile, FlowSpec
 from tether.errors import DefinitionIssue
 from tether.pydantic_issues import error_message
@@ -29,10 +30,8 @@ _PREDICATE_KEYS = {"when", "arg", "if"}
 
 
 def _member_names() -> set[str]:
-    from tether.dialect import spec
-
     names = {"str", "constrained-str", "dict[str,union[ValueSource,TemplateSource,PathSource]]"}
-    return names | {name for name, value in vars(spec).items() if isinstance(value, type)}
+    return names | {name for name, value in vars(spec_module).items() if isinstance(value, type)}
 
 
 _MEMBERS = _member_names()
