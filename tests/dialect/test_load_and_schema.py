@@ -137,3 +137,10 @@ def test_given_an_agent_the_schema_enumerates_what_it_offers() -> None:
     flow["flow"]["nodes"][0]["tool"] = "delete_everything"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(flow, schema)
+
+
+@pytest.mark.parametrize("kind", ["flow", "agent"])
+def test_the_published_schemas_are_current(kind: str) -> None:
+    published = EXAMPLES.parent / "schemas" / f"{kind}-file.v1.schema.json"
+    assert json.loads(published.read_text()) == flow_file_schema(kind), (
+        f"{published.name} is stale: regenerate it with `tether schema {kind} > schemas/{published.name}`")

@@ -57,7 +57,7 @@ __all__ = [
 ]
 
 NodeId = Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z_][A-Za-z0-9_.-]*$")]
-Tier = Literal["default", "small", "deep"]
+Tier = Literal["small", "default", "deep"]  # the order of workflow.ModelTier: typing caches equal Literals
 Context = Literal["append", "reset", "reset_with_summary"]
 Repeat = Literal["once", "always"] | dict[Literal["cooldown"], str]
 
