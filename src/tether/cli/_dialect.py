@@ -20,9 +20,10 @@ __all__ = ["check_flow_file", "schema"]
 
 
 def _print(path: str, text: str, issues: list[DefinitionIssue]) -> None:
-    for issue in issues:
+    located = sorted(((line_of(text, issue.path), issue) for issue in issues), key=lambda pair: pair[0])
+    for line, issue in located:
         code = issue.code if issue.severity == "error" else f"warning {issue.code}"
-        typer.echo(f"{path}:{line_of(text, issue.path)}: {code}: {one_line(issue.message)} [{issue.path}]")
+        typer.echo(f"{path}:{line}: {code}: {one_line(issue.message)} [{issue.path}]")
         if issue.hint:
             typer.echo(f"    hint: {issue.hint}")
 
