@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from tether.durable.journal import EffectJournal
+from tether.engine.agent_memory import compact_memories
 from tether.engine.compaction import compact
 from tether.engine.continuation import continue_turn, recorded_reply
 from tether.engine.degrade import FAILURES, speaker_failed
@@ -89,6 +90,7 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
             await keep_moving(ts)
         if result is not None:
             await keep_moving(ts)
+    await compact_memories(ts)  # agent steps' namespaces with summaries on, before the save
     bookkeeping(ts)
     await ts.flush_deltas()
     # 8. Return
@@ -142,5 +144,6 @@ def _result(ts: TurnState, original: Session | None) -> TurnResult:
         status = "ended"
     return TurnResult(session=session, changed=changed, status=status,  # type: ignore[arg-type]
                       messages=ts.messages, schedule=ts.schedule, outcomes=ts.outcomes, started=ts.started,
-                      ended=ts.ended, skipped=ts.skipped, llm_calls=ts.llm_calls, usage=ts.usage, events=ts.events,
+                      ended=ts.ended, skipped=ts.skipped, llm_calls=ts.llm_calls, agent_calls=ts.agent_calls,
+                      content_type=ts.content_type, usage=ts.usage, events=ts.events,
                       handoff=ts.handoff, new_transcript=list(ts.transcript), journal=list(ts.journal.written))

@@ -31,6 +31,7 @@ from tether.flow.nodes import (
 )
 from tether.flow.options import is_model_class
 from tether.flow.resolvers import Resolver
+from tether.flow.steps import step_problems
 from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlow, Stay, Transition, normalize
 from tether.flow.triggers import Trigger, trigger_problems
 
@@ -255,6 +256,8 @@ class Flow:
         for i, trig in enumerate(self.on):
             for message in trigger_problems(trig):
                 issue("invalid-trigger", message, path=f"on.{i}")
+        for node_id, path, message in step_problems(self.nodes):
+            issue("invalid-option", message, node=node_id, path=path)
 
         if not issues:
             for node_id in self._unreachable():

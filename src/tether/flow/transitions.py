@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from tether.errors import TransitionError
 
 if TYPE_CHECKING:
+    from tether.flow.moves import StepMove
     from tether.flow.nodes import Node
 
 __all__ = [
@@ -95,10 +96,18 @@ class StartFlow:
 
 @dataclass(frozen=True, slots=True)
 class Stay:
-    """Stay on this node for another user turn."""
+    """Stay on this node for another user turn.
+
+    In an agent step's tool handler, ``stay("feedback")`` (or ``stay()``) is the move that keeps
+    the executing step and tells the model ``feedback`` (default ``"input validated"``)."""
 
     def __repr__(self) -> str:
         return "stay"
+
+    def __call__(self, feedback: str | None = None) -> StepMove:
+        from tether.flow.moves import stay_move
+
+        return stay_move(feedback)
 
 
 @dataclass(frozen=True, slots=True)
