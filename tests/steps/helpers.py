@@ -6,16 +6,10 @@ from typing import Any
 
 from tether import Agent, Message, TurnResult
 from tether.engine.session import Session
-from tether.models.types import ModelResponse, ToolCall
 from tether.testing import FakeClock, ScriptedModel, SequentialIds
+from tether.testing import tool_calls as calls
 
 __all__ = ["Chat", "calls", "memory_of"]
-
-
-def calls(*pairs: tuple[str, dict[str, Any]], text: str = "") -> ModelResponse:
-    """A model reply that calls tools: ``calls(("set_dates", {...}), ...)``."""
-    return ModelResponse(text=text, finish_reason="tool_calls",
-                         tool_calls=tuple(ToolCall(f"call_{i}", name, args) for i, (name, args) in enumerate(pairs)))
 
 
 class Chat:

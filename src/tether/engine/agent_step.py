@@ -124,6 +124,7 @@ async def _converse(ts: TurnState, run: Run, flow: Flow, node: AgentNode, ctx: S
 
     effects = Effects(ts, run, flow.id, node.id)
     effects.step_key = f"{ts.key(run, node.id)}:m{ts.user_seq or 0}"
+    ctx._effects = effects
     rounds = 0
     while True:
         response = await _attempts(ts, run, flow, node, effects)

@@ -36,6 +36,7 @@ class StepContext:
     def __init__(self, ts: TurnState, run: Run, flow: Flow, node: AgentNode, effects: Effects | None = None) -> None:
         self._ts, self._run, self._flow, self._node = ts, run, flow, node
         self._effects = effects
+        """The journal of the step's model loop (set while it runs: ``ctx.tool`` journals there)."""
         self.node = node.id
         self.flow = flow.id
 
@@ -59,6 +60,19 @@ class StepContext:
     @property
     def session_id(self) -> str:
         return self._ts.session.id
+
+    async def tool(self, name: str, **arguments: Any) -> Any:
+        """Call the agent tool ``name``, journaled: a re-dispatch of the turn returns the recorded
+        result and the tool does not run twice (a ``ToolResult``'s data is written to the state)."""
+        from tether.errors import ToolError
+
+        tool = self._ts.agent.tools_by_name.get(name)
+        if tool is None:
+            raise ToolError(f"flow {self.flow!r}, node {self.node!r}: ctx.tool({name!r}): the agent has no such tool")
+        if self._effects is None:
+            raise ToolError(f"flow {self.flow!r}, node {self.node!r}: ctx.tool() is for tool handlers and "
+                            "on_response, not for step hooks")
+        return await self._effects.tool(tool, arguments, lambda data: self._run.state.update(data))
 
     def set(self, **fields: Any) -> None:
         """Write fields into the run's state (saved with the turn)."""
