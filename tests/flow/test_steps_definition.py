@@ -109,3 +109,9 @@ def test_stay_and_direct() -> None:
     assert stay() == StepMove("stay", tool="input validated")
     assert stay("try again").tool == "try again"
     assert direct({"a": 1}) == StepMove("direct", message='{"a": 1}') and direct("hi").message == "hi"
+
+
+def test_stay_builds_feedback_moves_and_is_still_a_transition_not_code() -> None:
+    from tether.flow.transitions import Stay, is_code
+
+    assert isinstance(stay, Stay) and not is_code(stay) and is_code(lambda turn, state: stay)

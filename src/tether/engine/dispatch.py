@@ -25,7 +25,7 @@ from tether.flow.flow import Flow
 from tether.flow.nodes import Action, Collect, Decide, Node, Reply, Router, Wait
 from tether.flow.results import ReplyTurn
 from tether.flow.steps import AgentNode
-from tether.flow.transitions import NEXT, Goto, Next, stay
+from tether.flow.transitions import NEXT, Goto, Next, is_code, stay
 from tether.models.parsing import ReplyParseError, extract_json
 from tether.models.types import ModelRequest, ResponseFormat
 
@@ -64,7 +64,7 @@ def reply_next(ts: TurnState, run: Run, node: Reply, turn: ReplyTurn) -> Any:
     """The transition after a reply: ``next(turn, state)``, a static target, or ``stay``."""
     if node.next is None:
         return stay
-    if callable(node.next) and not isinstance(node.next, Node):
+    if is_code(node.next) and not isinstance(node.next, Node):
         return node.next(turn, ts.state_view(run))
     return Static(node.next)
 
@@ -90,7 +90,7 @@ def silenced(ts: TurnState, run: Run, flow: Flow, node: Reply | Collect, *, then
 def _dispatch_reply(ts: TurnState, run: Run, flow: Flow, node: Reply) -> Any:
     from tether.engine.runner import ASKING, Pause
 
-    quiet = silenced(ts, run, flow, node, then=Static(node.next if node.next is not None and not callable(node.next)
+    quiet = silenced(ts, run, flow, node, then=Static(node.next if node.next is not None and not is_code(node.next)
                                                       else NEXT))
     if quiet is not None:
         return quiet

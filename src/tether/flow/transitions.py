@@ -46,6 +46,7 @@ __all__ = [
     "escalate",
     "goto",
     "handoff",
+    "is_code",
     "start_flow",
     "stay",
 ]
@@ -127,6 +128,12 @@ stay = Stay()
 
 NEXT = Next()
 """The next node in declaration order (``end`` after the last)."""
+
+
+def is_code(value: Any) -> bool:
+    """True for a function the engine calls (``next``, ``on_complete``...): callable, and not the
+    transition ``stay`` (callable only to build an agent step's feedback move)."""
+    return callable(value) and not isinstance(value, Stay)
 
 
 def goto(target: str | Node, data: Mapping[str, Any] | None = None, *, clear: tuple[str, ...] | list[str] = ()) -> Goto:
