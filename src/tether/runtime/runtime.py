@@ -124,12 +124,16 @@ ConflictPolicy = Literal["replay", "reject"]
 
 
 def turn_records(result: TurnResult) -> TurnRecords:
-    """The append-only records of a turn: its transcript messages, events, journal entries and wakes."""
-    return TurnRecords(
+    """The append-only records of a turn: its transcript messages, events, journal entries and wakes.
+
+    Built without validation: the engine made every part as the records' types say (an event
+    that is not JSON-able still fails the store's write)."""
+    return TurnRecords.model_construct(
         messages=result.new_transcript,
         events=[event.as_dict() for event in result.events],
         journal=result.journal,
         wakes=[WakeRequest(key=w.key, at=w.at, replaces=w.replaces) for w in result.schedule],
+        cancel_wakes=[],
     )
 
 
@@ -381,8 +385,9 @@ class Runtime:
 
         async def checkpoint(session: Session, transcript: Sequence[TranscriptMessage],
                              events: Sequence[dict[str, Any]], journal: Sequence[JournalEntry]) -> int:
-            records = TurnRecords(messages=list(transcript[attempt.messages:]), events=list(events[attempt.events:]),
-                                  journal=list(journal[attempt.journal:]))
+            records = TurnRecords.model_construct(
+                messages=list(transcript[attempt.messages:]), events=list(events[attempt.events:]),
+                journal=list(journal[attempt.journal:]), wakes=[], cancel_wakes=[])
             await self._write(session, records, attempt)
             attempt.messages, attempt.events, attempt.journal = len(transcript), len(events), len(journal)
             assert attempt.stored is not None
