@@ -61,7 +61,7 @@ def content_type_of(run: Run, node: AgentNode) -> str:
 async def dispatch_agent(ts: TurnState, run: Run, flow: Flow, node: AgentNode) -> Any:
     """Run the step: hooks on arrival or restore, then the model loop. Returns a transition for
     the engine loop, or the pause ``asking`` after a reply."""
-    from tether.engine.runner import ASKING
+    from tether.engine.pauses import ASKING
 
     bk = book(run)
     ctx = StepContext(ts, run, flow, node)
@@ -120,7 +120,7 @@ def _remember_crossing(ts: TurnState, node: AgentNode, crossing: Any) -> None:
 
 
 async def _converse(ts: TurnState, run: Run, flow: Flow, node: AgentNode, ctx: StepContext) -> Any:
-    from tether.engine.runner import ASKING
+    from tether.engine.pauses import ASKING
 
     effects = Effects(ts, run, flow.id, node.id)
     effects.step_key = f"{ts.key(run, node.id)}:m{ts.user_seq or 0}"
@@ -183,7 +183,7 @@ async def _apply(ts: TurnState, run: Run, flow: Flow, node: AgentNode, ctx: Step
                  round_: ToolRound | None) -> Any:
     """Apply ``move`` in the seed's effect order; returns the engine transition (or the pause
     after a direct reply), or None to call the model again on this step."""
-    from tether.engine.runner import ASKING
+    from tether.engine.pauses import ASKING
 
     if isinstance(move, End):
         await call_hook(node.on_exit, ctx)

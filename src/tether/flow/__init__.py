@@ -24,7 +24,7 @@ from tether.flow.nodes import (
     router,
     wait,
 )
-from tether.flow.resolvers import enum_check, jsonpath, pattern, range_, whole_message
+from tether.flow.resolvers import enum_check, enum_list, jsonpath, pattern, range_, whole_message
 from tether.flow.results import ActionResult, ReplyTurn, defer, failed, ok, skipped
 from tether.flow.steps import TERMINATE_TOOL, AgentNode, MemorySummary, agent, terminal
 from tether.flow.tools import Tool, ToolResult, tool
@@ -90,6 +90,7 @@ __all__ = [
     "do",
     "end",
     "enum_check",
+    "enum_list",
     "escalate",
     "failed",
     "go",

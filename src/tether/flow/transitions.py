@@ -22,9 +22,9 @@ could not resume into a node with no registered identity.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from tether.errors import TransitionError
 
@@ -130,7 +130,7 @@ NEXT = Next()
 """The next node in declaration order (``end`` after the last)."""
 
 
-def is_code(value: Any) -> bool:
+def is_code(value: Any) -> TypeGuard[Callable[..., Any]]:
     """True for a function the engine calls (``next``, ``on_complete``...): callable, and not the
     transition ``stay`` (callable only to build an agent step's feedback move)."""
     return callable(value) and not isinstance(value, Stay)

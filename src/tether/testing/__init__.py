@@ -1,4 +1,4 @@
-"""Test doubles: scripted models, a fake clock, sequential ids."""
+"""Test doubles: scripted models (and ``understood``, a reply builder), a fake clock, sequential ids."""
 
 from tether.testing._clock import FakeClock, SequentialIds, parse_duration
 from tether.testing._models import (
@@ -15,6 +15,7 @@ from tether.testing._network import (
     allow_network_models,
     block_network_models,
 )
+from tether.testing._understand import understood
 
 __all__ = [
     "FakeClock",
@@ -30,4 +31,5 @@ __all__ = [
     "parse_duration",
     "to_response",
     "tool_calls",
+    "understood",
 ]
