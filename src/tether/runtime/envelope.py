@@ -48,8 +48,9 @@ def success(result: TurnResult, session_id: str, *, session_running: bool = True
     """The envelope of a turn that ran (and, when it changed anything, was saved)."""
     completed = result.status in ("ended", "handoff") or not session_running
     degraded = any(ended.reason == "error_degraded" for ended in result.ended)
-    return RunResponse(success=True, completed=completed, message=result.text, session=session_id,
-                       code="error_degraded" if degraded else None, result=result)
+    return RunResponse.model_construct(success=True, completed=completed, message=result.text, session=session_id,
+                                       content_type=CONTENT_TYPE, code="error_degraded" if degraded else None,
+                                       result=result)  # every field is given, as its type says
 
 
 def failure(message: str, session_id: str | None, code: str | None) -> RunResponse:
