@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from tether.stores.base import duplicate_message, event_rows, message_rows, utc
@@ -104,18 +105,20 @@ async def save_in_one_statement(conn: Conn, s: str, session: tuple[Any, ...], ex
            "WHERE id = %(id)s AND revision = %(expected)s AND agent = %(agent)s RETURNING id)")
     params: dict[str, Any] = {"status": status, "revision": revision, "saved_at": saved_at, "doc": text,
                               "id": session_id, "expected": expected, "agent": agent}
+    # the rows travel as one JSON array each (the bodies are JSON already): no array literal to escape
     if messages:
         sql += (f", said AS (INSERT INTO {s}.tether_messages (session_id, seq, body) "
-                "SELECT %(id)s, m.seq, m.body::json FROM unnest(%(seqs)s::bigint[], %(bodies)s::text[]) "
-                "AS m(seq, body) WHERE EXISTS (SELECT 1 FROM swapped))")
-        params |= {"seqs": [seq for seq, _ in messages], "bodies": [body for _, body in messages]}
+                "SELECT %(id)s, m.seq, m.body FROM json_to_recordset(%(said)s::json) AS m(seq bigint, body json) "
+                "WHERE EXISTS (SELECT 1 FROM swapped))")
+        params["said"] = "[" + ",".join(f'{{"seq":{seq},"body":{body}}}' for seq, body in messages) + "]"
     if events:
         sql += (f", told AS (INSERT INTO {s}.tether_events (session_id, seq, type, at, body) "
                 f"SELECT %(id)s, (SELECT COALESCE(max(seq), 0) FROM {s}.tether_events WHERE session_id = %(id)s) "
-                "+ e.n, e.type, e.at, e.body::json FROM unnest(%(types)s::text[], %(ats)s::timestamptz[], "
-                "%(events)s::text[]) WITH ORDINALITY AS e(type, at, body, n) WHERE EXISTS (SELECT 1 FROM swapped))")
-        params |= {"types": [kind for kind, _, _ in events], "ats": [at for _, at, _ in events],
-                   "events": [body for _, _, body in events]}
+                "+ e.n, e.type, e.at, e.body FROM json_to_recordset(%(told)s::json) "
+                "AS e(n bigint, type text, at timestamptz, body json) WHERE EXISTS (SELECT 1 FROM swapped))")
+        params["told"] = "[" + ",".join(
+            f'{{"n":{n},"type":{json.dumps(kind)},"at":"{at.isoformat()}","body":{body}}}'
+            for n, (kind, at, body) in enumerate(events, 1)) + "]"
     import psycopg
 
     try:
@@ -123,9 +126,10 @@ async def save_in_one_statement(conn: Conn, s: str, session: tuple[Any, ...], ex
     except psycopg.errors.UniqueViolation as exc:
         if not messages or exc.diag.table_name != "tether_messages":
             raise
+        seqs = [seq for seq, _ in messages]
         cur = await conn.execute(f"SELECT min(seq) FROM {s}.tether_messages WHERE session_id = %s AND seq = ANY(%s)",
-                                 (session_id, params["seqs"]))
+                                 (session_id, seqs))
         row = await cur.fetchone()
-        raise duplicate_message(session_id, row[0] if row and row[0] is not None else min(params["seqs"])) from None
+        raise duplicate_message(session_id, row[0] if row and row[0] is not None else min(seqs)) from None
     row = await cur.fetchone()
     return row is not None and row[0] == 1
