@@ -82,15 +82,17 @@ async def insert_records(conn: Conn, s: str, session_id: str, records: TurnRecor
 
 
 def one_statement_save(records: TurnRecords | None) -> bool:
-    """True when a save with ``records`` fits in one statement: a turn's usual write (the document,
-    transcript messages and events). Journal entries and wakes take the transaction."""
-    return records is None or not (records.journal or records.wakes or records.cancel_wakes)
+    """True when a save with ``records`` fits in one statement: the document, transcript messages,
+    events and journal entries. Wakes (a delete and an upsert may touch one row) take the
+    transaction."""
+    return records is None or not (records.wakes or records.cancel_wakes)
 
 
 async def save_in_one_statement(conn: Conn, s: str, session: tuple[Any, ...], expected: int,
                                 records: TurnRecords | None) -> bool:
     """The compare-and-swap and the records in one autocommit statement (one round trip instead of
-    ``BEGIN``, one per table and ``COMMIT``); True when the swap matched.
+    ``BEGIN``, one per table and ``COMMIT``); True when the swap matched. Journal entries of one
+    key are folded into the last (a final entry written after its started one in the same write).
 
     ``session`` is ``(id, agent, status, revision, saved_at, doc json)``. The inserts only happen
     when the update matched (``WHERE EXISTS (SELECT 1 FROM swapped)``), and a transcript ``seq``
@@ -119,6 +121,17 @@ async def save_in_one_statement(conn: Conn, s: str, session: tuple[Any, ...], ex
         params["told"] = "[" + ",".join(
             f'{{"n":{n},"type":{json.dumps(kind)},"at":"{at.isoformat()}","body":{body}}}'
             for n, (kind, at, body) in enumerate(events, 1)) + "]"
+    if records is not None and records.journal:
+        entries: dict[str, str] = {}
+        for e in records.journal:  # the first write of a key fixes its place, the last its body
+            entries[e.key] = f'{{"key":{json.dumps(e.key)},"run_id":{json.dumps(e.run_id)},' \
+                             f'"body":{e.model_dump_json(exclude_none=True)}'
+        sql += (f", jotted AS (INSERT INTO {s}.tether_journal AS j (session_id, key, run_id, body) "
+                "SELECT %(id)s, r.key, r.run_id, r.body FROM json_to_recordset(%(jot)s::json) "
+                "AS r(n int, key text, run_id text, body json) WHERE EXISTS (SELECT 1 FROM swapped) ORDER BY r.n "
+                "ON CONFLICT (session_id, key) DO UPDATE SET run_id = EXCLUDED.run_id, body = EXCLUDED.body "
+                "WHERE (j.body->>'status') = 'running')")  # a final entry never changes
+        params["jot"] = "[" + ",".join(f'{entry},"n":{n}}}' for n, entry in enumerate(entries.values())) + "]"
     import psycopg
 
     try:
