@@ -169,12 +169,17 @@ refund = Flow(
                 resolvers=[pattern("order_number", ORDER_NUMBER)], max_turns=3),
         collect("refund_reason", fields=["refund_reason"], ask="In a few words, what went wrong?",
                 resolvers=[whole_message("refund_reason", min_length=3)], max_turns=3),
+        collect("refund_confirm", fields=["confirm"],
+                ask="Open a refund request for order {order_number} ({refund_reason})? Please answer yes or no.",
+                resolvers=[enum_check("confirm", ["yes", "no"])], max_turns=3),
+        router("refund_confirmed", when={"equals": {"confirm": "yes"}}, then="refund_open", else_="refund_kept"),
         action("refund_open", open_refund),
         reply("refund_done", response=("I've opened refund request {ticket} for order {order_number}. "
                                        "You'll get an email within one business day."), next=end("refund")),
+        reply("refund_kept", response="OK, I haven't opened a refund for {order_number}.", next=end("kept")),
     ],
     on=[on_message("refund", "money back", "return an item", repeat="always")],
-    clear_on_start=["refund_reason"],
+    clear_on_start=["refund_reason", "confirm"],
 )
 
 # ---------------------------------------------------------------------------------------------- human and silence
@@ -200,7 +205,8 @@ agent = Agent(
     goal="Resolve order questions quickly, and hand over to a person when asked.",
     fields={
         "topic": Field("string", enum=tuple(TOPICS), description="What the customer needs", extract="asked"),
-        "order_number": Field("string", description="An order number like A-1001", label="order number"),
+        # a new flow asks before reusing the order number of an earlier one ("the same order A-1001?")
+        "order_number": Field("string", description="An order number like A-1001", label="order", reuse="confirm"),
         "new_address": Field("string", description="The new delivery address", extract="asked"),
         "confirm": Field("string", enum=("yes", "no"), description="Whether the customer confirmed", extract="asked"),
         "refund_reason": Field("string", description="Why the customer wants a refund", extract="asked"),

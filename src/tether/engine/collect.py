@@ -108,7 +108,7 @@ def _purge_invalid(ts: TurnState, run: Run, node: Collect) -> None:
             del frame[name]
 
 
-def _resolve(ts: TurnState, run: Run, node: Collect, wanted: list[str],
+def resolve(ts: TurnState, run: Run, node: Collect, wanted: list[str],
              judged: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], set[str]]:
     """The deterministic resolvers' reading of the message. A ``whole_message`` resolver takes
     anything, so it never overrides the model's explicit null for its field (``judged``): a
@@ -181,8 +181,11 @@ def _next() -> Any:
 async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -> Any:
     """Dispatch a collect node; returns a transition, a static target, or a pause."""
     from tether.engine.dispatch import silenced
+    from tether.engine.reuse import confirm_reused
     from tether.engine.runner import ASKING
 
+    if (asked := confirm_reused(ts, run, flow, node)) is not None:
+        return asked
     known = not missing(ts, run, node) and not run.staying
     answering = ts.message_available(run) and ts.asking_at.get(run.id) == node.id
     if known and not (ts.message_available(run) and (answering or not node.phrased_by_model)):
@@ -210,7 +213,7 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
         unknown = [n for n in node.slots if not is_known(value_of(ts, run, node, n))]
         wanted = unknown if missing(ts, run, node) else list(node.slots)
         judged = ts.judgement.collect.get((run.id, node.id), ts.judgement.collect.get((run.flow, node.id)))
-        hits, ambiguous = _resolve(ts, run, node, wanted, judged or {})
+        hits, ambiguous = resolve(ts, run, node, wanted, judged or {})
         sources, rejected = merge_values(ts, run, node, hits, source="deterministic", guard=False)
         targets = [n for n in wanted if n not in sources and n not in ambiguous]
         needed = [n for n in missing(ts, run, node) if n in targets]
@@ -272,7 +275,7 @@ async def _dispatch_phrased(ts: TurnState, run: Run, node: Collect) -> Any:
 
     if ts.message_available(run):
         ts.consumed_by[run.id] = node.id
-        hits, _ = _resolve(ts, run, node, missing(ts, run, node))
+        hits, _ = resolve(ts, run, node, missing(ts, run, node))
         merge_values(ts, run, node, hits, source="deterministic", guard=False)
     if not missing(ts, run, node):
         return _stay_answer(ts, run, node) if run.staying else complete(ts, run, node)

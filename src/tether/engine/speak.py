@@ -14,7 +14,9 @@ call both answers and extracts. A reply is offered only the tools its node decla
 on the reply, else on its flow; none by default); the idle speaker, the agent's own voice, is
 offered ``idle.tools`` or else every agent tool. Tools run in rounds; after ``max_tool_loops``
 rounds the model is asked once more without tools. A provider failure or an empty message is
-``deferred``.
+``deferred``. With no model, a reply with a ``fallback`` says it; any other speaker says the
+agent's ``failure_reply`` (the developer's "set TETHER_MODEL" hint goes to the log and an
+``error`` event, never to the customer).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tether.engine.collect import ask_text
+from tether.engine.events import ErrorEvent
 from tether.engine.extract import collect_field_schema
 from tether.engine.prompt_parts import catalogue, run_facts, session_facts
 from tether.engine.session import Run
@@ -199,7 +202,13 @@ async def speak(ts: TurnState, request: SpeakRequest) -> SpeakResult:
             text = fallback(state) if callable(fallback) else render(fallback, state, run.input if run else None,
                                                                      ts.options.context, where="fallback")
             return SpeakResult(text=text, no_model=True, fallback=True)
-        return SpeakResult(text=NO_MODEL_TEXT, no_model=True)
+        # the developer's hint goes to the log and an event; the customer hears the safe reply
+        where = f"flow {flow.id!r}, node {node.id!r}" if flow is not None and node is not None else "the idle speaker"
+        hint = f"{where}: {NO_MODEL_TEXT}"
+        ts.emit(ErrorEvent(run_id=run.id if run else None, flow=flow.id if flow else None, at=ts.now,
+                           node=node.id if node else None, error=hint))
+        ts.log("error", hint, code="no-model")
+        return SpeakResult(text=ts.agent.failure_reply, no_model=True)
     tools = _tools_for(ts, flow, node)
     specs = tuple(ToolSpec(t.name, t.description, t.parameters) for t in tools)
     messages = list(ts.history(run))

@@ -26,6 +26,7 @@ from typing import Any
 
 from tether.engine.conditions import holds
 from tether.engine.judgement import Judgement
+from tether.engine.keywords import keyword_scores
 from tether.engine.prompt_parts import catalogue
 from tether.engine.reply_check import check_reply, coerce_field_values, report_dropped
 from tether.engine.session import Run
@@ -344,8 +345,10 @@ def judge_system(ts: TurnState) -> str:
 
 async def understand(ts: TurnState, found: Judgeables) -> Judgement:
     """Make the understand call when there is something worth judging (else an empty judgement)."""
-    if not found.worth_a_call or not ts.has_model():
+    if not found.worth_a_call:
         return Judgement()
+    if not ts.has_model():  # no model: the flows' trigger phrases still route (by keywords)
+        return keyword_scores(ts.message_text, found.candidates)
     model = ts.model(None, needed_for="understand")
     schema, aliases, task = _envelope(ts, found)
     request = ModelRequest(
