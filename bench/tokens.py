@@ -55,39 +55,41 @@ KEYWORDS = {
     "refund": ("refund", "money back"),
     "human": ("person", "human"),
 }
-TOPICS = {"address": "address", "refund": "refund", "person": "person", "order": "order", "ship": "order",
-          "cancel": "order"}
+TOPICS = {"address": "address", "refund": "refund", "person": "person", "order": "order"}
+# Questions typed mid-form ("how do I find my order number?") are answered by a speak call before
+# the step asks again, so the figures cover speak calls too; the confirmations (a reused order
+# number, a refund, an address) are answered as a customer would.
 CONVERSATION = [
     "hi",
     "where is my order?",
+    "how do I find my order number?",
     "A-1001",
     "thanks! and what about A-1002?",
     "I want a refund for order A-1003",
+    "how long do refunds usually take?",
     "it arrived broken",
-    "thank you",
+    "yes",
+    "do you ship abroad?",
     "I need to change the delivery address of A-1002",
+    "is there a fee for changing it?",
     "5 Elm Street, Springfield",
     "yes",
-    "how long does shipping usually take?",
     "ok, where is order A-1004?",
-    "why was it cancelled?",
     "can I get a refund for A-1001",
+    "what counts as a valid reason?",
     "the colour is wrong",
-    "great, and where is A-1003?",
-    "please change the address of my order A-1003",
+    "no",
+    "please change the address of my order",
+    "yes",
     "22 Baker Street, London",
     "no",
     "where is my order A-1002",
     "and A-1001?",
     "refund please, order A-1002",
+    "will I get the shipping cost back too?",
     "it never arrived",
-    "thanks, and what about A-1004?",
-    "do you ship abroad?",
-    "where is order A-1003",
-    "I want a refund for A-1004",
-    "I was charged twice",
-    "what was my last refund ticket?",
-    "bye",
+    "yes",
+    "thanks, bye",
 ]
 
 
@@ -129,9 +131,11 @@ def _value(name: str, message: str) -> Any:
     if name == "order_number":
         found = ORDER.search(message.upper())
         return found.group(1) if found else None
+    if message.rstrip().endswith("?"):
+        return None  # a question is not an answer (an order number in it aside)
     if name == "topic":
         return next((t for k, t in TOPICS.items() if k in lowered), None)
-    if name == "confirm":
+    if name.startswith("confirm"):
         return lowered if lowered in ("yes", "no") else None
     if name == "new_address":
         return message if re.search(r"\d+ \w+", message) and not ORDER.search(message.upper()) else None
@@ -251,19 +255,28 @@ def report(per_message: list[list[dict[str, Any]]]) -> None:
     first, last = mean_tokens(per_message[:5]), mean_tokens(per_message[-5:])
     print(f"prompt tokens per call (summaries excluded): messages 1-5 {first:.0f}, messages 26-30 {last:.0f}, "
           f"ratio {last / first:.2f}")
-    for kind in ("understand", "speak"):
+    for kind in sorted(by_kind):
+        if kind == "summary":
+            continue
         early = [request_tokens(b) for g in per_message[:5] for b in g if call_kind(b) == kind]
         late = [request_tokens(b) for g in per_message[-5:] for b in g if call_kind(b) == kind]
         if early and late:
             print(f"  {kind}: {statistics.mean(early):.0f} -> {statistics.mean(late):.0f} "
-                  f"({statistics.mean(late) / statistics.mean(early):.2f}x)")
+                  f"({statistics.mean(late) / statistics.mean(early):.2f}x; {len(early)} and {len(late)} calls)")
+        else:
+            print(f"  {kind}: no calls in messages {'1-5' if not early else '26-30'}")
     twice = 0
     assistant_first = 0
     for bodies, text in zip(per_message, CONVERSATION, strict=True):
         for body in bodies:
             if call_kind(body) == "summary":
                 continue
-            quoted = [line.strip() for line in _system_text(body).splitlines()].count(text)
+            # anywhere it could be repeated, as a line of its own (or quoted "> ..."): the system text and
+            # the tools' descriptions
+            lines = _system_text(body).splitlines()
+            for tool in body.get("tools", []):
+                lines += str(tool["function"].get("description", "")).splitlines()
+            quoted = [line.strip().removeprefix("> ") for line in lines].count(text)
             sent = sum(1 for m in body["messages"] if m["role"] == "user" and m.get("content") == text)
             if quoted + min(sent, 1) > 1:
                 twice += 1

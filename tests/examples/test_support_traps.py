@@ -9,13 +9,15 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
 from tether import Message, TurnResult
 from tether.engine.session import Session
 from tether.flow.agent_def import DEFAULT_FAILURE_REPLY
-from tether.testing import FakeClock, ScriptedModel, SequentialIds
+from tether.models.types import ModelRequest
+from tether.testing import FakeClock, FunctionModel, ScriptedModel, SequentialIds
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SAME_ORDER = "Is this about the same order, {}? Please answer yes or no."
@@ -32,7 +34,7 @@ def support() -> ModuleType:
 
 
 class Chat:
-    def __init__(self, support: ModuleType, model: ScriptedModel | None = None) -> None:
+    def __init__(self, support: ModuleType, model: ScriptedModel | FunctionModel | None = None) -> None:
         self.clock = FakeClock()
         agent = support.agent if model is None else support.agent.with_model(model)
         self.agent = agent.with_clock(self.clock, SequentialIds("s"))
@@ -183,3 +185,57 @@ async def test_a_whole_message_resolver_never_overrides_the_models_null(support:
     confirm = await chat.say("it arrived broken")
     assert confirm.text == "Open a refund request for order A-1003 (it arrived broken)? Please answer yes or no."
     assert model.unused() == {}
+
+
+def _reading(request: ModelRequest) -> Any:
+    """A model that reads what a customer's message plainly says, for every call kind support makes."""
+    text = next(m.content for m in reversed(request.messages) if m.role == "user")
+    question = text.rstrip().endswith("?")
+    if request.call == "speak":
+        return {"message": "Refunds go back to your card within 3-5 business days."}
+    assert request.call == "understand" and request.response_format is not None
+    said = {"refund_reason": None if question or "refund" in text else text,
+            "confirm_refund": text if text in ("yes", "no") else None}
+    reply: dict[str, Any] = {}
+    for section, part in request.response_format.schema["properties"].items():
+        keys = list(part.get("properties", {}))
+        if section == "flows":
+            reply[section] = {k: 90 if k in text else 0 for k in keys}
+        elif section == "asks":
+            reply[section] = question
+        elif section == "collect":
+            reply[section] = {c: {n: said.get(n) for n in part["properties"][c]["properties"]} for c in keys}
+        else:
+            reply[section] = {k: None for k in keys}
+    return reply
+
+
+async def test_the_reason_of_a_finished_refund_is_not_a_fact_of_the_next_one(support: ModuleType) -> None:
+    model = FunctionModel(_reading)
+    chat = Chat(support, model)
+    await chat.say("I want a refund for order A-1003")
+    await chat.say("it arrived broken")
+    opened = await chat.say("yes")
+    assert opened.text.startswith("I've opened refund request")
+    await chat.say("one more refund please")
+    await chat.say("yes")  # the same order
+    answered = await chat.say("how long does a refund take?")
+    assert answered.text.endswith("In a few words, what went wrong?")
+    speak = [c.request for c in model.calls if c.call == "speak"][-1]
+    assert "- order_number: A-1003" in speak.instructions  # confirmed for this refund: a fact of the task
+    text = speak.system + speak.instructions
+    assert "it arrived broken" not in text and "confirm_refund" not in text  # the finished refund's answers
+
+
+async def test_a_flow_the_menu_chains_into_starts_clean(support: ModuleType) -> None:
+    chat = Chat(support)
+    for text in ("hi", "address", "A-1002", "5 Elm Street, Springfield", "yes"):
+        done = await chat.say(text)
+    assert done.text == "Done: order A-1002 will go to 5 Elm Street, Springfield."
+    await chat.say("thanks")
+    chained = await chat.say("address")  # the menu's topic: start_flow("address") applies clear_on_start too
+    assert [e.reason for e in chained.ended] == ["flow"] and chat.asking() == ["address/address_order"]
+    await chat.say("yes")  # the same order
+    again = await chat.say("9 Oak Road, Springfield")
+    # the earlier "yes" was cleared: this change is confirmed on its own
+    assert again.text == "Change the delivery address of A-1002 to 9 Oak Road, Springfield? Please answer yes or no."
