@@ -20,7 +20,9 @@ from typing import Any
 
 from tether.engine.events import CollectUpdate
 from tether.engine.extract import extract_values, passes_verbatim_guard, validate_value
-from tether.engine.runner import Static
+from tether.engine.moves import silenced
+from tether.engine.pauses import ASKING, Pause, Static
+from tether.engine.reuse import confirm_reused
 from tether.engine.session import Run
 from tether.engine.state import SpeakRequest, TurnState
 from tether.engine.templates import render
@@ -180,10 +182,6 @@ def _next() -> Any:
 
 async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -> Any:
     """Dispatch a collect node; returns a transition, a static target, or a pause."""
-    from tether.engine.dispatch import silenced
-    from tether.engine.reuse import confirm_reused
-    from tether.engine.runner import ASKING
-
     if (asked := confirm_reused(ts, run, flow, node)) is not None:
         return asked
     known = not missing(ts, run, node) and not run.staying
@@ -240,8 +238,6 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
         return complete(ts, run, node, code="already-known" if known and not sources and not answering else None)
     if question_first(ts, run, node):
         # a confirm step (or any fixed ask) answers the customer's question first; Settle re-asks
-        from tether.engine.runner import Pause
-
         ts.speaker = SpeakRequest(run.id, node.id, (), then_ask=ask_text(ts, run, node, still))
         run.status = "asking"
         return Pause("speak")
@@ -253,8 +249,6 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
 
 def _stay_answer(ts: TurnState, run: Run, node: Collect) -> Any:
     """The step an ``on_end="stay"`` run stays on answers anyway (seed 003), with nothing to ask."""
-    from tether.engine.runner import ASKING, Pause
-
     run.status = "asking"
     if ts.speaker is None and not ts.spoke and ts.has_model(node.model):
         ts.speaker = SpeakRequest(run.id, node.id)
@@ -271,8 +265,6 @@ def question_first(ts: TurnState, run: Run, node: Collect | Reply) -> bool:
 
 
 async def _dispatch_phrased(ts: TurnState, run: Run, node: Collect) -> Any:
-    from tether.engine.runner import ASKING, Pause
-
     if ts.message_available(run):
         ts.consumed_by[run.id] = node.id
         hits, _ = resolve(ts, run, node, missing(ts, run, node))
