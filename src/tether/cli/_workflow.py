@@ -20,11 +20,12 @@ from rich.table import Table
 
 from tether.cli._output import CliError, fail, one_line, stdout_console
 from tether.cli._sessions import DEFAULT_DB
+from tether.cli._workflow_prompts import ask_answer
 from tether.errors import TetherError, WorkflowDefinitionError
 from tether.stores import open_store
 from tether.workflow import WorkflowGraph, WorkflowSnapshot, workflow_json_schema
 from tether.workflow._contract import RouterRun
-from tether.workflow_host import WorkflowRun, load_workflow_file, workflow_directory_resolver
+from tether.workflow_host import WorkflowRun, check_subflows, load_workflow_file, workflow_directory_resolver
 
 __all__ = ["check_workflow_file", "is_workflow_file", "workflow_app"]
 
@@ -54,9 +55,11 @@ def check_workflow_file(path: str) -> None:
     """``tether check FILE.yaml``: print each problem (``path: message``) and exit 1, or say ok."""
     try:
         graph = load_workflow_file(path)
+        check_subflows(graph, workflow_directory_resolver(Path(path).parent))
     except WorkflowDefinitionError as exc:
         for issue in exc.issues:
-            typer.echo(f"{issue.path or '<root>'}: {one_line(issue.message)}")
+            where = f"{issue.flow}: " if issue.flow and issue.code.startswith("subflow") else ""
+            typer.echo(f"{where}{issue.path or '<root>'}: {one_line(issue.message)}")
         typer.echo(f"{len(exc.issues)} problem(s)")
         raise typer.Exit(1) from None
     workflow = graph.workflow
@@ -142,11 +145,15 @@ async def _decide(run: WorkflowRun, node_id: str, console: Console) -> bool:
             continue
         decision: Literal["approved", "rejected"] = "approved" if answer.startswith("a") else "rejected"
         try:
+            response = None
+            if decision == "approved" and (approval.schema_ or {}).get("kind", "text") != "text":
+                response = ask_answer(approval.schema_, "response")
             feedback = typer.prompt("feedback", default="", show_default=False)
         except typer.Abort:
             return False
         try:
-            await run.apply_approval(node_id, decision, feedback=feedback or None, decided_by="cli")
+            await run.apply_approval(node_id, decision, feedback=feedback or None, decided_by="cli",
+                                     response=response)
         except TetherError as exc:
             console.print(f"[red]refused:[/] {exc.message}")
             continue

@@ -139,10 +139,15 @@ class ChoiceSchema(_Strict):
 
 
 class FormSchema(_Strict):
-    """A form: ``fields`` maps each field name to its JSON Schema."""
+    """A form: ``fields`` maps each field name to its JSON Schema.
+
+    ``required`` lists the fields an answer must hold; when absent, every field without a
+    ``default`` is required.
+    """
 
     kind: Literal["form"]
     fields: dict[str, dict[str, JsonValue]] = Field(min_length=1)
+    required: list[str] | None = None
 
 
 class FileSchema(_Strict):

@@ -14,7 +14,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from tether.errors import DefinitionIssue, WorkflowDefinitionError
-from tether.workflow._contract import DEFAULT_ROUTE, CheckRun, FunctionRun, Node, RouterRun, Workflow
+from tether.workflow._answers import form_problems
+from tether.workflow._contract import (
+    DEFAULT_ROUTE,
+    CheckRun,
+    FormSchema,
+    FunctionRun,
+    GateRun,
+    Node,
+    RouterRun,
+    Workflow,
+)
 from tether.workflow._expr import Expression, Template, compile_expression, compile_template
 
 __all__ = ["CompiledRoute", "WorkflowGraph", "compile_workflow"]
@@ -112,6 +122,9 @@ def _check_nodes(workflow: Workflow, ids: set[str], issues: list[DefinitionIssue
         if isinstance(run, CheckRun) and node.control.optional:
             issues.append(_issue(workflow, f"{where}.control.optional", "A check cannot be optional",
                                  "optional-check", node.id))
+        if isinstance(run, GateRun) and isinstance(run.schema_, FormSchema):
+            for problem in form_problems(run.schema_):
+                issues.append(_issue(workflow, f"{where}.run.schema", problem, "bad-form-schema", node.id))
         if isinstance(run, FunctionRun):
             if run.capture is not None:
                 for stream in ("stdout", "stderr"):

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from tether.errors import WorkflowExpressionError, WorkflowOperationError
 from tether.executors.provenance import ObtainedBy, Origin
+from tether.workflow._answers import check_answer
 from tether.workflow._contract import GateRun
 from tether.workflow._derive import contract_problem, origins_of, scope
 from tether.workflow._expr import Wait
@@ -158,7 +159,7 @@ def apply_approval(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: st
             raise _refuse(f"cannot override check {node_id!r}: {problem}", "override-output-contract", node_id)
     run = graph.nodes[node_id].run
     if approval.kind == "gate" and decision == "approved" and isinstance(run, GateRun):
-        _check_response(node_id, run, response)
+        response = _check_response(node_id, run, response)
     decided = approval.model_copy(update={"decision": decision, "feedback": feedback, "decided_by": decided_by,
                                           "response": response})
 
@@ -186,23 +187,17 @@ def apply_approval(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: st
     return change
 
 
-def _check_response(node_id: str, run: GateRun, response: Any) -> None:
-    schema = run.schema_
+def _check_response(node_id: str, run: GateRun, response: Any) -> Any:
+    """The gate's response coerced to its schema; a refusal names the reason."""
     if response is None:
-        return
-    if schema.kind == "choice":
-        chosen = response if isinstance(response, list) and schema.multiple else [response]
-        bad = [c for c in chosen if c not in schema.options]
-        if bad:
-            raise _refuse(f"gate {node_id!r}: {bad[0]!r} is not one of {schema.options}", "bad-response", node_id)
-    elif schema.kind == "form":
-        if not isinstance(response, dict):
-            raise _refuse(f"gate {node_id!r}: a form response must be an object", "bad-response", node_id)
-        unknown = sorted(set(response) - set(schema.fields))
-        if unknown:
-            raise _refuse(f"gate {node_id!r}: unknown form field {unknown[0]!r}", "bad-response", node_id)
-    elif schema.kind == "text" and not isinstance(response, str):
-        raise _refuse(f"gate {node_id!r}: a text response must be a string", "bad-response", node_id)
+        if run.schema_.kind == "text":
+            return None  # the approval itself answers a text gate
+        raise _refuse(f"gate {node_id!r}: approving a {run.schema_.kind} gate needs a response", "bad-response",
+                      node_id)
+    try:
+        return check_answer(run.schema_, response)
+    except ValueError as exc:
+        raise _refuse(f"gate {node_id!r}: {exc}", "bad-response", node_id) from None
 
 
 def request_approval(snapshot: WorkflowSnapshot, node_id: str, summary: str | None = None) -> Change:

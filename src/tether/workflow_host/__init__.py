@@ -9,13 +9,14 @@ snapshot in a store with compare-and-swap after every change (:class:`SnapshotSt
 from tether.workflow_host._files import load_workflow_file, workflow_directory_resolver
 from tether.workflow_host._run import Resolver, WorkflowRun
 from tether.workflow_host._store import SnapshotStore
-from tether.workflow_host._subflow import MAX_SUBFLOW_DEPTH
+from tether.workflow_host._subflow import MAX_SUBFLOW_DEPTH, check_subflows
 
 __all__ = [
     "MAX_SUBFLOW_DEPTH",
     "Resolver",
     "SnapshotStore",
     "WorkflowRun",
+    "check_subflows",
     "load_workflow_file",
     "workflow_directory_resolver",
 ]

@@ -8,7 +8,9 @@ is left, one step at a time, in this order each step:
    a router made losing by an earlier one in the same wave never completes);
 3. gates park at ``awaiting_approval`` (autonomous mode never bypasses them);
 4. sub-flows run inline (the child is transient; its gates are projected onto the parent node);
-5. function and check nodes run on the executor, one at a time, attempts never overlapping.
+5. function and check nodes run on the executor: one at a time, except that the available
+   members of one ``control.parallelGroup`` run together (one attempt each, joined before the
+   next step); a node's own attempts never overlap.
 
 Every change goes through :func:`tether.workflow.mutate` and, with a store, is saved with
 compare-and-swap before the next step; node status changes are written as events in the same
@@ -46,7 +48,7 @@ from tether.workflow._derive import derive
 from tether.workflow._state import Approval
 from tether.workflow_host._process import build_request, settle_outcome, spawn_failure
 from tether.workflow_host._store import SnapshotStore
-from tether.workflow_host._subflow import MAX_SUBFLOW_DEPTH, SubflowHost
+from tether.workflow_host._subflow import MAX_SUBFLOW_DEPTH, SubflowHost, check_subflows
 
 __all__ = ["MAX_SUBFLOW_DEPTH", "Resolver", "WorkflowRun"]
 
@@ -69,7 +71,9 @@ class WorkflowRun:
         input: the run input (overlaying the workflow's declared ``input`` defaults).
         autonomous: no pauses except mandatory approvals, gates and escalated checks.
         workspace: the working directory of commands (a node's ``run.cwd`` is relative to it).
-        resolve: finds a sub-flow's workflow by id (a mapping or a function).
+        resolve: finds a sub-flow's workflow by id (a mapping or a function). The whole sub-flow
+            tree is resolved and checked here, at registration: an unknown child, a cycle across
+            workflows or nesting deeper than 16 raises :class:`WorkflowDefinitionError`.
         on_change: called once per mutation with the new snapshot.
     """
 
@@ -98,6 +102,8 @@ class WorkflowRun:
         self.budget = budget
         self.ancestry = (*_ancestry, self.graph.id)
         self.resolver = resolve
+        if not _ancestry:
+            check_subflows(self.graph, self.resolve)
         self._snapshot = _snapshot or new_snapshot(self.graph, run_id or str(uuid.uuid4()), input,
                                                    autonomous=autonomous)
         self._revision = _revision
@@ -288,7 +294,16 @@ class WorkflowRun:
             if isinstance(graph.nodes[node_id].run, SubflowRun) and await self.subflows.start(node_id):
                 return True
         for node_id in available:
-            if isinstance(graph.nodes[node_id].run, FunctionRun) and await self._run_process(node_id):
+            if not isinstance(graph.nodes[node_id].run, FunctionRun):
+                continue
+            group = graph.nodes[node_id].control.parallel_group
+            if group is None:
+                if await self._run_process(node_id):
+                    return True
+                continue
+            members = [n for n in available if isinstance(graph.nodes[n].run, FunctionRun)
+                       and graph.nodes[n].control.parallel_group == group]
+            if any(await asyncio.gather(*(self._run_process(n) for n in members))):
                 return True
         return False
 

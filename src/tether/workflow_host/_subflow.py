@@ -2,8 +2,11 @@
 
 - The child is resolved by id through the parent's resolver; ``passContext`` merges the parent
   run input (the keys the child declares) ahead of the node's bindings.
-- Ancestry is tracked in memory: a workflow already in the chain is a cycle and fails the node
-  naming it; more than :data:`MAX_SUBFLOW_DEPTH` nested workflows fail it too.
+- The sub-flow tree is checked when a root run is registered (:func:`check_subflows`): an unknown
+  or invalid child, a cycle across workflows (named ``a -> b -> a``) or more than
+  :data:`MAX_SUBFLOW_DEPTH` nested workflows is a :class:`WorkflowDefinitionError` before
+  anything runs. Ancestry is tracked in memory at run time too, as a second line: a resolver
+  whose answers changed since registration still cannot loop.
 - The child's gates and escalated checks are projected onto the parent node (``approval.kind =
   "sub-flow"``, ``child_node``); deciding the parent's approval decides the child's, and the
   child runs on. The child snapshot itself is never saved: a cold restart sends the parent node
@@ -14,20 +17,86 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from tether.errors import TetherError, WorkflowOperationError
-from tether.workflow import NodeOutput, WorkflowSnapshot, ops
+from tether.errors import DefinitionIssue, TetherError, WorkflowDefinitionError, WorkflowOperationError
+from tether.workflow import NodeOutput, WorkflowGraph, WorkflowSnapshot, ops
 from tether.workflow._contract import SubflowRun
 from tether.workflow._state import Approval
 
 if TYPE_CHECKING:
     from tether.workflow_host._run import WorkflowRun
 
-__all__ = ["MAX_SUBFLOW_DEPTH", "SubflowHost"]
+__all__ = ["MAX_SUBFLOW_DEPTH", "SubflowHost", "check_subflows"]
 
 MAX_SUBFLOW_DEPTH = 16
 """The most workflows one chain of inline sub-flows may hold (the root included)."""
+
+
+class _Invalid(Exception):
+    pass
+
+
+def check_subflows(root: WorkflowGraph, resolve: Callable[[str], WorkflowGraph] | None) -> None:
+    """Check the sub-flow tree under ``root``: every child resolves and is valid, no workflow
+    reaches itself through sub-flows, and no chain nests more than :data:`MAX_SUBFLOW_DEPTH`
+    workflows. Raises :class:`WorkflowDefinitionError` naming the workflow, node and path."""
+    issues: list[DefinitionIssue] = []
+    loaded: dict[str, WorkflowGraph | None] = {root.id: root}
+    height: dict[str, int] = {}  # explored workflows: how many nest below them, themselves included
+
+    def load(flow: str) -> WorkflowGraph | None:
+        if flow not in loaded:
+            loaded[flow] = None
+            if resolve is not None:
+                try:
+                    loaded[flow] = resolve(flow)
+                except KeyError:
+                    pass
+                except TetherError as exc:
+                    raise _Invalid(exc.message) from None
+        return loaded[flow]
+
+    def visit(graph: WorkflowGraph, chain: tuple[str, ...]) -> int:
+        if len(chain) > MAX_SUBFLOW_DEPTH:
+            too_deep.append(" -> ".join(chain))
+            return 1
+        deepest = 1
+        for index, node in enumerate(graph.workflow.nodes):
+            run = node.run
+            if not isinstance(run, SubflowRun):
+                continue
+            where = {"flow": graph.id, "node": node.id, "path": f"nodes.{index}.run.flow"}
+            if run.flow in chain:
+                cycle = " -> ".join((*chain[chain.index(run.flow):], run.flow))
+                issues.append(DefinitionIssue("subflow-cycle", f"sub-flow cycle: {cycle}", **where))
+                continue
+            try:
+                child = load(run.flow)
+            except _Invalid as exc:
+                issues.append(DefinitionIssue("subflow-invalid", f"sub-flow {run.flow!r} is invalid: {exc}", **where))
+                continue
+            if child is None:
+                issues.append(DefinitionIssue("unknown-subflow", f"sub-flow {run.flow!r}: no such workflow", **where))
+                continue
+            if child.id != run.flow:
+                issues.append(DefinitionIssue("subflow-id-mismatch", f"sub-flow {run.flow!r} resolved to a workflow "
+                                              f"with id {child.id!r}", **where))
+                continue
+            below = height[child.id] if child.id in height else visit(child, (*chain, child.id))
+            deepest = max(deepest, below + 1)
+        height[graph.id] = deepest
+        return deepest
+
+    too_deep: list[str] = []
+    if visit(root, (root.id,)) > MAX_SUBFLOW_DEPTH or too_deep:
+        chain = too_deep[0] if too_deep else root.id
+        issues.append(DefinitionIssue("subflow-too-deep", f"sub-flows nest deeper than {MAX_SUBFLOW_DEPTH} workflows "
+                                      f"({chain})", flow=root.id, path="nodes"))
+    if issues:
+        unique = list(dict.fromkeys(issues))
+        raise WorkflowDefinitionError(unique, title=f"workflow {root.id!r}: its sub-flows are invalid")
 
 
 class SubflowHost:
