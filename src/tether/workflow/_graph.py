@@ -17,12 +17,14 @@ from tether.errors import DefinitionIssue, WorkflowDefinitionError
 from tether.workflow._answers import form_problems
 from tether.workflow._contract import (
     DEFAULT_ROUTE,
+    AgentRun,
     CheckRun,
     FormSchema,
     FunctionRun,
     GateRun,
     Node,
     RouterRun,
+    SubpromptRun,
     Workflow,
 )
 from tether.workflow._expr import Expression, Template, compile_expression, compile_template
@@ -54,6 +56,7 @@ class WorkflowGraph:
     routes: dict[str, list[CompiledRoute]] = field(default_factory=dict)
     route_owners: dict[str, list[str]] = field(default_factory=dict)
     outputs: dict[str, Template] = field(default_factory=dict)
+    instructions: dict[str, Template] = field(default_factory=dict)
     consumed: set[str] = field(default_factory=set)
 
     @property
@@ -72,6 +75,9 @@ class WorkflowGraph:
         for route in self.routes.get(node_id, []):
             if route.when is not None:
                 found |= route.when.reads_nodes
+        if node_id in self.instructions:
+            for expr in self.instructions[node_id].expressions:
+                found |= expr.reads_nodes
         return frozenset(found)
 
 
@@ -188,6 +194,11 @@ def _compile_expressions(workflow: Workflow, graph: WorkflowGraph, issues: list[
                 issues.append(_issue(workflow, f"{where}.contract.input.{name}", str(exc), "bad-expression", node.id))
         graph.guards[node.id] = guards
         graph.bindings[node.id] = bindings
+        if isinstance(node.run, AgentRun | SubpromptRun):
+            try:
+                graph.instructions[node.id] = compile_template(node.run.instruction, ids)
+            except ValueError as exc:
+                issues.append(_issue(workflow, f"{where}.run.instruction", str(exc), "bad-expression", node.id))
         if isinstance(node.run, RouterRun):
             routes: list[CompiledRoute] = []
             for j, authored in enumerate(node.run.routes):

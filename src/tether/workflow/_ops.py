@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from tether.errors import WorkflowExpressionError, WorkflowOperationError
 from tether.executors.provenance import ObtainedBy, Origin
-from tether.workflow._answers import check_answer
+from tether.workflow._answers import check_answer, coerce_input_schema
 from tether.workflow._contract import GateRun
 from tether.workflow._derive import contract_problem, origins_of, scope
 from tether.workflow._expr import Wait
@@ -137,6 +137,8 @@ def apply_approval(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: st
     - gate: approved completes it (decision, feedback and response become its fields);
       rejected keeps it parked with the decision and feedback until a fresh request;
     - checkpoint: approved completes the node with the output it produced; rejected fails it;
+    - agent (an agent node's ``request_approval``): approved completes it with the proposed
+      output; rejected returns it to the agent (running) with the feedback;
     - check (escalated): rejected fails it terminally; approved is an override that needs a
       non-empty ``feedback``, keeps the failed evidence, and is refused when the failed
       attempt does not meet the check's declared output contract.
@@ -167,15 +169,24 @@ def apply_approval(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: st
         node = snap.nodes[node_id]
         node.approval = decided
         node.approvals.append(decided)
+        if decided.kind == "agent" or (decided.kind == "gate" and decision == "rejected"):
+            snap.stimuli.append({"type": "approval_received", "node": node_id, "decision": decision,
+                                 "feedback": feedback, "decided_by": decided_by})
         if decision == "rejected":
             if decided.kind == "gate":
                 return  # parked with the decision until a fresh request
+            if decided.kind == "agent":
+                node.status = "running"  # back to the agent, which revises and asks again
+                return
             reason = f"rejected by {decided_by or 'a human'}" + (f": {feedback}" if feedback else "")
             fail_node(graph, node_id, reason)(snap)
             return
         if decided.kind == "gate":
             fields = {"decision": decision, "feedback": feedback, "response": response}
             complete_node(node_id, NodeOutput(fields=fields, summary=decided.summary), obtained_by=None,
+                          input_origins=node.input_origins)(snap)
+        elif decided.kind == "agent":
+            complete_node(node_id, decided.proposed or NodeOutput(), obtained_by="agent",
                           input_origins=node.input_origins)(snap)
         elif decided.kind == "check":
             fields = dict(last.fields) if last else {}
@@ -228,17 +239,25 @@ def request_input(snapshot: WorkflowSnapshot, node_id: str, prompt: str, schema:
 
 
 def apply_input(snapshot: WorkflowSnapshot, node_id: str, response: Any, provided_by: str | None = None) -> Change:
-    """Answer the input request of ``node_id``; the node runs on with the answer recorded."""
+    """Answer the input request of ``node_id``: the answer is coerced to the requested schema or
+    refused with the reason; the node runs on with it recorded and the agent's next turn starts
+    with an ``input_received`` stimulus."""
     _known(snapshot, node_id)
     state = snapshot.nodes[node_id]
     if state.status != "awaiting_input" or state.input_request is None:
         raise _refuse(f"node {node_id!r} is not awaiting input", "no-pending-input", node_id)
+    try:
+        answer = check_answer(coerce_input_schema(state.input_request.schema_), response)
+    except ValueError as exc:
+        raise _refuse(f"input for node {node_id!r}: {exc}", "bad-input", node_id) from None
 
     def change(snap: WorkflowSnapshot) -> None:
         node = snap.nodes[node_id]
         assert node.input_request is not None
-        node.input_request = node.input_request.model_copy(update={"response": response, "provided_by": provided_by})
+        node.input_request = node.input_request.model_copy(update={"response": answer, "provided_by": provided_by})
         node.status = "running"
+        snap.stimuli.append({"type": "input_received", "node": node_id, "response": answer,
+                             "provided_by": provided_by})
     return change
 
 
