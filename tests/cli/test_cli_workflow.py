@@ -88,3 +88,16 @@ def test_check_refuses_a_sub_flow_cycle_across_files(tmp_path: Path) -> None:
     done = tether("check", tmp_path / "a.yaml")
     assert done.code == 1
     assert done.out.splitlines() == ["b: nodes.0.run.flow: sub-flow cycle: a -> b -> a", "1 problem(s)"]
+
+
+def test_the_echo_example_runs_with_scripted_replies_and_no_key(tmp_path: Path) -> None:
+    echo = EXAMPLES / "echo_workflow.yaml"
+    done = tether("workflow", "run", echo, "--script", EXAMPLES / "echo_workflow.script.json", "--db",
+                  tmp_path / "t.db", "--workspace", tmp_path, stdin="Ada\na\nlooks good\n")
+    assert done.code == 0, done.err
+    assert "ask_name asks: Whom should I greet?" in done.out and "sign_off: greeting.txt says: Hello, Ada!" in done.out
+    assert '"greeting": "Hello, Ada!"' in done.out
+    assert (tmp_path / "greeting.txt").read_text().startswith("Hello, Ada!\n")
+    keyless = tether("workflow", "run", echo, "--db", tmp_path / "t2.db", "--workspace", tmp_path)
+    assert keyless.code == 1
+    assert "needs agent work at ask_name: set TETHER_MODEL, --model or --script to run it" in keyless.out

@@ -323,6 +323,9 @@ def build_handoff(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: Any
             for name, b in bindings.items()
         }
     handoff["assets"] = list(node.run.assets)
+    if node.gate.approval != "none":
+        handoff["approval"] = (f"{node.gate.approval}: finish with request_approval (a human decides)"
+                               if _needs_approval(graph, snapshot, node_id) else node.gate.approval)
     if node.contract.output is not None and node.contract.output.fields is not None:
         handoff["output_contract"] = node.contract.output.fields
     if state.corrections and state.error:

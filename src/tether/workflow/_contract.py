@@ -68,7 +68,7 @@ class _Strict(BaseModel):
 
 
 class AgentRun(_Strict):
-    """Work that needs the session agent's conversation (executed by issue 12, not here)."""
+    """Work the agent does through the flow tools (``tether.workflow_host.AgentDriver``)."""
 
     kind: Literal["agent"]
     instruction: str = Field(min_length=1)
@@ -77,7 +77,8 @@ class AgentRun(_Strict):
 
 
 class SubpromptRun(_Strict):
-    """One isolated model call on bound inputs (executed by issue 12, not here)."""
+    """One isolated model call on bound inputs; with ``contract.output.fields`` the reply must
+    hold one JSON object (extracted fail-closed, never repaired)."""
 
     kind: Literal["subprompt"]
     instruction: str = Field(min_length=1)

@@ -51,7 +51,8 @@ class Attempt(BaseModel):
     """One settled attempt of a deterministic node (the output history).
 
     ``verdict`` is a check's :class:`~tether.executors.CheckVerdict` in JSON form: it stays with a
-    failed check even after an override completes the node.
+    failed check even after an override completes the node. ``summary`` is a subprompt's reply,
+    kept on a failed attempt too.
     """
 
     model_config = _CONFIG
@@ -63,6 +64,7 @@ class Attempt(BaseModel):
     timed_out: bool = False
     spawn_failed: bool = False
     fields: dict[str, JsonValue] = Field(default_factory=dict)
+    summary: str | None = None
     verdict: dict[str, Any] | None = None
     process: dict[str, Any] | None = None
 

@@ -96,6 +96,12 @@ class AgentDriver:
         self.run = run
         self._lock = asyncio.Lock()
 
+    def tools(self) -> tuple[ToolSpec, ...]:
+        """The flow tools offered on this run (``skip_node`` only when an agent node is optional)."""
+        graph = self.run.graph
+        optional = any(isinstance(n.run, AgentRun) and n.control.optional for n in graph.nodes.values())
+        return tuple(tool for tool in FLOW_TOOLS if optional or tool.name != "skip_node")
+
     def ready(self) -> list[str]:
         """Agent nodes ready for work (available or running)."""
         return agent_ops.get_available(self.run.graph, self.run.snapshot)
@@ -128,8 +134,8 @@ class AgentDriver:
             messages: list[ChatMessage] = [ChatMessage("user", json.dumps(opening, ensure_ascii=False, default=str))]
             report = TurnReport("reply")
             for round_index in range(run.max_tool_rounds + 1):
-                request = ModelRequest(call="agent", system=SYSTEM_PROMPT, messages=tuple(messages), tools=FLOW_TOOLS,
-                                       tier=tier)
+                request = ModelRequest(call="agent", system=SYSTEM_PROMPT, messages=tuple(messages),
+                                       tools=self.tools(), tier=tier)
                 response = await model.complete(request)
                 await run.count_model_call(response)
                 report.text = response.text
@@ -158,7 +164,7 @@ class AgentDriver:
         graph, snapshot = run.graph, run.snapshot
         node_id = args.get("node_id")
         try:
-            if call.name not in {tool.name for tool in FLOW_TOOLS}:
+            if call.name not in {tool.name for tool in self.tools()}:
                 result: dict[str, Any] = {"ok": False, "error": f"unknown tool {call.name!r}", "code": "unknown-tool"}
             elif call.name == "get_state":
                 result = {"ok": True, **agent_ops.get_state(graph, snapshot)}

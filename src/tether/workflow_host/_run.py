@@ -310,9 +310,11 @@ class WorkflowRun:
 
     async def advance(self, *, max_turns: int = 50) -> WorkflowSnapshot:
         """Drain, then give the agent turns until it waits for a human, has no agent node left,
-        or ends a turn without changing any node (at most ``max_turns`` turns)."""
+        or ends a turn without changing any node (at most ``max_turns`` turns). With no model
+        configured at all, this only drains."""
         await self.drain()
-        for _ in range(max_turns):
+        configured = any(getattr(self.models, tier) is not None for tier in ("default", "small", "deep"))
+        for _ in range(max_turns if configured else 0):
             if not self.agent.ready() or self._snapshot.status == "cancelled":
                 break
             before = {n: (s.status, s.generation) for n, s in self._snapshot.nodes.items()}

@@ -11,6 +11,9 @@
   "sub-flow"``, ``child_node``); deciding the parent's approval decides the child's, and the
   child runs on. The child snapshot itself is never saved: a cold restart sends the parent node
   back to admission and the child starts again from the durable parent boundary.
+- The child shares the parent's executor and models: its subprompts run, and the agent gets
+  turns on its agent nodes; an agent's ``request_approval`` is projected like a gate. An input
+  request inside a child is not projected (the parent node fails naming it).
 - Child completion completes the parent node (the child's run output becomes its fields); any
   other end fails it (or skips it when optional).
 """
@@ -149,6 +152,7 @@ class SubflowHost:
             child = WorkflowRun(child_graph, executor=parent.executor, run_id=f"{parent.run_id}/{node_id}",
                                 input=child_input, autonomous=parent.snapshot.autonomous,
                                 workspace=parent.workspace, resolve=parent.resolver, budget=parent.budget,
+                                model=parent.models, max_tool_rounds=parent.max_tool_rounds,
                                 _ancestry=parent.ancestry)
         except TetherError as exc:
             await parent.apply(ops.fail_node(parent.graph, node_id, f"sub-flow {run.flow!r}: {exc.message}"))
@@ -161,7 +165,7 @@ class SubflowHost:
     async def _advance(self, node_id: str) -> None:
         parent = self.parent
         generation, child = self.children[node_id]
-        await child.drain()
+        await child.advance()
         if parent.node(node_id).generation != generation or node_id not in self.children:
             return  # stale: the parent was cancelled or hydrated meanwhile
         snapshot = child.snapshot
@@ -211,6 +215,9 @@ def _ending(snapshot: WorkflowSnapshot) -> str:
     if failed:
         node, error = failed[0]
         return f"failed at node {node!r}: {error}"
+    asking = [n for n, s in snapshot.nodes.items() if s.status == "awaiting_input"]
+    if asking:
+        return f"is waiting for input at node {asking[0]!r}, which inline sub-flows do not project to the parent"
     if snapshot.status == "waiting":
-        return "is waiting for agent work, which sub-flows cannot run yet (issue 12)"
+        return "is waiting for agent work and no model is configured"
     return f"ended {snapshot.status} without completing"

@@ -122,14 +122,17 @@ async def run_subprompt(run: WorkflowRun, node_id: str) -> bool:
     output: NodeOutput | None = None
     try:
         for _ in range(node.control.retries + 1):
+            reply = None
             try:
                 response = await _call(model, request, node.control.timeout_sec, abort)
                 await run.count_model_call(response)
+                reply = storable_text(response.text)
                 output = parse_reply(graph, node_id, response.text)
                 break
             except (_Stopped, ValueError, TetherError) as exc:
                 error = exc.message if isinstance(exc, TetherError) else str(exc)
-                failures.append(Attempt(generation=generation, status="failed", error=f"node {node_id!r}: {error}"))
+                failures.append(Attempt(generation=generation, status="failed", error=f"node {node_id!r}: {error}",
+                                        summary=reply))
                 if abort.is_set():
                     break
     finally:
@@ -141,7 +144,8 @@ async def run_subprompt(run: WorkflowRun, node_id: str) -> bool:
     changes: list[ops.Change] = []
     if output is not None:
         changes += [record_attempt(node_id, attempt) for attempt in failures]
-        attempt = Attempt(generation=generation, status="complete", fields=dict(output.fields))
+        attempt = Attempt(generation=generation, status="complete", fields=dict(output.fields),
+                          summary=output.summary)
         changes.append(complete_or_park(graph, run.snapshot, node_id, output, origins=origins, obtained_by="agent",
                                         attempt=attempt))
     else:
