@@ -321,3 +321,31 @@ async def test_a_sub_flow_runs_its_subprompt_and_agent_nodes_and_projects_the_ag
                                                                                        "note reviewed")
     await run.apply_approval("sub", "approved", decided_by="ana")
     assert run.status == "complete" and run.node("sub").output.fields == {"name": "note"}  # type: ignore[union-attr]
+
+
+async def test_a_crash_mid_turn_loses_no_committed_tool_call_and_repeats_none() -> None:
+    store = MemoryStore()
+    data = definition([agent("first", fields=NAME), agent("second")], [("first", "second")])
+
+    def crash(request: ModelRequest) -> Any:
+        raise RuntimeError("the worker died")
+
+    model = ScriptedModel(agent=[call("start_node", node_id="first"),
+                                 call("complete_node", node_id="first", summary="s", fields={"name": "Ana"}),
+                                 call("start_node", node_id="second"), crash])
+    run = WorkflowRun(data, model=model, store=store, run_id="r1")
+    with pytest.raises(RuntimeError, match="the worker died"):
+        await run.agent.turn()
+    restarted = await WorkflowRun.load(store, "r1", data, model=ScriptedModel(agent=[
+        call("get_available"), call("complete_node", node_id="first", summary="again", fields={"name": "Bo"}),
+        call("complete_node", node_id="second", summary="done"), "all done"]))
+    first, second = restarted.node("first"), restarted.node("second")
+    assert first.status == "complete" and first.output.fields == {"name": "Ana"}  # type: ignore[union-attr]
+    assert second.status == "running"  # the agent's committed start survives the restart
+    report = await restarted.agent.turn()
+    assert [(name, result["ok"]) for name, _, result in report.calls] == [
+        ("get_available", True), ("complete_node", False), ("complete_node", True)]
+    assert report.calls[1][2]["code"] == "wrong-status"  # the completed node cannot be done twice
+    assert restarted.status == "complete" and first.output.fields == {"name": "Ana"}  # type: ignore[union-attr]
+    journal = [(e.data["tool"], e.data["result"]["ok"]) for e in await store.events("r1") if e.type == "workflow.tool"]
+    assert journal[:3] == [("start_node", True), ("complete_node", True), ("start_node", True)]

@@ -301,11 +301,14 @@ def cancel(reason: str = "run cancelled") -> Change:
     return change
 
 
-def cold_restart() -> Change:
+def cold_restart(keep: frozenset[str] = frozenset()) -> Change:
     """After a crash: running work never committed returns to admission under a new generation,
-    and so does a sub-flow parked on its (transient) child."""
+    and so does a sub-flow parked on its (transient) child. Nodes in ``keep`` (agent nodes: their
+    running state is the agent's committed progress, not a process in flight) stay as they are."""
     def change(snapshot: WorkflowSnapshot) -> None:
-        for state in snapshot.nodes.values():
+        for node_id, state in snapshot.nodes.items():
+            if node_id in keep:
+                continue
             projected = state.status == "awaiting_approval" and state.approval and state.approval.kind == "sub-flow"
             if state.status == "running" or projected:
                 state.status, state.approval = "pending", None

@@ -7,9 +7,10 @@ model answers without calling a tool, or when a ``request_input`` / ``request_ap
 node for a human. Deterministic work is drained before the turn and after every write, so the
 agent always sees the runtime's results. Turns on one run are serialized.
 
-Every tool call and its result is journaled as a ``workflow.tool`` event, saved with the next
-change of the run; a write is saved (with compare-and-swap) before its result goes back to the
-model, and turns are rebuilt from the saved snapshot, so a crash never applies a call twice.
+Every tool call and its result is journaled as a ``workflow.tool`` event. A write's change and
+its journal entry are saved (with compare-and-swap) before its result goes back to the model (a
+read's entry goes with the next save, at the latest when the turn ends), and turns are rebuilt from the saved snapshot, so a crash
+never applies a call twice.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ FLOW_TOOLS: tuple[ToolSpec, ...] = (
           {**_NODE, "prompt": {"type": "string"}, "schema": _INPUT_SCHEMA}, ["node_id", "prompt"]),
 )
 _ENDS_TURN = frozenset({"request_input", "request_approval"})
+_WRITES = frozenset({"start_node", "complete_node", "skip_node", "fail_node", "request_approval", "request_input"})
 
 SYSTEM_PROMPT = (
     "You drive the agent nodes of a workflow through the flow tools. The runtime runs every other node "
@@ -140,6 +142,7 @@ class AgentDriver:
                 await run.count_model_call(response)
                 report.text = response.text
                 if not response.tool_calls:
+                    await run.flush_journal()
                     return report
                 if round_index == run.max_tool_rounds:
                     raise WorkflowOperationError(
@@ -154,7 +157,6 @@ class AgentDriver:
                                                 tool_call_id=call.id, name=call.name))
                     if call.name in _ENDS_TURN and result.get("ok"):
                         report.ended_by = "request_input" if call.name == "request_input" else "request_approval"
-                        await run.apply(_noop)  # saves the journal of this turn
                         return report
             raise AssertionError("unreachable")  # pragma: no cover
 
@@ -182,6 +184,8 @@ class AgentDriver:
             result = {"ok": False, "error": exc.message, "code": exc.code}
         run.journal.append({"type": "workflow.tool", "run_id": run.run_id, "tool": call.name, "call_id": call.id,
                             "arguments": dict(args), "result": result})
+        if call.name in _WRITES:
+            await run.flush_journal()  # a write's entry is durable before the model sees its result
         return result
 
     async def _write(self, name: str, args: dict[str, Any], node_id: Any) -> dict[str, Any]:
@@ -218,6 +222,3 @@ def _take_stimuli(count: int) -> ops.Change:
         del snapshot.stimuli[:count]
     return change
 
-
-def _noop(snapshot: Any) -> None:
-    return None

@@ -50,7 +50,7 @@ from tether.workflow import (
     ops,
     resolve_bindings,
 )
-from tether.workflow._contract import FunctionRun, GateRun, RouterRun, SubflowRun, SubpromptRun
+from tether.workflow._contract import AgentRun, FunctionRun, GateRun, RouterRun, SubflowRun, SubpromptRun
 from tether.workflow._derive import derive
 from tether.workflow._state import Approval
 from tether.workflow_host._agent import DEFAULT_TOOL_ROUNDS, AgentDriver
@@ -129,6 +129,7 @@ class WorkflowRun:
         self.aborts: dict[str, asyncio.Event] = {}
         self._draining = False
         self.subflows = SubflowHost(self)
+        self.agent_nodes = frozenset(n for n, node in self.graph.nodes.items() if isinstance(node.run, AgentRun))
         self.agent = AgentDriver(self)
 
     # ------------------------------------------------------------------ reading
@@ -201,6 +202,12 @@ class WorkflowRun:
         else:
             self._revision = await self.snapshots.save(after, self._revision, events)
 
+    async def flush_journal(self) -> None:
+        """Save the journal entries waiting for the next change now (a save with no change)."""
+        async with self._lock:
+            if self.journal and self.snapshots is not None and self._revision is not None:
+                await self._save(self._snapshot, self._snapshot)
+
     async def save(self) -> None:
         """Save the current snapshot now (creates the stored run on first call)."""
         async with self._lock:
@@ -266,7 +273,7 @@ class WorkflowRun:
                 generation, status = current.get(node_id, (0, "pending"))
                 # never reuse a generation an in-flight attempt may still hold
                 state.generation = max(state.generation, generation) + (1 if status == "running" else 0)
-            ops.cold_restart()(snap)
+            ops.cold_restart(self.agent_nodes)(snap)
         return await self.apply(replace)
 
     @classmethod
@@ -286,10 +293,10 @@ class WorkflowRun:
                 code="wrong-workflow")
         derive(graph, snapshot)
         run = cls(graph, store=snapshots, _snapshot=snapshot, _revision=revision, **options)
-        if any(state.status == "running" or (state.approval and state.approval.kind == "sub-flow"
-                                             and state.status == "awaiting_approval")
-               for state in snapshot.nodes.values()):
-            await run.apply(ops.cold_restart())
+        if any((state.status == "running" and node_id not in run.agent_nodes)
+               or (state.approval and state.approval.kind == "sub-flow" and state.status == "awaiting_approval")
+               for node_id, state in snapshot.nodes.items()):
+            await run.apply(ops.cold_restart(run.agent_nodes))
         return run
 
     # ------------------------------------------------------------------ draining
