@@ -8,9 +8,9 @@ node for a human. Deterministic work is drained before the turn and after every 
 agent always sees the runtime's results. Turns on one run are serialized.
 
 Every tool call and its result is journaled as a ``workflow.tool`` event. A write's change and
-its journal entry are saved (with compare-and-swap) before its result goes back to the model (a
-read's entry goes with the next save, at the latest when the turn ends), and turns are rebuilt from the saved snapshot, so a crash
-never applies a call twice.
+its journal entry are saved (with compare-and-swap) before its result goes back to the model; a
+read's entry goes with the next save, at the latest when the turn ends. Turns are rebuilt from
+the saved snapshot, so a crash never applies a call twice.
 """
 
 from __future__ import annotations
