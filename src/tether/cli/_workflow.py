@@ -258,6 +258,9 @@ async def _run(graph: WorkflowGraph, *, path: Path, inputs: dict[str, Any], run_
 
 def _report(run: WorkflowRun, console: Console) -> int:
     snapshot = run.snapshot
+    if snapshot.model_calls:
+        tokens = ", ".join(f"{name.replace('_', ' ')} {value}" for name, value in sorted(snapshot.usage.items()))
+        console.print(f"[dim]{snapshot.model_calls} model call(s){': ' + tokens if tokens else ''}[/]")
     if snapshot.status == "complete":
         console.print(f"run {snapshot.run_id} complete")
         if snapshot.output:
