@@ -13,8 +13,9 @@ from tether.engine.actions import run_action
 from tether.engine.choices import constrained_schema, decide_by_choice
 from tether.engine.collect import dispatch_collect, question_first
 from tether.engine.conditions import holds
+from tether.engine.moves import silenced
+from tether.engine.pauses import ASKING, Pause, Static
 from tether.engine.reply_check import check_reply, describe_dropped
-from tether.engine.runner import Static
 from tether.engine.session import Claim, Run, WaitingOn
 from tether.engine.state import SpeakRequest, TurnState
 from tether.engine.templates import render
@@ -64,27 +65,8 @@ def reply_next(ts: TurnState, run: Run, node: Reply, turn: ReplyTurn) -> Any:
     return Static(node.next)
 
 
-def silenced(ts: TurnState, run: Run, flow: Flow, node: Reply | Collect, *, then: Any) -> Any:
-    """Under ``silenced`` a message step says nothing: a resuming asker stays asking, a step
-    reached fresh ends its run (``silenced``), or with ``skip`` is skipped and ``then`` taken.
-    Returns None when the turn is not silenced."""
-    from tether.engine.runner import ASKING, ENDED, finish
-
-    silence = ts.options.silence
-    if silence is None:
-        return None
-    if run.status == "asking" and not (isinstance(node, Reply) and node.response is not None):
-        return ASKING
-    ts.outcome(run, code="silenced", status="skipped", kind="talk", node_id=node.id, detail=silence.reason)
-    if silence.skip:
-        return then
-    finish(ts, run, flow, "skipped")
-    return ENDED
-
 
 def _dispatch_reply(ts: TurnState, run: Run, flow: Flow, node: Reply) -> Any:
-    from tether.engine.runner import ASKING, Pause
-
     quiet = silenced(ts, run, flow, node, then=Static(node.next if node.next is not None and not callable(node.next)
                                                       else NEXT))
     if quiet is not None:
@@ -166,8 +148,6 @@ def _followed_by_message_step(flow: Flow, node: Wait) -> bool:
 
 
 def _dispatch_wait(ts: TurnState, run: Run, flow: Flow, node: Wait) -> Any:
-    from tether.engine.runner import Pause
-
     if node.timer is not None:
         delay = parse_duration(node.timer)
         if delay <= INLINE_WAIT and _followed_by_message_step(flow, node):

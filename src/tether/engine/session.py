@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tether.durable.turns import OpenTurn
 
 __all__ = [
+    "KEEP_INPUTS",
     "SESSION_SCHEMA_VERSION",
     "Claim",
     "LogEntry",
@@ -31,6 +32,7 @@ __all__ = [
     "WaitingOn",
     "fork_run",
     "fork_session",
+    "remember_input",
 ]
 
 SESSION_SCHEMA_VERSION = 2
@@ -43,6 +45,10 @@ SessionStatus = Literal["running", "handed_off", "completed", "aborted"]
 RunStatus = Literal["running", "asking", "waiting", "suspended"]
 
 _STRICT = ConfigDict(extra="forbid")
+
+
+KEEP_INPUTS = 50
+"""How many input ids a session remembers for duplicate detection."""
 
 
 class TranscriptMessage(BaseModel):
@@ -281,3 +287,9 @@ def fork_session(session: Session) -> Session:
         "error": list(session.error),
         "metadata": copy.deepcopy(session.metadata),
     })
+
+
+def remember_input(session: Session, input_id: str) -> None:
+    """Record ``input_id`` as seen (the newest :data:`KEEP_INPUTS` are kept)."""
+    session.inputs.append(input_id)
+    del session.inputs[: max(0, len(session.inputs) - KEEP_INPUTS)]
