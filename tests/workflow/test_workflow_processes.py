@@ -341,7 +341,7 @@ def meet(name: str, other: str, workspace: Path) -> str:
     """A command that succeeds only if ``other`` starts while it runs (no timing assertion: a
     sequential drain makes the first one fail after its wait runs out)."""
     return (f"touch {workspace}/{name}.started; i=0; while [ ! -e {workspace}/{other}.started ]; do "
-            f"i=$((i+1)); [ $i -gt 200 ] && exit 1; sleep 0.05; done")
+            f"i=$((i+1)); [ $i -gt 400 ] && exit 1; sleep 0.05; done")
 
 
 async def test_a_parallel_group_runs_its_available_members_together(executor: SubprocessExecutor,
