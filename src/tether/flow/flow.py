@@ -73,6 +73,8 @@ class Flow:
             (default: none).
         collect: agent fields the flow needs (the understand call may harvest them).
         anchor: ``session`` or a host anchor name that keys runs and claims.
+        version: the author's version label (``flow@version``; flow files set it). Runs are
+            pinned to the digest, not to this label.
 
     Raises:
         FlowDefinitionError: with every problem found, each with a stable code.
@@ -98,6 +100,7 @@ class Flow:
         anchor: str = "session",
         name: str | None = None,
         on_drift: OnDrift = "error",
+        version: str | None = None,
     ) -> None:
         self.id = id
         self.name = name or id
@@ -121,6 +124,7 @@ class Flow:
         for node in self.nodes:
             self.by_id.setdefault(getattr(node, "id", ""), node)
         self.on_drift: OnDrift = on_drift
+        self.version = version
         issues = self._validate(start)
         if on_drift not in ("error", "restart") and not callable(on_drift):
             issues.append(DefinitionIssue("invalid-on-drift", f"flow {id!r}: on_drift must be 'error', 'restart' or "
