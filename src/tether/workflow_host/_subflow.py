@@ -41,6 +41,13 @@ class _Invalid(Exception):
     pass
 
 
+def _problem(issues: list[DefinitionIssue], where: dict[str, str]) -> Callable[[str, str], None]:
+    """Records a problem at ``where`` (flow, node, path)."""
+    def add(code: str, message: str) -> None:
+        issues.append(DefinitionIssue(code, message, flow=where["flow"], node=where["node"], path=where["path"]))
+    return add
+
+
 def check_subflows(root: WorkflowGraph, resolve: Callable[[str], WorkflowGraph] | None) -> None:
     """Check the sub-flow tree under ``root``: every child resolves and is valid, no workflow
     reaches itself through sub-flows, and no chain nests more than :data:`MAX_SUBFLOW_DEPTH`
@@ -71,21 +78,20 @@ def check_subflows(root: WorkflowGraph, resolve: Callable[[str], WorkflowGraph] 
             if not isinstance(run, SubflowRun):
                 continue
             where = {"flow": graph.id, "node": node.id, "path": f"nodes.{index}.run.flow"}
+            problem = _problem(issues, where)
             if run.flow in chain:
-                cycle = " -> ".join((*chain[chain.index(run.flow):], run.flow))
-                issues.append(DefinitionIssue("subflow-cycle", f"sub-flow cycle: {cycle}", **where))
+                problem("subflow-cycle", f"sub-flow cycle: {' -> '.join((*chain[chain.index(run.flow):], run.flow))}")
                 continue
             try:
                 child = load(run.flow)
             except _Invalid as exc:
-                issues.append(DefinitionIssue("subflow-invalid", f"sub-flow {run.flow!r} is invalid: {exc}", **where))
+                problem("subflow-invalid", f"sub-flow {run.flow!r} is invalid: {exc}")
                 continue
             if child is None:
-                issues.append(DefinitionIssue("unknown-subflow", f"sub-flow {run.flow!r}: no such workflow", **where))
+                problem("unknown-subflow", f"sub-flow {run.flow!r}: no such workflow")
                 continue
             if child.id != run.flow:
-                issues.append(DefinitionIssue("subflow-id-mismatch", f"sub-flow {run.flow!r} resolved to a workflow "
-                                              f"with id {child.id!r}", **where))
+                problem("subflow-id-mismatch", f"sub-flow {run.flow!r} resolved to a workflow with id {child.id!r}")
                 continue
             below = height[child.id] if child.id in height else visit(child, (*chain, child.id))
             deepest = max(deepest, below + 1)
