@@ -349,3 +349,30 @@ async def test_a_crash_mid_turn_loses_no_committed_tool_call_and_repeats_none() 
     assert restarted.status == "complete" and first.output.fields == {"name": "Ana"}  # type: ignore[union-attr]
     journal = [(e.data["tool"], e.data["result"]["ok"]) for e in await store.events("r1") if e.type == "workflow.tool"]
     assert journal[:3] == [("start_node", True), ("complete_node", True), ("start_node", True)]
+
+
+async def test_a_child_agents_input_request_is_projected_and_answered_through_the_parent() -> None:
+    child = definition([agent("pick", fields={"type": "object", "properties": {"size": {"type": "string"}}})],
+                       output={"size": "${pick.output.fields.size}"})
+    child["id"] = "child"
+    parent = definition([node("sub", {"kind": "sub-flow", "flow": "child"})])
+
+    def with_the_answer(request: ModelRequest) -> ModelResponse:
+        size = json.loads(request.messages[0].content)["stimuli"][0]["response"]
+        return call("complete_node", node_id="pick", summary="picked", fields={"size": size})
+
+    model = ScriptedModel(agent=[
+        call("start_node", node_id="pick"),
+        call("request_input", node_id="pick", prompt="Which size?", schema={"kind": "choice", "options": ["S", "M"]}),
+        with_the_answer, "done"])
+    run = WorkflowRun(parent, model=model, resolve={"child": child})
+    await run.advance()
+    state = run.node("sub")
+    assert state.status == "awaiting_input" and state.input_request is not None
+    assert (state.input_request.prompt, state.input_request.child_node) == ("Which size?", "pick")
+    with pytest.raises(WorkflowOperationError, match="'XL' is not one of"):
+        await run.apply_input("sub", "XL")
+    assert run.node("sub").status == "awaiting_input"
+    await run.apply_input("sub", "M", provided_by="ana")
+    assert run.status == "complete" and run.node("sub").output.fields == {"size": "M"}  # type: ignore[union-attr]
+    assert run.node("sub").input_request.response == "M"  # type: ignore[union-attr]

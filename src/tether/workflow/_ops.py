@@ -28,6 +28,7 @@ __all__ = [
     "cold_restart",
     "fail_node",
     "park",
+    "park_input",
     "request_approval",
     "request_input",
     "retry_node",
@@ -301,6 +302,14 @@ def cancel(reason: str = "run cancelled") -> Change:
     return change
 
 
+def park_input(node_id: str, request: InputRequest) -> Change:
+    """Park ``node_id`` at ``awaiting_input`` with ``request`` (a child's request, projected)."""
+    def change(snapshot: WorkflowSnapshot) -> None:
+        state = snapshot.nodes[node_id]
+        state.status, state.input_request = "awaiting_input", request
+    return change
+
+
 def cold_restart(keep: frozenset[str] = frozenset()) -> Change:
     """After a crash: running work never committed returns to admission under a new generation,
     and so does a sub-flow parked on its (transient) child. Nodes in ``keep`` (agent nodes: their
@@ -309,7 +318,9 @@ def cold_restart(keep: frozenset[str] = frozenset()) -> Change:
         for node_id, state in snapshot.nodes.items():
             if node_id in keep:
                 continue
-            projected = state.status == "awaiting_approval" and state.approval and state.approval.kind == "sub-flow"
+            projected = (state.status == "awaiting_approval" and state.approval and state.approval.kind == "sub-flow"
+                         ) or (state.status == "awaiting_input" and state.input_request is not None
+                               and state.input_request.child_node is not None)
             if state.status == "running" or projected:
                 state.status, state.approval = "pending", None
                 state.generation += 1

@@ -95,7 +95,8 @@ class Approval(BaseModel):
 
 
 class InputRequest(BaseModel):
-    """A request for typed input on a node, and the answer once given."""
+    """A request for typed input on a node, and the answer once given (``child_node``: a child
+    run's request, projected onto its parent sub-flow node)."""
 
     model_config = _CONFIG
 
@@ -103,6 +104,7 @@ class InputRequest(BaseModel):
     schema_: dict[str, JsonValue] = Field(alias="schema")
     response: JsonValue = None
     provided_by: str | None = None
+    child_node: str | None = None
 
 
 class NodeState(BaseModel):

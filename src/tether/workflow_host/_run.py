@@ -238,7 +238,10 @@ class WorkflowRun:
         return await self.apply(ops.request_approval(self._snapshot, node_id, summary))
 
     async def apply_input(self, node_id: str, response: Any, *, provided_by: str | None = None) -> WorkflowSnapshot:
-        """Answer ``node_id``'s input request."""
+        """Answer ``node_id``'s input request (a sub-flow's projected request goes to its child)."""
+        request = self.node(node_id).input_request
+        if request is not None and request.child_node is not None and self.node(node_id).status == "awaiting_input":
+            return await self.subflows.forward_input(node_id, response, provided_by=provided_by)
         return await self.apply(ops.apply_input(self._snapshot, node_id, response, provided_by))
 
     async def retry_node(self, node_id: str) -> WorkflowSnapshot:
@@ -295,6 +298,7 @@ class WorkflowRun:
         run = cls(graph, store=snapshots, _snapshot=snapshot, _revision=revision, **options)
         if any((state.status == "running" and node_id not in run.agent_nodes)
                or (state.approval and state.approval.kind == "sub-flow" and state.status == "awaiting_approval")
+               or (state.input_request and state.input_request.child_node and state.status == "awaiting_input")
                for node_id, state in snapshot.nodes.items()):
             await run.apply(ops.cold_restart(run.agent_nodes))
         return run

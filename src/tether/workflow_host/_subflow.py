@@ -12,8 +12,9 @@
   child runs on. The child snapshot itself is never saved: a cold restart sends the parent node
   back to admission and the child starts again from the durable parent boundary.
 - The child shares the parent's executor and models: its subprompts run, and the agent gets
-  turns on its agent nodes; an agent's ``request_approval`` is projected like a gate. An input
-  request inside a child is not projected (the parent node fails naming it).
+  turns on its agent nodes; an agent's ``request_approval`` is projected like a gate, and its
+  ``request_input`` is projected as the parent node's input request (``child_node``): answering
+  the parent answers the child, which runs on.
 - Child completion completes the parent node (the child's run output becomes its fields); any
   other end fails it (or skips it when optional).
 """
@@ -189,8 +190,34 @@ class SubflowHost:
                                  decision=approval.decision, feedback=approval.feedback)
             await parent.apply(ops.park(node_id, projected))
             return
+        asking = next((n for n in child.graph.order if snapshot.nodes[n].status == "awaiting_input"), None)
+        request = snapshot.nodes[asking].input_request if asking else None
+        if asking is not None and request is not None:
+            await parent.apply(ops.park_input(node_id, request.model_copy(update={"child_node": asking})))
+            return
         del self.children[node_id]
         await parent.apply(ops.fail_node(parent.graph, node_id, f"sub-flow {flow!r} {_ending(snapshot)}"))
+
+    async def forward_input(self, node_id: str, response: Any, *, provided_by: str | None) -> WorkflowSnapshot:
+        """Answer the child's input request projected on ``node_id``, record it, and run the child on."""
+        parent = self.parent
+        entry = self.children.get(node_id)
+        request = parent.node(node_id).input_request
+        if entry is None or request is None or request.child_node is None:
+            raise WorkflowOperationError(f"sub-flow node {node_id!r} has no live child (drain to restart it)",
+                                         code="no-live-child", node=node_id)
+        child = entry[1]
+        await child.apply_input(request.child_node, response, provided_by=provided_by)
+        coerced = child.node(request.child_node).input_request  # the answer as the child stored it
+        answered = request.model_copy(update={"response": coerced.response if coerced else response,
+                                              "provided_by": provided_by})
+
+        def record(snapshot: WorkflowSnapshot) -> None:
+            node = snapshot.nodes[node_id]
+            node.input_request, node.status = answered, "running"
+        await parent.apply(record)
+        await self._advance(node_id)
+        return parent.snapshot
 
     async def forward_approval(self, node_id: str, decision: Literal["approved", "rejected"], *,
                                feedback: str | None, decided_by: str | None, response: Any) -> WorkflowSnapshot:
@@ -221,9 +248,6 @@ def _ending(snapshot: WorkflowSnapshot) -> str:
     if failed:
         node, error = failed[0]
         return f"failed at node {node!r}: {error}"
-    asking = [n for n, s in snapshot.nodes.items() if s.status == "awaiting_input"]
-    if asking:
-        return f"is waiting for input at node {asking[0]!r}, which inline sub-flows do not project to the parent"
     if snapshot.status == "waiting":
         return "is waiting for agent work and no model is configured"
     return f"ended {snapshot.status} without completing"
