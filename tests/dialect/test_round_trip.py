@@ -186,3 +186,12 @@ def test_the_python_support_example_converts_where_it_is_declarative() -> None:
     code = action("code", lambda state, ctx: None)
     with pytest.raises(FlowDefinitionError, match="do: <name>"):
         to_spec(Flow("f", nodes=[code]))
+
+
+def test_a_node_kind_the_dialect_lacks_is_refused() -> None:
+    from tether.flow.steps import agent as agent_step
+
+    flow = Flow("f", nodes=[agent_step("helper", prompt="Help.")])
+    with pytest.raises(FlowDefinitionError) as caught:
+        to_spec(flow)
+    assert [(i.node, i.path, i.code) for i in caught.value.issues] == [("helper", "kind", "not-declarative")]

@@ -1,4 +1,4 @@
-"""``tether check`` for flow files (issues printed like a compiler) and ``tether schema``."""
+"""``tether check`` for flow files (issues printed like a compiler), ``tether schema`` and ``tether test``."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tether.dialect.spec import AgentSpec
 from tether.dialect.validate import validate_spec
 from tether.errors import DefinitionIssue, FlowDefinitionError
 
-__all__ = ["check_flow_file", "schema"]
+__all__ = ["check_flow_file", "run_scenarios", "schema"]
 
 
 def _print(path: str, text: str, issues: list[DefinitionIssue]) -> None:
@@ -85,3 +85,35 @@ def schema(
     tools = spec.tools if spec.tools is not None else [t.name for t in registry.tools]
     typer.echo(json.dumps(flow_file_schema(kind, fields=spec.fields, tools=tools, actions=registry.actions,
                                            events=registry.events, conditions=registry.conditions), indent=2))
+
+
+def run_scenarios(
+    path: str = typer.Argument(..., metavar="PATH", help="a *.scenario.yaml file, or a directory of them"),
+) -> None:
+    """Run scenario files (a conversation, its scripted model and what each turn must do);
+    report like pytest, with a diff for every failed expectation (exit 1 if any failed)."""
+    import asyncio
+
+    from tether.testing.scenarios import ScenarioError, find_scenarios, run_scenario
+
+    found = find_scenarios(path)
+    if not found:
+        fail(f"no scenario files (*.scenario.yaml) at {path}")
+    failed = 0
+    for file in found:
+        try:
+            result = asyncio.run(run_scenario(file))
+        except (ScenarioError, FlowDefinitionError) as exc:
+            failed += 1
+            typer.echo(f"ERROR  {file}: {one_line(str(exc))}")
+            continue
+        if result.passed:
+            typer.echo(f"PASSED {file} :: {result.name}")
+        else:
+            failed += 1
+            typer.echo(f"FAILED {file} :: {result.name}")
+            typer.echo(result.report())
+    passed = len(found) - failed
+    typer.echo(f"{passed} passed, {failed} failed")
+    if failed:
+        raise typer.Exit(1)

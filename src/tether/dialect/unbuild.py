@@ -202,7 +202,10 @@ def _node(node: Node, refusals: _Refusals) -> dict[str, Any]:
                 "then": None if isinstance(node.then, Next) and not node.then.data
                 else _ref(node.then, refusals, nid, "then"),
                 "else": None if node.else_ == End("end") else _ref(node.else_, refusals, nid, "else")}
-    elif isinstance(node, Wait):
+    elif not isinstance(node, Wait):
+        refusals.refuse(nid, "kind", f"a {node.kind!r} node",
+                        "use reply, collect, action, decide, router or wait nodes")
+    else:
         out |= {"timer": node.timer, "event": node.event, "up_to": node.up_to, "business_hours": node.business_hours,
                 "then": None if isinstance(node.then, Next) and not node.then.data
                 else _ref(node.then, refusals, nid, "then"),

@@ -28,7 +28,7 @@ from tether.flow.choices import match_choice
 from tether.flow.fields import is_known
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node, Reply
-from tether.flow.transitions import Escalate
+from tether.flow.transitions import Escalate, is_code
 
 __all__ = ["ask_text", "clear_caches", "complete", "dispatch_collect", "merge_values", "missing", "pending",
            "question_first"]
@@ -159,7 +159,7 @@ def complete(ts: TurnState, run: Run, node: Collect, *, code: str | None = None)
     projected = {name: value_of(ts, run, node, name) for name in node.required}
     run.state.update(_frame(run, node))  # every gathered schema field is promoted; caches go on the goto
     ts.outcome(run, code=code, status="skipped" if code else "ok", kind="collect", node_id=node.id)
-    if node.on_complete is None or not callable(node.on_complete) or isinstance(node.on_complete, Node):
+    if node.on_complete is None or not is_code(node.on_complete) or isinstance(node.on_complete, Node):
         return Static(node.on_complete if node.on_complete is not None else _next())
     return node.on_complete(projected, ts.state_view(run))
 
@@ -179,7 +179,7 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
         # A deterministic node with a fresh message still makes its correction pass (below).
         return complete(ts, run, node, code="already-known")
     quiet = silenced(ts, run, flow, node, then=Static(node.on_complete if node.on_complete is not None and
-                                                      not callable(node.on_complete) else _next()))
+                                                      not is_code(node.on_complete) else _next()))
     if quiet is not None:
         return quiet
     if node.phrased_by_model:

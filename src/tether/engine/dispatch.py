@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from tether.engine.actions import run_action
+from tether.engine.agent_step import dispatch_agent
 from tether.engine.choices import constrained_schema, decide_by_choice
 from tether.engine.collect import dispatch_collect, question_first
 from tether.engine.conditions import holds
@@ -24,7 +25,8 @@ from tether.flow.durations import parse_duration
 from tether.flow.flow import Flow
 from tether.flow.nodes import Action, Collect, Decide, Node, Reply, Router, Wait
 from tether.flow.results import ReplyTurn
-from tether.flow.transitions import NEXT, Goto, Next, stay
+from tether.flow.steps import AgentNode
+from tether.flow.transitions import NEXT, Goto, Next, is_code, stay
 from tether.models.parsing import ReplyParseError, extract_json
 from tether.models.types import ModelRequest, ResponseFormat
 
@@ -53,6 +55,9 @@ async def dispatch(ts: TurnState, run: Run, flow: Flow, node: Node) -> Any:
         return Static(node.then if taken else node.else_)
     if isinstance(node, Wait):
         return _dispatch_wait(ts, run, flow, node)
+    if isinstance(node, AgentNode):
+        run.last_talk = node.id
+        return await dispatch_agent(ts, run, flow, node)
     raise FlowRuntimeError(f"flow {flow.id!r}: node {node.id!r} has an unknown kind {node.kind!r}")
 
 
@@ -60,14 +65,13 @@ def reply_next(ts: TurnState, run: Run, node: Reply, turn: ReplyTurn) -> Any:
     """The transition after a reply: ``next(turn, state)``, a static target, or ``stay``."""
     if node.next is None:
         return stay
-    if callable(node.next) and not isinstance(node.next, Node):
+    if is_code(node.next) and not isinstance(node.next, Node):
         return node.next(turn, ts.state_view(run))
     return Static(node.next)
 
 
-
 def _dispatch_reply(ts: TurnState, run: Run, flow: Flow, node: Reply) -> Any:
-    quiet = silenced(ts, run, flow, node, then=Static(node.next if node.next is not None and not callable(node.next)
+    quiet = silenced(ts, run, flow, node, then=Static(node.next if node.next is not None and not is_code(node.next)
                                                       else NEXT))
     if quiet is not None:
         return quiet

@@ -121,6 +121,8 @@ class TurnOptions:
             host loads them; a re-dispatched action gets their results instead of re-running).
         on_delta: receives every message's visible text as it is said (as ``run_turn``'s
             ``on_delta``), so a host that goes through the ``Runtime`` can stream replies.
+        sleep: how the engine waits between an agent step's model attempts (``Agent.turn`` passes
+            ``asyncio.sleep``; None: no wait).
     """
 
     silenced: Silenced | str | None = None
@@ -132,6 +134,7 @@ class TurnOptions:
     barge_in: Any = None
     on_delta: Callable[[str], Awaitable[None]] | None = None
     journal: Sequence[JournalEntry] = ()
+    sleep: Callable[[float], Awaitable[Any]] | None = None
 
     @property
     def silence(self) -> Silenced | None:

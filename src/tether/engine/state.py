@@ -88,6 +88,10 @@ class TurnState:
     schedule: list[ScheduledWake] = field(default_factory=list)
     llm_calls: int = 0
     pre_speak_calls: int = 0
+    agent_calls: int = 0
+    """Model calls of agent steps (asked for by the author: apart from the message-turn budget)."""
+    content_type: str = "text/plain"
+    """What the turn's reply is: the content type of the agent step that spoke last."""
     usage: Usage = field(default_factory=Usage)
     speaker: SpeakRequest | None = None
     spoke: bool = False

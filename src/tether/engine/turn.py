@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from tether.durable.journal import EffectJournal
+from tether.engine.agent_memory import compact_memories
 from tether.engine.compaction import compact
 from tether.engine.continuation import continue_turn, recorded_reply
 from tether.engine.degrade import FAILURES, speaker_failed
@@ -90,6 +91,7 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
             await keep_moving(ts)
         if result is not None:
             await keep_moving(ts)
+    await compact_memories(ts)  # agent steps' namespaces with summaries on, before the save
     bookkeeping(ts)
     await ts.flush_deltas()
     # 8. Return

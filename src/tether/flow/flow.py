@@ -31,7 +31,19 @@ from tether.flow.nodes import (
 )
 from tether.flow.options import is_model_class
 from tether.flow.resolvers import Resolver
-from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlow, Stay, Transition, normalize
+from tether.flow.steps import step_problems
+from tether.flow.transitions import (
+    End,
+    Escalate,
+    Goto,
+    Handoff,
+    Next,
+    StartFlow,
+    Stay,
+    Transition,
+    is_code,
+    normalize,
+)
 from tether.flow.triggers import Trigger, trigger_problems
 
 __all__ = ["DriftMigration", "Flow", "OnDrift", "OnEnd"]
@@ -230,11 +242,11 @@ class Flow:
             for option in ("next", "on_complete", "decide"):
                 fn = getattr(node, option, None)
                 static = isinstance(fn, str | Node | Transition | Mapping) and option != "decide"
-                if fn is not None and not callable(fn) and not static:
+                if fn is not None and not is_code(fn) and not static:
                     expected = "a function" if option == "decide" else "a function or a transition target"
                     issue("unresolved-transition", f"{option} is {_describe(fn)}, not {expected}", node=node.id,
                           path=f"nodes.{i}.{option}")
-                if callable(fn) and not isinstance(fn, Node) and _is_thunk(fn):
+                if is_code(fn) and not isinstance(fn, Node) and _is_thunk(fn):
                     issue("inline-transition-target",
                           f"{option} is a zero-argument callable (a thunk); return a registered node or goto(id) "
                           "from a function of the turn and state instead", node=node.id, path=f"nodes.{i}.{option}")
@@ -264,6 +276,8 @@ class Flow:
         for i, trig in enumerate(self.on):
             for message in trigger_problems(trig):
                 issue("invalid-trigger", message, path=f"on.{i}")
+        for node_id, path, message in step_problems(self.nodes):
+            issue("invalid-option", message, node=node_id, path=path)
 
         if not issues:
             for node_id in self._unreachable():
@@ -313,7 +327,7 @@ class Flow:
                 issue("inline-transition-target", f"{option} targets node {target.id!r}, which is not registered in "
                       "the flow's nodes (define it once and list it in nodes)", node=node.id, path=path)
             return
-        if callable(target):
+        if is_code(target):
             issue("inline-transition-target", f"{option} is a callable; static targets must be a node id, a "
                   "registered node or a transition", node=node.id, path=path)
             return
