@@ -191,3 +191,14 @@ def test_a_turn_run_by_another_client_shows_up_live(page: Any, base_url: str) ->
     expect(current(page, "ask_order")).to_have_count(1, timeout=WAIT)
     expect(page.locator(".msg.user .bubble", has_text="where is my order")).to_have_count(1)
     expect(page.locator("#s-live.on")).to_have_count(1)
+
+
+def test_a_handed_off_session_is_given_back_to_the_bot_from_the_page(page: Any) -> None:
+    new_session(page, "Sam")
+    expect(page.locator("#s-release")).to_be_hidden()
+    say(page, "I want to talk to a person")
+    expect(page.locator("#s-status")).to_have_text("handed off", timeout=WAIT)
+    shot(page, "handed-off")
+    page.click("#s-release")
+    expect(page.locator("#s-status")).to_have_text("running", timeout=WAIT)
+    expect(page.locator("#s-release")).to_be_hidden()

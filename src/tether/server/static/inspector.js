@@ -208,6 +208,7 @@ class SessionPage {
     this.graphs = new Map();   // flow id -> graph
     this.events = [];
     this.lastEvent = 0;
+    this.messages = [];
     this.shownFlow = null;     // the flow tab the user picked (null: follow the live run)
     this.sending = false;
     this.refreshing = null;
@@ -223,6 +224,7 @@ class SessionPage {
     const { agents } = await api("/inspect/api/agents");
     const agent = agents.find((a) => a.id === this.agent);
     for (const flow of agent ? agent.flows : []) this.graphs.set(flow.id, flow);
+    $("#s-release").addEventListener("click", () => this.release());
     $("#chat-form").addEventListener("submit", (event) => { event.preventDefault(); this.send(); });
     $("#chat-input").addEventListener("keydown", (event) => {
       if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); this.send(); }
@@ -245,14 +247,13 @@ class SessionPage {
     return this.refreshing;
   }
 
+  // The transcript is append-only: read only the messages after the last one held.
   async transcript() {
-    const messages = [];
-    let after = 0;
     for (;;) {
-      const page = await api(`${this.path}/transcript?after=${after}&limit=1000`);
-      messages.push(...page.messages);
-      if (page.next === null) return messages;
-      after = page.next;
+      const last = this.messages.length ? this.messages[this.messages.length - 1].seq : 0;
+      const page = await api(`${this.path}/transcript?after=${last}&limit=1000`);
+      this.messages.push(...page.messages.filter((m) => m.seq > last));
+      if (page.next === null) return this.messages;
     }
   }
 
@@ -370,6 +371,12 @@ class SessionPage {
     await this.refresh().catch(showError);
   }
 
+  async release() {
+    clearError();
+    try { await api(`${this.path}/release`, { method: "POST" }); } catch (error) { showError(error); }
+    await this.refresh().catch(showError);
+  }
+
   async deliver(wait, payload) {
     clearError();
     try {
@@ -385,6 +392,7 @@ class SessionPage {
     const status = $("#s-status");
     status.replaceWith(Object.assign(badge(state.status), { id: "s-status" }));
     $("#s-revision").textContent = state.revision;
+    $("#s-release").hidden = state.status !== "handed_off";
     this.renderTranscript(messages);
     this.renderGraph(state.runs);
     this.renderRuns(state.runs);
@@ -435,7 +443,10 @@ class SessionPage {
       el("td", {}, run.flow), el("td", {}, el("code", {}, run.node || "–")), el("td", {}, badge(run.status)),
       el("td", {}, run.waiting ? `${run.waiting.kind}${run.waiting.event ? " " + run.waiting.event : ""}`
         + (run.waiting.until ? ` until ${when(run.waiting.until)}` : "") : ""),
-      el("td", {}, when(run.started_at)))));
+      el("td", {}, when(run.started_at)),
+      el("td", {}, Object.keys(run.state || {}).length
+        ? el("details", {}, el("summary", {}, short(run.state, 40)), el("pre", {}, JSON.stringify(run.state, null, 2)))
+        : ""))));
     $("#no-runs").hidden = runs.length > 0;
   }
 
