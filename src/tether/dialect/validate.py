@@ -60,7 +60,7 @@ from tether.dialect.values import ROOTS, TEMPLATE, split_path
 from tether.errors import DefinitionIssue, FlowDefinitionError
 from tether.flow.durations import parse_duration
 
-__all__ = ["Surface", "validate", "validate_spec"]
+__all__ = ["Surface", "validate", "validate_flow", "validate_spec"]
 
 RESERVED = frozenset({"end", "stay", "next"})
 _BARE = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_.\-]*)\}")
@@ -484,6 +484,14 @@ def _python_issues(spec: FlowSpec, registry: Registry | None, base: str) -> list
     return []
 
 
+def validate_flow(spec: FlowSpec, surface: Surface, registry: Registry | None = None) -> list[DefinitionIssue]:
+    """Every issue of one parsed flow against ``surface`` (paths start at ``flow``)."""
+    found = _check_flow(spec, surface, "flow")
+    if not any(i.severity == "error" for i in found):
+        found += _python_issues(spec, registry, "flow")
+    return found
+
+
 def validate_spec(spec: AgentSpec | FlowSpec, registry: Registry | None = None,
                   agent: AgentSpec | None = None) -> list[DefinitionIssue]:
     """Every issue of a parsed spec (a flow checked against ``agent`` and ``registry`` when given)."""
@@ -507,11 +515,7 @@ def validate_spec(spec: AgentSpec | FlowSpec, registry: Registry | None = None,
             if not any(i.severity == "error" for i in found):
                 issues += _python_issues(flow, registry, base)
         return issues
-    surface = Surface.of(registry, agent)
-    found = _check_flow(spec, surface, "flow")
-    if not any(i.severity == "error" for i in found):
-        found += _python_issues(spec, registry, "flow")
-    return found
+    return validate_flow(spec, Surface.of(registry, agent), registry)
 
 
 def validate(document: Any, registry: Registry | None = None, agent: AgentSpec | None = None
