@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+import dataclasses
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,8 +162,7 @@ class Agent(AgentDefinition):
         (the deltas :meth:`turn_stream` yields)."""
         if isinstance(input, str):
             input = Message(input)
-        if options is None:
-            options = TurnOptions(**option_fields)
+        options = _with_sleep(options if options is not None else TurnOptions(**option_fields))
         return await run_turn(self, session, input, options=options, clock=self.clock, ids=self.ids, models=self,
                               session_id=session_id, on_delta=on_delta)
 
@@ -177,8 +177,7 @@ class Agent(AgentDefinition):
         take each delta."""
         if isinstance(input, str):
             input = Message(input)
-        if options is None:
-            options = TurnOptions(**option_fields)
+        options = _with_sleep(options if options is not None else TurnOptions(**option_fields))
         deltas: asyncio.Queue[str] = asyncio.Queue()
 
         async def on_delta(text: str) -> None:
@@ -201,3 +200,24 @@ class Agent(AgentDefinition):
         finally:
             if not task.done():
                 task.cancel()
+
+
+def _with_sleep(options: TurnOptions) -> TurnOptions:
+    """The engine waits (between an agent step's model attempts) and runs parallel child steps
+    through the host's asyncio."""
+    if options.sleep is None:
+        options = dataclasses.replace(options, sleep=asyncio.sleep)
+    if options.gather is None:
+        options = dataclasses.replace(options, gather=gather)
+    return options
+
+
+async def gather(thunks: Sequence[Callable[[], Awaitable[Any]]], limit: int | None) -> None:
+    """Await every thunk, at most ``limit`` at a time (all at once when None)."""
+    gate = asyncio.Semaphore(limit or max(1, len(thunks)))
+
+    async def one(thunk: Callable[[], Awaitable[Any]]) -> None:
+        async with gate:
+            await thunk()
+
+    await asyncio.gather(*(one(thunk) for thunk in thunks))
