@@ -19,7 +19,7 @@ from tether.models.types import ModelRequest
 __all__ = ["understood"]
 
 _ALIASED = re.compile(r"^- (\w+): (.*)$", re.MULTILINE)
-_FLOW_ALIAS = re.compile(r"\b(f\d+)(?: \(flow ([^)]+)\)|: flow (.+)$)", re.MULTILINE)
+_FLOW_ALIAS = re.compile(r"^- (f\d+): flow (.+)$", re.MULTILINE)
 
 
 def understood(
@@ -57,7 +57,7 @@ def understood(
                 raise AssertionError(f"the understand request does not ask about {what}; it asks: {asked}")
             envelope[section][key] = value
 
-        flow_aliases = {flow or flow_ or "": alias for alias, flow, flow_ in _FLOW_ALIAS.findall(text)}
+        flow_aliases = {flow: alias for alias, flow in _FLOW_ALIAS.findall(text)}
         for flow, score in (flows or {}).items():
             put("flows", flow_aliases.get(flow, flow), score, f"flow {flow!r}")
         for flow, said in (mentions or {}).items():
