@@ -97,6 +97,7 @@ from tether.errors import (
 )
 from tether.models.types import Model
 from tether.runtime import scheduler
+from tether.runtime.commits import CommitSignal
 from tether.runtime.envelope import RunResponse, failure, success
 from tether.runtime.locks import SessionLocks
 from tether.runtime.restore import (
@@ -240,6 +241,7 @@ class Runtime:
         self.migrations = migrations or MigrationRegistry()
         self.lease_timeout = lease_timeout
         self.locks = SessionLocks()
+        self.commits = CommitSignal()
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._scheduler: scheduler.WakeScheduler | None = None
 
@@ -413,6 +415,7 @@ class Runtime:
         else:
             stored = await self.store.save(detach_window(session), session.revision, records)
         attempt.stored = attached(stored, session.messages)
+        self.commits.notify(stored.id)
 
     async def _abort(self, attempt: _Attempt, exc: Exception, session_id: str | None) -> RunResponse:
         """Mark the session aborted with the error logged, persist it, and build the envelope."""
@@ -472,6 +475,7 @@ class Runtime:
         """
         async with self.locks.hold(session_id), self._lease(session_id):
             await self.store.delete(session_id)
+        self.commits.notify(session_id)
 
     async def release(self, session_id: str) -> Session | None:
         """Give a ``handed_off`` session back to the bot (status ``running``); returns the stored
