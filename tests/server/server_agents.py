@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -71,3 +72,29 @@ def talker_agent(*replies: str) -> Agent:
     talk = reply("talk", instructions="Chat.")
     flow = Flow("talk", start=talk, nodes=[talk], on=[on_message(repeat="always")])
     return Agent("Talker", flows=[flow]).with_model(ChunkedModel(speak=list(replies)))
+
+
+class GatedModel(ScriptedModel):
+    """Streams each scripted reply in pieces of five characters, and after the first piece of each
+    reply waits for ``gate`` (``started`` is set then), so a test can act while a reply is spoken."""
+
+    def __init__(self, *replies: str) -> None:
+        super().__init__(speak=list(replies))
+        self.started = asyncio.Event()
+        self.gate = asyncio.Event()
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
+        response = await self.complete(request)
+        for i in range(0, len(response.text), 5):
+            yield StreamChunk(delta=response.text[i:i + 5])
+            if i == 0:
+                self.started.set()
+                await self.gate.wait()
+        yield StreamChunk(done=True, response=response)
+
+
+def busy_agent(model: GatedModel, on_busy: str) -> Agent:
+    """Speaks with ``model``; ``on_busy`` is its policy for messages arriving mid-turn."""
+    talk = reply("talk", instructions="Chat.")
+    flow = Flow("talk", start=talk, nodes=[talk], on=[on_message(repeat="always")])
+    return Agent("Busy", flows=[flow], on_busy=on_busy).with_model(model)

@@ -180,4 +180,5 @@ def create_app(
     )
     app.state.runtime = runtime
     app.state.keys = keys
+    app.state.busy = routes.busy
     return app

@@ -15,6 +15,7 @@ from tether.runtime.envelope import RunResponse
 from tether.runtime.runtime import Runtime
 from tether.runtime.window import detach_window
 from tether.server.bodies import ApprovalBody, EventBody, MessageBody, SignalBody, StartBody
+from tether.server.busy import BusyGate
 from tether.server.problems import ApiError
 from tether.server.requests import query_int, read_body
 from tether.server.sse import stream_turn, wants_stream
@@ -58,6 +59,7 @@ class SessionRoutes:
         self.max_body = max_body
         self.stream_poll = stream_poll
         self.stream_keepalive = stream_keepalive
+        self.busy = BusyGate(runtime)
 
     def _agent(self, request: Request) -> Agent:
         agent_id = request.path_params["agent"]
@@ -119,9 +121,15 @@ class SessionRoutes:
             raise ApiError(422, "invalid-body", "id: differs from the Idempotency-Key header")
         message = Message(body.text, id=header or body.id)
         config = {"tenant": request.state.tenant}
+        turn = self.busy.admit(agent, doc.id)
         if wants_stream(request):
-            return stream_turn(self.runtime, agent.id, doc.id, message, config)
-        return answer(await self.runtime.run(agent.id, message, session_id=doc.id, config=config))
+            return stream_turn(self.runtime, agent.id, doc.id, message, config, options=turn.options,
+                               on_done=lambda: self.busy.done(doc.id, turn))
+        try:
+            return answer(await self.runtime.run(agent.id, message, session_id=doc.id, config=config,
+                                                 options=turn.options))
+        finally:
+            self.busy.done(doc.id, turn)
 
     async def state(self, request: Request) -> Response:
         """``GET .../{id}``: status, data, runs, what they wait on and the pending approvals."""

@@ -18,7 +18,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
-from tether.engine.inputs import Message
+from tether.engine.inputs import Message, TurnOptions
 from tether.runtime.envelope import RunResponse
 from tether.runtime.runtime import Runtime
 from tether.server.views import envelope
@@ -47,16 +47,20 @@ def _put(queue: asyncio.Queue[str]) -> Callable[[str], Awaitable[None]]:
     return put
 
 
-def stream_turn(runtime: Runtime, agent_id: str, session_id: str, message: Message,
-                config: Mapping[str, Any]) -> StreamingResponse:
-    """The SSE response of one message turn."""
+def stream_turn(runtime: Runtime, agent_id: str, session_id: str, message: Message, config: Mapping[str, Any], *,
+                options: TurnOptions | None = None, on_done: Callable[[], None] | None = None) -> StreamingResponse:
+    """The SSE response of one message turn. The turn starts now, not when the client reads: a
+    client that goes away does not stop it (it runs to its end and is saved), and ``on_done`` is
+    called when it ends."""
+    deltas: asyncio.Queue[str] = asyncio.Queue()
+    turn = asyncio.ensure_future(runtime.run(agent_id, message, session_id=session_id, config=config,
+                                             options=options, on_delta=_put(deltas)))
+    _running.add(turn)
+    turn.add_done_callback(_running.discard)
+    if on_done is not None:
+        turn.add_done_callback(lambda _: on_done())
 
     async def frames() -> AsyncIterator[str]:
-        deltas: asyncio.Queue[str] = asyncio.Queue()
-        turn = asyncio.ensure_future(runtime.run(agent_id, message, session_id=session_id, config=config,
-                                                 on_delta=_put(deltas)))
-        _running.add(turn)  # a client that goes away does not stop the turn: it runs to its end and is saved
-        turn.add_done_callback(_running.discard)
         while not turn.done() or not deltas.empty():
             getter = asyncio.ensure_future(deltas.get())
             try:
