@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from tether import Agent, Flow, action, end, escalate, goto, on_event, on_message, reply
+from tether import Agent, Flow, action, end, escalate, goto, on_event, on_message, reply, wait
 from tether.models.types import ModelRequest, StreamChunk
 from tether.testing import ScriptedModel
 
@@ -98,3 +98,17 @@ def busy_agent(model: GatedModel, on_busy: str) -> Agent:
     talk = reply("talk", instructions="Chat.")
     flow = Flow("talk", start=talk, nodes=[talk], on=[on_message(repeat="always")])
     return Agent("Busy", flows=[flow], on_busy=on_busy).with_model(model)
+
+
+def waker_agent() -> Agent:
+    """Answers the first message ``ok``, parks on a three-second timer (a stored wake: an action,
+    not a message, follows it), then says ``woke``."""
+
+    @action("mark")
+    async def mark(state: dict[str, Any], ctx: Any) -> Any:
+        return goto("woke", data={"woke": True})
+
+    woke = reply("woke", response="woke", next=end("woke"))
+    pause = wait("pause", timer="3s", then=mark)
+    first = reply("first", response="ok", next=pause)
+    return Agent("Waker", flows=[Flow("nap", start=first, nodes=[first, pause, mark, woke], on=[on_message()])])

@@ -64,6 +64,7 @@ import contextlib
 import dataclasses
 import os
 import socket
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -108,6 +109,7 @@ from tether.runtime.restore import (
     is_session_current,
 )
 from tether.runtime.selections import check_model_selections
+from tether.runtime.turn_log import log_turn
 from tether.runtime.window import attach_window, attached, detach_window, upgrade_v1
 from tether.stores import SQLiteStore, Store, TurnRecords, WakeRequest
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT
@@ -289,6 +291,14 @@ class Runtime:
     async def _request(self, agent_id: str, session_id: str | None, turn_input: TurnInput,
                        config: Mapping[str, Any] | None, options: TurnOptions | None,
                        on_delta: DeltaSink | None = None) -> RunResponse:
+        started = time.perf_counter()
+        response = await self._locked_request(agent_id, session_id, turn_input, config, options, on_delta)
+        log_turn(agent_id, session_id, turn_input, response, time.perf_counter() - started)
+        return response
+
+    async def _locked_request(self, agent_id: str, session_id: str | None, turn_input: TurnInput,
+                              config: Mapping[str, Any] | None, options: TurnOptions | None,
+                              on_delta: DeltaSink | None) -> RunResponse:
         async with self.locks.hold(session_id), contextlib.AsyncExitStack() as held:
             agent = self._agents.get(agent_id)
             if agent is None:

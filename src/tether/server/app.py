@@ -28,6 +28,7 @@ from tether.flow.mermaid import flow_to_mermaid
 from tether.runtime.runtime import Runtime
 from tether.runtime.scheduler import WakeScheduler
 from tether.server.auth import KeyRing, keys_from_env
+from tether.server.openai_compat import OpenAIRoutes
 from tether.server.openapi import openapi_document
 from tether.server.problems import ApiError, error_response
 from tether.server.requests import DEFAULT_MAX_BODY
@@ -115,6 +116,7 @@ def create_app(
     keys = KeyRing(api_keys if api_keys is not None else keys_from_env())
     wakes = WakeScheduler(runtime, interval=scheduler_interval)
     routes = SessionRoutes(runtime, max_body=max_body, stream_poll=stream_poll, stream_keepalive=stream_keepalive)
+    openai_routes = OpenAIRoutes(runtime, routes.busy, max_body=max_body)
     document = openapi_document(_version("tether"))
 
     async def healthz(request: Request) -> Response:
@@ -144,6 +146,8 @@ def create_app(
         ("/readyz", readyz, ["GET"], True),
         ("/openapi.json", openapi, ["GET"], True),
         ("/v1/agents", agents, ["GET"], False),
+        ("/v1/models", openai_routes.models, ["GET"], False),
+        ("/v1/chat/completions", openai_routes.completions, ["POST"], False),
         ("/v1/agents/{agent}/sessions", routes.create, ["POST"], False),
         ("/v1/agents/{agent}/sessions", routes.list, ["GET"], False),
         (session, routes.state, ["GET"], False),

@@ -17,6 +17,9 @@ ROUTES: list[tuple[str, str, str, type[BaseModel] | None, type[BaseModel] | None
     ("get", "/healthz", "The process is up", None, None, 200),
     ("get", "/readyz", "The store is reachable and the wake scheduler alive", None, None, 200),
     ("get", "/v1/agents", "The agents, their flows and mermaid graphs", None, bodies.AgentList, 200),
+    ("get", "/v1/models", "The agents as OpenAI-style models tether:<agent>", None, None, 200),
+    ("post", "/v1/chat/completions", "OpenAI-compatible chat completion with agent tether:<agent> "
+     "(stream: true answers chat.completion.chunk events)", bodies.ChatCompletionBody, None, 200),
     ("get", "/v1/agents/{agent}/sessions", "The caller's sessions of an agent", None, bodies.SessionList, 200),
     ("post", "/v1/agents/{agent}/sessions", "Start a session (optionally a flow)", bodies.StartBody,
      bodies.SessionCreated, 201),
@@ -56,6 +59,8 @@ def _parameters(path: str) -> list[dict[str, Any]]:
     if path.endswith("/stream"):
         params += [{"name": "after", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0}},
                    {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string"}}]
+    if path == "/v1/chat/completions":
+        params.append({"name": "X-Tether-Session", "in": "header", "required": False, "schema": {"type": "string"}})
     if path.endswith("/messages"):
         params.append({"name": "Idempotency-Key", "in": "header", "required": False, "schema": {"type": "string"}})
     return params
