@@ -61,15 +61,15 @@ def test_check_reports_each_problem_with_code_flow_and_node(tmp_path: Path) -> N
 def test_graph_every_flow_or_one(tmp_path: Path) -> None:
     done = tether("graph", SHIPPING)
     assert done.code == 0
-    assert done.out.startswith("%% flow ship\nflowchart")
+    assert done.out.startswith("%% agent Shippy\nflowchart TD\n  %% flow ship\n")
     if SUPPORT.exists():
         every = tether("graph", SUPPORT)
         assert every.code == 0
-        flows = [line.split()[-1] for line in every.out.splitlines() if line.startswith("%% flow ")]
+        flows = [line.split()[-1] for line in every.out.splitlines() if line.startswith("  %% flow ")]
         assert len(flows) >= 2
         one = tether("graph", SUPPORT, flows[1])
         assert one.code == 0
-        assert [line for line in one.out.splitlines() if line.startswith("%% flow ")] == [f"%% flow {flows[1]}"]
+        assert one.out.startswith(f"%% flow {flows[1]}\nflowchart TD\n") and "%% agent" not in one.out
 
 
 def test_graph_unknown_flow_lists_the_flows(tmp_path: Path) -> None:

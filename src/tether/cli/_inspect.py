@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
+from tether.cli._graph_page import graph_page
 from tether.cli._loader import LoadedApp, load_app
 from tether.cli._output import CliError, fail, format_issue, one_line
 from tether.errors import DefinitionIssue, FlowDefinitionError
+from tether.flow.mermaid import agent_to_mermaid
 from tether.runtime import check_model_selections
 
 __all__ = ["check", "graph", "load_or_exit"]
@@ -81,23 +85,30 @@ def check(app_spec: str = typer.Argument(..., metavar="APP",
 def graph(
     app_spec: str = typer.Argument(..., metavar="APP", help="path/to/file.py[:attr] or package.module:attr"),
     flow: str | None = typer.Argument(None, metavar="[FLOW]", help="only this flow"),
+    format: str = typer.Option("mermaid", "--format", "-f", help="mermaid (the source) or html (a page that draws it)"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="write to this file instead of stdout"),
 ) -> None:
-    """Print the mermaid graph of every flow of APP (or only FLOW)."""
+    """Draw the flows of APP (or only FLOW) as a mermaid flowchart: one chart per agent, with an
+    edge from each start_flow to the flow it starts; --format html writes a page that renders it."""
+    if format not in ("mermaid", "html"):
+        fail(f"unknown --format {format!r} (use mermaid or html)")
     app = load_or_exit(app_spec)
-    several = len(app.agents) > 1
-    shown = 0
+    charts: list[tuple[str, str]] = []
     for agent in app.agents:
-        flows = [f for f in agent.flows if flow is None or f.id == flow]
-        if several and flows and flow is None:
-            typer.echo(f"%% agent {agent.id}")
-        for item in flows:
-            if shown and flow is None:
-                typer.echo("")
-            typer.echo(f"%% flow {item.id}")
-            typer.echo(item.to_mermaid().rstrip("\n"))
-            shown += 1
-        if flow is not None and shown:
-            return
-    if flow is not None and not shown:
+        if flow is None:
+            charts.append((f"agent {agent.id}", agent_to_mermaid(agent)))
+        elif flow in agent.flows_by_id:
+            charts.append((f"flow {flow}", agent.flows_by_id[flow].to_mermaid()))
+            break
+    if not charts:
         known = ", ".join(f.id for agent in app.agents for f in agent.flows) or "none"
         fail(f"unknown flow {flow!r} (flows: {known})")
+    if format == "html":
+        text = graph_page(app_spec, charts)
+    else:
+        text = "\n".join(f"%% {title}\n{chart}" for title, chart in charts)
+    if output is None:
+        typer.echo(text.rstrip("\n"))
+    else:
+        output.write_text(text)
+        typer.echo(f"wrote {output}")

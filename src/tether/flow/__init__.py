@@ -23,7 +23,7 @@ from tether.flow.nodes import (
     router,
     wait,
 )
-from tether.flow.resolvers import enum_check, jsonpath, pattern, range_, whole_message
+from tether.flow.resolvers import enum_check, enum_list, jsonpath, pattern, range_, whole_message
 from tether.flow.results import ActionResult, ReplyTurn, defer, failed, ok, skipped
 from tether.flow.tools import Tool, ToolResult, tool
 from tether.flow.transitions import (
@@ -82,6 +82,7 @@ __all__ = [
     "do",
     "end",
     "enum_check",
+    "enum_list",
     "escalate",
     "failed",
     "goto",

@@ -264,7 +264,8 @@ class AgentDefinition:
             if isinstance(node, Action) and node.do is not None and node.do not in self.actions:
                 issue("unknown-action", f"action {node.do!r} is not registered on the agent", flow=flow.id,
                       node=node.id, path="do")
-            for option, target in node.static_targets():
+            in_code = [(f"targets.{k}", t) for k, t in enumerate(node.targets)]
+            for option, target in node.static_targets() + in_code:
                 # a literal start_flow target must name a flow of this agent (a template is rendered at run time)
                 if isinstance(target, StartFlow) and isinstance(target.flow, str) and "{" not in target.flow \
                         and target.flow not in self.flows_by_id:

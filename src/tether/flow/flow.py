@@ -218,6 +218,11 @@ class Flow:
                 issue("invalid-option", message, node=node.id, path=f"nodes.{i}.{problem_path}")
             for option, target in node.static_targets():
                 self._check_target(node, i, option, target, issue)
+            for k, target in enumerate(node.targets):
+                self._check_target(node, i, f"targets.{k}", target, issue)
+            if node.targets and not node.is_opaque():
+                issue("invalid-option", "targets lists where a transition made in code may go, and this node makes "
+                      "none (its next node is static)", node=node.id, path=f"nodes.{i}.targets")
             for option in ("next", "on_complete", "decide"):
                 fn = getattr(node, option, None)
                 static = isinstance(fn, str | Node | Transition | Mapping) and option != "decide"
@@ -313,7 +318,7 @@ class Flow:
 
     def _successors(self, node: Node) -> list[str]:
         found: list[str] = []
-        for _, target in node.static_targets():
+        for target in [t for _, t in node.static_targets()] + list(node.targets):
             if isinstance(target, Next):
                 following = self.next_after(node.id)
                 if following:
@@ -337,8 +342,8 @@ class Flow:
                 continue
             reached.add(node_id)
             node = self.by_id[node_id]
-            if node.is_opaque():
-                return []  # code decides where it goes: anything may be reached
+            if node.is_opaque() and not node.targets:
+                return []  # code decides where it goes, and did not say where: anything may be reached
             todo.extend(self._successors(node))
         return [n.id for n in self.nodes if n.id not in reached]
 

@@ -1,17 +1,24 @@
-"""Draw a flow as a mermaid ``flowchart``: one shape per node kind, an edge per static target;
-edges decided by code are drawn dotted from the node to every node it could reach."""
+"""Draw flows as mermaid ``flowchart``s: one shape per node kind and an edge per static target.
+
+A transition made in code is drawn as dashed edges to the ``targets=[...]`` its node declares,
+or, when it declares none, as a dashed edge to a ``?`` (it could go anywhere). ``start_flow`` is an
+edge to the started flow: to its start node when the agent's flows are drawn together
+(:func:`agent_to_mermaid`), else to a terminal naming it.
+"""
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlow, Stay
+from tether.flow.transitions import End, Escalate, Goto, Handoff, StartFlow, Stay
 
 if TYPE_CHECKING:
+    from tether.flow.agent_def import AgentDefinition
     from tether.flow.flow import Flow
 
-__all__ = ["flow_to_mermaid"]
+__all__ = ["agent_to_mermaid", "flow_to_mermaid"]
 
 _SHAPES = {
     "reply": ('["', '"]'),
@@ -22,37 +29,80 @@ _SHAPES = {
     "wait": ('(["', '"])'),
 }
 
+FlowLink = Callable[[str], "str | None"]
+"""The mermaid id of a flow's start node, when that flow is drawn in the same chart."""
 
-def _safe(node_id: str) -> str:
-    return "n_" + re.sub(r"[^A-Za-z0-9_]", "_", node_id)
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", text)
+
+
+def _text(text: str) -> str:
+    return text.replace('"', "'")
 
 
 def flow_to_mermaid(flow: Flow) -> str:
-    """The mermaid source for ``flow``."""
-    lines = ["flowchart TD", f'  start(("{flow.id}")) --> {_safe(flow.start)}']
-    terminals: set[str] = set()
+    """The mermaid source for ``flow`` alone."""
+    return "\n".join(["flowchart TD", *_flow_lines(flow, "", lambda _: None)]) + "\n"
+
+
+def agent_to_mermaid(agent: AgentDefinition) -> str:
+    """The mermaid source for every flow of ``agent`` in one chart: a subgraph per flow, and an
+    edge from each ``start_flow`` to the start of the flow it starts."""
+    prefixes = {flow.id: f"{_safe(flow.id)}__" for flow in agent.flows}
+
+    def link(flow_id: str) -> str | None:
+        target = agent.flows_by_id.get(flow_id)
+        return f"{prefixes[flow_id]}start" if target is not None else None
+
+    lines = ["flowchart TD"]
+    for flow in agent.flows:
+        lines.append(f"  %% flow {flow.id}")
+        lines.append(f'  subgraph {prefixes[flow.id]}flow["{_text(flow.id)}"]')
+        lines.extend("  " + line for line in _flow_lines(flow, prefixes[flow.id], link))
+        lines.append("  end")
+    return "\n".join(lines) + "\n"
+
+
+def _flow_lines(flow: Flow, prefix: str, link: FlowLink) -> list[str]:
+    def node_id(node: str) -> str:
+        return f"{prefix}n_{_safe(node)}"
+
+    lines = [f'  {prefix}start(("{_text(flow.id)}")) --> {node_id(flow.start)}']
+    terminals: dict[str, str] = {}
+
+    def edge(source: str, arrow: str, label: str, move: Any) -> None:
+        labelled = f"{arrow}|{_text(label)}|" if label else arrow
+        if isinstance(move, Goto):
+            lines.append(f"  {source} {labelled} {node_id(move.target)}")
+        elif isinstance(move, Stay):
+            lines.append(f"  {source} -.->|stay| {source}")
+        elif isinstance(move, StartFlow):
+            started = link(move.flow) if "{" not in move.flow else None
+            if started is not None:
+                lines.append(f"  {source} {arrow}|start_flow| {started}")
+            else:
+                key = f"{prefix}t_flow_{_safe(move.flow)}"
+                terminals[key] = f"start_flow {move.flow}"
+                lines.append(f"  {source} {labelled} {key}")
+        elif isinstance(move, End | Handoff | Escalate):
+            name = {End: "end", Handoff: "handoff", Escalate: "escalate"}[type(move)]
+            terminals[f"{prefix}t_{name}"] = name
+            lines.append(f"  {source} {labelled} {prefix}t_{name}")
+
     for node in flow.nodes:
         left, right = _SHAPES.get(node.kind, ('["', '"]'))
-        label = f"{node.label or node.id}<br/><i>{node.kind}</i>".replace('"', "'")
-        lines.append(f"  {_safe(node.id)}{left}{label}{right}")
+        lines.append(f"  {node_id(node.id)}{left}{_text(node.label or node.id)}<br/><i>{node.kind}</i>{right}")
     for node in flow.nodes:
-        source = _safe(node.id)
+        source = node_id(node.id)
         for option, target in node.static_targets():
-            move = flow.resolve_static(node.id, target) if not isinstance(target, Next) else None
-            if isinstance(target, Next):
-                following = flow.next_after(node.id)
-                move = Goto(following) if following else End("end")
-            label = "" if option in ("next", "then", "on_complete") else f"|{option}|"
-            if isinstance(move, Goto):
-                lines.append(f"  {source} -->{label} {_safe(move.target)}")
-            elif isinstance(move, Stay):
-                lines.append(f"  {source} -.->|stay| {source}")
-            elif isinstance(move, End | Handoff | Escalate | StartFlow):
-                name = {End: "end", Handoff: "handoff", Escalate: "escalate", StartFlow: "start_flow"}[type(move)]
-                terminals.add(name)
-                lines.append(f"  {source} -->{label} t_{name}")
-        if node.is_opaque():
+            label = "" if option in ("next", "then", "on_complete") else option
+            edge(source, "-->", label, flow.resolve_static(node.id, target))
+        for target in node.targets:
+            edge(source, "-.->", "", flow.resolve_static(node.id, target))
+        if node.is_opaque() and not node.targets:
             lines.append(f"  {source} -.->|code| {source}_code((?))")
-    for name in sorted(terminals):
-        lines.append(f'  t_{name}(["{name}"])')
-    return "\n".join(lines) + "\n"
+    for key, name in sorted(terminals.items()):
+        lines.append(f'  {key}(["{_text(name)}"])')
+    return lines
+

@@ -99,6 +99,9 @@ class Node:
     output_schema: type[BaseModel] | None = None
     verify: Verify | None = None
     label: str | None = None
+    targets: tuple[Target, ...] = ()
+    """Where a transition made in code may go: checked when the flow is built, followed by the
+    reachability check and drawn by ``tether graph`` (dashed edges)."""
 
     def static_targets(self) -> list[tuple[str, Target]]:
         """The statically known targets, as ``(option, target)`` pairs."""
@@ -114,8 +117,9 @@ class Node:
         if self.verify is not None:
             verify = {"output_schema": _schema_name(self.verify.output_schema),
                       "check": callable_name(self.verify.check)}
-        return {"id": self.id, "kind": self.kind, "output_schema": _schema_name(self.output_schema),
-                "verify": verify, "model": getattr(self, "model", None)}
+        described = {"id": self.id, "kind": self.kind, "output_schema": _schema_name(self.output_schema),
+                     "verify": verify, "model": getattr(self, "model", None)}
+        return described | ({"targets": [_target_repr(t) for t in self.targets]} if self.targets else {})
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.id!r})"
@@ -386,6 +390,7 @@ def reply(
     output_schema: type[BaseModel] | None = None,
     verify: Verify | None = None,
     label: str | None = None,
+    targets: Sequence[Target] = (),
 ) -> Reply:
     """A reply node.
 
@@ -404,11 +409,13 @@ def reply(
         branches: judged while the node is asking; the first true one takes its ``then``.
         fallback: text (or ``fallback(state)``) the engine sends instead of the model turn when no
             model is configured, so a deterministic-first agent stays useful without one.
+        targets: where a ``next`` function may go (drawn as dashed edges, checked when built).
     """
     return Reply(id=id, instructions=instructions, response=response, context=context, next=next, once=once,
                  tools=listed(id, "tools", tools) if tools is not None else None, model=model,
                  branches=listed(id, "branches", branches),
-                 fallback=fallback, output_schema=output_schema, verify=verify, label=label)
+                 fallback=fallback, output_schema=output_schema, verify=verify, label=label,
+                 targets=listed(id, "targets", targets))
 
 
 def collect(
@@ -432,6 +439,7 @@ def collect(
     verify: Verify | None = None,
     label: str | None = None,
     choices: Sequence[Any] = (),
+    targets: Sequence[Target] = (),
 ) -> Collect:
     """A collect node.
 
@@ -456,6 +464,7 @@ def collect(
         choices: options for a node that gathers one field (labels, ``(id, label)`` pairs or
             :class:`~tether.flow.choices.Choice`): entering the node emits an ``interactive``
             event, and a message that is exactly a choice's label fills the field with its id.
+        targets: where an ``on_complete`` function may go (drawn as dashed edges, checked when built).
     """
     fields = listed(id, "fields", fields)
     slots = tuple(schema.model_fields) if is_model_class(schema) else ()
@@ -466,7 +475,8 @@ def collect(
                    max_asks=max_asks, resolvers=listed(id, "resolvers", resolvers),
                    verbatim_fields=listed(id, "verbatim_fields", verbatim_fields), on_complete=on_complete,
                    model=model, branches=listed(id, "branches", branches), output_schema=output_schema,
-                   verify=verify, label=label, choices=as_choices(listed(id, "choices", choices)))
+                   verify=verify, label=label, choices=as_choices(listed(id, "choices", choices)),
+                   targets=listed(id, "targets", targets))
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -475,13 +485,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 @overload
 def action(id: str, run: Callable[..., Any], *, then: Target = ..., on_fail: Target = ...,
            uses: list[str] | tuple[str, ...] = ..., output_schema: type[BaseModel] | None = ...,
-           verify: Verify | None = ..., label: str | None = ...) -> Action: ...
+           verify: Verify | None = ..., label: str | None = ..., targets: Sequence[Target] = ...) -> Action: ...
 
 
 @overload
 def action(id: str, run: None = None, *, then: Target = ..., on_fail: Target = ...,
            uses: list[str] | tuple[str, ...] = ..., output_schema: type[BaseModel] | None = ...,
-           verify: Verify | None = ..., label: str | None = ...) -> Callable[[Callable[..., Any]], Action]: ...
+           verify: Verify | None = ..., label: str | None = ...,
+           targets: Sequence[Target] = ...) -> Callable[[Callable[..., Any]], Action]: ...
 
 
 def action(
@@ -494,6 +505,7 @@ def action(
     output_schema: type[BaseModel] | None = None,
     verify: Verify | None = None,
     label: str | None = None,
+    targets: Sequence[Target] = (),
 ) -> Action | Callable[[Callable[..., Any]], Action]:
     """An action node running ``run(state, ctx)`` (sync or async); usable as a decorator::
 
@@ -507,12 +519,15 @@ def action(
     degrades (see :mod:`tether.engine.degrade`). ``uses`` names the agent tools the action calls:
     building the agent (and ``tether check``) refuses one that is not registered, and ``ctx.tool``
     refuses a tool the list does not name (an empty list declares nothing and checks nothing).
+    ``targets`` lists where a transition ``run`` returns may go (drawn as dashed edges, checked
+    when the flow is built).
     """
     names = tool_names(id, uses)
+    declared = listed(id, "targets", targets)
 
     def build(fn: Callable[..., Any]) -> Action:
         return Action(id=id, run=fn, then=then, on_fail=on_fail, uses=names, output_schema=output_schema,
-                      verify=verify, label=label)
+                      verify=verify, label=label, targets=declared)
 
     return build(run) if run is not None else build
 
@@ -537,6 +552,7 @@ def decide(
     label: str | None = None,
     choices: Sequence[Any] = (),
     prompt: str | None = None,
+    targets: Sequence[Target] = (),
 ) -> Decide:
     """A decide node: one structured ``decide`` model call returns data matching ``schema``;
     ``decide(data, state)`` returns the transition.
@@ -545,7 +561,8 @@ def decide(
     schema defaults to ``{choice: str}`` and must have a ``choice`` field: entering the node
     emits an ``interactive`` event (with ``prompt``, also said when the node waits for an
     answer), a message that is exactly a choice's label is decided with no model call, and the
-    model otherwise picks one of the ids or ``__none``.
+    model otherwise picks one of the ids or ``__none``. ``targets`` lists where ``decide`` may go
+    (drawn as dashed edges, checked when the flow is built).
     """
     choices = listed(id, "choices", choices)
     if schema is None and choices:
@@ -555,7 +572,7 @@ def decide(
                                                   node=id, path="schema"))
     return Decide(id=id, schema=schema, decide=decide, instructions=instructions, model=model,
                   output_schema=output_schema, verify=verify, label=label, choices=as_choices(choices),
-                  prompt=prompt)
+                  prompt=prompt, targets=listed(id, "targets", targets))
 
 
 def router(id: str, *, when: Any, then: Target = NEXT, else_: Target = None, label: str | None = None) -> Router:

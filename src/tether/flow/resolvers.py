@@ -11,6 +11,8 @@
   first group if the pattern has one); several -> ambiguous.
 - ``whole_message(field)``: the user's whole (trimmed) message is the value, for free-text
   answers to a question the node asked.
+- ``enum_list(field, values)``: every one of ``values`` the text names (whole words, ignoring case;
+  a value may be several words) -> hit with the list, in the order the text names them.
 
 A value resolved here is recorded with slot source ``deterministic`` and removed from the model's
 extraction schema for that turn; an ambiguous field is not offered to the model either (it will
@@ -26,6 +28,7 @@ from typing import Any, Literal
 
 __all__ = [
     "EnumCheck",
+    "EnumList",
     "JsonPath",
     "Pattern",
     "Range",
@@ -33,6 +36,7 @@ __all__ = [
     "Resolver",
     "WholeMessage",
     "enum_check",
+    "enum_list",
     "jsonpath",
     "pattern",
     "range_",
@@ -162,7 +166,34 @@ class WholeMessage:
         return {"kind": self.kind, "field": self.field, "min_length": self.min_length}
 
 
-Resolver = EnumCheck | Range | JsonPath | Pattern | WholeMessage
+@dataclass(frozen=True)
+class EnumList:
+    """Every value of a list the text names: a list field's values from one message."""
+
+    field: str
+    values: tuple[str, ...]
+    kind: Literal["enum_list"] = "enum_list"
+
+    def resolve(self, text: str, frame: Mapping[str, Any]) -> Resolution:
+        words = " " + " ".join(_WORD.findall(text.lower())) + " "
+        named: list[tuple[int, str]] = []
+        taken: list[tuple[int, int]] = []
+        # longest values first, so "green peppers" is not also read as "peppers"
+        for value in sorted(self.values, key=lambda v: -len(v)):
+            needle = " " + " ".join(_WORD.findall(value.lower())) + " "
+            start = words.find(needle)
+            while start >= 0 and any(a <= start < b for a, b in taken):
+                start = words.find(needle, start + 1)
+            if needle.strip() and start >= 0:
+                named.append((start, value))
+                taken.append((start, start + len(needle) - 1))
+        return Resolution("hit", [value for _, value in sorted(named)]) if named else _MISS
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "field": self.field, "values": list(self.values)}
+
+
+Resolver = EnumCheck | Range | JsonPath | Pattern | WholeMessage | EnumList
 
 
 def read_path(root: Mapping[str, Any], path: str) -> Any:
@@ -185,6 +216,11 @@ def read_path(root: Mapping[str, Any], path: str) -> Any:
 def enum_check(field: str, values: Sequence[str]) -> EnumCheck:
     """Resolve ``field`` when the text names exactly one of ``values``."""
     return EnumCheck(field, tuple(values))
+
+
+def enum_list(field: str, values: Sequence[str]) -> EnumList:
+    """Resolve the list ``field`` to every one of ``values`` the text names (in the text's order)."""
+    return EnumList(field, tuple(values))
 
 
 def range_(field: str, *, min: float | None = None, max: float | None = None) -> Range:

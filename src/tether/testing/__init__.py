@@ -1,4 +1,4 @@
-"""Test doubles: scripted models, a fake clock, sequential ids."""
+"""Test doubles: scripted models (and ``understood``, a reply builder), a fake clock, sequential ids."""
 
 from tether.testing._clock import FakeClock, SequentialIds, parse_duration
 from tether.testing._models import FunctionModel, ScriptedCall, ScriptedModel, ScriptExhausted, to_response
@@ -8,6 +8,7 @@ from tether.testing._network import (
     allow_network_models,
     block_network_models,
 )
+from tether.testing._understand import understood
 
 __all__ = [
     "FakeClock",
@@ -22,4 +23,5 @@ __all__ = [
     "block_network_models",
     "parse_duration",
     "to_response",
+    "understood",
 ]

@@ -1,0 +1,101 @@
+"""Pia takes pizza orders: a size, a list of toppings, a yes/no confirmation, then the order.
+
+It shows a ``list`` field (``toppings``) filled by a list resolver (``enum_list``: every topping
+the message names, no model needed), an ``enum`` field, a confirmation before anything is placed,
+and a flow that clears its fields when it starts again, so a second pizza is asked afresh.
+
+    tether chat examples/pizza.py
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tether import (
+    Agent,
+    Field,
+    Flow,
+    action,
+    collect,
+    end,
+    enum_check,
+    enum_list,
+    goto,
+    on_event,
+    on_message,
+    reply,
+    router,
+    tool,
+)
+
+SIZES = ("small", "medium", "large")
+TOPPINGS = ("cheese", "ham", "mushrooms", "olives", "onions", "pepperoni", "pineapple", "peppers", "green peppers")
+PRICES = {"small": 8, "medium": 10, "large": 12}
+PER_TOPPING = 1.5
+
+
+def listed(items: list[str]) -> str:
+    """``["ham", "olives", "onions"]`` -> ``"ham, olives and onions"``."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+@tool
+async def place_order(size: str, toppings: list[str]) -> dict[str, Any]:
+    """Send the order to the kitchen; returns its number and price."""
+    price = PRICES[size] + PER_TOPPING * len(toppings)
+    return {"number": f"P-{100 + len(toppings) * 10 + SIZES.index(size)}", "price": f"{price:.2f}"}
+
+
+def confirm_question(missing: list[str], state: dict[str, Any]) -> str:
+    return f"A {state['size']} pizza with {listed(state['toppings'])}. Shall I place the order? (yes/no)"
+
+
+@action("place", uses=["place_order"], targets=["placed"])
+async def place(state: dict[str, Any], ctx: Any) -> Any:
+    receipt = await ctx.tool("place_order", size=state["size"], toppings=list(state["toppings"]))
+    return goto("placed", data={"order": receipt["number"], "price": receipt["price"],
+                                "pizza": f"{state['size']} pizza with {listed(state['toppings'])}"})
+
+
+welcome = Flow(
+    "welcome",
+    "Greet the customer when the chat opens",
+    nodes=[reply("hello", response="Hi, I'm Pia from Pia's Pizza. Tell me the size and toppings you'd like.",
+                 next=end("greeted"))],
+    on=[on_event("start")],  # `tether chat` sends the start event: Pia speaks first
+)
+
+order = Flow(
+    "order",
+    "Order a pizza",
+    nodes=[
+        collect("choose", fields=["size", "toppings"],
+                ask={"size": "Small, medium or large?",
+                     "toppings": f"Which toppings? We have {listed(list(TOPPINGS))}."},
+                resolvers=[enum_check("size", SIZES), enum_list("toppings", TOPPINGS)], max_turns=6),
+        collect("confirm", fields=["confirm"], ask=confirm_question,
+                resolvers=[enum_check("confirm", ["yes", "no"])], max_turns=3),
+        router("confirmed", when={"equals": {"confirm": "yes"}}, then="place", else_="cancelled"),
+        place,
+        reply("placed", response="Order {order} is in the oven: a {pizza}, {price} EUR. Ready in 20 minutes.",
+              next=end("placed")),
+        reply("cancelled", response="No problem, I haven't placed anything. Tell me what you'd like to start again.",
+              next=end("cancelled")),
+    ],
+    on=[on_message(repeat="always")],  # the catch-all: any message starts an order
+    clear_on_start=["size", "toppings", "confirm"],
+)
+
+agent = Agent(
+    "Pia",
+    persona="A cheerful order taker for Pia's Pizza.",
+    goal="Take one pizza order at a time: size, toppings, a confirmation.",
+    fields={
+        "size": Field("enum", enum=SIZES, description="The pizza size"),
+        "toppings": Field("list", items="enum", enum=TOPPINGS, description="The toppings the customer wants"),
+        "confirm": Field("enum", enum=("yes", "no"), description="Whether the customer confirmed the order",
+                         extract="asked"),
+    },
+    tools=[place_order],
+    flows=[welcome, order],
+)

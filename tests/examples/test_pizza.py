@@ -1,0 +1,113 @@
+"""The pizza example: a list field filled by a list resolver, a confirmation, a fresh second order."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from tether import Message, Start, TurnResult
+from tether.engine.session import Session
+from tether.testing import ScriptedModel
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pizza.py"
+
+
+@pytest.fixture(scope="module")
+def pizza() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("example_pizza", EXAMPLE)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class Chat:
+    def __init__(self, pizza: ModuleType, model: ScriptedModel | None = None) -> None:
+        self.agent = pizza.agent if model is None else pizza.agent.with_model(model)
+        self.session: Session | None = None
+
+    async def say(self, text: str) -> TurnResult:
+        result = await self.agent.turn(self.session, Message(text))
+        self.session = result.session
+        return result
+
+    def data(self) -> dict[str, object]:
+        assert self.session is not None
+        return dict(self.session.data)
+
+
+ASK_BOTH = ("Small, medium or large? Which toppings? We have cheese, ham, mushrooms, olives, onions, pepperoni, "
+            "pineapple, peppers and green peppers.")
+
+
+async def test_pia_speaks_first_on_the_start_event(pizza: ModuleType) -> None:
+    result = await pizza.agent.turn(None, Start("welcome", key="chat"))
+    assert result.text == "Hi, I'm Pia from Pia's Pizza. Tell me the size and toppings you'd like."
+
+
+async def test_one_message_fills_the_size_and_the_list_of_toppings_with_no_model(pizza: ModuleType) -> None:
+    chat = Chat(pizza)
+    asked = await chat.say("a large one with ham, olives and green peppers please")
+    assert asked.text == "A large pizza with ham, olives and green peppers. Shall I place the order? (yes/no)"
+    assert chat.data()["toppings"] == ["ham", "olives", "green peppers"]  # not also "peppers"
+    placed = await chat.say("yes")
+    assert placed.text == ("Order P-132 is in the oven: a large pizza with ham, olives and green peppers, "
+                           "16.50 EUR. Ready in 20 minutes.")
+    assert placed.status == "ended" and asked.llm_calls == placed.llm_calls == 0
+
+
+async def test_only_the_missing_field_is_asked_again(pizza: ModuleType) -> None:
+    chat = Chat(pizza)
+    assert (await chat.say("hello")).text == ASK_BOTH
+    assert (await chat.say("medium")).text.startswith("Which toppings?")
+    assert (await chat.say("anchovies")).text.startswith("Which toppings?")  # not on the menu: still missing
+    confirm = await chat.say("mushrooms and onions")
+    assert confirm.text == "A medium pizza with mushrooms and onions. Shall I place the order? (yes/no)"
+
+
+async def test_no_places_nothing_and_an_unclear_answer_asks_again(pizza: ModuleType) -> None:
+    chat = Chat(pizza)
+    confirm = await chat.say("small pepperoni")
+    assert (await chat.say("hmm")).text == confirm.text
+    cancelled = await chat.say("no")
+    assert cancelled.text == "No problem, I haven't placed anything. Tell me what you'd like to start again."
+    assert not [e for e in cancelled.events if e.type == "tool_call"]
+
+
+async def test_a_second_order_asks_afresh(pizza: ModuleType) -> None:
+    chat = Chat(pizza)
+    await chat.say("large ham")
+    await chat.say("yes")
+    again = await chat.say("and one more")
+    assert again.text == ASK_BOTH  # the first order's size and toppings are not reused
+    assert "toppings" not in chat.data() and "size" not in chat.data()
+
+
+async def test_with_a_model_the_first_message_is_extracted(pizza: ModuleType) -> None:
+    # "a big one" names no size the resolvers know: the extraction call reads it
+    model = ScriptedModel(extract=[{"size": "large", "toppings": ["ham", "Pineapple"]}])
+    confirm = await Chat(pizza, model).say("a big hawaiian one")
+    assert confirm.text == "A large pizza with ham and pineapple. Shall I place the order? (yes/no)"
+    assert confirm.llm_calls == 1 and model.unused() == {}
+
+
+async def test_with_a_model_each_answer_is_one_extraction_call(pizza: ModuleType) -> None:
+    model = ScriptedModel(extract=[{"size": None, "toppings": None},
+                                   {"size": "large", "toppings": ["ham", "pineapple"]}])
+    chat = Chat(pizza, model)
+    assert (await chat.say("hello")).text == ASK_BOTH
+    confirm = await chat.say("a big hawaiian one")
+    assert confirm.text == "A large pizza with ham and pineapple. Shall I place the order? (yes/no)"
+    assert confirm.llm_calls == 1 and model.unused() == {}
+
+
+async def test_an_empty_list_from_the_model_is_still_missing(pizza: ModuleType) -> None:
+    model = ScriptedModel(extract=[{"size": "small", "toppings": []}])
+    chat = Chat(pizza, model)
+    asked = await chat.say("a small one, surprise me")
+    assert asked.text.startswith("Which toppings?") and chat.data()["size"] == "small"
