@@ -11,7 +11,7 @@ from tether.models.types import ModelRequest, StreamChunk
 from tether.testing import ScriptedModel
 
 
-def echo_agent() -> Agent:
+def echo_agent(name: str = "Echo") -> Agent:
     """Answers every message ``reply N: TEXT`` (N counts the messages this agent object answered),
     so a retried message that ran twice would show a second number; ``human`` hands the conversation to a person."""
 
@@ -30,7 +30,7 @@ def echo_agent() -> Agent:
     noted = reply("noted", response=lambda state: "noted the CRM update", next=end("noted"))
     crm = Flow("crm", description="acknowledges a CRM update", start=noted, nodes=[noted],
                on=[on_event("crm-updated")])
-    return Agent("Echo", flows=[chat, crm])
+    return Agent(name, flows=[chat, crm])
 
 
 def refund_agent(refunds: list[int]) -> Agent:
