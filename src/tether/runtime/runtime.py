@@ -70,6 +70,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from tether import tracing
 from tether.agent import Agent
 from tether.clock import SystemClock, UuidIds
 from tether.durable.decisions import normalize_decision
@@ -109,7 +110,7 @@ from tether.runtime.restore import (
     is_session_current,
 )
 from tether.runtime.selections import check_model_selections
-from tether.runtime.turn_log import log_turn
+from tether.runtime.turn_log import input_label, log_turn
 from tether.runtime.window import attach_window, attached, detach_window, upgrade_v1
 from tether.stores import SQLiteStore, Store, TurnRecords, WakeRequest
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT
@@ -292,7 +293,9 @@ class Runtime:
                        config: Mapping[str, Any] | None, options: TurnOptions | None,
                        on_delta: DeltaSink | None = None) -> RunResponse:
         started = time.perf_counter()
-        response = await self._locked_request(agent_id, session_id, turn_input, config, options, on_delta)
+        with tracing.turn_span(agent_id, session_id, input_label(turn_input)) as span:
+            response = await self._locked_request(agent_id, session_id, turn_input, config, options, on_delta)
+            tracing.end_turn(span, response)
         log_turn(agent_id, session_id, turn_input, response, time.perf_counter() - started)
         return response
 
@@ -400,7 +403,8 @@ class Runtime:
 
         recorded = [entry for run_id in journal_runs(agent, doc) for entry in await self.store.journal(doc.id,
                                                                                                         run_id=run_id)]
-        turn_options = dataclasses.replace(options or TurnOptions(), checkpoint=checkpoint, journal=recorded)
+        turn_options = dataclasses.replace(options or TurnOptions(), checkpoint=checkpoint, journal=recorded,
+                                           phase=tracing.phase_span if tracing.enabled() else None)
         result = await agent.turn(doc, turn_input, options=turn_options, on_delta=on_delta)
         after = result.session or doc
         records = turn_records(result)
