@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -162,8 +163,7 @@ class Agent(AgentDefinition):
         (the deltas :meth:`turn_stream` yields)."""
         if isinstance(input, str):
             input = Message(input)
-        if options is None:
-            options = TurnOptions(**option_fields)
+        options = _with_sleep(options if options is not None else TurnOptions(**option_fields))
         return await run_turn(self, session, input, options=options, clock=self.clock, ids=self.ids,
                               models=traced_models(self), session_id=session_id, on_delta=on_delta)
 
@@ -178,8 +178,7 @@ class Agent(AgentDefinition):
         take each delta."""
         if isinstance(input, str):
             input = Message(input)
-        if options is None:
-            options = TurnOptions(**option_fields)
+        options = _with_sleep(options if options is not None else TurnOptions(**option_fields))
         deltas: asyncio.Queue[str] = asyncio.Queue()
 
         async def on_delta(text: str) -> None:
@@ -202,3 +201,8 @@ class Agent(AgentDefinition):
         finally:
             if not task.done():
                 task.cancel()
+
+
+def _with_sleep(options: TurnOptions) -> TurnOptions:
+    """The engine waits between an agent step's model attempts through the host's sleep."""
+    return options if options.sleep is not None else dataclasses.replace(options, sleep=asyncio.sleep)

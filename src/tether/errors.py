@@ -106,6 +106,8 @@ class DefinitionIssue:
         flow: the flow id, when the problem is inside a flow.
         node: the node (step) id, when the problem is on one node.
         path: dotted path of the offending option, e.g. ``nodes.1.id``.
+        hint: how to repair it, when known (``did you mean 'address'?``).
+        severity: ``error`` (the definition is refused) or ``warning`` (it works, but look).
     """
 
     code: str
@@ -113,11 +115,14 @@ class DefinitionIssue:
     flow: str | None = None
     node: str | None = None
     path: str | None = None
+    hint: str | None = None
+    severity: Literal["error", "warning"] = "error"
 
     def __str__(self) -> str:
         where = ".".join(p for p in (self.flow and f"flow {self.flow!r}", self.path) if p)
         node = f" (node {self.node!r})" if self.node else ""
-        return f"[{self.code}] {where or '<agent>'}{node}: {self.message}"
+        hint = f" (hint: {self.hint})" if self.hint else ""
+        return f"[{self.code}] {where or '<agent>'}{node}: {self.message}{hint}"
 
 
 class FlowDefinitionError(TetherError, TypeError, ValueError):

@@ -172,6 +172,7 @@ class SpyStore(Store):
 
     async def transcript(self, session_id: str, *, after_seq: int = 0,
                          limit: int | None = None) -> builtins.list[TranscriptMessage]:
+        self.calls.append(("transcript", session_id))
         return await self.inner.transcript(session_id, after_seq=after_seq, limit=limit)
 
     async def events(self, session_id: str, *, after: int = 0) -> builtins.list[StoredEvent]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from tether.cli._dialect import run_scenarios, schema
 from tether.cli._inspect import check, graph, load_or_exit
 from tether.cli._output import CliError, fail, stdout_console
 from tether.cli._serve import serve
@@ -17,6 +18,8 @@ app = typer.Typer(name="tether", help="Deterministic, durable LLM agents.", no_a
 app.command()(check)
 app.command()(graph)
 app.command()(serve)
+app.command()(schema)
+app.command(name="test")(run_scenarios)
 app.add_typer(sessions_app)
 app.add_typer(workflow_app)
 

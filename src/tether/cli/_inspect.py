@@ -54,12 +54,17 @@ def _registry_issues(app: LoadedApp) -> list[DefinitionIssue]:
 
 
 def check(app_spec: str = typer.Argument(..., metavar="APP",
-                                         help="path/to/file.py[:attr], package.module:attr, or a workflow file")
+                                         help="file.py[:attr], package.module:attr, a flow file or a workflow file")
           ) -> None:
     """Load APP and validate every flow, or validate a workflow .yaml/.json file; print each
     definition problem (exit 1 if any)."""
+    from tether.cli._dialect import check_flow_file
     from tether.cli._workflow import check_workflow_file, is_workflow_file
+    from tether.dialect.files import is_flow_document
 
+    if is_flow_document(app_spec):
+        check_flow_file(app_spec)
+        return
     if is_workflow_file(app_spec):
         check_workflow_file(app_spec)
         return

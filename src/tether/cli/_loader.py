@@ -1,4 +1,5 @@
-"""Loading the ``APP`` argument: ``path/to/file.py[:attr]`` or ``package.module:attr``.
+"""Loading the ``APP`` argument: ``path/to/file.py[:attr]``, ``package.module:attr``, or a flow
+file (``agent.yaml``: see :mod:`tether.dialect`).
 
 Without ``:attr`` the module's ``agent`` attribute is taken, else ``agents``, else the single
 ``Agent`` instance among its globals. Every failure becomes a one-line ``CliError`` (exit 2),
@@ -22,6 +23,8 @@ from typing import Any
 
 from tether.agent import Agent
 from tether.cli._output import CliError, one_line
+from tether.dialect.files import is_flow_document
+from tether.dialect.files import load as load_flow_file
 from tether.errors import FlowDefinitionError
 
 __all__ = ["LoadedApp", "load_app", "split_app_spec"]
@@ -189,5 +192,10 @@ def load_app(spec: str) -> LoadedApp:
         FlowDefinitionError: the app's flows or agents are defined wrongly.
     """
     target, attr, is_file = split_app_spec(spec)
+    if is_file and attr is None and is_flow_document(target):
+        loaded = load_flow_file(target)
+        if not isinstance(loaded, Agent):
+            raise CliError(f"{target} holds a flow, not an agent: name it from an agent file")
+        return LoadedApp(spec=spec, agents=(loaded,))
     module = _import_file(target) if is_file else _import_module(target)
     return LoadedApp(spec=spec, agents=_find_agents(module, target, attr))

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from tether.durable.decisions import ApprovalDecision, SignalResult
 from tether.engine.effects import Effects
 from tether.engine.events import CustomEvent
-from tether.engine.runner import Static
+from tether.engine.pauses import Pause, Static
 from tether.engine.session import Run, WaitingOn
 from tether.engine.state import TurnState
 from tether.engine.suspends import park
@@ -171,8 +171,6 @@ def _failed(ts: TurnState, run: Run, node: Action, reason: str) -> Any:
 
 
 def _interpret(ts: TurnState, run: Run, node: Action, result: ActionResult) -> Any:
-    from tether.engine.runner import Pause
-
     if result.status == "ok":
         ts.outcome(run, kind="do", node_id=node.id, detail=result.detail)
         if result.spoke:

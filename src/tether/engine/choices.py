@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 from pydantic import ValidationError
 
 from tether.engine.events import FlowEvent
+from tether.engine.pauses import ASKING
 from tether.engine.session import Run
 from tether.engine.state import TurnState
 from tether.flow.choices import NO_CHOICE, Choice, match_choice
@@ -60,8 +61,6 @@ async def decide_by_choice(ts: TurnState, run: Run, node: Decide) -> Any:
     """A decide node with choices, before any model call: with no fresh message for the run it
     waits for the customer's pick (saying its ``prompt``); a message that is exactly a choice is
     decided with no model call. None: the model decides."""
-    from tether.engine.runner import ASKING
-
     if not ts.message_available(run):
         if node.prompt:
             ts.say(node.prompt, kind="verbatim", key=ts.key(run, node.id), run=run, node_id=node.id)

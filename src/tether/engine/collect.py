@@ -19,7 +19,8 @@ from typing import Any
 
 from tether.engine.events import CollectUpdate
 from tether.engine.extract import extract_values, passes_verbatim_guard, validate_value
-from tether.engine.runner import Static
+from tether.engine.moves import silenced
+from tether.engine.pauses import ASKING, Pause, Static
 from tether.engine.session import Run
 from tether.engine.state import SpeakRequest, TurnState
 from tether.engine.templates import render
@@ -27,7 +28,7 @@ from tether.flow.choices import match_choice
 from tether.flow.fields import is_known
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node, Reply
-from tether.flow.transitions import Escalate
+from tether.flow.transitions import Escalate, is_code
 
 __all__ = ["ask_text", "clear_caches", "complete", "dispatch_collect", "merge_values", "missing", "pending",
            "question_first"]
@@ -158,7 +159,7 @@ def complete(ts: TurnState, run: Run, node: Collect, *, code: str | None = None)
     projected = {name: value_of(ts, run, node, name) for name in node.required}
     run.state.update(_frame(run, node))  # every gathered schema field is promoted; caches go on the goto
     ts.outcome(run, code=code, status="skipped" if code else "ok", kind="collect", node_id=node.id)
-    if node.on_complete is None or not callable(node.on_complete) or isinstance(node.on_complete, Node):
+    if node.on_complete is None or not is_code(node.on_complete) or isinstance(node.on_complete, Node):
         return Static(node.on_complete if node.on_complete is not None else _next())
     return node.on_complete(projected, ts.state_view(run))
 
@@ -171,9 +172,6 @@ def _next() -> Any:
 
 async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -> Any:
     """Dispatch a collect node; returns a transition, a static target, or a pause."""
-    from tether.engine.dispatch import silenced
-    from tether.engine.runner import ASKING
-
     known = not missing(ts, run, node) and not run.staying
     answering = ts.message_available(run) and ts.asking_at.get(run.id) == node.id
     if known and not (ts.message_available(run) and (answering or not node.phrased_by_model)):
@@ -181,7 +179,7 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
         # A deterministic node with a fresh message still makes its correction pass (below).
         return complete(ts, run, node, code="already-known")
     quiet = silenced(ts, run, flow, node, then=Static(node.on_complete if node.on_complete is not None and
-                                                      not callable(node.on_complete) else _next()))
+                                                      not is_code(node.on_complete) else _next()))
     if quiet is not None:
         return quiet
     if node.phrased_by_model:
@@ -228,8 +226,6 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
         return complete(ts, run, node, code="already-known" if known and not sources and not answering else None)
     if question_first(ts, run, node):
         # a confirm step (or any fixed ask) answers the customer's question first; Settle re-asks
-        from tether.engine.runner import Pause
-
         ts.speaker = SpeakRequest(run.id, node.id, (), then_ask=ask_text(ts, run, node, still))
         run.status = "asking"
         return Pause("speak")
@@ -241,8 +237,6 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
 
 def _stay_answer(ts: TurnState, run: Run, node: Collect) -> Any:
     """The step an ``on_end="stay"`` run stays on answers anyway (seed 003), with nothing to ask."""
-    from tether.engine.runner import ASKING, Pause
-
     run.status = "asking"
     if ts.speaker is None and not ts.spoke and ts.has_model(node.model):
         ts.speaker = SpeakRequest(run.id, node.id)
@@ -259,8 +253,6 @@ def question_first(ts: TurnState, run: Run, node: Collect | Reply) -> bool:
 
 
 async def _dispatch_phrased(ts: TurnState, run: Run, node: Collect) -> Any:
-    from tether.engine.runner import ASKING, Pause
-
     if ts.message_available(run):
         ts.consumed_by[run.id] = node.id
         hits, _ = _resolve(ts, run, node, missing(ts, run, node))

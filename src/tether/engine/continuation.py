@@ -25,56 +25,21 @@ journaled results back), speaks if the turn had not spoken yet, and settles.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
-from tether.durable.turns import OpenTurn, SaidMessage, SpeakerMark
-from tether.engine.inputs import Approval, Event, Message, Resume, Signal, Start, TurnInput, Wake
+from tether.durable.turns import OpenTurn
+from tether.engine.inputs import Message, Resume, TurnInput
+from tether.engine.marks import input_from, input_mark
 from tether.engine.results import OutMessage, ScheduledWake, TurnResult
+from tether.engine.return_phase import turn_result
+from tether.engine.run_phase import keep_moving, run_phase
 from tether.engine.session import Session
+from tether.engine.settle import bookkeeping, settle
+from tether.engine.speak import choose_speaker, speak_unless_answered
 from tether.engine.state import SpeakRequest, TurnState
 from tether.errors import FlowRuntimeError
 
-__all__ = ["continue_turn", "input_mark", "is_retry", "open_turn", "recorded_reply"]
-
-
-def input_mark(value: TurnInput) -> dict[str, Any]:
-    """What the open-turn mark records of an input (``id`` is what identifies a retry)."""
-    if isinstance(value, Message):
-        return {"kind": "message", "id": value.id, "text": value.text,
-                "at": value.at.isoformat() if value.at else None}
-    if isinstance(value, Wake):
-        return {"kind": "wake", "id": value.key}
-    if isinstance(value, Approval):
-        return {"kind": "approval", "id": value.approval_id, "decision": value.decision,
-                "feedback": value.feedback, "decided_by": value.decided_by}
-    if isinstance(value, Signal):
-        return {"kind": "signal", "id": value.id, "name": value.name, "payload": value.payload}
-    if isinstance(value, Event):
-        return {"kind": "event", "id": value.key or None, "name": value.name, "payload": value.payload,
-                "key": value.key, "direction": value.direction, "hop": value.hop}
-    if isinstance(value, Start):
-        return {"kind": "start", "id": value.key or None, "flow": value.flow, "input": value.input,
-                "key": value.key, "hop": value.hop}
-    return {"kind": "resume", "id": None}
-
-
-def _input_from(mark: dict[str, Any]) -> TurnInput:
-    kind = mark.get("kind")
-    if kind == "message":
-        at = datetime.fromisoformat(mark["at"]) if mark.get("at") else None
-        return Message(str(mark.get("text", "")), id=mark.get("id"), at=at)
-    if kind == "wake":
-        return Wake(str(mark["id"]))
-    if kind == "approval":
-        return Approval(str(mark["id"]), str(mark.get("decision")), mark.get("feedback"), mark.get("decided_by"))
-    if kind == "signal":
-        return Signal(str(mark.get("name")), mark.get("payload"), mark.get("id"))
-    if kind == "event":
-        return Event(str(mark.get("name")), mark.get("payload"), str(mark.get("key", "")), mark.get("direction"),
-                     int(mark.get("hop", 0)))
-    if kind == "start":
-        return Start(str(mark.get("flow")), mark.get("input"), str(mark.get("key", "")), int(mark.get("hop", 0)))
-    return Resume()
+__all__ = ["continue_turn", "is_retry", "recorded_reply"]
 
 
 def is_retry(turn: OpenTurn, value: TurnInput) -> bool:
@@ -83,24 +48,9 @@ def is_retry(turn: OpenTurn, value: TurnInput) -> bool:
     return turn.answers(str(mark["kind"]), mark.get("id"))
 
 
-def open_turn(ts: TurnState) -> OpenTurn:
-    """The mark of ``ts`` as it stands (written with every mid-turn save)."""
-    speaker = ts.speaker
-    return OpenTurn(
-        input=ts.open_input if ts.open_input is not None else input_mark(ts.input), at=ts.now,
-        user_seq=ts.user_seq, floor=ts.floor, floor_taken=ts.floor_taken, consumed_by=dict(ts.consumed_by),
-        answered_by=sorted(ts.answered_by), spoke=ts.spoke,
-        speaker=None if speaker is None else SpeakerMark(run_id=speaker.run_id, node_id=speaker.node_id,
-                                                         fields=list(speaker.fields), then_ask=speaker.then_ask),
-        said=[SaidMessage(text=m.text, kind=m.kind, key=m.key, run_id=m.run_id, node_id=m.node_id,
-                          after_ms=m.after_ms) for m in ts.messages],
-        schedule=[{"key": w.key, "at": w.at.isoformat(), "replaces": w.replaces} for w in ts.schedule],
-    )
-
-
 def _restore(ts: TurnState, turn: OpenTurn) -> None:
     ts.open_input = dict(turn.input)
-    ts.input = _input_from(turn.input)
+    ts.input = input_from(turn.input)
     ts.now = turn.at
     ts.user_seq = turn.user_seq
     ts.floor, ts.floor_taken = turn.floor, turn.floor_taken
@@ -119,10 +69,6 @@ def _restore(ts: TurnState, turn: OpenTurn) -> None:
 
 async def continue_turn(ts: TurnState, original: Session) -> TurnResult:
     """Finish the unfinished turn of ``ts.session`` (see the module notes)."""
-    from tether.engine.run_phase import keep_moving, run_phase
-    from tether.engine.settle import bookkeeping, settle
-    from tether.engine.turn import _result, _speak, _speaker
-
     turn = ts.session.turn
     assert turn is not None
     if not (isinstance(ts.input, Resume) or is_retry(turn, ts.input)):
@@ -134,15 +80,15 @@ async def continue_turn(ts: TurnState, original: Session) -> TurnResult:
     _restore(ts, turn)
     if not ts.spoke:
         await run_phase(ts)
-        request = _speaker(ts)
+        request = choose_speaker(ts)
         if request is not None:
-            spoken = await _speak(ts, request)
+            spoken = await speak_unless_answered(ts, request)
             if spoken is not None:
                 ts.spoke = True
                 await settle(ts, request, spoken)
     await keep_moving(ts)
     bookkeeping(ts)
-    result = _result(ts, original)
+    result = turn_result(ts, original)
     ts.outcome(None, code="turn-continued", kind="turn", detail=str(turn.input.get("id") or turn.input.get("kind")))
     result.outcomes = ts.outcomes
     return result

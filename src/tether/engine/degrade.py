@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tether.engine.events import ErrorEvent, FlowEnd
+from tether.engine.moves import finish, reduce
 from tether.engine.session import Run
 from tether.engine.state import SpeakRequest, TurnState
 from tether.errors import (
@@ -94,8 +95,6 @@ async def recover_or_degrade(ts: TurnState, run: Run, flow: Flow, node: Node, er
 async def degrade(ts: TurnState, run: Run, flow: Flow, node: Node, failure: NodeFailedError) -> bool:
     """Degrade ``run`` after ``failure`` of ``node``. True when it goes on at the ``escalate``
     node, False when the flow ended ``error_degraded``."""
-    from tether.engine.runner import finish, reduce
-
     message = failure.message
     ts.emit(ErrorEvent(run_id=run.id, flow=flow.id, at=ts.now, node=node.id, error=message))
     ts.log("error", message, code=failure.code, flow=flow.id, node=node.id, run=run.id)
@@ -122,8 +121,6 @@ def _apologize(ts: TurnState, run: Run, node: Node) -> None:
 
 async def _recollect(ts: TurnState, run: Run, flow: Flow, node: Node, collect: Collect,
                      error: RecoverableToolError) -> None:
-    from tether.engine.runner import reduce
-
     ts.log("warn", f"flow {flow.id!r}, node {node.id!r}: recoverable tool error: {error.message}; "
                    f"collecting again at {collect.id!r}", code=error.code, flow=flow.id, node=node.id, run=run.id)
     ts.outcome(run, code="recollect", status="skipped", kind="collect", node_id=collect.id, detail=error.message)

@@ -10,11 +10,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from tether.engine.actions import run_action
+from tether.engine.agent_step import dispatch_agent
 from tether.engine.choices import constrained_schema, decide_by_choice
 from tether.engine.collect import dispatch_collect, question_first
 from tether.engine.conditions import holds
+from tether.engine.moves import silenced
+from tether.engine.pauses import ASKING, Pause, Static
 from tether.engine.reply_check import check_reply, describe_dropped
-from tether.engine.runner import Static
 from tether.engine.session import Claim, Run, WaitingOn
 from tether.engine.state import SpeakRequest, TurnState
 from tether.engine.templates import render
@@ -23,7 +25,8 @@ from tether.flow.durations import parse_duration
 from tether.flow.flow import Flow
 from tether.flow.nodes import Action, Collect, Decide, Node, Reply, Router, Wait
 from tether.flow.results import ReplyTurn
-from tether.flow.transitions import NEXT, Goto, Next, stay
+from tether.flow.steps import AgentNode
+from tether.flow.transitions import NEXT, Goto, Next, is_code, stay
 from tether.models.parsing import ReplyParseError, extract_json
 from tether.models.types import ModelRequest, ResponseFormat
 
@@ -52,6 +55,9 @@ async def dispatch(ts: TurnState, run: Run, flow: Flow, node: Node) -> Any:
         return Static(node.then if taken else node.else_)
     if isinstance(node, Wait):
         return _dispatch_wait(ts, run, flow, node)
+    if isinstance(node, AgentNode):
+        run.last_talk = node.id
+        return await dispatch_agent(ts, run, flow, node)
     raise FlowRuntimeError(f"flow {flow.id!r}: node {node.id!r} has an unknown kind {node.kind!r}")
 
 
@@ -59,33 +65,13 @@ def reply_next(ts: TurnState, run: Run, node: Reply, turn: ReplyTurn) -> Any:
     """The transition after a reply: ``next(turn, state)``, a static target, or ``stay``."""
     if node.next is None:
         return stay
-    if callable(node.next) and not isinstance(node.next, Node):
+    if is_code(node.next) and not isinstance(node.next, Node):
         return node.next(turn, ts.state_view(run))
     return Static(node.next)
 
 
-def silenced(ts: TurnState, run: Run, flow: Flow, node: Reply | Collect, *, then: Any) -> Any:
-    """Under ``silenced`` a message step says nothing: a resuming asker stays asking, a step
-    reached fresh ends its run (``silenced``), or with ``skip`` is skipped and ``then`` taken.
-    Returns None when the turn is not silenced."""
-    from tether.engine.runner import ASKING, ENDED, finish
-
-    silence = ts.options.silence
-    if silence is None:
-        return None
-    if run.status == "asking" and not (isinstance(node, Reply) and node.response is not None):
-        return ASKING
-    ts.outcome(run, code="silenced", status="skipped", kind="talk", node_id=node.id, detail=silence.reason)
-    if silence.skip:
-        return then
-    finish(ts, run, flow, "skipped")
-    return ENDED
-
-
 def _dispatch_reply(ts: TurnState, run: Run, flow: Flow, node: Reply) -> Any:
-    from tether.engine.runner import ASKING, Pause
-
-    quiet = silenced(ts, run, flow, node, then=Static(node.next if node.next is not None and not callable(node.next)
+    quiet = silenced(ts, run, flow, node, then=Static(node.next if node.next is not None and not is_code(node.next)
                                                       else NEXT))
     if quiet is not None:
         return quiet
@@ -166,8 +152,6 @@ def _followed_by_message_step(flow: Flow, node: Wait) -> bool:
 
 
 def _dispatch_wait(ts: TurnState, run: Run, flow: Flow, node: Wait) -> Any:
-    from tether.engine.runner import Pause
-
     if node.timer is not None:
         delay = parse_duration(node.timer)
         if delay <= INLINE_WAIT and _followed_by_message_step(flow, node):

@@ -24,7 +24,7 @@ and the re-dispatched action reads it back.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -99,6 +99,18 @@ class Effects:
             return entry.result
         result = jsonable(make(), f"{self._where()}: ctx.{kind}()")
         self._ts.journal.record(self._entry(key, kind, name=kind, status="finished", result=result))
+        return result
+
+    async def computed(self, kind: str, name: str, make: Callable[[], Awaitable[Any]]) -> Any:
+        """A journaled value computed by ``make`` (an agent step's model reply): recorded once
+        with no started entry (it has no effect outside the session), returned as recorded on a
+        re-dispatch."""
+        key = self._next_key()
+        entry = self._recorded(key, kind, name)
+        if entry is not None and entry.status == "finished":
+            return entry.result
+        result = jsonable(await make(), f"{self._where()}: {kind} {name!r}")
+        self._ts.journal.record(self._entry(key, kind, name=name, status="finished", result=result))
         return result
 
     def now(self) -> datetime:

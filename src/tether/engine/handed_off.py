@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tether.engine.inputs import Message, Resume
 from tether.engine.results import TurnResult
-from tether.engine.session import Outcome, Session
+from tether.engine.session import Outcome, Session, remember_input
 from tether.engine.state import TurnState
 
 __all__ = ["quiet_turn"]
@@ -26,12 +26,9 @@ def quiet_turn(ts: TurnState, original: Session | None) -> TurnResult:
                    detail="a human has this conversation; the bot stays quiet until it is released")
     if not isinstance(message, Message) or (message.id is not None and message.id in ts.session.inputs):
         return TurnResult(session=original, changed=False, outcomes=[line])
-    from tether.engine.ingest import KEEP_INPUTS
-
     session = ts.session
     if message.id is not None:
-        session.inputs.append(message.id)
-        del session.inputs[: max(0, len(session.inputs) - KEEP_INPUTS)]
+        remember_input(session, message.id)
     session.last_user_at = message.at or ts.now
     ts.append_transcript("user", message.text, kind="user", input_id=message.id, at=message.at)
     ts.outcomes.append(line)

@@ -22,8 +22,8 @@ from typing import Any
 
 from tether.engine.inputs import Approval, Event, Message, Signal, Start, Wake
 from tether.engine.keys import input_key
-from tether.engine.runner import Static
-from tether.engine.session import Outcome, Run, WaitingOn
+from tether.engine.pauses import Static
+from tether.engine.session import Outcome, Run, WaitingOn, remember_input
 from tether.engine.starts import skip, start_run
 from tether.engine.state import TurnState
 from tether.engine.suspends import deliver_approval, deliver_signal, signal_timed_out
@@ -32,10 +32,7 @@ from tether.flow.nodes import Wait
 from tether.flow.transitions import End
 from tether.flow.triggers import EventTrigger, SilenceTrigger
 
-__all__ = ["KEEP_INPUTS", "ingest"]
-
-KEEP_INPUTS = 50
-"""How many message ids a session remembers for duplicate detection."""
+__all__ = ["ingest"]
 
 
 def _ignore(ts: TurnState, code: str, key: str) -> Outcome:
@@ -80,8 +77,7 @@ def _message(ts: TurnState, message: Message) -> Outcome | None:
     if message.id is not None and message.id in session.inputs:
         return _ignore(ts, "duplicate-input", message.id)
     if message.id is not None:
-        session.inputs.append(message.id)
-        del session.inputs[: max(0, len(session.inputs) - KEEP_INPUTS)]
+        remember_input(session, message.id)
     session.last_user_at = message.at or ts.now
     entry = ts.append_transcript("user", message.text, kind="user", input_id=message.id, at=message.at)
     ts.user_seq = entry.seq

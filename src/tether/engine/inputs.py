@@ -124,6 +124,8 @@ class TurnOptions:
             ``on_delta``), so a host that goes through the ``Runtime`` can stream replies.
         phase: ``phase(name)`` returns a context manager held around each engine phase
             (``understand``, ``decide``, ``run``, ``speak``, ``settle``): the runtime's tracing spans.
+        sleep: how the engine waits between an agent step's model attempts (``Agent.turn`` passes
+            ``asyncio.sleep``; None: no wait).
     """
 
     silenced: Silenced | str | None = None
@@ -136,6 +138,7 @@ class TurnOptions:
     on_delta: Callable[[str], Awaitable[None]] | None = None
     journal: Sequence[JournalEntry] = ()
     phase: Callable[[str], AbstractContextManager[Any]] | None = None
+    sleep: Callable[[float], Awaitable[Any]] | None = None
 
     @property
     def silence(self) -> Silenced | None:

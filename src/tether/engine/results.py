@@ -88,6 +88,10 @@ class TurnResult:
         schedule: wakes to store.
         outcomes: what each step did, with stable codes.
         llm_calls: model calls spent by this turn; ``usage`` their tokens.
+        agent_calls: how many of them agent steps made (calls the author asked for, counted apart
+            from the message-turn budget).
+        content_type: what the reply is (the content type of the agent step that spoke last;
+            ``text/plain`` otherwise).
         events: the flow events, in order.
         new_transcript: the transcript messages this turn appended (the store keeps them).
         journal: the effect journal entries this turn wrote (the store keeps them).
@@ -103,6 +107,8 @@ class TurnResult:
     ended: list[RunEnded] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     llm_calls: int = 0
+    agent_calls: int = 0
+    content_type: str = "text/plain"
     usage: Usage = field(default_factory=Usage)
     events: list[FlowEvent] = field(default_factory=list)
     handoff: HandoffRequest | None = None

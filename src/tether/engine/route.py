@@ -18,7 +18,7 @@ from __future__ import annotations
 from tether.engine.conditions import holds
 from tether.engine.judgement import Judgement
 from tether.engine.keys import message_key
-from tether.engine.runner import Static
+from tether.engine.pauses import Static
 from tether.engine.session import Run
 from tether.engine.starts import start_run
 from tether.engine.state import TurnState

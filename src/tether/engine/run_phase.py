@@ -14,8 +14,9 @@ from __future__ import annotations
 from tether.engine.conditions import holds
 from tether.engine.drift import check_drift
 from tether.engine.inputs import Wake
+from tether.engine.moves import finish
 from tether.engine.route import take_branch
-from tether.engine.runner import enter_flow, finish, move, resume
+from tether.engine.runner import enter_flow, move, resume
 from tether.engine.session import Run
 from tether.engine.state import TurnState
 

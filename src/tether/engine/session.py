@@ -17,9 +17,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tether.durable.turns import OpenTurn
 
 __all__ = [
+    "KEEP_INPUTS",
     "SESSION_SCHEMA_VERSION",
     "Claim",
     "LogEntry",
+    "MemorySpace",
     "Outcome",
     "Run",
     "RunContext",
@@ -31,6 +33,7 @@ __all__ = [
     "WaitingOn",
     "fork_run",
     "fork_session",
+    "remember_input",
 ]
 
 SESSION_SCHEMA_VERSION = 2
@@ -43,6 +46,10 @@ SessionStatus = Literal["running", "handed_off", "completed", "aborted"]
 RunStatus = Literal["running", "asking", "waiting", "suspended"]
 
 _STRICT = ConfigDict(extra="forbid")
+
+
+KEEP_INPUTS = 50
+"""How many input ids a session remembers for duplicate detection."""
 
 
 class TranscriptMessage(BaseModel):
@@ -176,6 +183,19 @@ class LogEntry(BaseModel):
     message: str
 
 
+class MemorySpace(BaseModel):
+    """One memory namespace of agent steps: its messages (JSON chat messages, each with an ``n``
+    numbering it in the namespace and the ``step`` that wrote it), and the cumulative summary of
+    the messages compaction folded away (``summarized_through``: the last ``n`` it covers)."""
+
+    model_config = _STRICT
+
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    summary: str | None = None
+    summarized_through: int | None = None
+    next_n: int = 1
+
+
 class SessionUsage(BaseModel):
     """Model calls and tokens spent over the whole session."""
 
@@ -187,6 +207,8 @@ class SessionUsage(BaseModel):
     cached_input_tokens: int = 0
     cache_creation_tokens: int = 0
     reasoning_tokens: int = 0
+    agent_calls: int = 0
+    """Model calls made by agent steps (calls the author asked for, apart from the turn budget)."""
 
 
 class Session(BaseModel):
@@ -210,6 +232,7 @@ class Session(BaseModel):
             ``messages`` empty and ``window_from`` the ``seq`` the window starts at (the window is
             read back from the store's transcript records when the document is loaded).
         turn: set by mid-turn writes while a turn is unfinished (cleared by its final save).
+        memory: the agent steps' memory namespaces, by name.
     """
 
     model_config = _STRICT
@@ -237,6 +260,7 @@ class Session(BaseModel):
     error: list[LogEntry] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
     turn: OpenTurn | None = None
+    memory: dict[str, MemorySpace] = Field(default_factory=dict)
 
     @field_validator("id", "agent")
     @classmethod
@@ -280,4 +304,12 @@ def fork_session(session: Session) -> Session:
         "warn": list(session.warn),
         "error": list(session.error),
         "metadata": copy.deepcopy(session.metadata),
+        "memory": {name: space.model_copy(update={"messages": list(space.messages)})
+                   for name, space in session.memory.items()},
     })
+
+
+def remember_input(session: Session, input_id: str) -> None:
+    """Record ``input_id`` as seen (the newest :data:`KEEP_INPUTS` are kept)."""
+    session.inputs.append(input_id)
+    del session.inputs[: max(0, len(session.inputs) - KEEP_INPUTS)]

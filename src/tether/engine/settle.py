@@ -18,7 +18,8 @@ from tether.engine.degrade import user_code
 from tether.engine.dispatch import reply_next
 from tether.engine.events import ErrorEvent
 from tether.engine.keys import message_key
-from tether.engine.runner import finish, resume
+from tether.engine.moves import finish
+from tether.engine.runner import resume
 from tether.engine.session import Run, WaitingOn
 from tether.engine.speak import SpeakResult
 from tether.engine.state import SpeakRequest, TurnState

@@ -36,7 +36,7 @@ from tether.flow.tools import Tool, ToolResult
 from tether.models.parsing import ReplyParseError, extract_json
 from tether.models.types import ChatMessage, ModelRequest, ResponseFormat, ToolSpec
 
-__all__ = ["NO_MODEL_TEXT", "SpeakResult", "speak"]
+__all__ = ["NO_MODEL_TEXT", "SpeakResult", "choose_speaker", "speak", "speak_unless_answered"]
 
 NO_MODEL_TEXT = (
     "This step needs a language model to answer, and none is configured. "
@@ -256,3 +256,31 @@ async def _run_tool(ts: TurnState, tools: list[Tool], name: str, arguments: dict
     if limit is not None and len(text) > limit:
         text = text[:limit] + f" …[{len(text) - limit} characters cut]"
     return text
+
+
+def choose_speaker(ts: TurnState) -> SpeakRequest | None:
+    """The turn's one speaker: the node that asked to speak, else the idle speaker when a message
+    got no answer and nothing is asking (none under ``silenced``)."""
+    if ts.options.silence is not None:
+        ts.speaker = None
+        return None
+    if ts.speaker is not None:
+        return ts.speaker
+    if ts.message is not None and not ts.answered_by and not ts.messages and ts.agent.idle is not None \
+            and not any(r.status == "asking" for r in ts.session.runs):
+        ts.speaker = SpeakRequest(None, None)
+        return ts.speaker
+    return None
+
+
+async def speak_unless_answered(ts: TurnState, request: SpeakRequest) -> SpeakResult | None:
+    """Speak for ``request``, unless another run already answered this message (one answer per
+    message: the floor then stays asking)."""
+    run = ts.run(request.run_id) if request.run_id else None
+    if run is not None and ts.message is not None and run.id == ts.floor and any(
+            other != run.id for other in ts.answered_by):
+        # one answer per message: another run already answered; the floor stays asking
+        ts.outcome(run, code="another-reply", status="skipped", kind="talk", node_id=run.node)
+        run.status = "asking"
+        return None
+    return await speak(ts, request)

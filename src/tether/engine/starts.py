@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from tether.engine.conditions import holds
+from tether.engine.moves import finish
 from tether.engine.results import RunStarted, Skipped
 from tether.engine.session import Claim, Run, RunTrigger
 from tether.engine.state import TurnState
@@ -73,8 +74,6 @@ def start_run(ts: TurnState, flow: Flow, *, kind: TriggerKind, key: str, input: 
     active = ts.options.claims.get("active", []) if isinstance(ts.options.claims, Mapping) else []
     for live in [r for r in ts.session.runs if r.flow == flow.id and r.anchor == anchor]:
         if live.node is None and live.waiting is not None and live.waiting.kind == "trigger":
-            from tether.engine.runner import finish
-
             finish(ts, live, flow, "replaced")  # still parked on its own ``after``: the new start wins
         else:
             skip(ts, flow.id, "already-running", anchor, key)

@@ -13,9 +13,11 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from tether.durable.journal import EffectJournal
+from tether.durable.turns import OpenTurn, SaidMessage, SpeakerMark
 from tether.engine.events import FlowEvent
 from tether.engine.inputs import Message, TurnInput, TurnOptions
 from tether.engine.judgement import Judgement
+from tether.engine.marks import input_mark
 from tether.engine.ports import Clock, Ids
 from tether.engine.results import HandoffRequest, OutMessage, RunEnded, RunStarted, ScheduledWake, Skipped
 from tether.engine.session import Outcome, Run, Session, TranscriptMessage, fork_session
@@ -86,6 +88,10 @@ class TurnState:
     schedule: list[ScheduledWake] = field(default_factory=list)
     llm_calls: int = 0
     pre_speak_calls: int = 0
+    agent_calls: int = 0
+    """Model calls of agent steps (asked for by the author: apart from the message-turn budget)."""
+    content_type: str = "text/plain"
+    """What the turn's reply is: the content type of the agent step that spoke last."""
     usage: Usage = field(default_factory=Usage)
     speaker: SpeakRequest | None = None
     spoke: bool = False
@@ -208,13 +214,25 @@ class TurnState:
         await self.flush_deltas()
         if self.options.checkpoint is None:
             return
-        from tether.engine.continuation import open_turn
-
         snapshot = fork_session(self.session)
-        snapshot.turn = open_turn(self)
+        snapshot.turn = self.open_mark()
         self.session.revision = await self.options.checkpoint(snapshot, list(self.transcript),
                                                               [e.as_dict() for e in self.events],
                                                               list(self.journal.written))
+
+    def open_mark(self) -> OpenTurn:
+        """The open-turn mark of this turn as it stands (written with every mid-turn save)."""
+        speaker = self.speaker
+        return OpenTurn(
+            input=self.open_input if self.open_input is not None else input_mark(self.input), at=self.now,
+            user_seq=self.user_seq, floor=self.floor, floor_taken=self.floor_taken, consumed_by=dict(self.consumed_by),
+            answered_by=sorted(self.answered_by), spoke=self.spoke,
+            speaker=None if speaker is None else SpeakerMark(run_id=speaker.run_id, node_id=speaker.node_id,
+                                                             fields=list(speaker.fields), then_ask=speaker.then_ask),
+            said=[SaidMessage(text=m.text, kind=m.kind, key=m.key, run_id=m.run_id, node_id=m.node_id,
+                              after_ms=m.after_ms) for m in self.messages],
+            schedule=[{"key": w.key, "at": w.at.isoformat(), "replaces": w.replaces} for w in self.schedule],
+        )
 
     async def flush_deltas(self) -> None:
         """Send the messages said so far to the delta consumer (``turn_stream``), if any."""

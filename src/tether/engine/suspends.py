@@ -18,7 +18,8 @@ from typing import Any
 
 from tether.durable.entries import JournalEntry
 from tether.engine.inputs import Approval, Signal
-from tether.engine.session import Outcome, Run, WaitingOn
+from tether.engine.pauses import Pause
+from tether.engine.session import Outcome, Run, WaitingOn, remember_input
 from tether.engine.state import TurnState
 from tether.errors import Suspend
 
@@ -33,8 +34,6 @@ SIGNAL_IDS = "signal:"
 
 def park(ts: TurnState, run: Run, node_id: str, suspend: Suspend) -> Any:
     """The run waits on the suspended effect's key; returns the loop's pause."""
-    from tether.engine.runner import Pause
-
     assert suspend.key is not None
     kind = suspend.payload.get("kind", "approval")
     until = suspend.payload.get("until")
@@ -94,10 +93,7 @@ def deliver_signal(ts: TurnState, signal: Signal) -> Outcome | None:
         seen = SIGNAL_IDS + signal.id
         if seen in ts.session.inputs:
             return _ignore(ts, "duplicate-input", signal.id)
-        ts.session.inputs.append(seen)
-        from tether.engine.ingest import KEEP_INPUTS
-
-        del ts.session.inputs[: max(0, len(ts.session.inputs) - KEEP_INPUTS)]
+        remember_input(ts.session, seen)
     runs = [r for r in _waiting(ts, "signal") if r.waiting and r.waiting.event == signal.name]
     if not runs:
         ts.outcome(None, code="signal-unclaimed", status="skipped", kind="wait", detail=signal.name)

@@ -11,6 +11,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from tether.durable.journal import EffectJournal
+from tether.engine.agent_memory import compact_memories
 from tether.engine.compaction import compact
 from tether.engine.continuation import continue_turn, recorded_reply
 from tether.engine.degrade import FAILURES, speaker_failed
@@ -20,12 +21,13 @@ from tether.engine.input_checks import check_input
 from tether.engine.inputs import Message, Resume, TurnInput, TurnOptions, Wake
 from tether.engine.ports import Clock, Ids
 from tether.engine.results import TurnResult
+from tether.engine.return_phase import turn_result
 from tether.engine.route import decide
 from tether.engine.run_phase import keep_moving, run_phase
 from tether.engine.session import Outcome, Run, Session, fork_session
 from tether.engine.settle import bookkeeping, settle
-from tether.engine.speak import SpeakResult, speak
-from tether.engine.state import ModelSource, SpeakRequest, TurnState
+from tether.engine.speak import choose_speaker, speak_unless_answered
+from tether.engine.state import ModelSource, TurnState
 from tether.engine.understand import find_judgeables, understand
 from tether.flow.agent_def import AgentDefinition
 
@@ -80,11 +82,11 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
     with _phase(ts, "run"):
         await run_phase(ts)
     # 6. Speak
-    request = _speaker(ts)
+    request = choose_speaker(ts)
     if request is not None:
         try:
             with _phase(ts, "speak"):
-                result = await _speak(ts, request)
+                result = await speak_unless_answered(ts, request)
             if result is not None:
                 ts.spoke = True
                 # 7. Settle
@@ -96,10 +98,11 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
             await keep_moving(ts)
         if result is not None:
             await keep_moving(ts)
+    await compact_memories(ts)  # agent steps' namespaces with summaries on, before the save
     bookkeeping(ts)
     await ts.flush_deltas()
     # 8. Return
-    return _result(ts, session)
+    return turn_result(ts, session)
 
 
 def _phase(ts: TurnState, name: str) -> AbstractContextManager[Any]:
@@ -110,49 +113,3 @@ def _phase(ts: TurnState, name: str) -> AbstractContextManager[Any]:
 def _asker(ts: TurnState) -> Run | None:
     asking = [r for r in ts.session.runs if r.status == "asking"]
     return asking[-1] if asking else None
-
-
-def _speaker(ts: TurnState) -> SpeakRequest | None:
-    if ts.options.silence is not None:
-        ts.speaker = None
-        return None
-    if ts.speaker is not None:
-        return ts.speaker
-    if ts.message is not None and not ts.answered_by and not ts.messages and ts.agent.idle is not None \
-            and not any(r.status == "asking" for r in ts.session.runs):
-        ts.speaker = SpeakRequest(None, None)
-        return ts.speaker
-    return None
-
-
-async def _speak(ts: TurnState, request: SpeakRequest) -> SpeakResult | None:
-    run = ts.run(request.run_id) if request.run_id else None
-    if run is not None and ts.message is not None and run.id == ts.floor and any(
-            other != run.id for other in ts.answered_by):
-        # one answer per message: another run already answered; the floor stays asking
-        ts.outcome(run, code="another-reply", status="skipped", kind="talk", node_id=run.node)
-        run.status = "asking"
-        return None
-    return await speak(ts, request)
-
-
-def _result(ts: TurnState, original: Session | None) -> TurnResult:
-    session = ts.session
-    changed = original is None or bool(ts.messages or ts.schedule or ts.outcomes or ts.skipped or ts.started
-                                       or ts.ended) or session != original
-    if ts.handoff is not None:
-        status = "handoff"
-        if ts.handoff.agent == "human":
-            session.status = "handed_off"  # the bot stays quiet until the host releases it
-    elif any(r.status == "asking" for r in session.runs):
-        status = "awaiting_user"
-    elif any(r.waiting is not None and r.waiting.kind == "approval" for r in session.runs):
-        status = "awaiting_approval"  # a run is parked on ctx.approve and nobody waits for the user
-    elif not ts.ended:
-        status = "awaiting_user"
-    else:
-        status = "ended"
-    return TurnResult(session=session, changed=changed, status=status,  # type: ignore[arg-type]
-                      messages=ts.messages, schedule=ts.schedule, outcomes=ts.outcomes, started=ts.started,
-                      ended=ts.ended, skipped=ts.skipped, llm_calls=ts.llm_calls, usage=ts.usage, events=ts.events,
-                      handoff=ts.handoff, new_transcript=list(ts.transcript), journal=list(ts.journal.written))

@@ -6,6 +6,7 @@ from tether.flow.durations import parse_duration
 from tether.flow.fields import Field, coerce, is_known
 from tether.flow.flow import Flow
 from tether.flow.gates import GateScope, JudgeGate, PredicateGate, judge_gate, predicate_gate
+from tether.flow.moves import StepMove, direct, go
 from tether.flow.nodes import (
     Action,
     Collect,
@@ -25,6 +26,7 @@ from tether.flow.nodes import (
 )
 from tether.flow.resolvers import enum_check, enum_list, jsonpath, pattern, range_, whole_message
 from tether.flow.results import ActionResult, ReplyTurn, defer, failed, ok, skipped
+from tether.flow.steps import TERMINATE_TOOL, AgentNode, MemorySummary, agent, terminal
 from tether.flow.tools import Tool, ToolResult, tool
 from tether.flow.transitions import (
     NEXT,
@@ -48,6 +50,7 @@ __all__ = [
     "Action",
     "ActionResult",
     "AgentDefinition",
+    "AgentNode",
     "Choice",
     "Collect",
     "Compaction",
@@ -61,6 +64,7 @@ __all__ = [
     "Handoff",
     "Idle",
     "JudgeGate",
+    "MemorySummary",
     "NEXT",
     "Node",
     "PredicateGate",
@@ -69,22 +73,27 @@ __all__ = [
     "Router",
     "StartFlow",
     "Stay",
+    "StepMove",
+    "TERMINATE_TOOL",
     "Tool",
     "ToolResult",
     "Transition",
     "Verify",
     "Wait",
     "action",
+    "agent",
     "coerce",
     "collect",
     "decide",
     "defer",
+    "direct",
     "do",
     "end",
     "enum_check",
     "enum_list",
     "escalate",
     "failed",
+    "go",
     "goto",
     "handoff",
     "is_known",
@@ -104,6 +113,7 @@ __all__ = [
     "skipped",
     "start_flow",
     "stay",
+    "terminal",
     "tool",
     "wait",
     "whole_message",

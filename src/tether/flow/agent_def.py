@@ -16,6 +16,7 @@ from tether.flow.fields import Field, FieldType, ItemType
 from tether.flow.flow import Flow
 from tether.flow.nodes import Action, Collect, Reply, Router
 from tether.flow.placeholders import placeholder_issues
+from tether.flow.steps import TERMINATE_TOOL, AgentNode
 from tether.flow.tools import Tool
 from tether.flow.transitions import StartFlow
 
@@ -256,6 +257,11 @@ class AgentDefinition:
                     if name not in self.tools_by_name:
                         issue("unknown-tool", f"tool {name!r} is not registered on the agent", flow=flow.id,
                               node=node.id, path="tools")
+            if isinstance(node, AgentNode):
+                for i, entry in enumerate(node.tools):
+                    if isinstance(entry, str) and entry != TERMINATE_TOOL and entry not in self.tools_by_name:
+                        issue("unknown-tool", f"tool {entry!r} is not registered on the agent", flow=flow.id,
+                              node=node.id, path=f"tools.{i}")
             for name in node.uses if isinstance(node, Action) else ():
                 if name not in self.tools_by_name:
                     issue("unknown-tool", f"action uses tool {name!r}, which is not registered on the agent "

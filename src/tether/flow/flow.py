@@ -31,7 +31,19 @@ from tether.flow.nodes import (
 )
 from tether.flow.options import is_model_class
 from tether.flow.resolvers import Resolver
-from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlow, Stay, Transition, normalize
+from tether.flow.steps import step_problems
+from tether.flow.transitions import (
+    End,
+    Escalate,
+    Goto,
+    Handoff,
+    Next,
+    StartFlow,
+    Stay,
+    Transition,
+    is_code,
+    normalize,
+)
 from tether.flow.triggers import Trigger, trigger_problems
 
 __all__ = ["DriftMigration", "Flow", "OnDrift", "OnEnd"]
@@ -73,6 +85,8 @@ class Flow:
             (default: none).
         collect: agent fields the flow needs (the understand call may harvest them).
         anchor: ``session`` or a host anchor name that keys runs and claims.
+        version: the author's version label (``flow@version``; flow files set it). Runs are
+            pinned to the digest, not to this label.
 
     Raises:
         FlowDefinitionError: with every problem found, each with a stable code.
@@ -98,6 +112,7 @@ class Flow:
         anchor: str = "session",
         name: str | None = None,
         on_drift: OnDrift = "error",
+        version: str | None = None,
     ) -> None:
         self.id = id
         self.name = name or id
@@ -121,6 +136,7 @@ class Flow:
         for node in self.nodes:
             self.by_id.setdefault(getattr(node, "id", ""), node)
         self.on_drift: OnDrift = on_drift
+        self.version = version
         issues = self._validate(start)
         if on_drift not in ("error", "restart") and not callable(on_drift):
             issues.append(DefinitionIssue("invalid-on-drift", f"flow {id!r}: on_drift must be 'error', 'restart' or "
@@ -226,11 +242,11 @@ class Flow:
             for option in ("next", "on_complete", "decide"):
                 fn = getattr(node, option, None)
                 static = isinstance(fn, str | Node | Transition | Mapping) and option != "decide"
-                if fn is not None and not callable(fn) and not static:
+                if fn is not None and not is_code(fn) and not static:
                     expected = "a function" if option == "decide" else "a function or a transition target"
                     issue("unresolved-transition", f"{option} is {_describe(fn)}, not {expected}", node=node.id,
                           path=f"nodes.{i}.{option}")
-                if callable(fn) and not isinstance(fn, Node) and _is_thunk(fn):
+                if is_code(fn) and not isinstance(fn, Node) and _is_thunk(fn):
                     issue("inline-transition-target",
                           f"{option} is a zero-argument callable (a thunk); return a registered node or goto(id) "
                           "from a function of the turn and state instead", node=node.id, path=f"nodes.{i}.{option}")
@@ -260,6 +276,8 @@ class Flow:
         for i, trig in enumerate(self.on):
             for message in trigger_problems(trig):
                 issue("invalid-trigger", message, path=f"on.{i}")
+        for node_id, path, message in step_problems(self.nodes):
+            issue("invalid-option", message, node=node_id, path=path)
 
         if not issues:
             for node_id in self._unreachable():
@@ -309,7 +327,7 @@ class Flow:
                 issue("inline-transition-target", f"{option} targets node {target.id!r}, which is not registered in "
                       "the flow's nodes (define it once and list it in nodes)", node=node.id, path=path)
             return
-        if callable(target):
+        if is_code(target):
             issue("inline-transition-target", f"{option} is a callable; static targets must be a node id, a "
                   "registered node or a transition", node=node.id, path=path)
             return

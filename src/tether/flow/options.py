@@ -18,7 +18,9 @@ def callable_name(fn: Any) -> str | None:
         return None
     if not callable(fn):
         return repr(fn)
-    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
+    name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
+    key = getattr(fn, "digest_key", None)  # a callable built from data (a flow file) names its data
+    return f"{name}:{key()}" if callable(key) else name
 
 
 def tool_names(node_id: str, uses: Any) -> tuple[str, ...]:

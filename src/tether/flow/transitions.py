@@ -22,13 +22,14 @@ could not resume into a node with no registered identity.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from tether.errors import TransitionError
 
 if TYPE_CHECKING:
+    from tether.flow.moves import StepMove
     from tether.flow.nodes import Node
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "escalate",
     "goto",
     "handoff",
+    "is_code",
     "start_flow",
     "stay",
 ]
@@ -95,10 +97,18 @@ class StartFlow:
 
 @dataclass(frozen=True, slots=True)
 class Stay:
-    """Stay on this node for another user turn."""
+    """Stay on this node for another user turn.
+
+    In an agent step's tool handler, ``stay("feedback")`` (or ``stay()``) is the move that keeps
+    the executing step and tells the model ``feedback`` (default ``"input validated"``)."""
 
     def __repr__(self) -> str:
         return "stay"
+
+    def __call__(self, feedback: str | None = None) -> StepMove:
+        from tether.flow.moves import stay_move
+
+        return stay_move(feedback)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +128,12 @@ stay = Stay()
 
 NEXT = Next()
 """The next node in declaration order (``end`` after the last)."""
+
+
+def is_code(value: Any) -> TypeGuard[Callable[..., Any]]:
+    """True for a function the engine calls (``next``, ``on_complete``...): callable, and not the
+    transition ``stay`` (callable only to build an agent step's feedback move)."""
+    return callable(value) and not isinstance(value, Stay)
 
 
 def goto(target: str | Node, data: Mapping[str, Any] | None = None, *, clear: tuple[str, ...] | list[str] = ()) -> Goto:

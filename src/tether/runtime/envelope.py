@@ -9,7 +9,7 @@ from tether.engine.results import TurnResult
 __all__ = ["CONTENT_TYPE", "RunResponse", "failure", "success"]
 
 CONTENT_TYPE = "text/plain"
-"""The content type of every envelope tether builds."""
+"""The content type of a failure envelope, and of a reply no agent step typed."""
 
 
 class RunResponse(BaseModel):
@@ -24,7 +24,8 @@ class RunResponse(BaseModel):
         session: the session id the client must use next (it can change: a missing, completed or
             aborted session, or a restore hook that resets it, gives a new id); ``""`` when no
             session is known.
-        content_type: always ``text/plain``.
+        content_type: what ``message`` is: the content type of the agent step that answered
+            (``application/json``, ...); ``text/plain`` otherwise, and always on a failure.
         code: the stable error code of a failure (``SESSION_CONFLICT``, ``SESSION_FLOW_MISMATCH``,
             ``SESSION_FLOW_INVARIANT``, ``agent-not-registered``, ...); on success, None or an
             informational code such as ``no-session`` (a wake found no session to wake) or
@@ -49,7 +50,7 @@ def success(result: TurnResult, session_id: str, *, session_running: bool = True
     completed = result.status in ("ended", "handoff") or not session_running
     degraded = any(ended.reason == "error_degraded" for ended in result.ended)
     return RunResponse(success=True, completed=completed, message=result.text, session=session_id,
-                       code="error_degraded" if degraded else None, result=result)
+                       content_type=result.content_type, code="error_degraded" if degraded else None, result=result)
 
 
 def failure(message: str, session_id: str | None, code: str | None) -> RunResponse:

@@ -111,7 +111,7 @@ from tether.runtime.restore import (
 )
 from tether.runtime.selections import check_model_selections
 from tether.runtime.turn_log import input_label, log_turn
-from tether.runtime.window import attach_window, attached, detach_window, upgrade_v1
+from tether.runtime.window import WindowCache, attach_window, attached, detach_window, upgrade_v1
 from tether.stores import SQLiteStore, Store, TurnRecords, WakeRequest
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT
 
@@ -128,12 +128,16 @@ ConflictPolicy = Literal["replay", "reject"]
 
 
 def turn_records(result: TurnResult) -> TurnRecords:
-    """The append-only records of a turn: its transcript messages, events, journal entries and wakes."""
-    return TurnRecords(
+    """The append-only records of a turn: its transcript messages, events, journal entries and wakes.
+
+    Built without validation: the engine made every part as the records' types say (an event
+    that is not JSON-able still fails the store's write)."""
+    return TurnRecords.model_construct(
         messages=result.new_transcript,
         events=[event.as_dict() for event in result.events],
         journal=result.journal,
         wakes=[WakeRequest(key=w.key, at=w.at, replaces=w.replaces) for w in result.schedule],
+        cancel_wakes=[],
     )
 
 
@@ -184,6 +188,7 @@ class _Attempt:
     checkpointed: Session | None = None  # the working session as the last checkpoint wrote it
     mine: OpenTurn | None = None  # the open-turn mark an earlier attempt of this request committed
     on_delta: DeltaSink | None = None  # where the text this request's own turn says goes as it is said
+    window: list[TranscriptMessage] = dataclasses.field(default_factory=list)  # stored's window, as stored
 
 
 class Runtime:
@@ -245,6 +250,7 @@ class Runtime:
         self.lease_timeout = lease_timeout
         self.locks = SessionLocks()
         self.commits = CommitSignal()
+        self.windows = WindowCache()
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._scheduler: scheduler.WakeScheduler | None = None
 
@@ -352,7 +358,8 @@ class Runtime:
             return None
         if doc.agent != agent.id:
             raise SessionFlowMismatch(doc.id, bound=doc.agent, requested=agent.id)
-        doc = attempt.stored = await attach_window(self.store, doc)
+        doc = attempt.stored = await attach_window(self.store, doc, self.windows)
+        attempt.window = doc.messages
         migrated = upgrade_v1(self.migrations.migrate(doc))
         if self.on_restore is not None:  # the user's hook: its document is saved at once (seed 004)
             restored = await call_restore_hook(self.on_restore, migrated)
@@ -363,7 +370,7 @@ class Runtime:
         if restored is None:
             attempt.stored = None
             return None
-        attempt.stored = attached(await self.store.save(detach_window(restored), doc.revision), restored.messages)
+        await self._write(restored, None, attempt, expected=doc.revision)
         return attempt.stored
 
     async def _attempt(self, agent: Agent, session_id: str | None, turn_input: TurnInput,
@@ -393,8 +400,9 @@ class Runtime:
 
         async def checkpoint(session: Session, transcript: Sequence[TranscriptMessage],
                              events: Sequence[dict[str, Any]], journal: Sequence[JournalEntry]) -> int:
-            records = TurnRecords(messages=list(transcript[attempt.messages:]), events=list(events[attempt.events:]),
-                                  journal=list(journal[attempt.journal:]))
+            records = TurnRecords.model_construct(
+                messages=list(transcript[attempt.messages:]), events=list(events[attempt.events:]),
+                journal=list(journal[attempt.journal:]), wakes=[], cancel_wakes=[])
             await self._write(session, records, attempt)
             attempt.messages, attempt.events, attempt.journal = len(transcript), len(events), len(journal)
             assert attempt.stored is not None
@@ -419,15 +427,19 @@ class Runtime:
         result.session = stored
         return success(result, stored.id, session_running=stored.status in LIVE_STATUSES)
 
-    async def _write(self, session: Session, records: TurnRecords, attempt: _Attempt) -> None:
-        """Create the new session (first write) or save it under compare-and-swap from the revision
-        the session carries (the engine keeps it current across checkpoints)."""
+    async def _write(self, session: Session, records: TurnRecords | None, attempt: _Attempt,
+                     expected: int | None = None) -> None:
+        """Create the new session (first write) or save it under compare-and-swap from
+        ``expected`` (default: the revision the session carries; the engine keeps it current
+        across checkpoints). The window cache learns the stored window."""
         if attempt.fresh is not None:
             stored = await self.store.create(detach_window(session), records)
             attempt.fresh = None
             attempt.created = session.id
         else:
-            stored = await self.store.save(detach_window(session), session.revision, records)
+            revision = session.revision if expected is None else expected
+            stored = await self.store.save(detach_window(session), revision, records)
+        attempt.window = self.windows.put(stored, [*attempt.window, *(records.messages if records else ())])
         attempt.stored = attached(stored, session.messages)
         self.commits.notify(stored.id)
 
@@ -488,6 +500,7 @@ class Runtime:
         ``lease_timeout``.
         """
         async with self.locks.hold(session_id), self._lease(session_id):
+            self.windows.forget(session_id)
             await self.store.delete(session_id)
         self.commits.notify(session_id)
 

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
     Conn = AsyncConnection[tuple[Any, ...]]
 
-__all__ = ["insert_records", "wake_from_row"]
+__all__ = ["insert_records", "one_statement_save", "save_in_one_statement", "wake_from_row"]
 
 
 def wake_from_row(row: Any) -> Wake:
@@ -78,3 +78,54 @@ async def insert_records(conn: Conn, s: str, session_id: str, records: TurnRecor
                 "DO UPDATE SET at = EXCLUDED.at, leased_until = NULL, worker = ''",
                 (session_id, wake.key, utc(wake.at)),
             )
+
+
+def one_statement_save(records: TurnRecords | None) -> bool:
+    """True when a save with ``records`` fits in one statement: a turn's usual write (the document,
+    transcript messages and events). Journal entries and wakes take the transaction."""
+    return records is None or not (records.journal or records.wakes or records.cancel_wakes)
+
+
+async def save_in_one_statement(conn: Conn, s: str, session: tuple[Any, ...], expected: int,
+                                records: TurnRecords | None) -> bool:
+    """The compare-and-swap and the records in one autocommit statement (one round trip instead of
+    ``BEGIN``, one per table and ``COMMIT``); True when the swap matched.
+
+    ``session`` is ``(id, agent, status, revision, saved_at, doc json)``. The inserts only happen
+    when the update matched (``WHERE EXISTS (SELECT 1 FROM swapped)``), and a transcript ``seq``
+    already stored fails the whole statement (a unique violation: nothing is written), which is
+    reported as the duplicate message it is.
+    """
+    session_id, agent, status, revision, saved_at, text = session
+    messages = message_rows(session_id, records) if records is not None else []
+    events = event_rows(records) if records is not None else []
+    sql = (f"WITH swapped AS (UPDATE {s}.tether_sessions SET status = %(status)s, revision = %(revision)s, "
+           "saved_at = %(saved_at)s, doc = %(doc)s::json "
+           "WHERE id = %(id)s AND revision = %(expected)s AND agent = %(agent)s RETURNING id)")
+    params: dict[str, Any] = {"status": status, "revision": revision, "saved_at": saved_at, "doc": text,
+                              "id": session_id, "expected": expected, "agent": agent}
+    if messages:
+        sql += (f", said AS (INSERT INTO {s}.tether_messages (session_id, seq, body) "
+                "SELECT %(id)s, m.seq, m.body::json FROM unnest(%(seqs)s::bigint[], %(bodies)s::text[]) "
+                "AS m(seq, body) WHERE EXISTS (SELECT 1 FROM swapped))")
+        params |= {"seqs": [seq for seq, _ in messages], "bodies": [body for _, body in messages]}
+    if events:
+        sql += (f", told AS (INSERT INTO {s}.tether_events (session_id, seq, type, at, body) "
+                f"SELECT %(id)s, (SELECT COALESCE(max(seq), 0) FROM {s}.tether_events WHERE session_id = %(id)s) "
+                "+ e.n, e.type, e.at, e.body::json FROM unnest(%(types)s::text[], %(ats)s::timestamptz[], "
+                "%(events)s::text[]) WITH ORDINALITY AS e(type, at, body, n) WHERE EXISTS (SELECT 1 FROM swapped))")
+        params |= {"types": [kind for kind, _, _ in events], "ats": [at for _, at, _ in events],
+                   "events": [body for _, _, body in events]}
+    import psycopg
+
+    try:
+        cur = await conn.execute(sql + " SELECT count(*) FROM swapped", params)
+    except psycopg.errors.UniqueViolation as exc:
+        if not messages or exc.diag.table_name != "tether_messages":
+            raise
+        cur = await conn.execute(f"SELECT min(seq) FROM {s}.tether_messages WHERE session_id = %s AND seq = ANY(%s)",
+                                 (session_id, params["seqs"]))
+        row = await cur.fetchone()
+        raise duplicate_message(session_id, row[0] if row and row[0] is not None else min(params["seqs"])) from None
+    row = await cur.fetchone()
+    return row is not None and row[0] == 1

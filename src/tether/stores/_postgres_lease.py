@@ -1,10 +1,12 @@
-"""The session lease of ``PostgresStore``: a transaction-level advisory lock.
+"""The session lease of ``PostgresStore``: a session-level advisory lock on a lease connection.
 
 A lease takes a connection from a pool of its own (so held leases never starve the store's
-reads and writes), opens a transaction and takes ``pg_advisory_xact_lock`` on a 64-bit hash of
-``tether-lease:<schema>:<session id>``, waiting at most the timeout (``lock_timeout``). The
-transaction stays open for the body and ends with it, which releases the lock. When the holder
-dies (SIGKILL, a lost host) its connection closes and the server releases the lock at once.
+reads and writes) and, in one statement, sets ``lock_timeout`` to the lease timeout and takes
+``pg_advisory_lock`` on a 64-bit hash of ``tether-lease:<schema>:<session id>``. The body runs
+with the connection held; ``pg_advisory_unlock`` ends it, and the connection goes back to the
+pool. Taking and releasing are one round trip each. When the holder dies (SIGKILL, a lost host)
+its connection closes and the server releases the lock at once; a release that fails closes the
+connection for the same effect, so a pooled connection never carries a lock.
 
 Two sessions whose keys hash alike merely wait for each other; correctness never depends on
 the hash (compare-and-swap still guards every save).
@@ -46,13 +48,17 @@ async def hold_postgres_lease(
     lease connection frees up in that time); backend ``errors`` while taking it become
     ``StoreError``. A failure to release is logged: the lock goes with the closed connection.
     """
+    key = f"tether-lease:{schema}:{session_id}"
     with backend_errors(errors, "lease", session_id):
-        conn = await _take(pool, schema, session_id, timeout)
+        conn = await _take(pool, key, session_id, timeout)
     try:
         yield
     finally:
         try:
-            await conn.execute("COMMIT")  # ends the transaction: the lock is released
+            cur = await conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
+            row = await cur.fetchone()
+            if not (row and row[0]):
+                raise RuntimeError("the lock was not held")
         except BaseException as exc:
             log.warning("could not release the lease of session %r cleanly: %s", session_id, exc)
             await _discard(pool, conn)
@@ -60,8 +66,8 @@ async def hold_postgres_lease(
             await pool.putconn(conn)
 
 
-async def _take(pool: AsyncConnectionPool[Conn], schema: str, session_id: str, timeout: float) -> Conn:
-    """A pool connection inside a transaction that holds the session's advisory lock."""
+async def _take(pool: AsyncConnectionPool[Conn], key: str, session_id: str, timeout: float) -> Conn:
+    """A pool connection that holds the session's advisory lock ``key``."""
     import psycopg
     from psycopg_pool import PoolTimeout
 
@@ -70,10 +76,9 @@ async def _take(pool: AsyncConnectionPool[Conn], schema: str, session_id: str, t
     except PoolTimeout:
         raise SessionLeaseTimeout(session_id, timeout=timeout, holder="no free lease connection") from None
     try:
-        await conn.execute("BEGIN")
-        await conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{max(1, int(timeout * 1000))}ms",))
-        await conn.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"tether-lease:{schema}:{session_id}",)
+        await conn.execute(  # the select list runs in order: the timeout is set before the wait
+            "SELECT set_config('lock_timeout', %s, false), pg_advisory_lock(hashtextextended(%s, 0))",
+            (f"{max(1, int(timeout * 1000))}ms", key),
         )
     except BaseException as exc:
         await _discard(pool, conn)

@@ -6,6 +6,12 @@ frees the session at once). A waiter polls with a growing pause (2 ms up to 50 m
 timeout. While held, the lease is renewed every third of its time to live, so a long turn keeps
 it. Releasing deletes the row if it is still ours.
 
+A lease row is coordination, not data: its commits skip the fsync (``synchronous = NORMAL`` for
+the lease's own statements; the store's connection is ``FULL`` for everything else). A power
+loss that drops a lease write also stopped every process that could hold it; the WAL stays
+consistent either way. So taking and releasing a lease costs no disk flush, and a turn's only
+durable commit is its save.
+
 Lease times use the wall clock (``time.time``), shared by every process of the host, not the
 store's clock: a test clock that stands still must not keep a dead holder's lease alive.
 """
@@ -18,7 +24,7 @@ import logging
 import random
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import TypeVar
 
@@ -38,9 +44,25 @@ def _now_us() -> int:
     return int(time.time() * 1_000_000)
 
 
+@contextlib.contextmanager
+def _unsynced(conn: sqlite3.Connection) -> Iterator[None]:
+    """Run the body's commits without an fsync (outside any transaction: SQLite refuses to change
+    the safety level inside one), then restore the store's ``FULL``."""
+    conn.execute("PRAGMA synchronous = NORMAL")
+    try:
+        yield
+    finally:
+        conn.execute("PRAGMA synchronous = FULL")
+
+
 def _try_take(conn: sqlite3.Connection, session_id: str, holder: str, ttl_us: int) -> str | None:
     """Take the lease if it is free, expired or held by a dead process; None when taken, else
     the live holder. Reads first so a held lease costs no write lock."""
+    with _unsynced(conn):
+        return _take(conn, session_id, holder, ttl_us)
+
+
+def _take(conn: sqlite3.Connection, session_id: str, holder: str, ttl_us: int) -> str | None:
     now = _now_us()
     row = conn.execute("SELECT holder, expires_at FROM tether_leases WHERE session_id = ?", (session_id,)).fetchone()
     if row is not None and row[1] > now and not holder_is_dead(row[0]):
@@ -67,15 +89,17 @@ def _try_take(conn: sqlite3.Connection, session_id: str, holder: str, ttl_us: in
 
 
 def _renew(conn: sqlite3.Connection, session_id: str, holder: str, ttl_us: int) -> bool:
-    cur = conn.execute(
-        "UPDATE tether_leases SET expires_at = ? WHERE session_id = ? AND holder = ?",
-        (_now_us() + ttl_us, session_id, holder),
-    )
+    with _unsynced(conn):
+        cur = conn.execute(
+            "UPDATE tether_leases SET expires_at = ? WHERE session_id = ? AND holder = ?",
+            (_now_us() + ttl_us, session_id, holder),
+        )
     return cur.rowcount == 1
 
 
 def _release(conn: sqlite3.Connection, session_id: str, holder: str) -> None:
-    conn.execute("DELETE FROM tether_leases WHERE session_id = ? AND holder = ?", (session_id, holder))
+    with _unsynced(conn):
+        conn.execute("DELETE FROM tether_leases WHERE session_id = ? AND holder = ?", (session_id, holder))
 
 
 @asynccontextmanager

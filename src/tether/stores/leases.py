@@ -93,7 +93,10 @@ class LocalLeases:
         entry.users += 1
         try:
             try:
-                await asyncio.wait_for(entry.lock.acquire(), timeout)
+                if entry.lock.locked():  # wait_for costs a task: only when there is something to wait for
+                    await asyncio.wait_for(entry.lock.acquire(), timeout)
+                else:
+                    await entry.lock.acquire()
             except TimeoutError:
                 raise SessionLeaseTimeout(session_id, timeout=timeout, holder="another task of this process") from None
             try:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from tether.engine.session import Session, TranscriptMessage
 from tether.errors import SessionConflict, SessionFlowMismatch, StoreError
-from tether.stores._postgres_io import insert_records, wake_from_row
+from tether.stores._postgres_io import insert_records, one_statement_save, save_in_one_statement, wake_from_row
 from tether.stores._postgres_lease import hold_postgres_lease
 from tether.stores._postgres_schema import migrate, quote_schema
 from tether.stores.base import ClockLike, Store, backend_errors, event_from_row, messages_from_rows, utc
@@ -206,6 +206,12 @@ class PostgresStore(Store):
         self, session: Session, expected_revision: int, records: TurnRecords | None = None
     ) -> Session:
         stored, text = self._prepare(session, revision=expected_revision + 1, operation="save")
+        if one_statement_save(records):
+            row = (stored.id, stored.agent, stored.status, stored.revision, stored.saved_at, text)
+            async with self._connection("save", stored.id) as conn:
+                if not await save_in_one_statement(conn, self._s, row, expected_revision, records):
+                    await self._explain_failed_save(conn, stored, expected_revision)
+            return stored
         async with self._transaction("save", stored.id) as conn:
             cur = await conn.execute(
                 f"UPDATE {self._s}.tether_sessions "
@@ -222,17 +228,16 @@ class PostgresStore(Store):
                 ),
             )
             if cur.rowcount != 1:
-                cur = await conn.execute(
-                    f"SELECT revision, agent FROM {self._s}.tether_sessions WHERE id = %s", (stored.id,)
-                )
-                row = await cur.fetchone()
-                if row is not None and row[0] == expected_revision and row[1] != stored.agent:
-                    raise SessionFlowMismatch(stored.id, bound=row[1], requested=stored.agent)
-                raise SessionConflict(
-                    stored.id, expected=expected_revision, actual=row[0] if row else None, operation="save"
-                )
+                await self._explain_failed_save(conn, stored, expected_revision)
             await insert_records(conn, self._s, stored.id, records)
         return stored
+
+    async def _explain_failed_save(self, conn: Conn, stored: Session, expected: int) -> None:
+        cur = await conn.execute(f"SELECT revision, agent FROM {self._s}.tether_sessions WHERE id = %s", (stored.id,))
+        row = await cur.fetchone()
+        if row is not None and row[0] == expected and row[1] != stored.agent:
+            raise SessionFlowMismatch(stored.id, bound=row[1], requested=stored.agent)
+        raise SessionConflict(stored.id, expected=expected, actual=row[0] if row else None, operation="save")
 
     async def delete(self, session_id: str, expected_revision: int | None = None) -> None:
         async with self._transaction("delete", session_id) as conn:

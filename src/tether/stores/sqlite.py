@@ -1,5 +1,7 @@
 """``SQLiteStore``: the embedded default, one database file in WAL mode.
 
+Durable: the connection runs ``synchronous = FULL`` (every commit of a document or its records is
+flushed to disk before it returns; only the lease rows skip the flush, see ``_sqlite_lease``).
 Safe across processes on one host: every write runs inside ``BEGIN IMMEDIATE`` (one writer at a
 time, others wait up to ``busy_timeout``) and the compare-and-swap is
 ``UPDATE ... WHERE id = ? AND revision = ?`` with a rowcount check. The session lease is a row
@@ -102,6 +104,7 @@ class SQLiteStore(Store):
             try:
                 conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
                 conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = FULL")  # SQLite's default, said: every commit is flushed
                 migrate(conn, str(self.path))
             except BaseException:
                 conn.close()

@@ -1,7 +1,14 @@
 """Test doubles: scripted models (and ``understood``, a reply builder), a fake clock, sequential ids."""
 
 from tether.testing._clock import FakeClock, SequentialIds, parse_duration
-from tether.testing._models import FunctionModel, ScriptedCall, ScriptedModel, ScriptExhausted, to_response
+from tether.testing._models import (
+    FunctionModel,
+    ScriptedCall,
+    ScriptedModel,
+    ScriptExhausted,
+    to_response,
+    tool_calls,
+)
 from tether.testing._network import (
     NetworkModelsSwitch,
     RealModelCallBlocked,
@@ -23,5 +30,6 @@ __all__ = [
     "block_network_models",
     "parse_duration",
     "to_response",
+    "tool_calls",
     "understood",
 ]

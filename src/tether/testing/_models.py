@@ -18,7 +18,7 @@ from tether.models.types import (
     Usage,
 )
 
-__all__ = ["FunctionModel", "ScriptExhausted", "ScriptedCall", "ScriptedModel", "to_response"]
+__all__ = ["FunctionModel", "ScriptExhausted", "ScriptedCall", "ScriptedModel", "to_response", "tool_calls"]
 
 Reply = Any  # a str, a dict/list, a ModelResponse, or a callable(request) -> one of those
 
@@ -63,6 +63,14 @@ def to_response(reply: Any, request: ModelRequest, usage: Usage | None = None) -
         data = reply if request.response_format is not None else None
         return ModelResponse(text=text, data=data, finish_reason="stop", usage=usage)
     raise TypeError(f"cannot turn a scripted reply of type {type(reply).__name__} into a model response")
+
+
+def tool_calls(*calls: tuple[str, dict[str, Any]], text: str = "") -> ModelResponse:
+    """A scripted reply that calls tools, in order: ``tool_calls(("set_guests", {"guests": 2}))``
+    (call ids ``call_0``, ``call_1``, ...)."""
+    return ModelResponse(text=text, finish_reason="tool_calls",
+                         tool_calls=tuple(ToolCall(f"call_{i}", name, dict(args))
+                                          for i, (name, args) in enumerate(calls)))
 
 
 def _fake_usage(request: ModelRequest, response: ModelResponse) -> Usage:

@@ -14,14 +14,14 @@ The JSON Schema of the contract is generated from the models (:func:`workflow_js
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import yaml
 from pydantic import ValidationError
-from pydantic_core import ErrorDetails
 
 from tether.errors import DefinitionIssue, WorkflowDefinitionError
+from tether.pydantic_issues import validation_issues as shared_issues
 from tether.workflow._contract import Workflow
 from tether.workflow._graph import WorkflowGraph, compile_workflow
 from tether.workflow._normalize import normalize_v1
@@ -39,38 +39,13 @@ SCHEMA_ID = "https://tether.dev/schemas/workflow/v2.json"
 _TAGGED = {"run", "schema"}  # fields that are discriminated unions: pydantic adds the tag to the path
 
 
-def _path(loc: tuple[int | str, ...]) -> str:
-    parts: list[str] = []
-    for index, part in enumerate(loc):
-        if index and loc[index - 1] in _TAGGED and isinstance(part, str):
-            continue  # the union member pydantic tried, not a key of the document
-        parts.append(str(part))
-    return ".".join(parts) or "<root>"
-
-
-def _message(error: ErrorDetails) -> tuple[str, str]:
-    loc = tuple(error["loc"])
-    kind = error["type"]
-    if kind == "extra_forbidden":
-        return _path(loc[:-1]), f'Unrecognized key: "{loc[-1]}"'
-    if kind == "union_tag_invalid":
-        expected = str((error.get("ctx") or {}).get("expected_tags", "")).replace(", ", " | ")
-        return _path(loc), f"Invalid discriminator value. Expected {expected}"
-    if kind == "union_tag_not_found":
-        return _path(loc), "Missing discriminator key \"kind\""
-    if kind == "missing":
-        return _path(loc), "Required"
-    return _path(loc), error["msg"]
+def _is_tag(loc: Sequence[int | str], index: int) -> bool:
+    return index > 0 and loc[index - 1] in _TAGGED
 
 
 def validation_issues(exc: ValidationError, workflow_id: str | None = None) -> list[DefinitionIssue]:
     """The issues of a pydantic validation error, with dot paths."""
-    issues = []
-    for error in exc.errors():
-        path, message = _message(error)
-        issues.append(DefinitionIssue(f"workflow-{error['type'].replace('_', '-')}", message,
-                                      flow=workflow_id, path=path))
-    return issues
+    return shared_issues(exc, prefix="workflow", is_tag=_is_tag, flow=workflow_id)
 
 
 def parse_workflow(data: Mapping[str, Any] | Workflow) -> WorkflowGraph:

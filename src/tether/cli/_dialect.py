@@ -1,0 +1,119 @@
+"""``tether check`` for flow files (issues printed like a compiler), ``tether schema`` and ``tether test``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from tether.cli._output import CliError, fail, one_line
+from tether.dialect.files import line_of, load_registry, read_document
+from tether.dialect.parse import parse_document
+from tether.dialect.registry import Registry
+from tether.dialect.schema import flow_file_schema
+from tether.dialect.spec import AgentSpec
+from tether.dialect.validate import validate_spec
+from tether.errors import DefinitionIssue, FlowDefinitionError
+
+__all__ = ["check_flow_file", "run_scenarios", "schema"]
+
+
+def _print(path: str, text: str, issues: list[DefinitionIssue]) -> None:
+    located = sorted(((line_of(text, issue.path), issue) for issue in issues), key=lambda pair: pair[0])
+    for line, issue in located:
+        code = issue.code if issue.severity == "error" else f"warning {issue.code}"
+        typer.echo(f"{path}:{line}: {code}: {one_line(issue.message)} [{issue.path}]")
+        if issue.hint:
+            typer.echo(f"    hint: {issue.hint}")
+
+
+def _spec_and_registry(path: str) -> tuple[AgentSpec | None, Registry | None, list[DefinitionIssue], str]:
+    try:
+        data, text = read_document(path)
+    except FlowDefinitionError as exc:
+        fail(one_line(exc.issues[0].message))
+    spec, issues = parse_document(data)
+    if spec is None:
+        return None, None, issues, text
+    registry = None
+    if isinstance(spec, AgentSpec) and spec.code is not None:
+        try:
+            registry = load_registry(spec.code, Path(path).parent)
+        except FlowDefinitionError as exc:
+            return None, None, exc.issues, text
+        except Exception as exc:  # the user's code module failed to import
+            raise CliError(f"cannot import {spec.code}: {type(exc).__name__}: {one_line(str(exc))}") from None
+    issues = validate_spec(spec, registry)
+    return spec if isinstance(spec, AgentSpec) else None, registry, issues, text
+
+
+def check_flow_file(path: str) -> None:
+    """``tether check agent.yaml``: every issue as ``file:line: code: message [path]`` with its
+    hint; exit 1 when any is an error."""
+    try:
+        _, _, issues, text = _spec_and_registry(path)
+    except CliError as exc:
+        fail(exc.message, exc.code)
+    _print(path, text, issues)
+    errors = [i for i in issues if i.severity == "error"]
+    if errors:
+        typer.echo(f"{len(errors)} error(s), {len(issues) - len(errors)} warning(s)")
+        raise typer.Exit(1)
+    typer.echo(f"ok: {path}" + (f" ({len(issues)} warning(s))" if issues else ""))
+
+
+def schema(
+    kind: str = typer.Argument(..., metavar="KIND", help="flow or agent"),
+    agent: str | None = typer.Argument(None, metavar="[AGENT_FILE]",
+                                       help="an agent file: enumerate its fields, tools, actions, events, conditions"),
+) -> None:
+    """Print the JSON Schema of a flow (or agent) file; closed, and given an agent file, restricted
+    to exactly what that agent offers."""
+    if kind not in ("flow", "agent"):
+        fail(f"unknown schema {kind!r} (flow, agent)")
+    if agent is None:
+        typer.echo(json.dumps(flow_file_schema(kind), indent=2))
+        return
+    try:
+        spec, registry, issues, _ = _spec_and_registry(agent)
+    except CliError as exc:
+        fail(exc.message, exc.code)
+    if spec is None:
+        fail(f"{agent} is not a valid agent file ({len(issues)} problem(s): run tether check {agent})")
+    registry = registry or Registry()
+    tools = spec.tools if spec.tools is not None else [t.name for t in registry.tools]
+    typer.echo(json.dumps(flow_file_schema(kind, fields=spec.fields, tools=tools, actions=registry.actions,
+                                           events=registry.events, conditions=registry.conditions), indent=2))
+
+
+def run_scenarios(
+    path: str = typer.Argument(..., metavar="PATH", help="a *.scenario.yaml file, or a directory of them"),
+) -> None:
+    """Run scenario files (a conversation, its scripted model and what each turn must do);
+    report like pytest, with a diff for every failed expectation (exit 1 if any failed)."""
+    import asyncio
+
+    from tether.testing.scenarios import ScenarioError, find_scenarios, run_scenario
+
+    found = find_scenarios(path)
+    if not found:
+        fail(f"no scenario files (*.scenario.yaml) at {path}")
+    failed = 0
+    for file in found:
+        try:
+            result = asyncio.run(run_scenario(file))
+        except (ScenarioError, FlowDefinitionError) as exc:
+            failed += 1
+            typer.echo(f"ERROR  {file}: {one_line(str(exc))}")
+            continue
+        if result.passed:
+            typer.echo(f"PASSED {file} :: {result.name}")
+        else:
+            failed += 1
+            typer.echo(f"FAILED {file} :: {result.name}")
+            typer.echo(result.report())
+    passed = len(found) - failed
+    typer.echo(f"{passed} passed, {failed} failed")
+    if failed:
+        raise typer.Exit(1)

@@ -1,0 +1,383 @@
+"""Building a parsed flow file into the same ``Flow`` and ``Agent`` objects Python authoring makes.
+
+Node text (``response.template``, ``instructions``, ``ask``, ``fallback``, ...) is a ``${root.path}``
+template; it becomes the engine's ``{root.path}`` placeholder, rendered per turn (a missing value
+is a loud :class:`~tether.errors.TemplatePlaceholderError`, as in Python authoring). What decides
+at run time (routes, predicates, tool calls, registered actions) becomes a small callable object
+that keeps its spec, so :func:`tether.dialect.to_spec` can give the file back.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter
+
+from tether.dialect.models import model_from_schema
+from tether.dialect.registry import Registry
+from tether.dialect.spec import (
+    ActionSpec,
+    AgentSpec,
+    ChoiceSpec,
+    CollectSpec,
+    DecideSpec,
+    EndRef,
+    EnumResolver,
+    EscalateRef,
+    EventTriggerSpec,
+    FlowSpec,
+    GotoRef,
+    HandoffRef,
+    JsonPathResolver,
+    MentionTriggerSpec,
+    MessageTriggerSpec,
+    NodeSpec,
+    PathSource,
+    PatternResolver,
+    Predicate,
+    RangeResolver,
+    ReplySpec,
+    ResolverSpec,
+    RouterSpec,
+    RouteSpec,
+    SilenceTriggerSpec,
+    TemplateSource,
+    TransitionRef,
+    TriggerSpec,
+    ValueSource,
+    WaitSpec,
+)
+from tether.dialect.values import TEMPLATE, evaluate, resolve_mapping, split_path
+from tether.flow import (
+    NEXT,
+    Choice,
+    Field,
+    Flow,
+    action,
+    collect,
+    decide,
+    enum_check,
+    jsonpath,
+    on_event,
+    on_mention,
+    on_message,
+    on_silence,
+    pattern,
+    range_,
+    reply,
+    router,
+    wait,
+    whole_message,
+)
+from tether.flow.agent_def import Compaction
+from tether.flow.choices import ChoiceReply
+from tether.flow.nodes import Node
+from tether.flow.resolvers import Resolver
+from tether.flow.results import ActionResult, failed
+from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlow, Transition, stay
+
+__all__ = ["ToolCall", "RegisteredAction", "Routes", "SpecPredicate", "agent_options", "build_flow",
+           "engine_template"]
+
+
+def engine_template(text: str | None) -> str | None:
+    """``"Hi ${state.name}"`` -> ``"Hi {state.name}"`` (``requestContext`` is ``context``)."""
+    if text is None:
+        return None
+
+    def convert(match: Any) -> str:
+        parts = split_path(match.group(0))
+        if parts and parts[0] == "requestContext":
+            parts[0] = "context"
+        return "{" + ".".join(parts) + "}"
+
+    return TEMPLATE.sub(convert, text)
+
+
+def _root(state: Mapping[str, Any], input: Any = None, context: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    return {"state": dict(state), "input": input, "context": dict(context or {})}
+
+
+def _transition(ref: TransitionRef | None, root: Mapping[str, Any] | None = None) -> Any:
+    """The engine target of ``ref``; a goto's ``data`` is resolved against ``root`` when given."""
+    if ref is None:
+        return None
+    if isinstance(ref, str):
+        return stay if ref == "stay" else NEXT if ref == "next" else ref
+    if isinstance(ref, GotoRef):
+        data = None
+        if ref.data is not None:
+            data = resolve_mapping(ref.data, root) if root is not None else _static_mapping(ref.data)
+        return Goto(ref.goto, data, tuple(ref.clear or ()))
+    if isinstance(ref, EndRef):
+        return End(ref.end)
+    if isinstance(ref, HandoffRef):
+        return Handoff(ref.handoff, ref.reason)
+    if isinstance(ref, EscalateRef):
+        return Escalate(ref.escalate)
+    flow_input = None
+    if ref.input is not None:
+        flow_input = resolve_mapping(ref.input, root) if root is not None else _static_mapping(ref.input)
+    return StartFlow(engine_template(ref.start_flow) or ref.start_flow, flow_input)
+
+
+def _static_mapping(mapping: Mapping[str, ValueSource | TemplateSource | PathSource]) -> dict[str, Any]:
+    """A mapping the engine renders itself: values kept, templates and paths as ``{...}`` text."""
+    out: dict[str, Any] = {}
+    for key, source in mapping.items():
+        if isinstance(source, ValueSource):
+            out[key] = source.value
+        elif isinstance(source, TemplateSource):
+            out[key] = engine_template(source.template)
+        else:
+            out[key] = engine_template("${" + source.path + "}")
+    return out
+
+
+def _with_data(target: Any, data: Mapping[str, Any] | None) -> Any:
+    """``target`` carrying ``data`` into the state (where the engine can carry it)."""
+    if not data:
+        return target
+    if target is None or isinstance(target, Next):
+        return Next(dict(data))
+    if isinstance(target, str) and target not in ("stay",):
+        return Goto(target, dict(data))
+    if isinstance(target, Goto):
+        return Goto(target.target, {**dict(target.data or {}), **data}, target.clear)
+    return target
+
+
+def _dumps(value: Any) -> str:
+    """Canonical JSON of spec objects (for the flow digest)."""
+    return json.dumps(TypeAdapter(Any).dump_python(value, mode="json", by_alias=True), sort_keys=True,
+                      separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class SpecPredicate:
+    """A dialect predicate as the engine's code predicate (router ``when``, trigger ``if``)."""
+
+    spec: Predicate
+    registry: Registry
+
+    def digest_key(self) -> str:
+        return _dumps(self.spec)
+
+    def __call__(self, ctx: Any) -> bool:
+        root = _root(ctx.state, ctx.input, ctx.context)
+        return evaluate(self.spec, root, self.registry.conditions)
+
+
+@dataclass(frozen=True)
+class Routes:
+    """A node's routes, tried in order, then ``default``: a reply's ``next(turn, state)``, a
+    collect's ``on_complete(data, state)`` or a decide's ``decide(data, state)``.
+
+    ``merge`` (collect, decide): the node's data joins the state the predicates read, and a
+    decide's reply is carried into the state by the transition.
+    """
+
+    routes: tuple[RouteSpec, ...]
+    default: TransitionRef | None
+    registry: Registry
+    merge: bool = False
+    carry: bool = False
+    fallback: Any = None
+
+    def digest_key(self) -> str:
+        return _dumps([list(self.routes), self.default, self.merge, self.carry, repr(self.fallback)])
+
+    def __call__(self, data: Any, state: Mapping[str, Any]) -> Any:
+        values: dict[str, Any] = {}
+        if self.merge:
+            values = data.model_dump() if isinstance(data, BaseModel) else dict(data or {})
+        root = _root({**state, **values})
+        chosen = self.pick(root)
+        return _with_data(chosen, values) if self.carry else chosen
+
+    def pick(self, root: Mapping[str, Any]) -> Any:
+        for route in self.routes:
+            if evaluate(route.when, root, self.registry.conditions):
+                chosen = _transition(route.to, root)
+                return Goto(chosen) if isinstance(chosen, str) else chosen
+        target = _transition(self.default, root)
+        target = self.fallback if target is None else target
+        return Goto(target) if isinstance(target, str) else target  # code returns transitions, not ids
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """An action node calling agent tool ``spec.tool`` with ``spec.args``; ``bind`` carries the
+    result into the state; then ``routes``, else ``next``. ``approval`` asks a person first."""
+
+    spec: ActionSpec
+    routes: Routes
+
+    def digest_key(self) -> str:
+        return _dumps(self.spec)
+
+    async def __call__(self, state: Mapping[str, Any], ctx: Any) -> Any:
+        root = _root(state, ctx.input, ctx.context)
+        args = resolve_mapping(self.spec.args, root)
+        if self.spec.approval:
+            decision = await ctx.approve(f"call {self.spec.tool}", payload={"tool": self.spec.tool, "args": args})
+            if not getattr(decision, "approved", False):
+                return failed(f"{self.spec.tool} was not approved")
+        result = await ctx.tool(self.spec.tool, **args)
+        return _after(self.spec, self.routes, root, result)
+
+
+@dataclass(frozen=True)
+class RegisteredAction:
+    """An action node running the registered action ``spec.do`` with ``args`` (merged over the
+    state); a transition it returns wins, else ``bind``, ``routes`` and ``next`` as for a tool."""
+
+    spec: ActionSpec
+    routes: Routes
+
+    def digest_key(self) -> str:
+        return _dumps(self.spec)
+
+    async def __call__(self, state: Mapping[str, Any], ctx: Any) -> Any:
+
+        root = _root(state, ctx.input, ctx.context)
+        handler = self.routes.registry.actions[self.spec.do or ""]
+        result = handler({**state, **resolve_mapping(self.spec.args, root)}, ctx)
+        if inspect.isawaitable(result):
+            result = await result
+        if isinstance(result, Transition | ActionResult | Node):
+            return result
+        return _after(self.spec, self.routes, root, result)
+
+
+def _after(spec: ActionSpec, routes: Routes, root: dict[str, Any], result: Any) -> Any:
+    bound: dict[str, Any] = {}
+    if isinstance(spec.bind, str):
+        bound = {split_path(spec.bind)[-1]: result}
+    elif spec.bind is not None:
+        bound = resolve_mapping(spec.bind, {**root, "result": result})
+    state = {**root["state"], **bound}
+    target = routes.pick({**root, "state": state})
+    return _with_data(target, bound)
+
+
+# --------------------------------------------------------------------------- nodes
+
+
+def _choices(choices: list[ChoiceSpec | str]) -> list[Any]:
+    return [c if isinstance(c, str) else Choice(c.id, c.label, c.description) for c in choices]
+
+
+def _resolver(spec: ResolverSpec) -> Resolver:
+    if isinstance(spec, PatternResolver):
+        return pattern(spec.field, spec.regex)
+    if isinstance(spec, EnumResolver):
+        return enum_check(spec.field, spec.values)
+    if isinstance(spec, RangeResolver):
+        return range_(spec.field, min=spec.min, max=spec.max)
+    if isinstance(spec, JsonPathResolver):
+        return jsonpath(spec.field, spec.path)
+    return whole_message(spec.field, min_length=spec.min_length)
+
+
+def _model(schema: dict[str, Any] | None, flow: str, node: str, what: str) -> type[BaseModel] | None:
+    if schema is None:
+        return None
+    name = "".join(part.capitalize() for part in f"{flow}_{node}_{what}".replace("-", "_").split("_"))
+    return model_from_schema(schema, name)
+
+
+def _routes(spec: Any, default: TransitionRef | None, registry: Registry, **options: Any) -> Routes:
+    return Routes(tuple(spec.routes), default, registry, **options)
+
+
+def build_node(spec: NodeSpec, flow: str, registry: Registry) -> Node:
+    """The node ``spec`` describes."""
+    output = _model(spec.output_schema, flow, spec.id, "output")
+    if isinstance(spec, ReplySpec):
+        next_: Any = _routes(spec, spec.next, registry, fallback=stay) if spec.routes else _transition(spec.next)
+        return reply(spec.id, instructions=engine_template(spec.instructions),
+                     response=engine_template(spec.response.template) if spec.response else None,
+                     context=spec.context, next=next_, once=spec.once, tools=spec.tools, model=spec.model,
+                     fallback=engine_template(spec.fallback), output_schema=output, label=spec.label)
+    if isinstance(spec, CollectSpec):
+        on_complete: Any = (_routes(spec, spec.next, registry, merge=True, fallback=NEXT) if spec.routes
+                            else _transition(spec.next))
+        return collect(spec.id, schema=_model(spec.schema_, flow, spec.id, "schema"), fields=spec.fields,
+                       required=spec.required, ask=engine_template(spec.ask), question=engine_template(spec.question),
+                       prompt=engine_template(spec.prompt), instructions=engine_template(spec.instructions),
+                       max_turns=spec.max_turns, max_asks=spec.max_asks,
+                       resolvers=[_resolver(r) for r in spec.resolvers], verbatim_fields=spec.verbatim_fields,
+                       on_complete=on_complete, model=spec.model, choices=_choices(spec.choices),
+                       output_schema=output, label=spec.label)
+    if isinstance(spec, ActionSpec):
+        routes = _routes(spec, spec.next, registry)
+        run: Any = ToolCall(spec, routes) if spec.tool is not None else RegisteredAction(spec, routes)
+        built: Node = action(spec.id, run, on_fail=_transition(spec.on_fail),
+                        uses=[spec.tool] if spec.tool is not None else [], output_schema=output, label=spec.label)
+        return built
+    if isinstance(spec, DecideSpec):
+        schema = _model(spec.schema_, flow, spec.id, "schema")
+        if schema is None:
+            schema = ChoiceReply if spec.choices else model_from_schema({"type": "object", "properties": {}},
+                                                                        f"{flow}_{spec.id}_decision")
+        decider = _routes(spec, spec.otherwise, registry, merge=True, carry=True, fallback=stay)
+        return decide(spec.id, schema=schema, decide=decider, instructions=engine_template(spec.instructions),
+                      model=spec.model, choices=_choices(spec.choices), prompt=engine_template(spec.prompt),
+                      output_schema=output, label=spec.label)
+    if isinstance(spec, RouterSpec):
+        return router(spec.id, when=SpecPredicate(spec.when, registry),
+                      then=_transition(spec.then) if spec.then is not None else NEXT,
+                      else_=_transition(spec.else_), label=spec.label)
+    assert isinstance(spec, WaitSpec)
+    return wait(spec.id, timer=spec.timer, event=spec.event, up_to=spec.up_to, business_hours=spec.business_hours,
+                then=_transition(spec.then) if spec.then is not None else NEXT, else_=_transition(spec.else_),
+                label=spec.label)
+
+
+def _trigger(spec: TriggerSpec, registry: Registry) -> Any:
+    if_ = SpecPredicate(spec.if_, registry) if spec.if_ is not None else None
+    repeat: Any = spec.repeat
+    if isinstance(spec, MessageTriggerSpec):
+        return on_message(*spec.phrases, repeat=repeat, if_=if_)
+    if isinstance(spec, MentionTriggerSpec):
+        return on_mention(*spec.phrases, repeat=repeat, if_=if_)
+    if isinstance(spec, SilenceTriggerSpec):
+        return on_silence(spec.after, repeat=repeat, if_=if_, business_hours=spec.business_hours)
+    assert isinstance(spec, EventTriggerSpec)
+    return on_event(spec.name, after=spec.after, repeat=repeat, if_=if_, business_hours=spec.business_hours)
+
+
+def build_flow(spec: FlowSpec, registry: Registry | None = None) -> Flow:
+    """The ``Flow`` a parsed flow spec describes (validate it first: see :func:`tether.dialect.validate`).
+
+    Raises:
+        FlowDefinitionError: what the flow's own validation finds.
+    """
+    registry = registry or Registry()
+    nodes = [build_node(node, spec.id, registry) for node in spec.nodes]
+    by_id = {node.id: node for node in nodes}
+    start = by_id.get(spec.start, nodes[0]) if spec.start is not None else nodes[0]
+    return Flow(spec.id, spec.description, start=start, nodes=nodes, context=spec.context,
+                max_oscillations=spec.max_oscillations, on=[_trigger(t, registry) for t in spec.on],
+                clear_on_start=spec.clear_on_start, on_end=spec.on_end,
+                instructions=[engine_template(i) for i in spec.instructions], tools=spec.tools,
+                collect=spec.collect, version=spec.version)
+
+
+def agent_options(spec: AgentSpec, registry: Registry | None = None) -> dict[str, Any]:
+    """The ``Agent`` keyword arguments a parsed agent spec describes (its flows built)."""
+    registry = registry or Registry()
+    tools = registry.tools_by_name
+    fields = {name: Field(f.type, tuple(f.enum) if f.enum is not None else None, f.items, f.description, f.label,
+                          f.ask, f.extract) for name, f in spec.fields.items()}
+    compaction = Compaction(**spec.compaction.model_dump()) if spec.compaction is not None else None
+    chosen = spec.tools if spec.tools is not None else list(tools)
+    return {"persona": spec.persona, "goal": spec.goal, "instructions": list(spec.instructions), "fields": fields,
+            "flows": [build_flow(f, registry) for f in spec.flows],
+            "tools": [tools[name] for name in chosen if name in tools], "idle": spec.idle,
+            "history_window": spec.history_window, "compaction": compaction, "failure_reply": spec.failure_reply}

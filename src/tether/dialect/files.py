@@ -1,0 +1,138 @@
+"""The thin outer layer of :mod:`tether.dialect`: reading flow files and importing their code.
+
+Everything else in the package is pure (it parses what it is given). Here a path is read, the
+YAML or JSON parsed, an agent file's ``code:`` module imported for its ``registry``, the document
+validated (every issue, with its line) and built.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tether.agent import Agent
+from tether.dialect.build import agent_options, build_flow
+from tether.dialect.parse import parse_document
+from tether.dialect.registry import Registry
+from tether.dialect.spec import AgentSpec, FlowSpec
+from tether.dialect.text import parse_text
+from tether.dialect.validate import validate_spec
+from tether.errors import DefinitionIssue, FlowDefinitionError
+from tether.flow import Flow
+
+__all__ = ["FLOW_FILE_SUFFIXES", "is_flow_document", "is_flow_file", "line_of", "load", "load_registry",
+           "read_document"]
+
+FLOW_FILE_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def is_flow_file(path: str | Path) -> bool:
+    """Whether ``path`` names a flow file (by its suffix)."""
+    return str(path).lower().endswith(FLOW_FILE_SUFFIXES)
+
+
+def is_flow_document(path: str | Path) -> bool:
+    """Whether ``path`` is a flow file: a YAML/JSON file holding one ``agent`` or one ``flow``."""
+    if not is_flow_file(path) or not Path(path).is_file():
+        return False
+    try:
+        data, _ = read_document(path)
+    except FlowDefinitionError:
+        return False
+    return isinstance(data, dict) and len(data) == 1 and next(iter(data)) in ("agent", "flow")
+
+
+def read_document(path: str | Path) -> tuple[Any, str]:
+    """The parsed YAML/JSON document at ``path`` and its text.
+
+    Raises:
+        FlowDefinitionError: ``dialect-syntax`` naming the file and line.
+    """
+    text = Path(path).read_text(encoding="utf-8")
+    data = parse_text(text, json_only=str(path).lower().endswith(".json"), source=str(path))
+    return data, text
+
+
+def line_of(text: str, path: str | None) -> int:
+    """The 1-based line of the dotted ``path`` in YAML/JSON ``text`` (the nearest existing parent)."""
+    try:
+        node: Any = yaml.compose(text)
+    except yaml.YAMLError:
+        return 1
+    line = 1 if node is None else node.start_mark.line + 1
+    for part in (path or "").split("."):
+        if node is None or part in ("", "<root>"):
+            break
+        child = None
+        if isinstance(node, yaml.MappingNode):
+            child = next((value for key, value in node.value if getattr(key, "value", None) == part), None)
+            if child is not None:
+                key_node = next(key for key, value in node.value if value is child)
+                line = key_node.start_mark.line + 1
+        elif isinstance(node, yaml.SequenceNode) and part.isdigit() and int(part) < len(node.value):
+            child = node.value[int(part)]
+            line = child.start_mark.line + 1
+        node = child
+    return line
+
+
+def load_registry(code: str, relative_to: Path) -> Registry:
+    """The ``registry`` of the module ``code`` names: a ``.py`` path (relative to the flow file)
+    or a module name."""
+    if code.endswith(".py"):
+        file = (relative_to / code).resolve()
+        name = f"_tether_flow_code_{abs(hash(str(file)))}"
+        module = sys.modules.get(name)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(name, file)
+            if spec is None or spec.loader is None or not file.exists():
+                raise FlowDefinitionError(DefinitionIssue("unknown-code", f"no such code file: {file}",
+                                                          path="agent.code"))
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                sys.modules.pop(name, None)
+                raise
+    else:
+        module = importlib.import_module(code)
+    registry = getattr(module, "registry", None)
+    if not isinstance(registry, Registry):
+        raise FlowDefinitionError(DefinitionIssue("unknown-code", f"{code} defines no `registry = Registry(...)`",
+                                                  path="agent.code"))
+    return registry
+
+
+def _refuse(issues: list[DefinitionIssue], path: Path, text: str) -> None:
+    errors = [i for i in issues if i.severity == "error"]
+    if errors:
+        located = [DefinitionIssue(i.code, f"{path}:{line_of(text, i.path)}: {i.message}", flow=i.flow, node=i.node,
+                                   path=i.path, hint=i.hint) for i in errors]
+        raise FlowDefinitionError(located, title=f"{path} has {len(errors)} problem(s)")
+
+
+def load(path: str | Path, registry: Registry | None = None, **agent_kwargs: Any) -> Agent | Flow:
+    """The ``Agent`` (an agent file) or ``Flow`` (a flow file) at ``path``, the same objects
+    Python authoring builds. An agent file's ``code:`` names its registry unless one is given;
+    ``agent_kwargs`` (``model=``, ``clock=``, ...) go to the ``Agent``.
+
+    Raises:
+        FlowDefinitionError: every error found, each naming the file, line, path and hint.
+    """
+    path = Path(path)
+    data, text = read_document(path)
+    spec, issues = parse_document(data)
+    _refuse(issues, path, text)
+    assert spec is not None
+    if isinstance(spec, AgentSpec) and registry is None and spec.code is not None:
+        registry = load_registry(spec.code, path.parent)
+    _refuse(validate_spec(spec, registry), path, text)
+    if isinstance(spec, FlowSpec):
+        return build_flow(spec, registry)
+    return Agent(spec.name, **agent_options(spec, registry), **agent_kwargs)

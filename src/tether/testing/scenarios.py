@@ -1,0 +1,258 @@
+"""Scenario files: a conversation, its scripted model and what each turn must do, as data.
+
+A ``*.scenario.yaml`` names the agent (a flow file or a Python file, relative to the scenario),
+scripts the model's replies per call name, and lists the steps::
+
+    scenario: a parcel to a house number
+    agent: shipping.yaml
+    model: {summary: ["Wants a shipment to 1 Main St."], speak: ["Booked! Tracking trk_9."]}
+    steps:
+      - user: ship to 1 Main St
+        expect:
+          reply: Booked! Tracking trk_9.
+          calls: [summary, speak]
+          ended: [booked]
+
+A step is one of ``user`` (a message), ``event`` (``{name, payload}``), ``clock`` (move the clock,
+``10m``; no turn) or ``wake`` (fire the wake the last turn scheduled, ``true``). ``context`` gives
+the turn's host context. ``expect`` may check ``reply`` (the exact text), ``reply_matches`` (a
+regular expression that must match the whole text), ``calls`` (the model call kinds, in order; a
+number checks only the count), ``codes`` (outcome codes), ``ended`` (end reasons), ``status``,
+``node`` (the ``flow/node`` runs that wait for the customer) and ``fields`` (session fields that
+must hold these values). The model scripted for a scenario must be used up by its end.
+
+:func:`run_scenario` runs one; ``tether test PATH`` runs them all and a pytest plugin collects them
+(``-p tether.testing.pytest_plugin``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
+
+from tether.agent import Agent
+from tether.engine.inputs import Event, Message, Wake
+from tether.engine.session import Session
+from tether.testing._clock import FakeClock, SequentialIds
+from tether.testing._models import ScriptedModel
+
+__all__ = ["SCENARIO_SUFFIX", "Mismatch", "ScenarioError", "ScenarioResult", "find_scenarios", "run_scenario"]
+
+SCENARIO_SUFFIX = ".scenario.yaml"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Expect(_Strict):
+    reply: str | None = None
+    reply_matches: str | None = None
+    calls: list[str] | int | None = None
+    codes: list[str] | None = None
+    ended: list[str] | None = None
+    status: Literal["ended", "handoff", "awaiting_user", "awaiting_approval"] | None = None
+    node: list[str] | str | None = None
+    fields: dict[str, JsonValue] | None = None
+
+
+class EventStep(_Strict):
+    name: str
+    payload: JsonValue = None
+
+
+class Step(_Strict):
+    user: str | None = None
+    event: EventStep | None = None
+    clock: str | None = None
+    wake: bool | None = None
+    context: dict[str, JsonValue] = {}
+    expect: Expect | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Step:
+        given = [k for k in ("user", "event", "clock", "wake") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"a step is exactly one of user, event, clock, wake (got {', '.join(given) or 'none'})")
+        if self.clock is not None and self.expect is not None:
+            raise ValueError("a clock step makes no turn: it has nothing to expect")
+        return self
+
+
+class Scenario(_Strict):
+    scenario: str
+    agent: str
+    model: dict[str, list[JsonValue]] | None = None
+    steps: list[Step] = Field(min_length=1)
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be read or run (not a failed expectation)."""
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """One expectation a turn did not meet."""
+
+    step: int
+    key: str
+    expected: Any
+    actual: Any
+
+    def diff(self) -> str:
+        """The expectation against what happened, as a readable diff."""
+        if self.key == "reply_matches":
+            return f"  reply does not match /{self.expected}/:\n    {self.actual!r}"
+        left = _lines(self.expected)
+        right = _lines(self.actual)
+        body = "\n".join("    " + line.rstrip("\n") for line in difflib.unified_diff(
+            left, right, "expected", "actual", lineterm="", n=2))
+        return f"  {self.key}:\n{body}"
+
+
+def _lines(value: Any) -> list[str]:
+    text = value if isinstance(value, str) else json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False,
+                                                           default=str)
+    return text.splitlines() or [""]
+
+
+@dataclass
+class ScenarioResult:
+    """What running a scenario found."""
+
+    name: str
+    path: Path
+    turns: int = 0
+    mismatches: list[Mismatch] = field(default_factory=list)
+    unused: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return not self.mismatches and not self.unused
+
+    def report(self) -> str:
+        """Every mismatch with its diff, step by step."""
+        lines = []
+        for mismatch in self.mismatches:
+            lines.append(f"step {mismatch.step + 1}: {mismatch.key} differs")
+            lines.append(mismatch.diff())
+        if self.unused:
+            lines.append(f"scripted model replies never used: {self.unused}")
+        return "\n".join(lines)
+
+
+def read_scenario(path: Path) -> Scenario:
+    """The scenario at ``path``; ScenarioError naming the file and what is wrong."""
+    from tether.dialect.text import parse_text
+    from tether.errors import FlowDefinitionError
+
+    try:
+        data = parse_text(path.read_text(encoding="utf-8"), source=str(path))
+        return Scenario.model_validate(data)
+    except FlowDefinitionError as exc:
+        raise ScenarioError(str(exc)) from None
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors())
+        raise ScenarioError(f"{path}: {problems}") from None
+
+
+def _load_agent(scenario: Scenario, path: Path) -> Agent:
+    target = (path.parent / scenario.agent).resolve()
+    if target.suffix in (".yaml", ".yml", ".json"):
+        from tether.dialect.files import load
+
+        loaded = load(target)
+        if not isinstance(loaded, Agent):
+            raise ScenarioError(f"{path}: {scenario.agent} holds a flow, not an agent")
+        return loaded
+    from tether.cli._loader import load_app
+    from tether.cli._output import CliError
+
+    try:
+        return load_app(str(target)).agent()
+    except CliError as exc:
+        raise ScenarioError(f"{path}: {exc.message}") from None
+
+
+def _check(step: int, expect: Expect, result: Any, calls: list[str]) -> list[Mismatch]:
+    session: Session | None = result.session
+    actual: dict[str, Any] = {
+        "reply": result.text,
+        "calls": calls if isinstance(expect.calls, list) else len(calls),
+        "codes": result.codes(),
+        "ended": [e.reason for e in result.ended],
+        "status": result.status,
+        "node": [f"{r.flow}/{r.node}" for r in session.runs if r.status == "asking"] if session else [],
+    }
+    found: list[Mismatch] = []
+    for key in ("reply", "calls", "codes", "ended", "status", "node"):
+        wanted = getattr(expect, key)
+        if key == "node" and isinstance(wanted, str):
+            wanted = [wanted]
+        if wanted is not None and wanted != actual[key]:
+            found.append(Mismatch(step, key, wanted, actual[key]))
+    if expect.reply_matches is not None and re.fullmatch(expect.reply_matches, result.text, re.DOTALL) is None:
+        found.append(Mismatch(step, "reply_matches", expect.reply_matches, result.text))
+    if expect.fields is not None:
+        data = dict(session.data) if session else {}
+        held = {k: data.get(k) for k in expect.fields}
+        if held != expect.fields:
+            found.append(Mismatch(step, "fields", expect.fields, held))
+    return found
+
+
+async def run_scenario(path: str | Path) -> ScenarioResult:
+    """Run the scenario at ``path`` against its agent, with a fake clock and a scripted model.
+
+    Raises:
+        ScenarioError: the file cannot be read, or names an agent that cannot be loaded.
+    """
+    path = Path(path)
+    scenario = read_scenario(path)
+    agent = _load_agent(scenario, path)
+    model = None
+    if scenario.model is not None:
+        model = ScriptedModel()
+        for call, replies in scenario.model.items():
+            model.add(call, *replies)
+    clock = FakeClock()
+    agent = (agent.with_model(model) if model is not None else agent).with_clock(clock, SequentialIds("s"))
+    result = ScenarioResult(scenario.scenario, path)
+    session: Session | None = None
+    schedule: list[Any] = []
+    for index, step in enumerate(scenario.steps):
+        if step.clock is not None:
+            clock.advance(step.clock)
+            continue
+        before = len(model.calls) if model is not None else 0
+        if step.user is not None:
+            turn_input: Any = Message(step.user)
+        elif step.event is not None:
+            turn_input = Event(step.event.name, step.event.payload, key=f"scenario-{index}")
+        else:
+            if not schedule:
+                raise ScenarioError(f"{path}: step {index + 1} fires a wake, but no turn scheduled one")
+            turn_input = Wake(schedule[0].key)
+        turn = await agent.turn(session, turn_input, context=dict(step.context))
+        result.turns += 1
+        session = turn.session if turn.session is not None else session
+        schedule = turn.schedule or schedule
+        calls = [c.call for c in model.calls[before:]] if model is not None else []
+        if step.expect is not None:
+            result.mismatches += _check(index, step.expect, turn, calls)
+    result.unused = model.unused() if model is not None else {}
+    return result
+
+
+def find_scenarios(path: str | Path) -> list[Path]:
+    """The scenario files at ``path`` (a file, or every ``*.scenario.yaml`` under a directory)."""
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    return sorted(path.rglob(f"*{SCENARIO_SUFFIX}"))

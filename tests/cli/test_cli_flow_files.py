@@ -1,0 +1,63 @@
+"""``tether check``, ``tether schema`` and ``tether chat`` on flow files (YAML agents)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cli_helpers import EXAMPLES, chat, tether
+
+BROKEN = """\
+agent:
+  name: Broken
+  fields: {email: {type: string}}
+  flows:
+    - id: f
+      on: [{kind: message}]
+      nodes:
+        - kind: collect
+          id: ask
+          fields: [emial]
+          ask: Your email?
+        - kind: reply
+          id: done
+          response: {template: "Thanks ${state.emal}"}
+          next: {goto: dnoe}
+"""
+
+
+def test_check_prints_every_issue_like_a_compiler(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text(BROKEN)
+    done = tether("check", path)
+    assert done.code == 1
+    lines = done.out.splitlines()
+    assert f"{path}:10: unknown-field: unknown field 'emial' [agent.flows.0.nodes.0.fields.0]" in lines
+    assert "    hint: did you mean 'email'?" in lines
+    assert any(line.startswith(f"{path}:14: unknown-source: state.emal") for line in lines)
+    assert f"{path}:15: unresolved-transition: target 'dnoe' is not a node of the flow [agent.flows.0.nodes.1.next]" \
+        in lines
+    assert "    hint: did you mean 'done'?" in lines
+    assert lines[-1] == "3 error(s), 0 warning(s)"
+
+
+def test_check_accepts_the_yaml_examples() -> None:
+    for name in ("shipping", "support"):
+        done = tether("check", EXAMPLES / f"{name}.yaml")
+        assert (done.code, done.out.strip()) == (0, f"ok: {EXAMPLES / f'{name}.yaml'}")
+
+
+def test_schema_prints_a_closed_schema_enumerating_the_agent() -> None:
+    done = tether("schema", "flow", EXAMPLES / "shipping.yaml")
+    assert done.code == 0, done.err
+    schema = json.loads(done.out)
+    assert {"enum": ["book_shipment"]} in schema["$defs"]["ActionSpec"]["properties"]["tool"]["anyOf"]
+    plain = json.loads(tether("schema", "flow").out)
+    assert plain["$defs"]["ActionSpec"]["additionalProperties"] is False
+
+
+def test_chat_talks_to_a_yaml_agent(tmp_path: Path) -> None:
+    done = chat(EXAMPLES / "shipping.yaml", tmp_path / "s.db", "I'd like to ship a parcel", "42 Harbour Lane, Bristol")
+    assert done.code == 0, done.err
+    assert done.replies("Shippy") == ["Which address should the shipment go to?",
+                                      "Booked! Your shipment to 42 Harbour Lane, Bristol has tracking id trk_24."]

@@ -1,0 +1,88 @@
+"""The hotel booking example (agent steps): with a scripted model through the Runtime, and with
+its offline stand-in. Completion: the closing response says ``completed``, the session is
+``completed``, and the next request with its id gets a new session."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from tether import Message
+from tether.runtime import Runtime
+from tether.stores import MemoryStore
+from tether.testing import FakeClock, ScriptedModel
+from tether.testing import tool_calls as calls
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.fixture
+def hotel() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("example_hotel", EXAMPLES / "hotel.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+async def test_booking_through_tools_then_confirmation_then_the_closing_message(hotel: ModuleType) -> None:
+    model = ScriptedModel(agent=[
+        "Which dates would you like?",
+        calls(("set_dates", {"check_in": "2026-05-04", "check_out": "2026-05-01"})),
+        "Check-out must come after check-in. Which dates?",
+        calls(("set_dates", {"check_in": "2026-05-01", "check_out": "2026-05-04"})),
+        "How many guests?",
+        calls(("set_guests", {"guests": 2})),
+        "2026-05-01 to 2026-05-04 for 2 guests. Shall I book it?",
+        calls(("confirm_booking", {"confirmed": True})),
+        "Booked! Your reference is HTL-20260501-2. Goodbye!",
+        "Hello again! Which dates would you like?",
+    ])
+    store = MemoryStore()
+    runtime = Runtime(hotel.agent.with_model(model), store=store, clock=FakeClock())
+    first = await runtime.run("Harbour", session_id=None, message=Message("hi"))
+    sid = first.session
+    assert first.message == "Which dates would you like?" and not first.completed
+    refused = await runtime.run("Harbour", session_id=sid, message=Message("from the 4th of May to the 1st"))
+    assert refused.message == "Check-out must come after check-in. Which dates?"
+    assert model.calls[2].request.messages[-1].content == \
+        "The check-out date must come after the check-in date. Ask again."
+    await runtime.run("Harbour", session_id=sid, message=Message("1 to 4 May 2026"))
+    summary = await runtime.run("Harbour", session_id=sid, message=Message("two of us"))
+    assert summary.message == "2026-05-01 to 2026-05-04 for 2 guests. Shall I book it?"
+    assert model.calls[6].request.system.startswith("Read back the booking: 2026-05-01 to 2026-05-04, 2 guest(s).")
+    closing = await runtime.run("Harbour", session_id=sid, message=Message("yes please"))
+    assert closing.success and closing.completed and closing.session == sid
+    assert closing.message == "Booked! Your reference is HTL-20260501-2. Goodbye!"
+    stored = await store.load(sid)
+    assert stored is not None and stored.status == "completed" and stored.runs == []
+    assert model.calls[8].request.system.startswith("The room is booked, reference HTL-20260501-2.")
+    # a completed session is never resumed: the next request with its id starts a new one
+    again = await runtime.run("Harbour", session_id=sid, message=Message("hello again"))
+    assert again.session != sid and again.message == "Hello again! Which dates would you like?"
+    assert await store.load(again.session) is not None and model.unused() == {}
+
+
+async def test_terminate_session_goes_to_the_terminal_step_and_completes(hotel: ModuleType) -> None:
+    runtime = Runtime(hotel.agent, store=MemoryStore(), clock=FakeClock())  # the offline stand-in
+    first = await runtime.run("Harbour", session_id=None, message=Message("hi"))
+    assert first.message == hotel.QUESTIONS["dates"]
+    bye = await runtime.run("Harbour", session_id=first.session, message=Message("actually, stop please"))
+    assert bye.completed and bye.session == first.session
+    assert bye.message == "Understood, I've closed this conversation. Goodbye!"
+
+
+async def test_the_offline_stand_in_books_a_room(hotel: ModuleType) -> None:
+    runtime = Runtime(hotel.agent, store=MemoryStore(), clock=FakeClock())
+    sid = (await runtime.run("Harbour", session_id=None, message=Message("hi"))).session
+    dates = await runtime.run("Harbour", session_id=sid, message=Message("2026-05-01 to 2026-05-04"))
+    assert dates.message == hotel.QUESTIONS["guests"]
+    summary = await runtime.run("Harbour", session_id=sid, message=Message("3"))
+    assert summary.message == "Your booking: 2026-05-01 to 2026-05-04, 3 guest(s). Shall I book it (yes/no)?"
+    done = await runtime.run("Harbour", session_id=sid, message=Message("yes"))
+    assert done.completed and "HTL-20260501-3" in done.message

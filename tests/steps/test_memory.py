@@ -1,0 +1,91 @@
+"""Memory namespaces and their opt-in summaries: compaction at the end of the turn, never
+splitting a tool call from its results, a cumulative summary sent as a second system message,
+a failure that is only a warning, and shared namespaces."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tether import Agent, Flow, MemorySummary, agent, go, on_message, stay, tool
+from tether.errors import ModelError
+from tether.models.types import ModelRequest
+from tether.testing import ScriptedModel
+
+from .helpers import Chat, calls, memory_of
+
+
+@tool
+def ping() -> Any:
+    """Ping."""
+    return stay("pong")
+
+
+def bot(summary: MemorySummary | None) -> Agent:
+    step = agent("talk", prompt="Chat.", tools=[ping], summary=summary)
+    return Agent("Mem", flows=[Flow("mem", nodes=[step], on=[on_message()])])
+
+
+async def test_compaction_keeps_the_tool_call_with_its_results_and_sends_the_summary() -> None:
+    summaries: list[str] = []
+
+    def summarize(request: ModelRequest) -> str:
+        summaries.append(request.messages[0].content)
+        return "The customer said hi and x, then pinged."
+
+    model = ScriptedModel(agent=["A1", "A2", calls(("ping", {})), "A3", "A4"], summary=[summarize])
+    chat = Chat(bot(MemorySummary(min_messages=8, recent_messages=2)), model)
+    await chat.say("hi")
+    await chat.say("x")
+    assert chat.session is not None and chat.session.memory["talk"].summary is None  # 5 messages + the slot: < 8
+    third = await chat.say("ping")
+    assert third.text == "A3" and third.llm_calls == 3  # two agent calls, then the summary call
+    # all but 2 would cut between the tool call and its result: the call stays with it
+    assert memory_of(chat.session, "talk") == [("assistant", ""), ("tool", "pong"), ("assistant", "A3")]
+    space = chat.session.memory["talk"]
+    assert space.summary == "The customer said hi and x, then pinged." and space.summarized_through == 6
+    assert "user: hi" in summaries[0] and "assistant: A2" in summaries[0] and "Previous summary" not in summaries[0]
+    await chat.say("more")
+    request = model.calls[-1].request
+    assert request.call == "agent" and request.system == "Chat."
+    assert (request.messages[0].role, request.messages[0].content) == \
+        ("system", "Conversation memory for this step:\nThe customer said hi and x, then pinged.")
+    assert chat.session.messages[0].text == "hi"  # the transcript is untouched
+
+
+async def test_a_compaction_failure_is_a_warning_and_the_turn_succeeds() -> None:
+    def fail(request: ModelRequest) -> str:
+        raise ModelError("summary model down", kind="overloaded")
+
+    model = ScriptedModel(agent=["A1", "A2", "A3", "A4"], summary=[fail])
+    chat = Chat(bot(MemorySummary(min_messages=8, recent_messages=4)), model)
+    for text in ("a", "b", "c"):
+        result = await chat.say(text)
+    assert result.text == "A3" and chat.session is not None
+    assert len(chat.session.memory["talk"].messages) == 7 and chat.session.memory["talk"].summary is None
+    assert chat.session.warn[-1].message.startswith("Memory compaction skipped: summary model down")
+
+
+async def test_without_summaries_nothing_is_compacted() -> None:
+    model = ScriptedModel(agent=[f"A{i}" for i in range(10)])
+    chat = Chat(bot(None), model)
+    for i in range(10):
+        await chat.say(f"m{i}")
+    assert len(memory_of(chat.session, "talk")) == 21
+
+
+async def test_steps_that_share_a_namespace_share_history() -> None:
+    @tool
+    def onward() -> Any:
+        """Go on."""
+        return go("second")
+
+    first = agent("first", prompt="One.", tools=[onward], memory="shared")
+    second = agent("second", prompt="Two.", memory="shared")
+    alone = Agent("Share", flows=[Flow("share", nodes=[first, second], on=[on_message()])])
+    model = ScriptedModel(agent=["one", calls(("onward", {})), "two"])
+    chat = Chat(alone, model)
+    await chat.say("hi")
+    await chat.say("next")
+    seen = [(m.role, m.content) for m in model.calls[-1].request.messages]
+    assert seen[:4] == [("user", "Start"), ("user", "hi"), ("assistant", "one"), ("user", "next")]
+    assert seen[-1] == ("user", "Start") and chat.session is not None and set(chat.session.memory) == {"shared"}
