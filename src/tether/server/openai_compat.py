@@ -121,12 +121,15 @@ class OpenAIRoutes:
         text = _user_text(body)
         session_id = await self._session(request, agent, body.user)
         admitted = self.busy.admit(agent, session_id)
-        turn = StreamedTurn(self.runtime, agent.id, session_id, Message(text), {"tenant": request.state.tenant},
-                            options=admitted.options, on_done=lambda: self.busy.done(session_id, admitted))
+        config = {"tenant": request.state.tenant}
         completion_id = f"chatcmpl-{uuid.uuid4().hex}"
         created = int(time.time())
         if not body.stream:
-            response = await turn.response()
+            try:
+                response = await self.runtime.run(agent.id, Message(text), session_id=session_id, config=config,
+                                                  options=admitted.options)
+            finally:
+                self.busy.done(session_id, admitted)
             if not response.success:
                 return _failure(response)
             answer: dict[str, Any] = {
@@ -136,6 +139,9 @@ class OpenAIRoutes:
             if (usage := _usage(response)) is not None:
                 answer["usage"] = usage
             return JSONResponse(answer, headers={SESSION_HEADER: response.session or session_id})
+
+        turn = StreamedTurn(self.runtime, agent.id, session_id, Message(text), config, options=admitted.options,
+                            on_done=lambda: self.busy.done(session_id, admitted))
 
         def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
             data = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": body.model,
