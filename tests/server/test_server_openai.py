@@ -32,6 +32,14 @@ def _client(base: str, key: str = "key-acme") -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(base_url=f"{base}/v1", api_key=key, max_retries=0)
 
 
+async def _acme_alice(base: str) -> str:
+    """The session of tenant acme's user ``alice``."""
+    async with _client(base) as client:
+        raw = await client.chat.completions.with_raw_response.create(
+            model="tether:Echo", messages=[{"role": "user", "content": "hi"}], user="alice")
+        return raw.headers["x-tether-session"]
+
+
 async def test_the_openai_client_talks_to_an_agent_and_user_keeps_the_session(base: str) -> None:
     async with _client(base) as client:
         models = [model.id async for model in client.models.list()]
@@ -91,6 +99,10 @@ async def test_bad_models_keys_sessions_and_messages_are_clear_errors(base: str)
         with pytest.raises(openai.PermissionDeniedError, match="another tenant"):
             await globex.chat.completions.create(model="tether:Echo", messages=hello,
                                                  extra_headers={"X-Tether-Session": acme_session})
+        theirs = await globex.chat.completions.with_raw_response.create(model="tether:Echo", messages=hello,
+                                                                        user="alice")
+        mine = await _acme_alice(base)
+        assert theirs.headers["x-tether-session"] != mine  # a user name maps to a session per tenant
         with pytest.raises(openai.NotFoundError, match="has no session 'nope'"):
             await globex.chat.completions.create(model="tether:Echo", messages=hello,
                                                  extra_headers={"X-Tether-Session": "nope"})
