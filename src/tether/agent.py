@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -204,5 +204,21 @@ class Agent(AgentDefinition):
 
 
 def _with_sleep(options: TurnOptions) -> TurnOptions:
-    """The engine waits between an agent step's model attempts through the host's sleep."""
-    return options if options.sleep is not None else dataclasses.replace(options, sleep=asyncio.sleep)
+    """The engine waits (between an agent step's model attempts) and runs parallel child steps
+    through the host's asyncio."""
+    if options.sleep is None:
+        options = dataclasses.replace(options, sleep=asyncio.sleep)
+    if options.gather is None:
+        options = dataclasses.replace(options, gather=gather)
+    return options
+
+
+async def gather(thunks: Sequence[Callable[[], Awaitable[Any]]], limit: int | None) -> None:
+    """Await every thunk, at most ``limit`` at a time (all at once when None)."""
+    gate = asyncio.Semaphore(limit or max(1, len(thunks)))
+
+    async def one(thunk: Callable[[], Awaitable[Any]]) -> None:
+        async with gate:
+            await thunk()
+
+    await asyncio.gather(*(one(thunk) for thunk in thunks))

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from collections.abc import Callable
 from types import ModuleType
 
 import pytest
@@ -13,17 +11,10 @@ from tether import Message, TurnResult, Wake
 from tether.engine.session import Session
 from tether.testing import FakeClock, ScriptedModel, SequentialIds
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
 
 @pytest.fixture
-def support() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("example_support", EXAMPLES / "support.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+def support(example: Callable[[str], ModuleType]) -> ModuleType:
+    return example("support")
 
 
 class Chat:

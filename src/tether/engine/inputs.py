@@ -126,6 +126,11 @@ class TurnOptions:
             (``understand``, ``decide``, ``run``, ``speak``, ``settle``): the runtime's tracing spans.
         sleep: how the engine waits between an agent step's model attempts (``Agent.turn`` passes
             ``asyncio.sleep``; None: no wait).
+        gather: how parallel child steps run at once: ``gather(thunks, limit)`` awaits every
+            thunk, at most ``limit`` at a time (``Agent.turn`` passes an asyncio one; None: one by
+            one, in order).
+        spawn: ``spawn(flow, item, config)`` starts ``flow`` in a new session of the same agent
+            and returns its response (the ``Runtime`` passes one; ``ctx.batch`` needs it).
     """
 
     silenced: Silenced | str | None = None
@@ -139,6 +144,8 @@ class TurnOptions:
     journal: Sequence[JournalEntry] = ()
     phase: Callable[[str], AbstractContextManager[Any]] | None = None
     sleep: Callable[[float], Awaitable[Any]] | None = None
+    gather: Callable[[Sequence[Callable[[], Awaitable[Any]]], int | None], Awaitable[Any]] | None = None
+    spawn: Callable[[str, Any, Mapping[str, Any] | None], Awaitable[Any]] | None = None
 
     @property
     def silence(self) -> Silenced | None:

@@ -88,6 +88,8 @@ class TurnState:
     schedule: list[ScheduledWake] = field(default_factory=list)
     llm_calls: int = 0
     pre_speak_calls: int = 0
+    child_steps: int = 0
+    """Child steps (``ctx.run_step``/``ctx.run_steps``) run this turn (capped)."""
     agent_calls: int = 0
     """Model calls of agent steps (asked for by the author: apart from the message-turn budget)."""
     content_type: str = "text/plain"

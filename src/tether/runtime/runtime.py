@@ -412,6 +412,7 @@ class Runtime:
         recorded = [entry for run_id in journal_runs(agent, doc) for entry in await self.store.journal(doc.id,
                                                                                                         run_id=run_id)]
         turn_options = dataclasses.replace(options or TurnOptions(), checkpoint=checkpoint, journal=recorded,
+                                           spawn=self._spawner(agent),
                                            phase=tracing.phase_span if tracing.enabled() else None)
         result = await agent.turn(doc, turn_input, options=turn_options, on_delta=on_delta)
         after = result.session or doc
@@ -426,6 +427,14 @@ class Runtime:
         stored = attempt.stored or doc
         result.session = stored
         return success(result, stored.id, session_running=stored.status in LIVE_STATUSES)
+
+    def _spawner(self, agent: Agent) -> Callable[[str, Any, Mapping[str, Any] | None], Awaitable[RunResponse]]:
+        """What ``ctx.batch`` starts sessions with: ``flow`` in a new session of ``agent``."""
+
+        async def spawn(flow: str, item: Any, config: Mapping[str, Any] | None) -> RunResponse:
+            return await self.run(agent.id, start=Start(flow, input=item), config=config)
+
+        return spawn
 
     async def _write(self, session: Session, records: TurnRecords | None, attempt: _Attempt,
                      expected: int | None = None) -> None:
