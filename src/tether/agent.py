@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,7 @@ from tether.errors import FlowDefinitionError, ModelConfigurationError
 from tether.flow.agent_def import AgentDefinition
 from tether.flow.flow import Flow
 from tether.models.types import Model
+from tether.tracing import traced_models
 
 __all__ = ["Agent", "TurnChunk"]
 
@@ -201,7 +202,7 @@ class Agent(AgentDefinition):
             input = Message(input)
         options = _with_sleep(options if options is not None else TurnOptions(**option_fields))
         return await run_turn(self._pinned(session), session, input, options=options, clock=self.clock,
-                              ids=self.ids, models=self, session_id=session_id, on_delta=on_delta)
+                              ids=self.ids, models=traced_models(self), session_id=session_id, on_delta=on_delta)
 
     async def turn_stream(self, session: Session | None, input: TurnInput | str, *,
                           options: TurnOptions | None = None, session_id: str | None = None,
@@ -222,8 +223,8 @@ class Agent(AgentDefinition):
             await deltas.join()  # the consumer has the delta (and may barge in) before the turn goes on
 
         task = asyncio.ensure_future(run_turn(self._pinned(session), session, input, options=options,
-                                              clock=self.clock, ids=self.ids, models=self, session_id=session_id,
-                                              on_delta=on_delta))
+                                              clock=self.clock, ids=self.ids, models=traced_models(self),
+                                              session_id=session_id, on_delta=on_delta))
         try:
             while not task.done() or not deltas.empty():
                 getter = asyncio.ensure_future(deltas.get())
@@ -241,5 +242,21 @@ class Agent(AgentDefinition):
 
 
 def _with_sleep(options: TurnOptions) -> TurnOptions:
-    """The engine waits between an agent step's model attempts through the host's sleep."""
-    return options if options.sleep is not None else dataclasses.replace(options, sleep=asyncio.sleep)
+    """The engine waits (between an agent step's model attempts) and runs parallel child steps
+    through the host's asyncio."""
+    if options.sleep is None:
+        options = dataclasses.replace(options, sleep=asyncio.sleep)
+    if options.gather is None:
+        options = dataclasses.replace(options, gather=gather)
+    return options
+
+
+async def gather(thunks: Sequence[Callable[[], Awaitable[Any]]], limit: int | None) -> None:
+    """Await every thunk, at most ``limit`` at a time (all at once when None)."""
+    gate = asyncio.Semaphore(limit or max(1, len(thunks)))
+
+    async def one(thunk: Callable[[], Awaitable[Any]]) -> None:
+        async with gate:
+            await thunk()
+
+    await asyncio.gather(*(one(thunk) for thunk in thunks))

@@ -4,9 +4,7 @@ its offline stand-in. Completion: the closing response says ``completed``, the s
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from collections.abc import Callable
 from types import ModuleType
 
 import pytest
@@ -17,17 +15,10 @@ from tether.stores import MemoryStore
 from tether.testing import FakeClock, ScriptedModel
 from tether.testing import tool_calls as calls
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
 
 @pytest.fixture
-def hotel() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("example_hotel", EXAMPLES / "hotel.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+def hotel(example: Callable[[str], ModuleType]) -> ModuleType:
+    return example("hotel")
 
 
 async def test_booking_through_tools_then_confirmation_then_the_closing_message(hotel: ModuleType) -> None:

@@ -20,7 +20,7 @@ from tether.errors import ModelConfigurationError, ModelError, TetherError
 from tether.flow.steps import AgentNode, MemorySummary
 from tether.models.types import ChatMessage, ModelRequest, ToolCall
 
-__all__ = ["SUMMARY_NOTE", "append", "as_chat", "compact_memories", "space", "summaries"]
+__all__ = ["SUMMARY_NOTE", "append", "append_to", "as_chat", "compact_memories", "space", "summaries"]
 
 SUMMARY_NOTE = "Conversation memory for this step:\n"
 SUMMARY_INSTRUCTIONS = (
@@ -42,7 +42,13 @@ def append(ts: TurnState, name: str, role: str, content: str, *, step: str,
            tool_calls: tuple[ToolCall, ...] = (), tool_call_id: str | None = None,
            tool_name: str | None = None) -> dict[str, Any]:
     """Append one message to namespace ``name``."""
-    memory = space(ts, name)
+    return append_to(space(ts, name), role, content, step=step, tool_calls=tool_calls, tool_call_id=tool_call_id,
+                     tool_name=tool_name)
+
+
+def append_to(memory: MemorySpace, role: str, content: str, *, step: str, tool_calls: tuple[ToolCall, ...] = (),
+              tool_call_id: str | None = None, tool_name: str | None = None) -> dict[str, Any]:
+    """Append one message to ``memory``."""
     message: dict[str, Any] = {"n": memory.next_n, "role": role, "content": content, "step": step}
     if tool_calls:
         message["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in tool_calls]

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from tether.engine.agent_memory import append, as_chat, space
+from tether.engine.agent_memory import append, append_to, as_chat, space
 from tether.engine.effects import Effects
-from tether.engine.session import Run
+from tether.engine.session import MemorySpace, Run
 from tether.engine.state import TurnState
 from tether.engine.step_context import StepContext, call_hook
 from tether.engine.step_tools import ToolRound, dispatch_tools, exposed_specs
@@ -34,7 +35,8 @@ from tether.flow.steps import CLOSING_MESSAGE, AgentNode
 from tether.flow.transitions import End, Goto, Stay
 from tether.models.types import ChatMessage, Model, ModelRequest, ModelResponse, ResponseFormat, ToolCall
 
-__all__ = ["BOOK", "CORRECTIVE_MESSAGE", "START_MESSAGE", "as_move", "book", "content_type_of", "dispatch_agent"]
+__all__ = ["BOOK", "CORRECTIVE_MESSAGE", "START_MESSAGE", "ChildReply", "as_move", "book", "content_type_of",
+           "converse", "dispatch_agent", "memory_of"]
 
 BOOK = "__agent"
 """The run-state key of the agent steps' bookkeeping (current step, prompts, content types)."""
@@ -75,7 +77,7 @@ async def dispatch_agent(ts: TurnState, run: Run, flow: Flow, node: AgentNode) -
     if ts.message_available(run):
         ts.consumed_by[run.id] = node.id
         append(ts, node.namespace, "user", ts.message_text, step=node.id)
-    return await _converse(ts, run, flow, node, ctx)
+    return await converse(ts, run, flow, node, ctx)
 
 
 async def _arrive(ts: TurnState, run: Run, flow: Flow, node: AgentNode, ctx: StepContext) -> None:
@@ -119,26 +121,38 @@ def _remember_crossing(ts: TurnState, node: AgentNode, crossing: Any) -> None:
 # ---------------------------------------------------------------------------------- the loop
 
 
-async def _converse(ts: TurnState, run: Run, flow: Flow, node: AgentNode, ctx: StepContext) -> Any:
+def memory_of(ts: TurnState, node: AgentNode, ctx: StepContext) -> MemorySpace:
+    """The memory the executing step reads and writes (a parallel child's is private)."""
+    frame = ctx._frame
+    return frame.memory if frame is not None and frame.memory is not None else space(ts, node.namespace)
+
+
+async def converse(ts: TurnState, run: Run, flow: Flow, node: AgentNode, ctx: StepContext,
+                   effects: Effects | None = None) -> Any:
+    """The model loop of the executing step. At top level it returns the engine's transition (or
+    the pause after a reply); in a child frame, the reply's content."""
     from tether.engine.pauses import ASKING
 
-    effects = Effects(ts, run, flow.id, node.id)
-    effects.step_key = f"{ts.key(run, node.id)}:m{ts.user_seq or 0}"
+    if effects is None:
+        effects = Effects(ts, run, flow.id, node.id)
+        effects.step_key = f"{ts.key(run, node.id)}:m{ts.user_seq or 0}"
     ctx._effects = effects
+    frame = ctx._frame
+    memory = memory_of(ts, node, ctx)
     rounds = 0
     while True:
-        response = await _attempts(ts, run, flow, node, effects)
+        response = await _attempts(ts, run, flow, node, effects, ctx)
         if response.tool_calls:
             rounds += 1
             if rounds > node.max_tool_rounds:
                 raise NodeFailedError(f"flow {flow.id!r}, node {node.id!r}: the model called tools in more than "
                                       f"{node.max_tool_rounds} rounds in one turn (max_tool_rounds)",
                                       flow=flow.id, node=node.id)
-            append(ts, node.namespace, "assistant", response.text, step=node.id, tool_calls=response.tool_calls)
+            append_to(memory, "assistant", response.text, step=node.id, tool_calls=response.tool_calls)
             round_ = await dispatch_tools(ts, run, flow, node, ctx, effects, response.tool_calls)
             outcome = await _apply(ts, run, flow, node, ctx, round_.move, round_)
             if outcome is not None:
-                return outcome
+                return outcome.content if isinstance(outcome, ChildReply) else outcome
             continue
         content: Any = response.data if node.response_schema is not None and response.data is not None \
             else response.text
@@ -147,9 +161,12 @@ async def _converse(ts: TurnState, run: Run, flow: Flow, node: AgentNode, ctx: S
         if move is not None:
             outcome = await _apply(ts, run, flow, node, ctx, move, None)
             if outcome is not None:
-                return outcome
+                return outcome.content if isinstance(outcome, ChildReply) else outcome
             continue
         text = rewritten if isinstance(rewritten, str) else json.dumps(rewritten, default=str)
+        if frame is not None:  # a child's reply goes back to its owner, not to the customer
+            append_to(memory, "assistant", text, step=node.id)
+            return rewritten
         _reply(ts, run, node, text)
         ts.outcome(run, kind="agent", node_id=node.id)
         if node.end:
@@ -179,18 +196,30 @@ def as_move(value: Any, flow: Flow, node: Node) -> StepMove | End | None:
     return None
 
 
+@dataclass(frozen=True)
+class ChildReply:
+    """A child step's ``direct`` answer (returned to its owner)."""
+
+    content: str
+
+
 async def _apply(ts: TurnState, run: Run, flow: Flow, node: AgentNode, ctx: StepContext, move: StepMove | End,
                  round_: ToolRound | None) -> Any:
     """Apply ``move`` in the seed's effect order; returns the engine transition (or the pause
     after a direct reply), or None to call the model again on this step."""
     from tether.engine.pauses import ASKING
 
+    memory = memory_of(ts, node, ctx)
+    target_id = node.id if isinstance(move, End) else move.step or node.id
+    if ctx._frame is not None and (isinstance(move, End) or (move.kind == "go" and target_id != node.id)):
+        name = "end" if isinstance(move, End) else target_id
+        raise NodeFailedError(f"flow {flow.id!r}, node {node.id!r}: Cannot goto {name!r} from a child execution "
+                              "frame. Return a result to the owning step instead.", flow=flow.id, node=node.id)
     if isinstance(move, End):
         await call_hook(node.on_exit, ctx)
         if round_ is not None:
-            round_.write_tool_messages(ts, node)
+            round_.write_tool_messages(memory, node)
         return move
-    target_id = move.step or node.id
     if target_id not in flow.by_id:
         raise NodeFailedError(f"flow {flow.id!r}, node {node.id!r}: go({target_id!r}) names no node of the flow",
                               flow=flow.id, node=node.id)
@@ -205,24 +234,27 @@ async def _apply(ts: TurnState, run: Run, flow: Flow, node: AgentNode, ctx: Step
             await call_hook(target.on_enter, StepContext(ts, run, flow, target))
     # 2. the prompt and 3. the state, on the destination
     if move.prompt is not None:
-        bk["prompts"][target_id] = move.prompt
+        (ctx._frame.prompts if ctx._frame is not None else bk["prompts"])[target_id] = move.prompt
     if move.state:
-        run.state.update(move.state)
+        ctx.set(**move.state)
     # 4. the content type
-    if move.content_type is not None:
+    if move.content_type is not None and ctx._frame is None:
         bk["content_types"][target_id] = move.content_type
     # 5. one tool message per tool call
     if round_ is not None:
-        round_.write_tool_messages(ts, node)
+        round_.write_tool_messages(memory, node)
     # 6. the message
+    if move.kind == "direct" and ctx._frame is not None:
+        append_to(memory, "assistant", move.message or "", step=node.id)
+        return ChildReply(move.message or "")
     if move.kind == "direct":
         _reply(ts, run, node, move.message or "")
         ts.outcome(run, kind="agent", node_id=node.id, detail="direct")
         run.status = "asking"
         return ASKING
     if move.message is not None:
-        namespace = target.namespace if isinstance(target, AgentNode) else node.namespace
-        append(ts, namespace, "user", move.message, step=target_id)
+        destination = memory_of(ts, target, ctx) if isinstance(target, AgentNode) else memory
+        append_to(destination, "user", move.message, step=target_id)
     if moving:
         return Goto(target_id)
     return None
@@ -231,11 +263,12 @@ async def _apply(ts: TurnState, run: Run, flow: Flow, node: AgentNode, ctx: Step
 # ---------------------------------------------------------------------------------- model calls
 
 
-def _prompt(ts: TurnState, run: Run, node: AgentNode) -> str:
-    override = book(run)["prompts"].get(node.id)
+def _prompt(ts: TurnState, run: Run, node: AgentNode, ctx: StepContext) -> str:
+    prompts = ctx._frame.prompts if ctx._frame is not None else book(run)["prompts"]
+    override = prompts.get(node.id)
     if isinstance(override, str):
         return override
-    state = ts.state_view(run)
+    state = ctx.state
     if callable(node.prompt):
         return str(node.prompt(state))
     if isinstance(node.prompt, str):
@@ -253,7 +286,8 @@ def _model(ts: TurnState, flow: Flow, node: AgentNode) -> Model:
     return ts.model(node.tier, needed_for=f"agent node {node.id!r} of flow {flow.id!r}")
 
 
-async def _attempts(ts: TurnState, run: Run, flow: Flow, node: AgentNode, effects: Effects) -> ModelResponse:
+async def _attempts(ts: TurnState, run: Run, flow: Flow, node: AgentNode, effects: Effects,
+                    ctx: StepContext) -> ModelResponse:
     """One model call of the step, with its attempts: an empty reply is retried with the
     corrective message, and ``check_response`` may ask for another attempt."""
     model = _model(ts, flow, node)
@@ -265,10 +299,10 @@ async def _attempts(ts: TurnState, run: Run, flow: Flow, node: AgentNode, effect
     for attempt in range(node.retry_attempts):
         if attempt and ts.options.sleep is not None and node.retry_delay:
             await ts.options.sleep(node.retry_delay)
-        messages = [*as_chat(space(ts, node.namespace))]
+        messages = [*as_chat(memory_of(ts, node, ctx))]
         if corrective:
             messages.append(ChatMessage("user", CORRECTIVE_MESSAGE))
-        request = ModelRequest(call="agent", system=_prompt(ts, run, node), messages=tuple(messages), tools=specs,
+        request = ModelRequest(call="agent", system=_prompt(ts, run, node, ctx), messages=tuple(messages), tools=specs,
                                response_format=ResponseFormat(schema.__name__, schema.model_json_schema())
                                if schema is not None else None, tier=node.tier or "default")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -121,8 +122,15 @@ class TurnOptions:
             host loads them; a re-dispatched action gets their results instead of re-running).
         on_delta: receives every message's visible text as it is said (as ``run_turn``'s
             ``on_delta``), so a host that goes through the ``Runtime`` can stream replies.
+        phase: ``phase(name)`` returns a context manager held around each engine phase
+            (``understand``, ``decide``, ``run``, ``speak``, ``settle``): the runtime's tracing spans.
         sleep: how the engine waits between an agent step's model attempts (``Agent.turn`` passes
             ``asyncio.sleep``; None: no wait).
+        gather: how parallel child steps run at once: ``gather(thunks, limit)`` awaits every
+            thunk, at most ``limit`` at a time (``Agent.turn`` passes an asyncio one; None: one by
+            one, in order).
+        spawn: ``spawn(flow, item, config)`` starts ``flow`` in a new session of the same agent
+            and returns its response (the ``Runtime`` passes one; ``ctx.batch`` needs it).
     """
 
     silenced: Silenced | str | None = None
@@ -134,7 +142,10 @@ class TurnOptions:
     barge_in: Any = None
     on_delta: Callable[[str], Awaitable[None]] | None = None
     journal: Sequence[JournalEntry] = ()
+    phase: Callable[[str], AbstractContextManager[Any]] | None = None
     sleep: Callable[[float], Awaitable[Any]] | None = None
+    gather: Callable[[Sequence[Callable[[], Awaitable[Any]]], int | None], Awaitable[Any]] | None = None
+    spawn: Callable[[str, Any, Mapping[str, Any] | None], Awaitable[Any]] | None = None
 
     @property
     def silence(self) -> Silenced | None:

@@ -28,9 +28,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from tether.engine.agent_memory import append
+from tether.engine.agent_memory import append_to
 from tether.engine.effects import Effects
-from tether.engine.session import Run
+from tether.engine.session import MemorySpace, Run
 from tether.engine.state import TurnState
 from tether.engine.step_context import StepContext, call_hook
 from tether.errors import NodeFailedError, ToolError
@@ -62,11 +62,11 @@ class ToolRound:
     move: StepMove | End
     feedback: dict[str, str] = field(default_factory=dict)
 
-    def write_tool_messages(self, ts: TurnState, node: AgentNode) -> None:
+    def write_tool_messages(self, memory: MemorySpace, node: AgentNode) -> None:
         """One tool message per tool call, in the executing step's memory."""
         for call in self.calls:
-            append(ts, node.namespace, "tool", self.feedback.get(call.id, TOOL_VALIDATED), step=node.id,
-                   tool_call_id=call.id, tool_name=call.name)
+            append_to(memory, "tool", self.feedback.get(call.id, TOOL_VALIDATED), step=node.id,
+                      tool_call_id=call.id, tool_name=call.name)
 
 
 def exposed(ts: TurnState, node: AgentNode) -> dict[str, Definition]:
@@ -163,7 +163,7 @@ async def _handle(ts: TurnState, run: Run, flow: Flow, node: AgentNode, ctx: Ste
         return (move.with_prompt(prompt) if isinstance(prompt, str) and prompt.strip() else move), None
     if isinstance(definition, Tool):
         try:
-            value = await effects.tool(_journaling(definition), call.arguments, lambda data: run.state.update(data))
+            value = await effects.tool(_journaling(definition), call.arguments, lambda data: ctx.set(**data))
         except ToolError as exc:  # bad arguments or a failing tool: the model reads the error and may retry
             ts.log("warn", f"tool {call.name!r} failed: {exc}", node=node.id)
             return None, json.dumps({"error": str(exc)})

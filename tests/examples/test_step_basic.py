@@ -1,13 +1,13 @@
-"""A basic multi-step flow of agent steps (seed 004's demo): go, stay and direct."""
+"""Seed 004's basic demo flow of agent steps: go, stay and direct."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tether import Agent, Flow, agent, direct, go, on_message, stay, tool
-from tether.testing import ScriptedModel
-
-from .helpers import Chat, calls, memory_of
+from tether import Agent, Flow, TurnResult, agent, direct, go, on_message, stay, tool
+from tether.engine.session import Session
+from tether.testing import FakeClock, ScriptedModel, SequentialIds
+from tether.testing import tool_calls as calls
 
 
 @tool
@@ -28,6 +28,27 @@ ask_name = agent("name", prompt="Ask the customer's name.", tools=[user_name, op
 topic = agent("topic", prompt="Greet {name} and ask what they need.")
 basic = Flow("basic", nodes=[ask_name, topic], on=[on_message()])
 bot = Agent("Basic", flows=[basic])
+
+
+class Chat:
+    def __init__(self, agent: Agent, model: ScriptedModel) -> None:
+        self.agent = agent.with_model(model).with_clock(FakeClock(), SequentialIds("s"))
+        self.session: Session | None = None
+
+    async def say(self, text: str) -> TurnResult:
+        result = await self.agent.turn(self.session, text)
+        self.session = result.session
+        return result
+
+    @property
+    def node(self) -> str | None:
+        assert self.session is not None
+        return self.session.runs[0].node
+
+
+def memory_of(session: Session | None, namespace: str) -> list[tuple[str, str]]:
+    assert session is not None
+    return [(m["role"], m["content"]) for m in session.memory[namespace].messages]
 
 
 async def test_stay_feeds_back_go_moves_and_the_next_step_answers_in_the_same_turn() -> None:

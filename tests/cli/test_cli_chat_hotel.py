@@ -1,0 +1,27 @@
+"""``tether chat`` on examples/hotel.py (agent steps) with no model: its scripted stand-in books
+a room, the closing message completes the session, and resuming it starts a new one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cli_helpers import EXAMPLES, chat
+
+HOTEL = EXAMPLES / "hotel.py"
+
+
+def test_hotel_booking_with_the_offline_stand_in(tmp_path: Path) -> None:
+    db = tmp_path / "hotel.db"
+    done = chat(HOTEL, db, "hi", "2026-05-01 to 2026-05-04", "2", "yes", cwd=tmp_path)
+    assert done.code == 0, done.err
+    replies = done.replies("Harbour")
+    assert replies[0].startswith("Welcome to the Harbour Hotel!")
+    assert replies[1] == "How many guests will stay?"
+    assert replies[2] == "Your booking: 2026-05-01 to 2026-05-04, 2 guest(s). Shall I book it (yes/no)?"
+    assert "HTL-20260501-2" in replies[3]
+    assert done.infos()[:3] == ["booking/dates · 1 call", "booking/guests · 2 calls", "booking/confirm · 2 calls"]
+    session = done.session
+    again = chat(HOTEL, db, "hello", cwd=tmp_path, extra=("--session", session))
+    assert again.code == 0, again.err
+    assert f"session {session} completed; starting a new one" in again.out  # never resumed
+    assert again.replies("Harbour")[-1].startswith("Welcome to the Harbour Hotel!")
