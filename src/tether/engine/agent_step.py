@@ -27,7 +27,7 @@ from tether.engine.state import TurnState
 from tether.engine.step_context import StepContext, call_hook
 from tether.engine.step_tools import ToolRound, dispatch_tools, exposed_specs
 from tether.engine.templates import render
-from tether.errors import NodeFailedError
+from tether.errors import ModelConfigurationError, NodeFailedError
 from tether.flow.flow import Flow
 from tether.flow.moves import StepMove
 from tether.flow.nodes import Node
@@ -281,8 +281,10 @@ def _model(ts: TurnState, flow: Flow, node: AgentNode) -> Model:
         return node.model  # type: ignore[no-any-return]
     if isinstance(node.model, str):
         named = getattr(ts.models, "model_named", None)
-        if named is not None:
-            return named(node.model)  # type: ignore[no-any-return]
+        if named is None:
+            raise ModelConfigurationError(f"agent node {node.id!r} of flow {flow.id!r} names model {node.model!r}, "
+                                          "and this host cannot resolve models by name (pass a Model)")
+        return named(node.model)  # type: ignore[no-any-return]
     return ts.model(node.tier, needed_for=f"agent node {node.id!r} of flow {flow.id!r}")
 
 
