@@ -1,20 +1,29 @@
-"""Model economy: what a real model would be sent over one 30-message support conversation.
+"""Model economy: what a real model would be sent over two 30-message conversations.
 
-``examples/support.py`` talks to ``tether.models.openai_model.OpenAIModel`` pointed (``base_url``)
-at a local OpenAI-compatible wire server on 127.0.0.1 (``tests/models/model_server.py``) that logs
-every request and answers it from a small rule-based responder (scores by keyword, reads order
-numbers with a regex, answers speak calls with a short sentence). Nothing leaves the machine.
+Each agent talks to ``tether.models.openai_model.OpenAIModel`` pointed (``base_url``) at a local
+OpenAI-compatible wire server on 127.0.0.1 (``tests/models/model_server.py``) that logs every
+request and answers it from a small rule-based responder (scores by keyword, reads order numbers
+with a regex, answers questions with a short sentence, calls the forced extraction tool). Nothing
+leaves the machine.
+
+- ``examples/support.py`` makes ``understand`` calls on every message and ``speak`` calls for the
+  questions typed mid-form ("how long do refunds usually take?"), which are answered before the
+  step asks again;
+- an intake form defined here (one catch-all flow: nothing to score) makes ``extract`` calls on
+  every message and a ``decide`` call per report.
 
 The adapter runs without native JSON Schema support (``json_object`` mode), as with many local
 servers: the response schema then travels in the system text, where it costs tokens and where
 its position decides what a provider's prompt cache can reuse.
 
 Tokens are estimated at 4 characters a token over everything the request carries (system and
-conversation messages, tools, the response schema); ratios are what matter. Reported:
+conversation messages, tools, the response schema); ratios are what matter. Reported per agent:
 
 * calls per customer message (mean, max) and the calls by kind;
-* prompt tokens per call, mean over messages 1-5 and over messages 26-30, and their ratio;
-* requests that carry the customer's latest message more than once;
+* prompt tokens per call, mean over messages 1-5 and over messages 26-30, and their ratio, in
+  all and per call kind;
+* requests that carry the customer's latest message more than once (the extraction tool's
+  description quotes it, as seed 000 requires);
 * requests whose conversation (after system messages) starts with an assistant message;
 * per call kind, the share of the system text that is a byte-identical prefix of the previous
   call of the same kind (mean and minimum), and the share common to every call of the kind;
@@ -41,8 +50,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "models"))
 
 from model_server import FakeProvider, Recorded, Reply, chat_completion, openai_chunk  # noqa: E402
+from pydantic import BaseModel  # noqa: E402
 
-from tether import Message  # noqa: E402
+from tether import Agent, Compaction, Field, Flow, Message, collect, decide, end, goto, on_message, reply  # noqa: E402
 from tether.models.openai_model import OpenAIModel  # noqa: E402
 from tether.models.types import Capabilities  # noqa: E402
 from tether.testing import FakeClock, SequentialIds  # noqa: E402
@@ -55,39 +65,84 @@ KEYWORDS = {
     "refund": ("refund", "money back"),
     "human": ("person", "human"),
 }
-TOPICS = {"address": "address", "refund": "refund", "person": "person", "order": "order", "ship": "order",
-          "cancel": "order"}
+TOPICS = {"address": "address", "refund": "refund", "person": "person", "order": "order"}
+# Questions typed mid-form ("how do I find my order number?") are answered by a speak call before
+# the step asks again, so the figures cover speak calls too; the confirmations (a reused order
+# number, a refund, an address) are answered as a customer would.
 CONVERSATION = [
     "hi",
     "where is my order?",
+    "how do I find my order number?",
     "A-1001",
     "thanks! and what about A-1002?",
     "I want a refund for order A-1003",
+    "how long do refunds usually take?",
     "it arrived broken",
-    "thank you",
+    "yes",
+    "do you ship abroad?",
     "I need to change the delivery address of A-1002",
+    "is there a fee for changing it?",
     "5 Elm Street, Springfield",
     "yes",
-    "how long does shipping usually take?",
     "ok, where is order A-1004?",
-    "why was it cancelled?",
     "can I get a refund for A-1001",
+    "what counts as a valid reason?",
     "the colour is wrong",
-    "great, and where is A-1003?",
-    "please change the address of my order A-1003",
+    "no",
+    "please change the address of my order",
+    "yes",
     "22 Baker Street, London",
     "no",
     "where is my order A-1002",
     "and A-1001?",
     "refund please, order A-1002",
+    "will I get the shipping cost back too?",
     "it never arrived",
-    "thanks, and what about A-1004?",
-    "do you ship abroad?",
-    "where is order A-1003",
-    "I want a refund for A-1004",
-    "I was charged twice",
-    "what was my last refund ticket?",
-    "bye",
+    "yes",
+    "thanks, bye",
+]
+
+
+# A second agent makes the call kinds support never needs: an intake form whose one flow is a
+# catch-all (nothing to score, so no understand call) reads each message with an ``extract`` call
+# and triages each report with a ``decide`` call.
+DEVICES = ("laptop", "printer", "phone", "monitor", "router", "keyboard", "tablet", "headset")
+PROBLEMS = ("won't", "broken", "jams", "cracked", "slow", "dead", "flickers", "drops", "stuck", "noise", "hot",
+            "smoke", "blank", "lost")
+URGENT = ("won't", "dead", "smoke", "hot")
+
+
+class Triage(BaseModel):
+    priority: str
+
+
+def form_agent() -> Agent:
+    fields = {"device": Field("string", description="The device that has the problem", extract="asked"),
+              "problem": Field("string", description="What is wrong with it", extract="asked")}
+    intake = Flow("intake", "Report a broken device", nodes=[
+        collect("details", fields=["device", "problem"], ask="Which device is it, and what is wrong with it?",
+                max_turns=3),
+        decide("triage", schema=Triage,
+               instructions="How urgent is this: the {device}, {problem}? priority: low or high.",
+               decide=lambda d, s: goto("urgent" if d.priority == "high" else "queued"), targets=["urgent", "queued"]),
+        reply("urgent", response="Ticket opened for your {device}: a technician calls you within the hour.",
+              next=end("urgent")),
+        reply("queued", response="Ticket opened for your {device}: we'll answer by email within two days.",
+              next=end("queued")),
+    ], on=[on_message(repeat="always")], clear_on_start=["device", "problem"])
+    return Agent("Iris", persona="An IT help-desk assistant.", goal="Open a ticket for each broken device.",
+                 fields=fields, flows=[intake], idle="silent", history_window=16,
+                 compaction=Compaction(max_tokens=4000, preserve_recent=4))
+
+
+FORM_CONVERSATION = [
+    "my laptop won't turn on", "the printer", "it jams on every page", "my phone screen is cracked",
+    "the monitor flickers", "hello", "the router", "it drops the connection every hour", "keyboard",
+    "some keys are stuck", "my tablet is dead", "the headset makes a noise", "the laptop again",
+    "it gets very hot", "printer", "the paper tray is broken", "my phone is slow", "the monitor",
+    "it stays blank", "the router smells of smoke", "my keyboard is broken", "the tablet",
+    "it lost all its apps", "the headset", "the microphone is broken", "my laptop is slow",
+    "the printer jams again", "phone", "it won't charge", "the monitor is cracked",
 ]
 
 
@@ -104,11 +159,17 @@ def _latest_user(body: dict[str, Any]) -> str:
 
 
 def call_kind(body: dict[str, Any]) -> str:
+    """understand, speak, extract (a forced ``submit_<node>_data`` tool), decide (any other
+    named reply format: the decide node's id) or summary."""
+    if any(t["function"]["name"].startswith("submit_") for t in body.get("tools", [])):
+        return "extract"
     fmt = body.get("response_format") or {}
     if fmt.get("type") == "json_schema":
-        return str(fmt["json_schema"]["name"])
-    named = re.search(r"\(named '(\w+)'\)", _system_text(body))
-    return named.group(1) if named else "summary"
+        name = str(fmt["json_schema"]["name"])
+    else:
+        named = re.search(r"\(named '(\w+)'\)", _system_text(body))
+        name = named.group(1) if named else "summary"
+    return name if name in ("understand", "speak", "summary") else "decide"
 
 
 def _schema(body: dict[str, Any]) -> dict[str, Any]:
@@ -129,9 +190,11 @@ def _value(name: str, message: str) -> Any:
     if name == "order_number":
         found = ORDER.search(message.upper())
         return found.group(1) if found else None
+    if message.rstrip().endswith("?"):
+        return None  # a question is not an answer (an order number in it aside)
     if name == "topic":
         return next((t for k, t in TOPICS.items() if k in lowered), None)
-    if name == "confirm":
+    if name.startswith("confirm"):
         return lowered if lowered in ("yes", "no") else None
     if name == "new_address":
         return message if re.search(r"\d+ \w+", message) and not ORDER.search(message.upper()) else None
@@ -165,6 +228,12 @@ def _answer(kind: str, body: dict[str, Any]) -> Any:
             else:
                 reply[section] = None
         return reply
+    if kind == "extract":
+        return {"device": next((d for d in DEVICES if d in lowered), None),
+                "problem": message if any(w in lowered for w in PROBLEMS) else None}
+    if kind == "decide":
+        urgent = any(w in _system_text(body).lower() for w in URGENT)
+        return {"priority": "high" if urgent else "low"}
     reply = {name: _value(name, message) for name in props if name != "message"}
     reply["message"] = "Happy to help with that. Is there anything else I can do for you?"
     return reply
@@ -177,6 +246,14 @@ def responder(recorded: Recorded) -> Reply:
     content = answer if isinstance(answer, str) else json.dumps(answer)
     usage = {"prompt_tokens": request_tokens(body), "completion_tokens": len(content) // CHARS_PER_TOKEN,
              "total_tokens": request_tokens(body) + len(content) // CHARS_PER_TOKEN}
+    if kind == "extract":  # the forced tool is called with the values as its arguments
+        call = {"id": "call_1", "name": body["tools"][0]["function"]["name"], "arguments": content}
+        if body.get("stream"):
+            delta = {"role": "assistant", "tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                                                          "function": {"name": call["name"], "arguments": content}}]}
+            return Reply(sse=[(None, openai_chunk(delta)), (None, openai_chunk({}, finish="tool_calls")),
+                              (None, openai_chunk(None, usage=usage)), (None, "[DONE]")])
+        return Reply(body=chat_completion(None, tool_calls=[call], finish="tool_calls", usage=usage))
     if body.get("stream"):
         return Reply(sse=[(None, openai_chunk({"role": "assistant", "content": content})),
                           (None, openai_chunk({}, finish="stop")), (None, openai_chunk(None, usage=usage)),
@@ -212,16 +289,16 @@ def _load_agent() -> Any:
     return module.agent
 
 
-async def run_conversation(server: FakeProvider) -> list[list[dict[str, Any]]]:
+async def run_conversation(server: FakeProvider, agent: Any, conversation: list[str]) -> list[list[dict[str, Any]]]:
     """The requests of each customer message, in order."""
     model = OpenAIModel("bench-model", base_url=f"{server.url}/v1", provider="local",
                         capabilities=Capabilities(native_json_schema=False))
     clock = FakeClock()
-    agent = _load_agent().with_model(model).with_clock(clock, SequentialIds("s"))
+    agent = agent.with_model(model).with_clock(clock, SequentialIds("s"))
     session = None
     per_message: list[list[dict[str, Any]]] = []
     try:
-        for i, text in enumerate(CONVERSATION):
+        for i, text in enumerate(conversation):
             clock.advance("20s")
             before = len(server.requests)
             result = await agent.turn(session, Message(text, id=f"m{i}"))
@@ -234,7 +311,7 @@ async def run_conversation(server: FakeProvider) -> list[list[dict[str, Any]]]:
     return per_message
 
 
-def report(per_message: list[list[dict[str, Any]]]) -> None:
+def report(per_message: list[list[dict[str, Any]]], conversation: list[str]) -> None:
     calls = [len(requests) for requests in per_message]
     requests = [body for bodies in per_message for body in bodies]
     by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -251,19 +328,28 @@ def report(per_message: list[list[dict[str, Any]]]) -> None:
     first, last = mean_tokens(per_message[:5]), mean_tokens(per_message[-5:])
     print(f"prompt tokens per call (summaries excluded): messages 1-5 {first:.0f}, messages 26-30 {last:.0f}, "
           f"ratio {last / first:.2f}")
-    for kind in ("understand", "speak"):
+    for kind in sorted(by_kind):
+        if kind == "summary":
+            continue
         early = [request_tokens(b) for g in per_message[:5] for b in g if call_kind(b) == kind]
         late = [request_tokens(b) for g in per_message[-5:] for b in g if call_kind(b) == kind]
         if early and late:
             print(f"  {kind}: {statistics.mean(early):.0f} -> {statistics.mean(late):.0f} "
-                  f"({statistics.mean(late) / statistics.mean(early):.2f}x)")
+                  f"({statistics.mean(late) / statistics.mean(early):.2f}x; {len(early)} and {len(late)} calls)")
+        else:
+            print(f"  {kind}: no calls in messages {'1-5' if not early else '26-30'}")
     twice = 0
     assistant_first = 0
-    for bodies, text in zip(per_message, CONVERSATION, strict=True):
+    for bodies, text in zip(per_message, conversation, strict=True):
         for body in bodies:
             if call_kind(body) == "summary":
                 continue
-            quoted = [line.strip() for line in _system_text(body).splitlines()].count(text)
+            # anywhere it could be repeated, as a line of its own (or quoted "> ..."): the system text and
+            # the tools' descriptions
+            lines = _system_text(body).splitlines()
+            for tool in body.get("tools", []):
+                lines += str(tool["function"].get("description", "")).splitlines()
+            quoted = [line.strip().removeprefix("> ") for line in lines].count(text)
             sent = sum(1 for m in body["messages"] if m["role"] == "user" and m.get("content") == text)
             if quoted + min(sent, 1) > 1:
                 twice += 1
@@ -293,17 +379,21 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--dump", type=Path, help="write every request body to this JSON-lines file")
     args = parser.parse_args()
-    server = FakeProvider(responder=responder)
-    try:
-        per_message = asyncio.run(run_conversation(server))
-    finally:
-        server.close()
+    runs = [("examples/support.py: understand and speak calls", _load_agent(), CONVERSATION),
+            ("an intake form: extract and decide calls", form_agent(), FORM_CONVERSATION)]
+    dumped: list[str] = []
+    for title, agent, conversation in runs:
+        server = FakeProvider(responder=responder)
+        try:
+            per_message = asyncio.run(run_conversation(server, agent, conversation))
+        finally:
+            server.close()
+        for i, bodies in enumerate(per_message, 1):
+            dumped += [json.dumps({"agent": agent.name, "message": i, "kind": call_kind(b), "body": b}) for b in bodies]
+        print(f"== {title}")
+        report(per_message, conversation)
     if args.dump:
-        with args.dump.open("w") as out:
-            for i, bodies in enumerate(per_message, 1):
-                for body in bodies:
-                    out.write(json.dumps({"message": i, "kind": call_kind(body), "body": body}) + "\n")
-    report(per_message)
+        args.dump.write_text("\n".join(dumped) + "\n")
 
 
 if __name__ == "__main__":

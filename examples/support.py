@@ -15,7 +15,7 @@ Flows:
 - ``human``: hands the conversation to a person.
 - ``still_there``: a follow-up ("still there?") when the customer goes quiet for 10 minutes.
 
-With a model, the model sees a short window: twenty messages at most, the older ones
+With a model, the model sees a short window: sixteen messages at most, the older ones
 folded into a running summary before the window slides, so every call costs about the same
 however long the conversation runs (``bench/tokens.py`` measures it).
 """
@@ -138,18 +138,18 @@ address = Flow(
         action("address_check", known_order),
         collect("new_address", fields=["new_address"], ask="What's the new delivery address?",
                 resolvers=[whole_message("new_address", min_length=5)], max_turns=3),
-        collect("confirm", fields=["confirm"],
+        collect("confirm", fields=["confirm_address"],
                 ask=lambda missing, state: (f"Change the delivery address of {state['order_number']} to "
                                             f"{state['new_address']}? Please answer yes or no."),
-                resolvers=[enum_check("confirm", ["yes", "no"])], max_turns=3),
-        router("confirmed", when={"equals": {"confirm": "yes"}}, then="address_save", else_="address_kept"),
+                resolvers=[enum_check("confirm_address", ["yes", "no"])], max_turns=3),
+        router("confirmed", when={"equals": {"confirm_address": "yes"}}, then="address_save", else_="address_kept"),
         action("address_save", change_address, then="address_done"),
         reply("address_done", response="Done: order {order_number} will go to {new_address}.", next=end("changed")),
         reply("address_kept", response="OK, I left the address of {order_number} unchanged.", next=end("kept")),
         reply("address_unknown", response="I couldn't find an order {order_number}.", next=end("unknown")),
     ],
     on=[on_message("change my delivery address", "wrong address", repeat="always")],
-    clear_on_start=["new_address", "confirm"],
+    clear_on_start=["new_address", "confirm_address"],
 )
 
 # ---------------------------------------------------------------------------------------------- refund
@@ -169,12 +169,18 @@ refund = Flow(
                 resolvers=[pattern("order_number", ORDER_NUMBER)], max_turns=3),
         collect("refund_reason", fields=["refund_reason"], ask="In a few words, what went wrong?",
                 resolvers=[whole_message("refund_reason", min_length=3)], max_turns=3),
+        collect("refund_confirm", fields=["confirm_refund"],
+                ask="Open a refund request for order {order_number} ({refund_reason})? Please answer yes or no.",
+                resolvers=[enum_check("confirm_refund", ["yes", "no"])], max_turns=3),
+        router("refund_confirmed", when={"equals": {"confirm_refund": "yes"}}, then="refund_open",
+               else_="refund_kept"),
         action("refund_open", open_refund),
         reply("refund_done", response=("I've opened refund request {ticket} for order {order_number}. "
                                        "You'll get an email within one business day."), next=end("refund")),
+        reply("refund_kept", response="OK, I haven't opened a refund for {order_number}.", next=end("kept")),
     ],
     on=[on_message("refund", "money back", "return an item", repeat="always")],
-    clear_on_start=["refund_reason"],
+    clear_on_start=["refund_reason", "confirm_refund"],
 )
 
 # ---------------------------------------------------------------------------------------------- human and silence
@@ -194,18 +200,35 @@ still_there = Flow(
     on=[on_silence("10m")],
 )
 
+# What the model may answer questions from (a question typed mid-form is answered, then the step
+# asks again); with no model the steps' fixed texts carry the conversation.
+KNOWLEDGE = """\
+- Order numbers look like A-1001; they are in the order confirmation email.
+- Refunds go back to the original payment method within 3-5 business days of approval. Shipping costs
+  are refunded when an order never arrived or arrived damaged.
+- A refund can be requested within 30 days of delivery, for any reason (damaged, wrong item, not as
+  described, never arrived, charged twice).
+- A delivery address can be changed free of charge until the order ships.
+- Acme ships within the EU and the UK; standard delivery takes 2-4 business days."""
+
 agent = Agent(
     "Sam",
     persona="A friendly, concise support assistant for Acme.",
     goal="Resolve order questions quickly, and hand over to a person when asked.",
+    knowledge=KNOWLEDGE,
     fields={
         "topic": Field("string", enum=tuple(TOPICS), description="What the customer needs", extract="asked"),
-        "order_number": Field("string", description="An order number like A-1001", label="order number"),
+        # a new flow asks before reusing the order number of an earlier one ("the same order A-1001?")
+        "order_number": Field("string", description="An order number like A-1001", label="order", reuse="confirm"),
         "new_address": Field("string", description="The new delivery address", extract="asked"),
-        "confirm": Field("string", enum=("yes", "no"), description="Whether the customer confirmed", extract="asked"),
+        # one answer field per confirmation: a yes to the address change never opens a refund
+        "confirm_address": Field("string", enum=("yes", "no"), description="Whether the customer confirmed the "
+                                 "address change", extract="asked"),
+        "confirm_refund": Field("string", enum=("yes", "no"), description="Whether the customer confirmed the "
+                                "refund request", extract="asked"),
         "refund_reason": Field("string", description="Why the customer wants a refund", extract="asked"),
     },
     flows=[menu, orders, address, refund, human, still_there],
-    history_window=20,
+    history_window=16,
     compaction=Compaction(max_tokens=4000, preserve_recent=4),
 )

@@ -25,7 +25,7 @@ def test_support_conversation_then_resume(tmp_path: Path) -> None:
     assert not any(NO_MODEL in reply for reply in replies)
     session = first.session
 
-    second = chat(SUPPORT, db, "A-1002", "refund", "it arrived broken", "talk to a person", "/state",
+    second = chat(SUPPORT, db, "A-1002", "refund", "yes", "it arrived broken", "yes", "talk to a person", "/state",
                   cwd=tmp_path, extra=("--session", session))
     assert second.code == 0, second.err
     assert f"session {session} (resumed)" in second.out
@@ -35,11 +35,13 @@ def test_support_conversation_then_resume(tmp_path: Path) -> None:
     assert "order number" in reprinted  # the last bot message (the ask after A-1009), shown again on resume
     assert not any(NO_MODEL in reply for reply in replies)
     assert "Order A-1002 is processing" in replies[0]
-    assert infos[1] == "- · 0 calls"  # the orders flow ended
-    assert "what went wrong" in replies[1]  # the order number is known: the refund asks for the reason
-    assert infos[2] == "refund/refund_reason · 0 calls"
-    assert "refund request R-" in replies[2] and "order A-1002" in replies[2]
-    assert "connecting you with a person" in replies[3]
+    assert infos[1] == "menu/topic · 0 calls"  # the orders flow ended; the menu it interrupted asks again
+    assert replies[1] == "Is this about the same order, A-1002? Please answer yes or no."  # reused: confirmed
+    assert infos[2] == "refund/refund_order · 0 calls"
+    assert "what went wrong" in replies[2] and infos[3] == "refund/refund_reason · 0 calls"
+    assert "Open a refund request for order A-1002 (it arrived broken)?" in replies[3]  # asks before opening
+    assert "refund request R-" in replies[4] and "order A-1002" in replies[4]
+    assert "connecting you with a person" in replies[5]
     assert infos[-1].endswith("handoff to human: customer asked for a person")
     assert '"order_number": "A-1002"' in second.out  # /state shows the session data
 

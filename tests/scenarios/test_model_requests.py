@@ -13,8 +13,9 @@ from types import ModuleType
 from typing import Any
 
 from harness import Conversation
+from pydantic import BaseModel
 
-from tether import Agent, Field, Flow, collect, end, on_message, reply, tool, whole_message
+from tether import Agent, Field, Flow, collect, decide, end, on_message, reply, tool, whole_message
 from tether.errors import ModelError
 from tether.models.types import ModelRequest
 from tether.testing import ScriptedModel
@@ -246,3 +247,56 @@ async def test_history_never_opens_with_an_assistant_message() -> None:
     (speak,) = requests(model, "speak")
     assert [m.role for m in speak.messages] == ["system", "user"]
     assert "Hi, I'm Ava. How can I help?" in speak.messages[0].content  # kept, as a note
+
+
+async def test_understand_says_what_its_sections_mean_once_in_the_stable_text() -> None:
+    model = ScriptedModel(
+        understand=[{"flows": {"orders": 95, "refunds": 0}, "fields": {"order_number": None}},
+                    {"flows": {"orders": 90, "refunds": 0}}],
+        speak=[{"message": "Which order?", "order_number": None}, {"message": "A-1 is on its way."}],
+        extract=[{"order_number": "A-1"}])
+    convo = Conversation(_support_like_agent(), model)
+    await convo.say("where is my order?")
+    await convo.say("A-1")
+    for request in requests(model, "understand"):
+        assert "- flows: score 0-100" in request.system and "- collect: the values" in request.system
+        assert request.instructions == ""  # nothing the schema cannot say: no per-turn restatement
+        assert request.response_format is not None
+        assert next(iter(request.response_format.schema["properties"])) == "flows"  # the most stable section first
+
+
+class _Triage(BaseModel):
+    priority: str
+
+
+def _intake_agent() -> Agent:
+    fields = {"device": Field("string", description="The device", extract="asked"),
+              "problem": Field("string", description="What is wrong", extract="asked")}
+    intake = Flow("intake", "Report a broken device", nodes=[
+        collect("details", fields=["device", "problem"], ask="Which device, and what is wrong?"),
+        decide("triage", schema=_Triage, instructions="How urgent is the {device}: {problem}?",
+               decide=lambda d, s: end(d.priority)),
+    ], on=[on_message(repeat="always")], clear_on_start=["device", "problem"])
+    return Agent("Iris", persona="An IT help-desk assistant.", fields=fields, flows=[intake], idle="silent")
+
+
+async def test_extract_and_decide_lead_with_stable_text_and_extract_reads_the_latest_exchange() -> None:
+    model = ScriptedModel(
+        extract=[{"device": "laptop", "problem": "it won't boot"}, {"device": "printer"}, {"problem": "it jams"},
+                 {"device": "phone", "problem": "cracked"}],
+        decide=[{"priority": "high"}, {"priority": "low"}, {"priority": "low"}])
+    convo = Conversation(_intake_agent(), model)
+    for text in ("my laptop won't boot", "the printer", "it jams", "my phone is cracked"):
+        await convo.say(text)
+    for kind in ("extract", "decide"):
+        systems = {r.system for r in requests(model, kind)}
+        assert len(systems) == 1, kind  # byte-identical on every call of the kind
+        (system,) = systems
+        assert system.startswith("You are Iris.") and "never reply to the customer" in system
+    last = requests(model, "extract")[-1]
+    # the last four of the five messages so far: the latest exchange, not the whole window
+    assert [(m.role, m.content) for m in last.messages] == [
+        ("user", "the printer"), ("assistant", "Which device, and what is wrong?"), ("user", "it jams"),
+        ("user", "my phone is cracked")]
+    decided = requests(model, "decide")[-1]
+    assert next(m.content for m in decided.messages) == "my laptop won't boot"  # a decision sees the window

@@ -374,10 +374,11 @@ def agent_options(spec: AgentSpec, registry: Registry | None = None) -> dict[str
     registry = registry or Registry()
     tools = registry.tools_by_name
     fields = {name: Field(f.type, tuple(f.enum) if f.enum is not None else None, f.items, f.description, f.label,
-                          f.ask, f.extract) for name, f in spec.fields.items()}
+                          f.ask, f.extract, f.reuse) for name, f in spec.fields.items()}
     compaction = Compaction(**spec.compaction.model_dump()) if spec.compaction is not None else None
     chosen = spec.tools if spec.tools is not None else list(tools)
-    return {"persona": spec.persona, "goal": spec.goal, "instructions": list(spec.instructions), "fields": fields,
+    return {"persona": spec.persona, "goal": spec.goal, "knowledge": spec.knowledge,
+            "instructions": list(spec.instructions), "fields": fields,
             "flows": [build_flow(f, registry) for f in spec.flows],
             "tools": [tools[name] for name in chosen if name in tools], "idle": spec.idle,
             "history_window": spec.history_window, "compaction": compaction, "failure_reply": spec.failure_reply}

@@ -414,6 +414,7 @@ class FieldSpec(Strict):
     label: str | None = None
     ask: str | None = None
     extract: Literal["anywhere", "asked"] | None = None
+    reuse: Literal["keep", "confirm"] = "keep"
 
 
 class CompactionSpec(Strict):
@@ -431,6 +432,7 @@ class AgentSpec(Strict):
     code: str | None = None
     persona: str | None = None
     goal: str | None = None
+    knowledge: str | None = None
     instructions: list[str] = []
     fields: dict[str, FieldSpec] = {}
     tools: list[str] | None = None

@@ -15,12 +15,14 @@ projected required fields.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from tether.engine.events import CollectUpdate
 from tether.engine.extract import extract_values, passes_verbatim_guard, validate_value
 from tether.engine.moves import silenced
 from tether.engine.pauses import ASKING, Pause, Static
+from tether.engine.reuse import confirm_reused
 from tether.engine.session import Run
 from tether.engine.state import SpeakRequest, TurnState
 from tether.engine.templates import render
@@ -28,6 +30,7 @@ from tether.flow.choices import match_choice
 from tether.flow.fields import is_known
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node, Reply
+from tether.flow.resolvers import WholeMessage
 from tether.flow.transitions import Escalate, is_code
 
 __all__ = ["ask_text", "clear_caches", "complete", "dispatch_collect", "merge_values", "missing", "pending",
@@ -107,7 +110,11 @@ def _purge_invalid(ts: TurnState, run: Run, node: Collect) -> None:
             del frame[name]
 
 
-def _resolve(ts: TurnState, run: Run, node: Collect, wanted: list[str]) -> tuple[dict[str, Any], set[str]]:
+def resolve(ts: TurnState, run: Run, node: Collect, wanted: list[str],
+             judged: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], set[str]]:
+    """The deterministic resolvers' reading of the message. A ``whole_message`` resolver takes
+    anything, so it never overrides the model's explicit null for its field (``judged``): a
+    question typed mid-form is not the answer to the form's question."""
     hits: dict[str, Any] = {}
     ambiguous: set[str] = set()
     if node.choices and node.slots[0] in wanted and (picked := match_choice(ts.message_text, node.choices)):
@@ -115,6 +122,9 @@ def _resolve(ts: TurnState, run: Run, node: Collect, wanted: list[str]) -> tuple
     frame = {"input": run.input, "state": ts.state_view(run), "results": run.state.get("__results", {})}
     for resolver in node.resolvers:
         if resolver.field not in wanted or resolver.field in hits or resolver.field in ambiguous:
+            continue
+        if isinstance(resolver, WholeMessage) and judged is not None and resolver.field in judged \
+                and judged[resolver.field] is None:
             continue
         found = resolver.resolve(ts.message_text, frame)
         if found.status == "hit":
@@ -172,6 +182,8 @@ def _next() -> Any:
 
 async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -> Any:
     """Dispatch a collect node; returns a transition, a static target, or a pause."""
+    if (asked := confirm_reused(ts, run, flow, node)) is not None:
+        return asked
     known = not missing(ts, run, node) and not run.staying
     answering = ts.message_available(run) and ts.asking_at.get(run.id) == node.id
     if known and not (ts.message_available(run) and (answering or not node.phrased_by_model)):
@@ -198,15 +210,15 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
         # the node schema made partial: every field not yet known (all of them on a correction pass)
         unknown = [n for n in node.slots if not is_known(value_of(ts, run, node, n))]
         wanted = unknown if missing(ts, run, node) else list(node.slots)
-        hits, ambiguous = _resolve(ts, run, node, wanted)
+        judged = ts.judgement.collect.get((run.id, node.id), ts.judgement.collect.get((run.flow, node.id)))
+        hits, ambiguous = resolve(ts, run, node, wanted, judged or {})
         sources, rejected = merge_values(ts, run, node, hits, source="deterministic", guard=False)
         targets = [n for n in wanted if n not in sources and n not in ambiguous]
         needed = [n for n in missing(ts, run, node) if n in targets]
         if before and not needed:
             targets = []  # satisfied by the resolvers: optional fields are not worth a call
-        judged = ts.judgement.collect.get((run.id, node.id), ts.judgement.collect.get((run.flow, node.id)))
         if targets and judged is not None:
-            values = {k: v for k, v in judged.items() if k in targets}
+            values = {k: v for k, v in judged.items() if k in targets and v is not None}
         elif targets and ts.has_model(node.model) and ts.pre_speak_calls == 0 and not ts.spoke:
             values = await extract_values(ts, run, node, targets, needed)
         else:
@@ -255,7 +267,7 @@ def question_first(ts: TurnState, run: Run, node: Collect | Reply) -> bool:
 async def _dispatch_phrased(ts: TurnState, run: Run, node: Collect) -> Any:
     if ts.message_available(run):
         ts.consumed_by[run.id] = node.id
-        hits, _ = _resolve(ts, run, node, missing(ts, run, node))
+        hits, _ = resolve(ts, run, node, missing(ts, run, node))
         merge_values(ts, run, node, hits, source="deterministic", guard=False)
     if not missing(ts, run, node):
         return _stay_answer(ts, run, node) if run.staying else complete(ts, run, node)

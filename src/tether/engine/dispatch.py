@@ -33,6 +33,10 @@ from tether.models.types import ModelRequest, ResponseFormat
 __all__ = ["INLINE_WAIT", "dispatch", "reply_next"]
 
 INLINE_WAIT = timedelta(seconds=10)
+DECIDE_ORDERS = (
+    "You make one decision for a flow engine from the conversation; you never reply to the customer. "
+    "Reply with one JSON object that matches the schema."
+)
 """A timer wait this short, followed by a message step, rides on that message as ``after_ms``."""
 
 
@@ -117,7 +121,10 @@ async def _dispatch_decide(ts: TurnState, run: Run, flow: Flow, node: Decide) ->
     if isinstance(node.instructions, str):
         instructions = render(node.instructions, state, run.input, ts.options.context, where="instructions")
     schema = constrained_schema(node, node.schema.model_json_schema())
-    request = ModelRequest(call="decide", instructions=instructions or f"Decide for step {node.id!r}.",
+    from tether.engine.speak import identity
+
+    request = ModelRequest(call="decide", system=f"{identity(ts)}\n\n{DECIDE_ORDERS}",
+                           instructions=instructions or f"Decide for step {node.id!r}.",
                            messages=tuple(ts.history(run)), response_format=ResponseFormat(node.id, schema),
                            tier=node.model or "default")
     response = await ts.call(model, request)

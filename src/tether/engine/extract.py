@@ -23,6 +23,13 @@ from tether.models.types import ModelRequest, ToolSpec
 __all__ = ["extract_values", "collect_field_schema", "passes_verbatim_guard", "submit_tool_name", "validate_value"]
 
 _NUMBER = re.compile(r"[-+]?\d+(?:[.,]\d+)?")
+EXTRACT_RECENT = 4
+"""An extraction sees the last four messages: the question being answered and its answer (the
+tool's description also quotes the latest message), not the whole window."""
+EXTRACT_ORDERS = (
+    "You read values from the customer's messages for a flow engine; you never reply to the customer. "
+    "Call the submit tool with the values the customer gave; null for anything not given."
+)
 
 
 def submit_tool_name(node_id: str) -> str:
@@ -107,10 +114,12 @@ async def extract_values(ts: TurnState, run: Run, node: Collect, names: list[str
         steer = steer(names, ts.state_view(run))
     elif steer is not None:
         steer = render(steer, ts.state_view(run), run.input, ts.options.context, where="instructions")
+    from tether.engine.speak import identity  # speak -> collect -> extract: imported when called
+
     request = ModelRequest(
-        call="extract",
+        call="extract", system=f"{identity(ts)}\n\n{EXTRACT_ORDERS}",  # stable: a prompt cache's prefix
         instructions=(steer or "Extract the requested fields from the conversation. Do not reply to the user."),
-        messages=tuple(ts.history(run)),
+        messages=tuple(ts.history(run, recent=EXTRACT_RECENT)),
         tools=(ToolSpec(tool_name, description, parameters),),
         tool_choice="required",
         tier=node.model or "default",

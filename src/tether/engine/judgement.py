@@ -18,5 +18,7 @@ class Judgement:
     branches: dict[tuple[str, str, int], bool] = field(default_factory=dict)
     fields: dict[str, Any] = field(default_factory=dict)
     collect: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    """Per ``(run or flow, node)``: the values read for a step's fields; ``None`` where the model
+    said the message does not give that field (an explicit null)."""
     asks: bool | None = None
     called: bool = False

@@ -6,15 +6,21 @@ catalogue. The per-turn ``instructions``, in the seed's order: the flow's name a
 the step's guideline, the pending fields with their asks, what the run knows (its flow's known
 fields, what its steps collected and what its actions stored; fields of other, finished flows are
 not presented as this task's facts), the instructions (agent, then flow, then step), a note when
-there is no new customer message, what this turn already sent, and the response format. The
-customer's message is not quoted: it is the last user message of the conversation.
+there is no new customer message, what this turn already sent. The customer's message is not
+quoted: it is the last user message of the conversation. Departure from seed 003's order: the
+response format (what the envelope's keys mean) is part of the stable standing orders, not the
+per-turn tail, so that tail stays short and the cacheable prefix long; the schema itself travels
+as the request's response format. When the step's fixed question follows the reply word for
+word, the task is only to answer the customer.
 
 The envelope is ``{message, ...pending fields}``, every property required and nullable, so one
 call both answers and extracts. A reply is offered only the tools its node declares (``tools=``
 on the reply, else on its flow; none by default); the idle speaker, the agent's own voice, is
 offered ``idle.tools`` or else every agent tool. Tools run in rounds; after ``max_tool_loops``
 rounds the model is asked once more without tools. A provider failure or an empty message is
-``deferred``.
+``deferred``. With no model, a reply with a ``fallback`` says it; any other speaker says the
+agent's ``failure_reply`` (the developer's "set TETHER_MODEL" hint goes to the log and an
+``error`` event, never to the customer).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tether.engine.collect import ask_text
+from tether.engine.events import ErrorEvent
 from tether.engine.extract import collect_field_schema
 from tether.engine.prompt_parts import catalogue, run_facts, session_facts
 from tether.engine.session import Run
@@ -48,8 +55,11 @@ SPEAKER_ORDERS = (
     "You speak to the customer for a flow engine that decides what happens next. Say what the task "
     "below asks, using the values it gives as they are; never invent an id, number or status. Answer "
     "the customer's latest message (the last user message of the conversation) unless the task says "
-    "there is none."
+    "there is none. Reply with one JSON object with exactly the keys of the schema: `message` is what "
+    "you say to the customer; any other key is a value to read from the customer's messages (null when "
+    "not given)."
 )
+THEN_ASK_GUIDELINE = "Answer the customer's latest message briefly; do not ask for anything yourself."
 
 
 @dataclass
@@ -128,6 +138,8 @@ def _prompt(ts: TurnState, run: Run | None, flow: Flow | None, node: Node | None
         if isinstance(node.instructions, str):
             guideline = render(node.instructions, state, run.input if run else None, ts.options.context,
                                where="instructions")
+    elif isinstance(node, Collect) and ts.speaker is not None and ts.speaker.then_ask and not fields:
+        guideline = THEN_ASK_GUIDELINE  # the step's own question follows, word for word
     elif isinstance(node, Collect):
         guideline = node.prompt or DEFAULT_GUIDELINE
     elif flow is None and ts.agent.idle is not None:
@@ -161,9 +173,6 @@ def _prompt(ts: TurnState, run: Run | None, flow: Flow | None, node: Node | None
     if ts.speaker is not None and ts.speaker.then_ask:  # the customer asked first: answer, the question follows
         sections.append("Sent right after your reply, word for word (so do not ask it yourself):\n"
                         + ts.speaker.then_ask)
-    keys = ", ".join(["message", *fields])
-    sections.append(f"Respond with a JSON object with the keys: {keys}. `message` is your reply to the customer; "
-                    "use null for any field the customer did not give.")
     return "\n\n".join(sections)
 
 
@@ -199,7 +208,13 @@ async def speak(ts: TurnState, request: SpeakRequest) -> SpeakResult:
             text = fallback(state) if callable(fallback) else render(fallback, state, run.input if run else None,
                                                                      ts.options.context, where="fallback")
             return SpeakResult(text=text, no_model=True, fallback=True)
-        return SpeakResult(text=NO_MODEL_TEXT, no_model=True)
+        # the developer's hint goes to the log and an event; the customer hears the safe reply
+        where = f"flow {flow.id!r}, node {node.id!r}" if flow is not None and node is not None else "the idle speaker"
+        hint = f"{where}: {NO_MODEL_TEXT}"
+        ts.emit(ErrorEvent(run_id=run.id if run else None, flow=flow.id if flow else None, at=ts.now,
+                           node=node.id if node else None, error=hint))
+        ts.log("error", hint, code="no-model")
+        return SpeakResult(text=ts.agent.failure_reply, no_model=True)
     tools = _tools_for(ts, flow, node)
     specs = tuple(ToolSpec(t.name, t.description, t.parameters) for t in tools)
     messages = list(ts.history(run))

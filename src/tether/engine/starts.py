@@ -48,8 +48,13 @@ def skip(ts: TurnState, flow_id: str, code: str, anchor: str, key: str) -> None:
 
 
 def start_run(ts: TurnState, flow: Flow, *, kind: TriggerKind, key: str, input: Any = None, hop: int = 0,
-              repeat: Any = "always", if_: Any = None, payload: Any = None, index: int | None = None) -> Run | None:
-    """Run the start checks for ``flow``; returns the new run, or None when it did not start."""
+              repeat: Any = "always", if_: Any = None, payload: Any = None, index: int | None = None,
+              reset: bool = False) -> Run | None:
+    """Run the start checks for ``flow``; returns the new run, or None when it did not start.
+    A ``reset`` (``on_end="reset"``) keeps the data: no ``clear_on_start``, nothing to confirm."""
+    from tether.engine.prompt_parts import flow_fields
+    from tether.engine.reuse import note_reusable
+
     anchor = anchor_of(ts, flow)
     draft = Run(id=f"{flow.id}#{key}", flow=flow.id, anchor=anchor, trigger=RunTrigger(kind=kind, key=key,
                 payload=payload, index=index), input=input, hop=hop, started_at=ts.now)
@@ -85,9 +90,10 @@ def start_run(ts: TurnState, flow: Flow, *, kind: TriggerKind, key: str, input: 
         ts.session.claims[dedupe] = Claim(at=ts.now)
         if repeat == "always":
             _prune_always_claims(ts, flow.id, anchor)
-    if kind != "flow":
+    if not reset:  # a chained start (start_flow) clears too: seed 003 exempts only the reset
         for name in flow.clear_on_start:
             ts.session.data.pop(name, None)
+        note_reusable(ts.agent, ts.session.data, draft, flow_fields(flow))
     draft.dedupe_key = dedupe
     ts.session.runs.append(draft)
     ts.started.append(RunStarted(draft.id, flow.id, anchor, dedupe))
@@ -111,7 +117,8 @@ def _prune_always_claims(ts: TurnState, flow_id: str, anchor: str) -> None:
 
 def restart(ts: TurnState, run: Run, flow: Flow) -> None:
     """``on_end="reset"``: a fresh run of the same flow, one hop further, data kept."""
-    child = start_run(ts, flow, kind="flow", key=ts.key(run, run.node or "start"), input=run.input, hop=run.hop + 1)
+    child = start_run(ts, flow, kind="flow", key=ts.key(run, run.node or "start"), input=run.input, hop=run.hop + 1,
+                      reset=True)
     if child is not None:
         ts.queue.append(child.id)
 

@@ -298,11 +298,13 @@ class TurnState:
             raise ModelError("the model's stream ended without a final response", kind="unknown")
         return final
 
-    def history(self, run: Run | None) -> list[ChatMessage]:
+    def history(self, run: Run | None, *, recent: int | None = None) -> list[ChatMessage]:
         """The conversation the next model call sees for ``run``: its context view of the
         transcript (system messages always, the rest from ``run.context.from_seq``), plus the
         run's summary note. The current user message is included (once) unless a summary took
-        the run's whole view (``reset_with_summary``: the summary tells it).
+        the run's whole view (``reset_with_summary``: the summary tells it). With ``recent``, only
+        the last ``recent`` customer and assistant messages of that view, and no summary (an
+        extraction reads the latest exchange, at the same cost on every turn).
 
         The conversation never opens with an assistant message (providers expect a user turn
         first, and a reply without its question misleads): assistant messages before the first
@@ -310,24 +312,28 @@ class TurnState:
         from_seq = run.context.from_seq if run is not None else 0
         keep = run.context.keep_seq if run is not None else None
         chat: list[ChatMessage] = []
-        if self.session.summary:
+        if self.session.summary and recent is None:
             chat.append(ChatMessage("system", f"Summary of the earlier conversation: {self.session.summary}"))
-        if run is not None and run.context.summary:
+        if run is not None and run.context.summary and recent is None:
             chat.append(ChatMessage("system", f"Previous conversation summary: {run.context.summary}"))
         if self.options.history is not None:
             source = [*self.options.history, *self.transcript]
         else:
             source = self.session.messages
+        viewed = [e for e in source if e.role == "system" or e.seq >= from_seq or e.seq == keep]
+        if recent is not None:
+            talk = [e for e in viewed if e.role != "system"][-recent:]
+            first = talk[0].seq if talk else None
+            viewed = [e for e in viewed if e.role != "system" and first is not None and e.seq >= first]
         opening: list[str] = []
-        for entry in source:
-            if entry.role == "system" or entry.seq >= from_seq or entry.seq == keep:
-                if entry.role == "assistant" and not any(m.role == "user" for m in chat):
-                    opening.append(entry.text)
-                    continue
-                if opening and entry.role == "user":
-                    chat.append(ChatMessage("system", _opening_note(opening)))
-                    opening = []
-                chat.append(ChatMessage(entry.role, entry.text))
+        for entry in viewed:
+            if entry.role == "assistant" and not any(m.role == "user" for m in chat):
+                opening.append(entry.text)
+                continue
+            if opening and entry.role == "user":
+                chat.append(ChatMessage("system", _opening_note(opening)))
+                opening = []
+            chat.append(ChatMessage(entry.role, entry.text))
         if opening:
             chat.append(ChatMessage("system", _opening_note(opening)))
         return chat

@@ -26,6 +26,7 @@ from typing import Any
 
 from tether.engine.conditions import holds
 from tether.engine.judgement import Judgement
+from tether.engine.keywords import keyword_scores
 from tether.engine.prompt_parts import catalogue
 from tether.engine.reply_check import check_reply, coerce_field_values, report_dropped
 from tether.engine.session import Run
@@ -43,8 +44,14 @@ __all__ = ["Judgeables", "find_judgeables", "understand"]
 _SAFE_KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 JUDGE_ORDERS = (
     "You judge the customer's latest message (the last user message of the conversation) for a flow "
-    "engine: you score flows, read values and answer yes/no questions about it, as the task below "
-    "asks. You never reply to the customer."
+    "engine; you never reply to the customer. Reply with one JSON object with exactly the keys of the "
+    "schema; each section, when the schema has it, means:\n"
+    "- flows: score 0-100 how well the message fits each flow of the catalogue below;\n"
+    "- asks: true when the message asks a question that needs an answer;\n"
+    "- mentions: true when the message mentions what the task lists under that key;\n"
+    "- branches: true when the statement the task gives under that key is true of the message;\n"
+    "- fields: the values the customer gave for these fields (null when not given);\n"
+    "- collect: the values the customer gave for the step being answered (null when not given; never guess)."
 )
 _TRUE = {"true", "yes", "sim", "1"}
 _FALSE = {"false", "no", "não", "nao", "0"}
@@ -198,11 +205,16 @@ def _key(name: str, aliases: dict[str, str], prefix: str) -> str:
 
 
 def _envelope(ts: TurnState, found: Judgeables) -> tuple[dict[str, Any], dict[str, dict[str, str]], str]:
+    """The reply schema and the per-turn task text. Sections go from the most stable to the most
+    step-dependent (flows, asks, mentions, branches, fields, collect), so the schema text shares a
+    long prefix with the previous call's; what each section means is in the stable
+    :data:`JUDGE_ORDERS`, and the task text carries only what the schema cannot (mention phrases,
+    branch statements, the names behind aliased keys)."""
     from tether.engine.extract import collect_field_schema
 
     properties: dict[str, Any] = {}
     aliases: dict[str, dict[str, str]] = {"flows": {}, "mentions": {}, "fields": {}}
-    lines: list[str] = []
+    lines: dict[str, list[str]] = {}
 
     def section(name: str, props: dict[str, Any]) -> None:
         properties[name] = {"type": "object", "properties": props, "required": list(props),
@@ -210,7 +222,6 @@ def _envelope(ts: TurnState, found: Judgeables) -> tuple[dict[str, Any], dict[st
 
     if found.candidates:
         props = {}
-        keys = []
         # a fixed order for prompt caches: the routable flows in the agent's order wherever the floor
         # is, then a floor flow that routing alone never offers (a catch-all menu)
         order = {flow.id: i for i, flow in enumerate(ts.agent.flows)}
@@ -218,13 +229,14 @@ def _envelope(ts: TurnState, found: Judgeables) -> tuple[dict[str, Any], dict[st
                                                             order.get(f.id, len(order)))):
             key = _key(flow.id, aliases["flows"], "f")
             props[key] = {"type": ["integer", "null"], "minimum": 0, "maximum": 100}
-            keys.append(key if key == flow.id else f"{key} (flow {flow.id})")
-        lines.append(f"Score 0-100 how well the customer's message fits each of these flows: {', '.join(keys)}.")
+            if key != flow.id:
+                lines.setdefault("flows", []).append(f"- {key}: flow {flow.id}")
         section("flows", props)
+    if found.asks:
+        properties["asks"] = {"type": ["boolean", "null"]}
     if found.mentions:
         props = {}
         extract: dict[str, Any] = {}
-        lines.append("Does the message mention each of these (true/false)?")
         for flow in found.mentions:
             key = _key(flow.id, aliases["mentions"], "m")
             props[key] = {"type": ["boolean", "null"]}
@@ -232,7 +244,7 @@ def _envelope(ts: TurnState, found: Judgeables) -> tuple[dict[str, Any], dict[st
             yes = [p for p in mention.phrases if not p.startswith("!")]
             never = [p[1:] for p in mention.phrases if p.startswith("!") and len(p) > 1]
             unless = f" (does not count when: {'; '.join(never)})" if never else ""
-            lines.append(f"- {key}: {'; '.join(yes)}{unless}")
+            lines.setdefault("mentions", []).append(f"- {key}: {'; '.join(yes)}{unless}")
             if mention.extract:
                 extract[key] = {"type": "object", "additionalProperties": False, "required": list(mention.extract),
                                 "properties": {n: {"type": [str(d), "null"]} if isinstance(d, str) else dict(d)
@@ -241,25 +253,23 @@ def _envelope(ts: TurnState, found: Judgeables) -> tuple[dict[str, Any], dict[st
         if extract:
             section("extract", extract)
     if found.branches:
-        lines.append("Is each statement true of the customer's message?")
         for alias, (run_id, node_id, index) in found.branches.items():
             owner = ts.run(run_id)
             owner_flow = ts.agent.flows_by_id.get(owner.flow) if owner is not None else None
             branch_node = owner_flow.by_id.get(node_id) if owner_flow is not None else None
             text = branch_node.branches[index].when if isinstance(branch_node, Reply | Collect) else ""
-            lines.append(f"- {alias}: {text}")
+            lines.setdefault("branches", []).append(f"- {alias}: {text}")
         section("branches", {alias: {"type": ["boolean", "null"]} for alias in found.branches})
     if found.fields:
         props = {}
-        lines.append("Values the customer gave for these fields (null when not given):")
         for name in found.fields:
             key = _key(name, aliases["fields"], "v")
             props[key] = ts.agent.fields[name].wire_schema()
-            lines.append(f"- {key}: {ts.agent.fields[name].description or name}")
+            if key != name:
+                lines.setdefault("fields", []).append(f"- {key}: {ts.agent.fields[name].description or name}")
         section("fields", props)
     if found.collect:
         props = {}
-        lines.append("Values the customer gave for the step being answered (null when not given; never guess):")
         for alias, (owner_id, node_id, names) in found.collect.items():
             owner_run = ts.run(owner_id)
             collect_flow = ts.agent.flows_by_id.get(owner_run.flow if owner_run is not None else owner_id)
@@ -267,13 +277,10 @@ def _envelope(ts: TurnState, found: Judgeables) -> tuple[dict[str, Any], dict[st
             assert isinstance(node, Collect)
             props[alias] = {"type": "object", "additionalProperties": False, "required": names,
                             "properties": {n: collect_field_schema(ts, node, n) for n in names}}
-            lines.append(f"- {alias}: {', '.join(names)}")
         section("collect", props)
-    if found.asks:
-        properties["asks"] = {"type": ["boolean", "null"]}
-        lines.append("asks: does the message ask a question that needs an answer (true/false)?")
     schema = {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
-    return schema, aliases, "\n".join(lines)
+    task = "\n".join(f"{name}:\n" + "\n".join(entries) for name, entries in lines.items())
+    return schema, aliases, task
 
 
 def _score(value: Any) -> float | None:
@@ -326,7 +333,8 @@ def _parse(found: Judgeables, aliases: dict[str, dict[str, str]], data: Mapping[
     for alias, value in section("collect").items():
         if alias in found.collect and isinstance(value, Mapping):
             owner, node_id, names = found.collect[alias]
-            judgement.collect[(owner, node_id)] = {k: v for k, v in value.items() if k in names and v not in (None, "")}
+            # an explicit null is kept: it tells a free-text resolver the message is not this value
+            judgement.collect[(owner, node_id)] = {k: None if v == "" else v for k, v in value.items() if k in names}
     return judgement
 
 
@@ -337,13 +345,15 @@ def judge_system(ts: TurnState) -> str:
 
 async def understand(ts: TurnState, found: Judgeables) -> Judgement:
     """Make the understand call when there is something worth judging (else an empty judgement)."""
-    if not found.worth_a_call or not ts.has_model():
+    if not found.worth_a_call:
         return Judgement()
+    if not ts.has_model():  # no model: the flows' trigger phrases still route (by keywords)
+        return keyword_scores(ts.message_text, found.candidates)
     model = ts.model(None, needed_for="understand")
-    schema, aliases, lines = _envelope(ts, found)
+    schema, aliases, task = _envelope(ts, found)
     request = ModelRequest(
         call="understand", system=judge_system(ts),
-        instructions=lines + "\n\nRespond with one JSON object with exactly the keys of the schema.",
+        instructions=task,
         messages=tuple(ChatMessage(m.role, m.content) for m in ts.history(None)),
         response_format=ResponseFormat("understand", schema))
     response = await ts.call(model, request)  # a provider failure raises: nothing ran, nothing is saved

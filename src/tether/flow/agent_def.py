@@ -280,6 +280,8 @@ def _field_problems(declared: Any) -> list[str]:
         problems.append(f"type is {declared.type!r}; a field's type is one of {', '.join(map(repr, types))}")
     if declared.extract not in (None, "anywhere", "asked"):
         problems.append(f"extract is {declared.extract!r}; use 'anywhere' or 'asked'")
+    if declared.reuse not in ("keep", "confirm"):
+        problems.append(f"reuse is {declared.reuse!r}; use 'keep' or 'confirm'")
     if declared.enum is not None and (isinstance(declared.enum, str) or not isinstance(declared.enum, tuple | list)):
         problems.append(f"enum is {declared.enum!r}; give a list of the allowed values")
     if (declared.type == "enum" or (declared.type == "list" and declared.items == "enum")) and not declared.enum:

@@ -48,6 +48,8 @@ class Field:
         ask: how to ask for it.
         extract: ``anywhere`` (the understand call may harvest it from any message) or ``asked``
             (only the step that asks for it reads it); default ``asked`` for booleans.
+        reuse: ``keep`` (default: a value known from an earlier flow is used as it is) or
+            ``confirm`` (a new flow that would reuse it asks first: "the same order A-1001?").
     """
 
     type: FieldType = "string"
@@ -57,6 +59,7 @@ class Field:
     label: str | None = None
     ask: str | None = None
     extract: Literal["anywhere", "asked"] | None = None
+    reuse: Literal["keep", "confirm"] = "keep"
 
     @property
     def extract_mode(self) -> Literal["anywhere", "asked"]:

@@ -19,7 +19,7 @@ from tether.models.types import ModelRequest
 __all__ = ["understood"]
 
 _ALIASED = re.compile(r"^- (\w+): (.*)$", re.MULTILINE)
-_FLOW_ALIAS = re.compile(r"\b(f\d+) \(flow ([^)]+)\)")
+_FLOW_ALIAS = re.compile(r"^- (f\d+): flow (.+)$", re.MULTILINE)
 
 
 def understood(
