@@ -107,7 +107,7 @@ from tether.runtime.restore import (
     is_session_current,
 )
 from tether.runtime.selections import check_model_selections
-from tether.runtime.window import WindowCache, attach_window, attached, detach_window, upgrade_v1
+from tether.runtime.window import Tail, WindowCache, attached, detach_window, read_tail, upgrade_v1, with_tail
 from tether.stores import SQLiteStore, Store, TurnRecords, WakeRequest
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT
 
@@ -184,7 +184,7 @@ class _Attempt:
     checkpointed: Session | None = None  # the working session as the last checkpoint wrote it
     mine: OpenTurn | None = None  # the open-turn mark an earlier attempt of this request committed
     on_delta: DeltaSink | None = None  # where the text this request's own turn says goes as it is said
-    window: list[TranscriptMessage] = dataclasses.field(default_factory=list)  # stored's window, as stored
+    tail: Tail | None = dataclasses.field(default_factory=lambda: Tail([], []))  # stored's records (None: unknown)
 
 
 class Runtime:
@@ -343,8 +343,12 @@ class Runtime:
             return None
         if doc.agent != agent.id:
             raise SessionFlowMismatch(doc.id, bound=doc.agent, requested=agent.id)
-        doc = attempt.stored = await attach_window(self.store, doc, self.windows)
-        attempt.window = doc.messages
+        if doc.window_from is not None:
+            attempt.tail = await read_tail(self.store, doc, self.windows)
+            doc = with_tail(doc, attempt.tail)
+        else:  # an inline (version 1) document: its records are not read, so nothing is cached for it
+            attempt.tail = None
+        attempt.stored = doc
         migrated = upgrade_v1(self.migrations.migrate(doc))
         if self.on_restore is not None:  # the user's hook: its document is saved at once (seed 004)
             restored = await call_restore_hook(self.on_restore, migrated)
@@ -424,7 +428,7 @@ class Runtime:
                      expected: int | None = None) -> None:
         """Create the new session (first write) or save it under compare-and-swap from
         ``expected`` (default: the revision the session carries; the engine keeps it current
-        across checkpoints). The window cache learns the stored window."""
+        across checkpoints). The window cache learns the stored window and seen ids."""
         if attempt.fresh is not None:
             stored = await self.store.create(detach_window(session), records)
             attempt.fresh = None
@@ -432,8 +436,10 @@ class Runtime:
         else:
             revision = session.revision if expected is None else expected
             stored = await self.store.save(detach_window(session), revision, records)
-        attempt.window = self.windows.put(stored, [*attempt.window, *(records.messages if records else ())])
-        attempt.stored = attached(stored, session.messages)
+        if attempt.tail is not None:
+            attempt.tail = attempt.tail.after(stored, records.messages if records else ())
+            self.windows.put(stored, attempt.tail)
+        attempt.stored = attached(stored, session.messages, session.inputs)
 
     async def _abort(self, attempt: _Attempt, exc: Exception, session_id: str | None) -> RunResponse:
         """Mark the session aborted with the error logged, persist it, and build the envelope."""
