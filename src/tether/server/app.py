@@ -28,6 +28,7 @@ from tether.flow.mermaid import flow_to_mermaid
 from tether.runtime.runtime import Runtime
 from tether.runtime.scheduler import WakeScheduler
 from tether.server.auth import KeyRing, keys_from_env
+from tether.server.inspector import inspector_routes
 from tether.server.openapi import openapi_document
 from tether.server.problems import ApiError, error_response
 from tether.server.requests import DEFAULT_MAX_BODY
@@ -165,8 +166,9 @@ def create_app(
     middleware = [Middleware(CORSMiddleware, allow_origins=list(cors_origins), allow_methods=["*"],
                              allow_headers=["*"])] if cors_origins else []
     app = Starlette(
-        routes=[Route(path, _guarded(keys, handler, public=public), methods=methods)
-                for path, handler, methods, public in table],
+        routes=[*(Route(path, _guarded(keys, handler, public=public), methods=methods)
+                  for path, handler, methods, public in table),
+                *inspector_routes(runtime, lambda handler: _guarded(keys, handler))],
         exception_handlers={HTTPException: _http_error},
         middleware=middleware,
         lifespan=lifespan,
