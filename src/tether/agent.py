@@ -24,6 +24,7 @@ from tether.engine.wakes import pending_wakes
 from tether.errors import ModelConfigurationError
 from tether.flow.agent_def import AgentDefinition
 from tether.models.types import Model
+from tether.tracing import traced_models
 
 __all__ = ["Agent", "TurnChunk"]
 
@@ -173,8 +174,8 @@ class Agent(AgentDefinition):
         if isinstance(input, str):
             input = Message(input)
         options = _with_sleep(options if options is not None else TurnOptions(**option_fields))
-        return await run_turn(self, session, input, options=options, clock=self.clock, ids=self.ids, models=self,
-                              session_id=session_id, on_delta=on_delta)
+        return await run_turn(self, session, input, options=options, clock=self.clock, ids=self.ids,
+                              models=traced_models(self), session_id=session_id, on_delta=on_delta)
 
     async def turn_stream(self, session: Session | None, input: TurnInput | str, *,
                           options: TurnOptions | None = None, session_id: str | None = None,
@@ -195,7 +196,7 @@ class Agent(AgentDefinition):
             await deltas.join()  # the consumer has the delta (and may barge in) before the turn goes on
 
         task = asyncio.ensure_future(run_turn(self, session, input, options=options, clock=self.clock, ids=self.ids,
-                                              models=self, session_id=session_id, on_delta=on_delta))
+                                              models=traced_models(self), session_id=session_id, on_delta=on_delta))
         try:
             while not task.done() or not deltas.empty():
                 getter = asyncio.ensure_future(deltas.get())
