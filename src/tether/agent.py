@@ -185,6 +185,16 @@ class Agent(AgentDefinition):
         self._resolved[tier] = resolved
         return resolved
 
+    def model_named(self, selection: str) -> Model:
+        """The model an agent step names itself (``agent(..., model="provider:name")``),
+        resolved once."""
+        key = f"step:{selection}"
+        if key not in self._resolved:
+            from tether.models import resolve_model
+
+            self._resolved[key] = resolve_model(selection)
+        return self._resolved[key]
+
     # ------------------------------------------------------------------ turns
 
     def pending_wakes(self, session: Session, *, options: TurnOptions | None = None) -> list[ScheduledWake]:
