@@ -174,7 +174,8 @@ def register_flows(agent: Agent, sources: Sequence[str | Path | Mapping[str, Any
     flow_ids = frozenset(agent.flows_by_id) | {spec.id for _, _, spec in specs}
     surface = Surface(fields=dict(agent.fields), tools=frozenset(agent.tools_by_name),
                       actions=frozenset(registry.actions), conditions=frozenset(registry.conditions),
-                      events=frozenset(registry.events) if registry.events else None, flows=flow_ids)
+                      events=frozenset(registry.events) if registry.events else None, flows=flow_ids,
+                      tool_inputs={t.name: t.input_model for t in agent.tools})
     for name, text, spec in specs:
         found = [i for i in validate_flow(spec, surface, registry) if i.severity == "error"]
         issues += [_located(issue, name, text) for issue in found]
