@@ -64,3 +64,40 @@ def test_schema_command_prints_the_published_schema() -> None:
     done = tether("workflow", "schema")
     assert done.code == 0
     assert json.loads(done.out) == json.loads((ROOT / "schemas" / "workflow.v2.schema.json").read_text())
+
+
+def test_a_choice_gate_asks_for_its_response_and_a_bad_one_is_refused(tmp_path: Path) -> None:
+    flow = tmp_path / "pick.yaml"
+    flow.write_text(
+        "schemaVersion: 2\nid: pick\nversion: '1'\nname: Pick\nedges: []\n"
+        "output: {channel: '${ask.output.fields.response}'}\n"
+        "nodes:\n  - id: ask\n    label: Ask\n    description: which channel\n"
+        "    run: {kind: gate, prompt: 'Which channel?', schema: {kind: choice, options: [stable, beta]}}\n")
+    done = tether("workflow", "run", flow, "--db", tmp_path / "t.db", "--workspace", tmp_path,
+                  stdin="a\nnightly\n\na\nbeta\nok\n")
+    assert done.code == 0, done.err
+    assert "refused: gate 'ask': 'nightly' is not one of ['stable', 'beta']" in done.out
+    assert '"channel": "beta"' in done.out
+
+
+def test_check_refuses_a_sub_flow_cycle_across_files(tmp_path: Path) -> None:
+    for me, other in (("a", "b"), ("b", "a")):
+        (tmp_path / f"{me}.yaml").write_text(
+            f"schemaVersion: 2\nid: {me}\nversion: '1'\nname: {me}\nedges: []\n"
+            f"nodes:\n  - {{id: to_{other}, label: x, description: x, run: {{kind: sub-flow, flow: {other}}}}}\n")
+    done = tether("check", tmp_path / "a.yaml")
+    assert done.code == 1
+    assert done.out.splitlines() == ["b: nodes.0.run.flow: sub-flow cycle: a -> b -> a", "1 problem(s)"]
+
+
+def test_the_echo_example_runs_with_scripted_replies_and_no_key(tmp_path: Path) -> None:
+    echo = EXAMPLES / "echo_workflow.yaml"
+    done = tether("workflow", "run", echo, "--script", EXAMPLES / "echo_workflow.script.json", "--db",
+                  tmp_path / "t.db", "--workspace", tmp_path, stdin="Ada\na\nlooks good\n")
+    assert done.code == 0, done.err
+    assert "ask_name asks: Whom should I greet?" in done.out and "sign_off: greeting.txt says: Hello, Ada!" in done.out
+    assert '"greeting": "Hello, Ada!"' in done.out and "9 model call(s)" in done.out
+    assert (tmp_path / "greeting.txt").read_text().startswith("Hello, Ada!\n")
+    keyless = tether("workflow", "run", echo, "--db", tmp_path / "t2.db", "--workspace", tmp_path)
+    assert keyless.code == 1
+    assert "needs agent work at ask_name: set TETHER_MODEL, --model or --script to run it" in keyless.out

@@ -236,7 +236,7 @@ def test_the_json_schema_is_generated_and_published() -> None:
     schema = workflow_json_schema()
     assert json.loads(SCHEMA_FILE.read_text()) == schema, (
         "schemas/workflow.v2.schema.json is stale: regenerate it with "
-        "`python -m tether.workflow.schema > schemas/workflow.v2.schema.json`"
+        "`tether workflow schema > schemas/workflow.v2.schema.json`"
     )
     validator = jsonschema.Draft202012Validator(schema)
     release = yaml.safe_load((ROOT / "examples" / "release.yaml").read_text())

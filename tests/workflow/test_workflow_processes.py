@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from workflow_helpers import definition, fn, node
 
-from tether.errors import WorkflowOperationError
+from tether.errors import WorkflowDefinitionError, WorkflowOperationError
 from tether.executors import SubprocessExecutor
 from tether.workflow_host import MAX_SUBFLOW_DEPTH, WorkflowRun
 
@@ -262,38 +262,63 @@ async def test_a_child_gate_is_projected_onto_the_parent_node(executor: Subproce
     assert run.node("sub").status == "complete" and run.node("sub").output.fields == {"v": "ok"}  # type: ignore[union-attr]
 
 
-async def test_sub_flow_cycles_and_unknown_flows_fail_the_node(executor: SubprocessExecutor, workspace: Path) -> None:
+def test_sub_flow_cycles_and_unknown_flows_are_refused_when_the_run_is_registered() -> None:
+    a = definition([fn("first"), node("to_b", {"kind": "sub-flow", "flow": "b"})])
+    a["id"] = "a"
+    b = definition([node("to_c", {"kind": "sub-flow", "flow": "c"})])
+    b["id"] = "b"
+    c = definition([node("to_a", {"kind": "sub-flow", "flow": "a"}), node("to_x", {"kind": "sub-flow", "flow": "x"})])
+    c["id"] = "c"
+    with pytest.raises(WorkflowDefinitionError) as raised:
+        WorkflowRun(a, resolve={"a": a, "b": b, "c": c})
+    found = [(i.code, i.flow, i.node, i.path, i.message) for i in raised.value.issues]
+    assert found == [
+        ("subflow-cycle", "c", "to_a", "nodes.0.run.flow", "sub-flow cycle: a -> b -> c -> a"),
+        ("unknown-subflow", "c", "to_x", "nodes.1.run.flow", "sub-flow 'x': no such workflow"),
+    ]
+    with pytest.raises(WorkflowDefinitionError, match="sub-flow 'b': no such workflow"):
+        WorkflowRun(a, resolve={})
+    broken = definition([node("oops", {"kind": "gate", "prompt": "p", "schema": {"kind": "choice", "options": []}})])
+    broken["id"] = "b"
+    with pytest.raises(WorkflowDefinitionError, match=r"sub-flow 'b' is invalid: .*nodes\.0\.run\.schema\.options"):
+        WorkflowRun(a, resolve={"b": broken})
+
+
+async def test_the_run_time_ancestry_check_still_stops_a_cycle(executor: SubprocessExecutor,
+                                                               workspace: Path) -> None:
+    """A resolver whose answers change after registration still cannot make a run loop."""
     a = definition([node("to_b", {"kind": "sub-flow", "flow": "b"})])
     a["id"] = "a"
-    b = definition([node("to_a", {"kind": "sub-flow", "flow": "a"})])
-    b["id"] = "b"
-    run = await drained(a, executor, workspace, resolve={"a": a, "b": b})
+    b_ok = definition([fn("leaf")])
+    b_ok["id"] = "b"
+    b_loop = definition([node("to_a", {"kind": "sub-flow", "flow": "a"})])
+    b_loop["id"] = "b"
+    flows = {"a": a, "b": b_ok}
+    run = WorkflowRun(a, executor=executor, workspace=workspace, resolve=lambda flow: flows[flow])
+    flows["b"] = b_loop
+    await run.drain()
     assert run.node("to_b").status == "failed"
     assert "sub-flow cycle: a -> b -> a" in (run.node("to_b").error or "")
-    missing = await drained(a, executor, workspace, resolve={})
-    assert "sub-flow 'b': no such workflow" in (missing.node("to_b").error or "")
+
+
+def chain(depth: int) -> dict[str, dict[str, Any]]:
+    flows = {}
+    for level in range(depth):
+        last = level == depth - 1
+        data = definition([fn("leaf")] if last else [node("down", {"kind": "sub-flow", "flow": f"w{level + 1}"})])
+        data["id"] = f"w{level}"
+        flows[data["id"]] = data
+    return flows
 
 
 async def test_sub_flows_nest_at_most_sixteen_deep(executor: SubprocessExecutor, workspace: Path) -> None:
-    def chain(depth: int) -> dict[str, dict[str, Any]]:
-        flows = {}
-        for level in range(depth):
-            if level == depth - 1:
-                nodes = [fn("leaf")]
-            else:
-                nodes = [node("down", {"kind": "sub-flow", "flow": f"w{level + 1}"})]
-            data = definition(nodes)
-            data["id"] = f"w{level}"
-            flows[data["id"]] = data
-        return flows
-
     ok = chain(MAX_SUBFLOW_DEPTH)
     run = await drained(ok["w0"], executor, workspace, resolve=ok)
     assert run.status == "complete"
     deep = chain(MAX_SUBFLOW_DEPTH + 1)
-    run = await drained(deep["w0"], executor, workspace, resolve=deep)
-    assert run.status == "failed"
-    assert "would nest deeper than 16 workflows" in (run.node("down").error or "")
+    with pytest.raises(WorkflowDefinitionError, match="sub-flows nest deeper than 16 workflows") as raised:
+        WorkflowRun(deep["w0"], executor=executor, workspace=workspace, resolve=deep)
+    assert [issue.code for issue in raised.value.issues] == ["subflow-too-deep"]
 
 
 async def test_a_live_hydrate_discards_the_running_attempt_and_reruns_it(
@@ -310,3 +335,28 @@ async def test_a_live_hydrate_discards_the_running_attempt_and_reruns_it(
     state = run.node("job")
     assert state.status == "complete" and state.output.fields == {"out": "second"}  # type: ignore[union-attr]
     assert [a.generation for a in state.attempts] == [state.generation] and state.generation == 3
+
+
+def meet(name: str, other: str, workspace: Path) -> str:
+    """A command that succeeds only if ``other`` starts while it runs (no timing assertion: a
+    sequential drain makes the first one fail after its wait runs out)."""
+    return (f"touch {workspace}/{name}.started; i=0; while [ ! -e {workspace}/{other}.started ]; do "
+            f"i=$((i+1)); [ $i -gt 400 ] && exit 1; sleep 0.05; done")
+
+
+async def test_a_parallel_group_runs_its_available_members_together(executor: SubprocessExecutor,
+                                                                    workspace: Path) -> None:
+    group = {"control": {"parallelGroup": "build"}}
+    data = definition([fn("left", meet("left", "right", workspace), **group),
+                       fn("right", meet("right", "left", workspace), **group),
+                       fn("after")], [("left", "after"), ("right", "after")])
+    run = await drained(data, executor, workspace)
+    assert {n: s.status for n, s in run.snapshot.nodes.items()} == {"left": "complete", "right": "complete",
+                                                                    "after": "complete"}
+
+
+async def test_nodes_outside_a_group_never_overlap(executor: SubprocessExecutor, workspace: Path) -> None:
+    alone = f"[ ! -e {workspace}/busy ] && touch {workspace}/busy && sleep 0.2 && rm {workspace}/busy"
+    data = definition([fn("one", alone), fn("two", alone), fn("three", alone, control={"parallelGroup": "g"})])
+    run = await drained(data, executor, workspace)
+    assert run.status == "complete"

@@ -1,8 +1,10 @@
 """``tether workflow``: run a workflow file with live progress, draw it, print its JSON Schema.
 
 ``tether workflow run FILE --input k=v`` drains the run, showing a table of node states (live on
-a terminal). At a pending approval it asks approve / reject / quit and a feedback line; quitting
-leaves the run parked in the store, and ``--run ID`` resumes it. Exit status: 0 when the run
+a terminal); with a model (``--model``, ``TETHER_MODEL``, or scripted replies with ``--script``)
+it runs subprompt nodes and gives the agent its turns. At a pending approval it asks approve /
+reject / quit and a feedback line; at an agent's input request it asks for the typed answer;
+quitting leaves the run parked in the store, and ``--run ID`` resumes it. Exit status: 0 when the run
 completed or was left parked on purpose, 1 when it failed or cannot progress.
 """
 
@@ -18,13 +20,18 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from tether.cli._chat import pick_model
 from tether.cli._output import CliError, fail, one_line, stdout_console
 from tether.cli._sessions import DEFAULT_DB
+from tether.cli._workflow_prompts import ask_answer
 from tether.errors import TetherError, WorkflowDefinitionError
+from tether.models import resolve_model
+from tether.models.types import Model, ModelResponse, ToolCall
 from tether.stores import open_store
+from tether.testing import ScriptedModel, ScriptExhausted
 from tether.workflow import WorkflowGraph, WorkflowSnapshot, workflow_json_schema
 from tether.workflow._contract import RouterRun
-from tether.workflow_host import WorkflowRun, load_workflow_file, workflow_directory_resolver
+from tether.workflow_host import WorkflowRun, check_subflows, load_workflow_file, workflow_directory_resolver
 
 __all__ = ["check_workflow_file", "is_workflow_file", "workflow_app"]
 
@@ -54,9 +61,11 @@ def check_workflow_file(path: str) -> None:
     """``tether check FILE.yaml``: print each problem (``path: message``) and exit 1, or say ok."""
     try:
         graph = load_workflow_file(path)
+        check_subflows(graph, workflow_directory_resolver(Path(path).parent))
     except WorkflowDefinitionError as exc:
         for issue in exc.issues:
-            typer.echo(f"{issue.path or '<root>'}: {one_line(issue.message)}")
+            where = f"{issue.flow}: " if issue.flow and issue.code.startswith("subflow") else ""
+            typer.echo(f"{where}{issue.path or '<root>'}: {one_line(issue.message)}")
         typer.echo(f"{len(exc.issues)} problem(s)")
         raise typer.Exit(1) from None
     workflow = graph.workflow
@@ -105,15 +114,71 @@ def render(graph: WorkflowGraph, snapshot: WorkflowSnapshot) -> Table:
     return table
 
 
-async def _drain(run: WorkflowRun, console: Console) -> None:
+async def _drain(run: WorkflowRun, console: Console, *, agent: bool) -> None:
     with Live(render(run.graph, run.snapshot), console=console, auto_refresh=False) as live:
         run.on_change = lambda snapshot: live.update(render(run.graph, snapshot), refresh=True)
         try:
-            await run.drain()
+            await (run.advance() if agent else run.drain())
         finally:
             run.on_change = None
     if not console.is_terminal:
         console.line()
+
+
+def _pending_input(run: WorkflowRun) -> str | None:
+    return next((n for n in run.graph.order if run.snapshot.nodes[n].status == "awaiting_input"), None)
+
+
+async def _answer(run: WorkflowRun, node_id: str, console: Console) -> bool:
+    """Ask the terminal for ``node_id``'s requested input; ``False`` when the user quits."""
+    request = run.node(node_id).input_request
+    assert request is not None
+    console.print(f"[bold]{node_id}[/] asks: {request.prompt}")
+    while True:
+        try:
+            answer = ask_answer(request.schema_, "answer")
+        except typer.Abort:
+            return False
+        try:
+            await run.apply_input(node_id, answer, provided_by="cli")
+        except TetherError as exc:
+            console.print(f"[red]refused:[/] {exc.message}")
+            continue
+        return True
+
+
+def load_script(path: Path) -> ScriptedModel:
+    """A scripted model from a JSON file: ``{"agent": [...], "subprompt": [...]}``, each reply a
+    text or ``{"tool_calls": [{"name": ..., "arguments": {...}}], "text": ...}``."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CliError(f"cannot read the script {str(path)!r}: {exc}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+        raise CliError(f"script {str(path)!r}: expected an object of reply lists by call name")
+    scripted = ScriptedModel(name=f"script:{path.name}")
+    for call, replies in data.items():
+        for index, reply in enumerate(replies):
+            if isinstance(reply, dict) and "tool_calls" in reply:
+                calls = tuple(ToolCall(id=f"{call}-{index}-{n}", name=c["name"], arguments=c.get("arguments", {}))
+                              for n, c in enumerate(reply["tool_calls"]))
+                reply = ModelResponse(text=reply.get("text", ""), tool_calls=calls, finish_reason="tool_calls")
+            scripted.add(call, reply)
+    return scripted
+
+
+def _model(model: str | None, script: Path | None) -> Model | None:
+    if script is not None:
+        if model is not None:
+            raise CliError("--script and --model cannot be used together")
+        return load_script(script)
+    chosen = pick_model(model)
+    if chosen is None:
+        return None
+    try:
+        return resolve_model(chosen)
+    except TetherError as exc:
+        raise CliError(f"invalid model {chosen!r}: {one_line(exc.message)}") from None
 
 
 def _pending_approval(run: WorkflowRun) -> str | None:
@@ -142,11 +207,15 @@ async def _decide(run: WorkflowRun, node_id: str, console: Console) -> bool:
             continue
         decision: Literal["approved", "rejected"] = "approved" if answer.startswith("a") else "rejected"
         try:
+            response = None
+            if decision == "approved" and (approval.schema_ or {}).get("kind", "text") != "text":
+                response = ask_answer(approval.schema_, "response")
             feedback = typer.prompt("feedback", default="", show_default=False)
         except typer.Abort:
             return False
         try:
-            await run.apply_approval(node_id, decision, feedback=feedback or None, decided_by="cli")
+            await run.apply_approval(node_id, decision, feedback=feedback or None, decided_by="cli",
+                                     response=response)
         except TetherError as exc:
             console.print(f"[red]refused:[/] {exc.message}")
             continue
@@ -157,11 +226,12 @@ async def _decide(run: WorkflowRun, node_id: str, console: Console) -> bool:
 
 
 async def _run(graph: WorkflowGraph, *, path: Path, inputs: dict[str, Any], run_id: str | None, db: str,
-               workspace: Path, autonomous: bool, console: Console) -> int:
+               workspace: Path, autonomous: bool, console: Console, model: Model | None) -> int:
     if "://" not in db:
         Path(db).expanduser().parent.mkdir(parents=True, exist_ok=True)
     store = open_store(db if "://" in db else str(Path(db).expanduser()))
-    options: dict[str, Any] = {"workspace": workspace, "resolve": workflow_directory_resolver(path.parent)}
+    options: dict[str, Any] = {"workspace": workspace, "resolve": workflow_directory_resolver(path.parent),
+                               "model": model}
     try:
         if run_id is not None:
             if inputs:
@@ -172,9 +242,14 @@ async def _run(graph: WorkflowGraph, *, path: Path, inputs: dict[str, Any], run_
         else:
             run = WorkflowRun(graph, store=store, input=inputs, autonomous=autonomous, **options)
         while True:
-            await _drain(run, console)
+            await _drain(run, console, agent=model is not None)
             pending = _pending_approval(run)
-            if pending is None or not await _decide(run, pending, console):
+            if pending is not None:
+                if not await _decide(run, pending, console):
+                    break
+                continue
+            asking = _pending_input(run)
+            if asking is None or not await _answer(run, asking, console):
                 break
         return _report(run, console)
     finally:
@@ -183,6 +258,9 @@ async def _run(graph: WorkflowGraph, *, path: Path, inputs: dict[str, Any], run_
 
 def _report(run: WorkflowRun, console: Console) -> int:
     snapshot = run.snapshot
+    if snapshot.model_calls:
+        tokens = ", ".join(f"{name.replace('_', ' ')} {value}" for name, value in sorted(snapshot.usage.items()))
+        console.print(f"[dim]{snapshot.model_calls} model call(s){': ' + tokens if tokens else ''}[/]")
     if snapshot.status == "complete":
         console.print(f"run {snapshot.run_id} complete")
         if snapshot.output:
@@ -190,8 +268,9 @@ def _report(run: WorkflowRun, console: Console) -> int:
         return 0
     if snapshot.status == "waiting":
         agents = [n for n, s in snapshot.nodes.items() if s.status == "available"]
-        if agents and _pending_approval(run) is None:
-            console.print(f"run {snapshot.run_id} needs agent work at {', '.join(agents)}, which the CLI cannot run")
+        if agents and _pending_approval(run) is None and _pending_input(run) is None:
+            console.print(f"run {snapshot.run_id} needs agent work at {', '.join(agents)}: set TETHER_MODEL, "
+                          "--model or --script to run it")
             return 1
         console.print(f"run {snapshot.run_id} is parked; resume with: --run {snapshot.run_id}")
         return 0
@@ -207,16 +286,22 @@ def run_command(
     db: str = typer.Option(DEFAULT_DB, "--db", help="the store: a SQLite path or a store URL"),
     workspace: Path = typer.Option(Path("."), "--workspace", "-w", help="where commands run"),
     autonomous: bool = typer.Option(False, "--autonomous", help="no pauses except mandatory approvals and gates"),
+    model: str | None = typer.Option(None, "--model", "-m", help="provider:model for subprompt and agent nodes "
+                                     "(default: TETHER_MODEL)"),
+    script: Path | None = typer.Option(None, "--script", help="a JSON file of scripted model replies (no key needed)"),
 ) -> None:
-    """Run FILE (or resume --run ID), showing node states; ask at approvals."""
+    """Run FILE (or resume --run ID), showing node states; ask at approvals and input requests."""
     graph = _load(str(file))
     try:
+        chosen = _model(model, script)
         code = asyncio.run(_run(graph, path=file, inputs=_inputs(input or []), run_id=run_id, db=db,
-                                workspace=workspace, autonomous=autonomous, console=stdout_console()))
+                                workspace=workspace, autonomous=autonomous, console=stdout_console(), model=chosen))
     except CliError as exc:
         fail(exc.message, exc.code)
     except TetherError as exc:
         fail(exc.message, 1)
+    except ScriptExhausted as exc:
+        fail(f"the script ran out of replies: {exc}", 1)
     if code:
         raise typer.Exit(code)
 

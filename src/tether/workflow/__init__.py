@@ -12,12 +12,14 @@ The host that drives a run on the process executor and saves it in a store is
 
 from tether.workflow import _ops as ops
 from tether.workflow._build import (
+    agent_node,
     check_node,
     edge,
     function_node,
     gate_node,
     router_node,
     subflow_node,
+    subprompt_node,
     workflow,
 )
 from tether.workflow._contract import Edge, Node, Workflow
@@ -39,6 +41,7 @@ __all__ = [
     "Workflow",
     "WorkflowGraph",
     "WorkflowSnapshot",
+    "agent_node",
     "check_node",
     "compile_expression",
     "compile_workflow",
@@ -56,6 +59,7 @@ __all__ = [
     "router_node",
     "scope",
     "subflow_node",
+    "subprompt_node",
     "workflow",
     "workflow_json_schema",
 ]

@@ -11,7 +11,8 @@ from typing import Any
 
 from tether.workflow._contract import Edge, EdgeType, Node, Workflow
 
-__all__ = ["check_node", "edge", "function_node", "gate_node", "router_node", "subflow_node", "workflow"]
+__all__ = ["agent_node", "check_node", "edge", "function_node", "gate_node", "router_node", "subflow_node",
+           "subprompt_node", "workflow"]
 
 
 def workflow(id: str, *, nodes: list[Node], edges: list[Edge], name: str | None = None, version: str = "1",
@@ -61,3 +62,21 @@ def subflow_node(id: str, flow: str, *, pass_context: bool = False, label: str |
                  description: str | None = None, **fields: Any) -> Node:
     """A ``sub-flow`` node running workflow ``flow`` inline."""
     return _node(id, {"kind": "sub-flow", "flow": flow, "passContext": pass_context}, label, description, fields)
+
+
+def subprompt_node(id: str, instruction: str, *, model: str | None = None, label: str | None = None,
+                   description: str | None = None, **fields: Any) -> Node:
+    """A ``subprompt`` node: one isolated model call (``model``: a tier, ``small``/``default``/``deep``)."""
+    run: dict[str, Any] = {"kind": "subprompt", "instruction": instruction}
+    if model is not None:
+        run["model"] = model
+    return _node(id, run, label, description, fields)
+
+
+def agent_node(id: str, instruction: str, *, model: str | None = None, assets: list[str] | None = None,
+               label: str | None = None, description: str | None = None, **fields: Any) -> Node:
+    """An ``agent`` node, worked by the model through the flow tools."""
+    run: dict[str, Any] = {"kind": "agent", "instruction": instruction, "assets": assets or []}
+    if model is not None:
+        run["model"] = model
+    return _node(id, run, label, description, fields)

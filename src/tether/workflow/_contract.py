@@ -68,7 +68,7 @@ class _Strict(BaseModel):
 
 
 class AgentRun(_Strict):
-    """Work that needs the session agent's conversation (executed by issue 12, not here)."""
+    """Work the agent does through the flow tools (``tether.workflow_host.AgentDriver``)."""
 
     kind: Literal["agent"]
     instruction: str = Field(min_length=1)
@@ -77,7 +77,8 @@ class AgentRun(_Strict):
 
 
 class SubpromptRun(_Strict):
-    """One isolated model call on bound inputs (executed by issue 12, not here)."""
+    """One isolated model call on bound inputs; with ``contract.output.fields`` the reply must
+    hold one JSON object (extracted fail-closed, never repaired)."""
 
     kind: Literal["subprompt"]
     instruction: str = Field(min_length=1)
@@ -139,10 +140,15 @@ class ChoiceSchema(_Strict):
 
 
 class FormSchema(_Strict):
-    """A form: ``fields`` maps each field name to its JSON Schema."""
+    """A form: ``fields`` maps each field name to its JSON Schema.
+
+    ``required`` lists the fields an answer must hold; when absent, every field without a
+    ``default`` is required.
+    """
 
     kind: Literal["form"]
     fields: dict[str, dict[str, JsonValue]] = Field(min_length=1)
+    required: list[str] | None = None
 
 
 class FileSchema(_Strict):

@@ -27,7 +27,7 @@ from jsonschema import Draft202012Validator
 
 from tether.errors import WorkflowExpressionError
 from tether.executors.provenance import Binding, Origin
-from tether.workflow._contract import AgentRun, SubpromptRun
+from tether.workflow._contract import AgentRun
 from tether.workflow._expr import Expression, Template, Wait
 from tether.workflow._graph import WorkflowGraph
 from tether.workflow._state import SETTLED, NodeState, RunStatus, WorkflowSnapshot
@@ -143,12 +143,12 @@ def _roll_up(graph: WorkflowGraph, snapshot: WorkflowSnapshot) -> RunStatus:
     if {"awaiting_approval", "awaiting_input"} & set(statuses.values()):
         return "waiting"
     available = [n for n, s in statuses.items() if s == "available"]
-    if any(not isinstance(graph.nodes[n].run, AgentRun | SubpromptRun) for n in available):
+    if any(not isinstance(graph.nodes[n].run, AgentRun) for n in available):
         return "running"
     if any(snapshot.nodes[n].expression_error for n in statuses):
         return "running"  # the host fails those nodes next
     if available:
-        return "waiting"  # agent work (issue 12)
+        return "waiting"  # agent work: the agent's next turn
     return "failed" if "failed" in statuses.values() else "blocked"
 
 
@@ -190,7 +190,8 @@ def clone_snapshot(snapshot: WorkflowSnapshot) -> WorkflowSnapshot:
         })
         for node_id, state in snapshot.nodes.items()
     }
-    return snapshot.model_copy(update={"nodes": nodes, "input": copy.deepcopy(snapshot.input)})
+    return snapshot.model_copy(update={"nodes": nodes, "input": copy.deepcopy(snapshot.input),
+                                       "stimuli": list(snapshot.stimuli), "usage": dict(snapshot.usage)})
 
 
 def mutate(graph: WorkflowGraph, snapshot: WorkflowSnapshot, change: Callable[[WorkflowSnapshot], None],

@@ -14,7 +14,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from tether.errors import DefinitionIssue, WorkflowDefinitionError
-from tether.workflow._contract import DEFAULT_ROUTE, CheckRun, FunctionRun, Node, RouterRun, Workflow
+from tether.workflow._answers import form_problems
+from tether.workflow._contract import (
+    DEFAULT_ROUTE,
+    AgentRun,
+    CheckRun,
+    FormSchema,
+    FunctionRun,
+    GateRun,
+    Node,
+    RouterRun,
+    SubpromptRun,
+    Workflow,
+)
 from tether.workflow._expr import Expression, Template, compile_expression, compile_template
 
 __all__ = ["CompiledRoute", "WorkflowGraph", "compile_workflow"]
@@ -44,6 +56,7 @@ class WorkflowGraph:
     routes: dict[str, list[CompiledRoute]] = field(default_factory=dict)
     route_owners: dict[str, list[str]] = field(default_factory=dict)
     outputs: dict[str, Template] = field(default_factory=dict)
+    instructions: dict[str, Template] = field(default_factory=dict)
     consumed: set[str] = field(default_factory=set)
 
     @property
@@ -62,6 +75,9 @@ class WorkflowGraph:
         for route in self.routes.get(node_id, []):
             if route.when is not None:
                 found |= route.when.reads_nodes
+        if node_id in self.instructions:
+            for expr in self.instructions[node_id].expressions:
+                found |= expr.reads_nodes
         return frozenset(found)
 
 
@@ -112,6 +128,9 @@ def _check_nodes(workflow: Workflow, ids: set[str], issues: list[DefinitionIssue
         if isinstance(run, CheckRun) and node.control.optional:
             issues.append(_issue(workflow, f"{where}.control.optional", "A check cannot be optional",
                                  "optional-check", node.id))
+        if isinstance(run, GateRun) and isinstance(run.schema_, FormSchema):
+            for problem in form_problems(run.schema_):
+                issues.append(_issue(workflow, f"{where}.run.schema", problem, "bad-form-schema", node.id))
         if isinstance(run, FunctionRun):
             if run.capture is not None:
                 for stream in ("stdout", "stderr"):
@@ -175,6 +194,11 @@ def _compile_expressions(workflow: Workflow, graph: WorkflowGraph, issues: list[
                 issues.append(_issue(workflow, f"{where}.contract.input.{name}", str(exc), "bad-expression", node.id))
         graph.guards[node.id] = guards
         graph.bindings[node.id] = bindings
+        if isinstance(node.run, AgentRun | SubpromptRun):
+            try:
+                graph.instructions[node.id] = compile_template(node.run.instruction, ids)
+            except ValueError as exc:
+                issues.append(_issue(workflow, f"{where}.run.instruction", str(exc), "bad-expression", node.id))
         if isinstance(node.run, RouterRun):
             routes: list[CompiledRoute] = []
             for j, authored in enumerate(node.run.routes):

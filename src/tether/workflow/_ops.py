@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from tether.errors import WorkflowExpressionError, WorkflowOperationError
 from tether.executors.provenance import ObtainedBy, Origin
+from tether.workflow._answers import check_answer, coerce_input_schema
 from tether.workflow._contract import GateRun
 from tether.workflow._derive import contract_problem, origins_of, scope
 from tether.workflow._expr import Wait
@@ -27,6 +28,7 @@ __all__ = [
     "cold_restart",
     "fail_node",
     "park",
+    "park_input",
     "request_approval",
     "request_input",
     "retry_node",
@@ -136,6 +138,8 @@ def apply_approval(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: st
     - gate: approved completes it (decision, feedback and response become its fields);
       rejected keeps it parked with the decision and feedback until a fresh request;
     - checkpoint: approved completes the node with the output it produced; rejected fails it;
+    - agent (an agent node's ``request_approval``): approved completes it with the proposed
+      output; rejected returns it to the agent (running) with the feedback;
     - check (escalated): rejected fails it terminally; approved is an override that needs a
       non-empty ``feedback``, keeps the failed evidence, and is refused when the failed
       attempt does not meet the check's declared output contract.
@@ -158,7 +162,7 @@ def apply_approval(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: st
             raise _refuse(f"cannot override check {node_id!r}: {problem}", "override-output-contract", node_id)
     run = graph.nodes[node_id].run
     if approval.kind == "gate" and decision == "approved" and isinstance(run, GateRun):
-        _check_response(node_id, run, response)
+        response = _check_response(node_id, run, response)
     decided = approval.model_copy(update={"decision": decision, "feedback": feedback, "decided_by": decided_by,
                                           "response": response})
 
@@ -166,15 +170,24 @@ def apply_approval(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: st
         node = snap.nodes[node_id]
         node.approval = decided
         node.approvals.append(decided)
+        if decided.kind == "agent" or (decided.kind == "gate" and decision == "rejected"):
+            snap.stimuli.append({"type": "approval_received", "node": node_id, "decision": decision,
+                                 "feedback": feedback, "decided_by": decided_by})
         if decision == "rejected":
             if decided.kind == "gate":
                 return  # parked with the decision until a fresh request
+            if decided.kind == "agent":
+                node.status = "running"  # back to the agent, which revises and asks again
+                return
             reason = f"rejected by {decided_by or 'a human'}" + (f": {feedback}" if feedback else "")
             fail_node(graph, node_id, reason)(snap)
             return
         if decided.kind == "gate":
             fields = {"decision": decision, "feedback": feedback, "response": response}
             complete_node(node_id, NodeOutput(fields=fields, summary=decided.summary), obtained_by=None,
+                          input_origins=node.input_origins)(snap)
+        elif decided.kind == "agent":
+            complete_node(node_id, decided.proposed or NodeOutput(), obtained_by="agent",
                           input_origins=node.input_origins)(snap)
         elif decided.kind == "check":
             fields = dict(last.fields) if last else {}
@@ -186,23 +199,17 @@ def apply_approval(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: st
     return change
 
 
-def _check_response(node_id: str, run: GateRun, response: Any) -> None:
-    schema = run.schema_
+def _check_response(node_id: str, run: GateRun, response: Any) -> Any:
+    """The gate's response coerced to its schema; a refusal names the reason."""
     if response is None:
-        return
-    if schema.kind == "choice":
-        chosen = response if isinstance(response, list) and schema.multiple else [response]
-        bad = [c for c in chosen if c not in schema.options]
-        if bad:
-            raise _refuse(f"gate {node_id!r}: {bad[0]!r} is not one of {schema.options}", "bad-response", node_id)
-    elif schema.kind == "form":
-        if not isinstance(response, dict):
-            raise _refuse(f"gate {node_id!r}: a form response must be an object", "bad-response", node_id)
-        unknown = sorted(set(response) - set(schema.fields))
-        if unknown:
-            raise _refuse(f"gate {node_id!r}: unknown form field {unknown[0]!r}", "bad-response", node_id)
-    elif schema.kind == "text" and not isinstance(response, str):
-        raise _refuse(f"gate {node_id!r}: a text response must be a string", "bad-response", node_id)
+        if run.schema_.kind == "text":
+            return None  # the approval itself answers a text gate
+        raise _refuse(f"gate {node_id!r}: approving a {run.schema_.kind} gate needs a response", "bad-response",
+                      node_id)
+    try:
+        return check_answer(run.schema_, response)
+    except ValueError as exc:
+        raise _refuse(f"gate {node_id!r}: {exc}", "bad-response", node_id) from None
 
 
 def request_approval(snapshot: WorkflowSnapshot, node_id: str, summary: str | None = None) -> Change:
@@ -233,17 +240,25 @@ def request_input(snapshot: WorkflowSnapshot, node_id: str, prompt: str, schema:
 
 
 def apply_input(snapshot: WorkflowSnapshot, node_id: str, response: Any, provided_by: str | None = None) -> Change:
-    """Answer the input request of ``node_id``; the node runs on with the answer recorded."""
+    """Answer the input request of ``node_id``: the answer is coerced to the requested schema or
+    refused with the reason; the node runs on with it recorded and the agent's next turn starts
+    with an ``input_received`` stimulus."""
     _known(snapshot, node_id)
     state = snapshot.nodes[node_id]
     if state.status != "awaiting_input" or state.input_request is None:
         raise _refuse(f"node {node_id!r} is not awaiting input", "no-pending-input", node_id)
+    try:
+        answer = check_answer(coerce_input_schema(state.input_request.schema_), response)
+    except ValueError as exc:
+        raise _refuse(f"input for node {node_id!r}: {exc}", "bad-input", node_id) from None
 
     def change(snap: WorkflowSnapshot) -> None:
         node = snap.nodes[node_id]
         assert node.input_request is not None
-        node.input_request = node.input_request.model_copy(update={"response": response, "provided_by": provided_by})
+        node.input_request = node.input_request.model_copy(update={"response": answer, "provided_by": provided_by})
         node.status = "running"
+        snap.stimuli.append({"type": "input_received", "node": node_id, "response": answer,
+                             "provided_by": provided_by})
     return change
 
 
@@ -287,12 +302,25 @@ def cancel(reason: str = "run cancelled") -> Change:
     return change
 
 
-def cold_restart() -> Change:
-    """After a crash: running work never committed returns to admission under a new generation,
-    and so does a sub-flow parked on its (transient) child."""
+def park_input(node_id: str, request: InputRequest) -> Change:
+    """Park ``node_id`` at ``awaiting_input`` with ``request`` (a child's request, projected)."""
     def change(snapshot: WorkflowSnapshot) -> None:
-        for state in snapshot.nodes.values():
-            projected = state.status == "awaiting_approval" and state.approval and state.approval.kind == "sub-flow"
+        state = snapshot.nodes[node_id]
+        state.status, state.input_request = "awaiting_input", request
+    return change
+
+
+def cold_restart(keep: frozenset[str] = frozenset()) -> Change:
+    """After a crash: running work never committed returns to admission under a new generation,
+    and so does a sub-flow parked on its (transient) child. Nodes in ``keep`` (agent nodes: their
+    running state is the agent's committed progress, not a process in flight) stay as they are."""
+    def change(snapshot: WorkflowSnapshot) -> None:
+        for node_id, state in snapshot.nodes.items():
+            if node_id in keep:
+                continue
+            projected = (state.status == "awaiting_approval" and state.approval and state.approval.kind == "sub-flow"
+                         ) or (state.status == "awaiting_input" and state.input_request is not None
+                               and state.input_request.child_node is not None)
             if state.status == "running" or projected:
                 state.status, state.approval = "pending", None
                 state.generation += 1

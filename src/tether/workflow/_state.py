@@ -51,7 +51,8 @@ class Attempt(BaseModel):
     """One settled attempt of a deterministic node (the output history).
 
     ``verdict`` is a check's :class:`~tether.executors.CheckVerdict` in JSON form: it stays with a
-    failed check even after an override completes the node.
+    failed check even after an override completes the node. ``summary`` is a subprompt's reply,
+    kept on a failed attempt too.
     """
 
     model_config = _CONFIG
@@ -63,6 +64,7 @@ class Attempt(BaseModel):
     timed_out: bool = False
     spawn_failed: bool = False
     fields: dict[str, JsonValue] = Field(default_factory=dict)
+    summary: str | None = None
     verdict: dict[str, Any] | None = None
     process: dict[str, Any] | None = None
 
@@ -71,17 +73,20 @@ class Approval(BaseModel):
     """A request for a human decision on a node, and the decision once made.
 
     ``kind``: ``gate`` (a first-class gate), ``checkpoint`` (a node's ``gate.approval``),
-    ``check`` (an escalated failed check: ``check`` holds its id, exit status and provenance) or
-    ``sub-flow`` (a child run's gate, projected onto the parent node: ``child_node``).
+    ``check`` (an escalated failed check: ``check`` holds its id, exit status and provenance),
+    ``sub-flow`` (a child run's gate, projected onto the parent node: ``child_node``) or
+    ``agent`` (an agent node's ``request_approval``: ``proposed`` is the output it asks to
+    complete with; a rejection sends the node back to the agent with the feedback).
     """
 
     model_config = _CONFIG
 
-    kind: Literal["gate", "checkpoint", "check", "sub-flow"]
+    kind: Literal["gate", "checkpoint", "check", "sub-flow", "agent"]
     summary: str
     schema_: dict[str, JsonValue] | None = Field(default=None, alias="schema")
     check: dict[str, JsonValue] | None = None
     child_node: str | None = None
+    proposed: NodeOutput | None = None
     request: int = 1
     decision: Literal["approved", "rejected"] | None = None
     feedback: str | None = None
@@ -90,7 +95,8 @@ class Approval(BaseModel):
 
 
 class InputRequest(BaseModel):
-    """A request for typed input on a node, and the answer once given."""
+    """A request for typed input on a node, and the answer once given (``child_node``: a child
+    run's request, projected onto its parent sub-flow node)."""
 
     model_config = _CONFIG
 
@@ -98,6 +104,7 @@ class InputRequest(BaseModel):
     schema_: dict[str, JsonValue] = Field(alias="schema")
     response: JsonValue = None
     provided_by: str | None = None
+    child_node: str | None = None
 
 
 class NodeState(BaseModel):
@@ -110,7 +117,10 @@ class NodeState(BaseModel):
         output: the settled output (complete nodes; a skipped router admits every branch).
         attempts / error_history: every settled attempt and every error, in order.
         obtained_by / input_origins: provenance of the output (``None``: unknown, fail-closed).
-        skip_reason: ``pruned`` (a losing router branch), ``optional`` (an optional node failed).
+        skip_reason: ``pruned`` (a losing router branch), ``optional`` (an optional node failed),
+            ``agent`` (the agent skipped an optional node).
+        corrections: how many invalid ``complete_node`` outputs the agent sent (one correction
+            is allowed; the second fails the node).
         blocked_by / failed_conditions / expression_error: derived on every mutation.
     """
 
@@ -127,7 +137,8 @@ class NodeState(BaseModel):
     input_request: InputRequest | None = None
     obtained_by: ObtainedBy | None = None
     input_origins: dict[str, tuple[Origin, ...]] | None = None
-    skip_reason: Literal["pruned", "optional"] | None = None
+    skip_reason: Literal["pruned", "optional", "agent"] | None = None
+    corrections: int = 0
     blocked_by: list[str] = Field(default_factory=list)
     failed_conditions: list[str] = Field(default_factory=list)
     expression_error: str | None = None
@@ -135,7 +146,12 @@ class NodeState(BaseModel):
 
 
 class WorkflowSnapshot(BaseModel):
-    """The whole state of one workflow run."""
+    """The whole state of one workflow run.
+
+    ``stimuli`` are what the agent's next turn starts with (``input_received``,
+    ``approval_received``); ``model_calls`` and ``usage`` count every model call the run made
+    (subprompts and agent turns).
+    """
 
     model_config = _CONFIG
 
@@ -148,6 +164,9 @@ class WorkflowSnapshot(BaseModel):
     nodes: dict[str, NodeState]
     output: dict[str, JsonValue] | None = None
     mutations: int = 0
+    stimuli: list[dict[str, JsonValue]] = Field(default_factory=list)
+    model_calls: int = 0
+    usage: dict[str, int] = Field(default_factory=dict)
 
     def node(self, node_id: str) -> NodeState:
         """The state of ``node_id`` (``KeyError`` when the workflow has no such node)."""

@@ -3,19 +3,28 @@
 :class:`WorkflowRun` drains a run (routers, gates, sub-flows, function and check nodes), applies
 host operations (approvals, input, retry, autonomous mode, cancel, hydrate) and saves the
 snapshot in a store with compare-and-swap after every change (:class:`SnapshotStore`).
-:func:`load_workflow_file` reads a definition from a ``.yaml``/``.yml``/``.json`` file.
+:class:`AgentDriver` gives the model turns on agent nodes through the flow tools
+(:meth:`WorkflowRun.advance`); :class:`WorkflowChat` lets a conversation start a run and answer
+its gates and input requests. :func:`load_workflow_file` reads a definition from a ``.yaml``/``.yml``/``.json`` file.
 """
 
+from tether.workflow_host._agent import FLOW_TOOLS, AgentDriver, TurnReport
+from tether.workflow_host._chat import WorkflowChat
 from tether.workflow_host._files import load_workflow_file, workflow_directory_resolver
 from tether.workflow_host._run import Resolver, WorkflowRun
 from tether.workflow_host._store import SnapshotStore
-from tether.workflow_host._subflow import MAX_SUBFLOW_DEPTH
+from tether.workflow_host._subflow import MAX_SUBFLOW_DEPTH, check_subflows
 
 __all__ = [
+    "AgentDriver",
+    "FLOW_TOOLS",
     "MAX_SUBFLOW_DEPTH",
     "Resolver",
     "SnapshotStore",
+    "TurnReport",
+    "WorkflowChat",
     "WorkflowRun",
+    "check_subflows",
     "load_workflow_file",
     "workflow_directory_resolver",
 ]

@@ -26,11 +26,13 @@ from tether.executors import (
     RetryOutcome,
     check_verdict,
 )
+from tether.executors.provenance import ObtainedBy, Origin
 from tether.workflow import Approval, Attempt, NodeOutput, WorkflowGraph, WorkflowSnapshot, ops
 from tether.workflow._contract import CheckRun, FunctionRun
 from tether.workflow._derive import contract_problem
 
-__all__ = ["build_request", "describe_failure", "settle_outcome", "spawn_failure"]
+__all__ = ["build_request", "complete_or_park", "describe_failure", "record_attempt", "settle_outcome",
+           "spawn_failure"]
 
 
 def build_request(graph: WorkflowGraph, node_id: str, bindings: dict[str, Binding], workspace: Path) -> ProcessRequest:
@@ -92,7 +94,7 @@ def settle_outcome(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: st
     run = node.run
     changes: list[ops.Change] = []
     for earlier in outcome.attempts[:-1]:
-        changes.append(_record(node_id, _attempt(earlier, generation, None, describe_failure(earlier))))
+        changes.append(record_attempt(node_id, _attempt(earlier, generation, None, describe_failure(earlier))))
     final = outcome.final
     origins = {name: binding.origins for name, binding in request.inputs.items()}
     is_check = isinstance(run, CheckRun)
@@ -104,15 +106,8 @@ def settle_outcome(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: st
             changes.append(ops.fail_node(graph, node_id, problem, _attempt(final, generation, verdict, problem)))
             return changes
         attempt = _attempt(final, generation, verdict, None)
-        output = NodeOutput(fields=fields)
-        approval = node.gate.approval
-        if approval == "mandatory" or (approval == "optional" and not snapshot.autonomous):
-            summary = f"{node.label}: finished; approve to continue"
-            changes.append(ops.park(node_id, Approval(kind="checkpoint", summary=summary), output=output,
-                                    input_origins=origins, obtained_by="runtime", attempt=attempt))
-        else:
-            changes.append(ops.complete_node(node_id, output, obtained_by="runtime", input_origins=origins,
-                                             attempt=attempt))
+        changes.append(complete_or_park(graph, snapshot, node_id, NodeOutput(fields=fields), origins=origins,
+                                        obtained_by="runtime", attempt=attempt))
         return changes
     error = describe_failure(final)
     if is_check and verdict is not None:
@@ -134,7 +129,21 @@ def settle_outcome(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: st
     return changes
 
 
-def _record(node_id: str, attempt: Attempt) -> ops.Change:
+def complete_or_park(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: str, output: NodeOutput, *,
+                     origins: dict[str, tuple[Origin, ...]] | None, obtained_by: ObtainedBy,
+                     attempt: Attempt) -> ops.Change:
+    """Complete a runtime-run node, or park it for a human when its ``gate.approval`` says so."""
+    node = graph.nodes[node_id]
+    approval = node.gate.approval
+    if approval == "mandatory" or (approval == "optional" and not snapshot.autonomous):
+        summary = f"{node.label}: finished; approve to continue"
+        return ops.park(node_id, Approval(kind="checkpoint", summary=summary), output=output,
+                        input_origins=origins, obtained_by=obtained_by, attempt=attempt)
+    return ops.complete_node(node_id, output, obtained_by=obtained_by, input_origins=origins, attempt=attempt)
+
+
+def record_attempt(node_id: str, attempt: Attempt) -> ops.Change:
+    """Record a failed attempt that a later one of the same node superseded."""
     def change(snapshot: WorkflowSnapshot) -> None:
         state = snapshot.nodes[node_id]
         state.attempts.append(attempt)

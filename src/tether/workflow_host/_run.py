@@ -8,7 +8,14 @@ is left, one step at a time, in this order each step:
    a router made losing by an earlier one in the same wave never completes);
 3. gates park at ``awaiting_approval`` (autonomous mode never bypasses them);
 4. sub-flows run inline (the child is transient; its gates are projected onto the parent node);
-5. function and check nodes run on the executor, one at a time, attempts never overlapping.
+5. function and check nodes run on the executor, and subprompt nodes make their one isolated
+   model call: one at a time, except that the available members of one
+   ``control.parallelGroup`` run together (one attempt each, joined before the next step); a
+   node's own attempts never overlap.
+
+:meth:`WorkflowRun.advance` drains, then gives the agent turns (with the flow tools) on the
+agent nodes until the agent waits for a human or has nothing left to do
+(:class:`~tether.workflow_host.AgentDriver`).
 
 Every change goes through :func:`tether.workflow.mutate` and, with a store, is saved with
 compare-and-swap before the next step; node status changes are written as events in the same
@@ -28,6 +35,8 @@ from pydantic import ValidationError
 
 from tether.errors import SpawnError, WorkflowExpressionError, WorkflowOperationError
 from tether.executors import DEFAULT_SETTLE_BUDGET, Binding, Executor, SubprocessExecutor, retry
+from tether.models.tiers import ModelTiers
+from tether.models.types import Model, ModelResponse
 from tether.stores.base import Store
 from tether.workflow import (
     NodeState,
@@ -41,12 +50,14 @@ from tether.workflow import (
     ops,
     resolve_bindings,
 )
-from tether.workflow._contract import FunctionRun, GateRun, RouterRun, SubflowRun
+from tether.workflow._contract import AgentRun, FunctionRun, GateRun, RouterRun, SubflowRun, SubpromptRun
 from tether.workflow._derive import derive
 from tether.workflow._state import Approval
+from tether.workflow_host._agent import DEFAULT_TOOL_ROUNDS, AgentDriver
 from tether.workflow_host._process import build_request, settle_outcome, spawn_failure
 from tether.workflow_host._store import SnapshotStore
-from tether.workflow_host._subflow import MAX_SUBFLOW_DEPTH, SubflowHost
+from tether.workflow_host._subflow import MAX_SUBFLOW_DEPTH, SubflowHost, check_subflows
+from tether.workflow_host._subprompt import run_subprompt
 
 __all__ = ["MAX_SUBFLOW_DEPTH", "Resolver", "WorkflowRun"]
 
@@ -69,8 +80,13 @@ class WorkflowRun:
         input: the run input (overlaying the workflow's declared ``input`` defaults).
         autonomous: no pauses except mandatory approvals, gates and escalated checks.
         workspace: the working directory of commands (a node's ``run.cwd`` is relative to it).
-        resolve: finds a sub-flow's workflow by id (a mapping or a function).
+        resolve: finds a sub-flow's workflow by id (a mapping or a function). The whole sub-flow
+            tree is resolved and checked here, at registration: an unknown child, a cycle across
+            workflows or nesting deeper than 16 raises :class:`WorkflowDefinitionError`.
         on_change: called once per mutation with the new snapshot.
+        model: serves subprompt nodes and agent turns: a :class:`~tether.models.Model` or a
+            ``provider:model`` string (the ``default`` tier only), or :class:`ModelTiers`.
+        max_tool_rounds: how many rounds of tool calls one agent turn may make (default 8).
     """
 
     def __init__(
@@ -86,6 +102,8 @@ class WorkflowRun:
         resolve: Resolver | Mapping[str, Definition] | None = None,
         on_change: Callable[[WorkflowSnapshot], None] | None = None,
         budget: float = DEFAULT_SETTLE_BUDGET,
+        model: Model | ModelTiers | str | None = None,
+        max_tool_rounds: int = DEFAULT_TOOL_ROUNDS,
         _ancestry: tuple[str, ...] = (),
         _snapshot: WorkflowSnapshot | None = None,
         _revision: int | None = None,
@@ -96,15 +114,23 @@ class WorkflowRun:
         self.workspace = Path(workspace)
         self.on_change = on_change
         self.budget = budget
+        self.models = model if isinstance(model, ModelTiers) else ModelTiers(default=model)
+        self.max_tool_rounds = max_tool_rounds
+        self._models: dict[str, Model | None] = {}
+        self.journal: list[dict[str, Any]] = []
         self.ancestry = (*_ancestry, self.graph.id)
         self.resolver = resolve
+        if not _ancestry:
+            check_subflows(self.graph, self.resolve)
         self._snapshot = _snapshot or new_snapshot(self.graph, run_id or str(uuid.uuid4()), input,
                                                    autonomous=autonomous)
         self._revision = _revision
         self._lock = asyncio.Lock()
-        self._aborts: dict[str, asyncio.Event] = {}
+        self.aborts: dict[str, asyncio.Event] = {}
         self._draining = False
         self.subflows = SubflowHost(self)
+        self.agent_nodes = frozenset(n for n, node in self.graph.nodes.items() if isinstance(node.run, AgentRun))
+        self.agent = AgentDriver(self)
 
     # ------------------------------------------------------------------ reading
 
@@ -132,6 +158,21 @@ class WorkflowRun:
         """The state of ``node_id``."""
         return self._snapshot.node(node_id)
 
+    def model_for(self, tier: str) -> Model | None:
+        """The model of ``tier`` (``None``: no default configured); an undeclared ``small`` or
+        ``deep`` raises :class:`~tether.errors.ModelConfigurationError`, never substitutes."""
+        if tier not in self._models:
+            self._models[tier] = self.models.resolve(tier)
+        return self._models[tier]
+
+    async def count_model_call(self, response: ModelResponse) -> None:
+        """Count one model call and its tokens on the run."""
+        def count(snapshot: WorkflowSnapshot) -> None:
+            snapshot.model_calls += 1
+            for name, value in response.usage.as_dict().items():
+                snapshot.usage[name] = snapshot.usage.get(name, 0) + value
+        await self.apply(count)
+
     def resolve(self, flow: str) -> WorkflowGraph:
         """The workflow ``flow`` for a sub-flow node (``KeyError`` when unknown)."""
         if self.resolver is None:
@@ -154,11 +195,18 @@ class WorkflowRun:
     async def _save(self, before: WorkflowSnapshot | None, after: WorkflowSnapshot) -> None:
         if self.snapshots is None:
             return
-        events = _events(before, after)
+        events = _events(before, after) + self.journal
+        self.journal = []
         if self._revision is None:
             self._revision = await self.snapshots.create(after, events)
         else:
             self._revision = await self.snapshots.save(after, self._revision, events)
+
+    async def flush_journal(self) -> None:
+        """Save the journal entries waiting for the next change now (a save with no change)."""
+        async with self._lock:
+            if self.journal and self.snapshots is not None and self._revision is not None:
+                await self._save(self._snapshot, self._snapshot)
 
     async def save(self) -> None:
         """Save the current snapshot now (creates the stored run on first call)."""
@@ -190,7 +238,10 @@ class WorkflowRun:
         return await self.apply(ops.request_approval(self._snapshot, node_id, summary))
 
     async def apply_input(self, node_id: str, response: Any, *, provided_by: str | None = None) -> WorkflowSnapshot:
-        """Answer ``node_id``'s input request."""
+        """Answer ``node_id``'s input request (a sub-flow's projected request goes to its child)."""
+        request = self.node(node_id).input_request
+        if request is not None and request.child_node is not None and self.node(node_id).status == "awaiting_input":
+            return await self.subflows.forward_input(node_id, response, provided_by=provided_by)
         return await self.apply(ops.apply_input(self._snapshot, node_id, response, provided_by))
 
     async def retry_node(self, node_id: str) -> WorkflowSnapshot:
@@ -203,7 +254,7 @@ class WorkflowRun:
 
     async def cancel(self, reason: str = "run cancelled") -> WorkflowSnapshot:
         """Cancel the run; an in-flight attempt is aborted and its result discarded."""
-        for abort in self._aborts.values():
+        for abort in self.aborts.values():
             abort.set()
         self.subflows.drop_all()
         return await self.apply(ops.cancel(reason))
@@ -213,7 +264,7 @@ class WorkflowRun:
         discarded, children dropped, and running work returns to admission."""
         loaded = WorkflowSnapshot.model_validate(snapshot if isinstance(snapshot, Mapping)
                                                  else snapshot.model_dump(by_alias=True))
-        for abort in self._aborts.values():
+        for abort in self.aborts.values():
             abort.set()
         self.subflows.drop_all()
 
@@ -225,7 +276,7 @@ class WorkflowRun:
                 generation, status = current.get(node_id, (0, "pending"))
                 # never reuse a generation an in-flight attempt may still hold
                 state.generation = max(state.generation, generation) + (1 if status == "running" else 0)
-            ops.cold_restart()(snap)
+            ops.cold_restart(self.agent_nodes)(snap)
         return await self.apply(replace)
 
     @classmethod
@@ -245,10 +296,11 @@ class WorkflowRun:
                 code="wrong-workflow")
         derive(graph, snapshot)
         run = cls(graph, store=snapshots, _snapshot=snapshot, _revision=revision, **options)
-        if any(state.status == "running" or (state.approval and state.approval.kind == "sub-flow"
-                                             and state.status == "awaiting_approval")
-               for state in snapshot.nodes.values()):
-            await run.apply(ops.cold_restart())
+        if any((state.status == "running" and node_id not in run.agent_nodes)
+               or (state.approval and state.approval.kind == "sub-flow" and state.status == "awaiting_approval")
+               or (state.input_request and state.input_request.child_node and state.status == "awaiting_input")
+               for node_id, state in snapshot.nodes.items()):
+            await run.apply(ops.cold_restart(run.agent_nodes))
         return run
 
     # ------------------------------------------------------------------ draining
@@ -265,6 +317,24 @@ class WorkflowRun:
                 pass
         finally:
             self._draining = False
+        return self._snapshot
+
+    async def advance(self, *, max_turns: int = 50) -> WorkflowSnapshot:
+        """Drain, then give the agent turns until it waits for a human, has no agent node left,
+        or ends a turn without changing any node (at most ``max_turns`` turns). With no model
+        configured at all, this only drains."""
+        await self.drain()
+        configured = any(getattr(self.models, tier) is not None for tier in ("default", "small", "deep"))
+        for _ in range(max_turns if configured else 0):
+            if not self.agent.ready() or self._snapshot.status == "cancelled":
+                break
+            before = {n: (s.status, s.generation) for n, s in self._snapshot.nodes.items()}
+            report = await self.agent.turn()
+            await self.drain()
+            if report.ended_by != "reply":
+                break
+            if before == {n: (s.status, s.generation) for n, s in self._snapshot.nodes.items()}:
+                break  # the agent answered without moving anything: a human has to look
         return self._snapshot
 
     async def _step(self) -> bool:
@@ -288,9 +358,23 @@ class WorkflowRun:
             if isinstance(graph.nodes[node_id].run, SubflowRun) and await self.subflows.start(node_id):
                 return True
         for node_id in available:
-            if isinstance(graph.nodes[node_id].run, FunctionRun) and await self._run_process(node_id):
+            if not isinstance(graph.nodes[node_id].run, FunctionRun | SubpromptRun):
+                continue
+            group = graph.nodes[node_id].control.parallel_group
+            if group is None:
+                if await self._run_work(node_id):
+                    return True
+                continue
+            members = [n for n in available if isinstance(graph.nodes[n].run, FunctionRun | SubpromptRun)
+                       and graph.nodes[n].control.parallel_group == group]
+            if any(await asyncio.gather(*(self._run_work(n) for n in members))):
                 return True
         return False
+
+    async def _run_work(self, node_id: str) -> bool:
+        if isinstance(self.graph.nodes[node_id].run, SubpromptRun):
+            return await run_subprompt(self, node_id)
+        return await self._run_process(node_id)
 
     async def _settle_router(self, node_id: str) -> bool:
         try:
@@ -322,7 +406,7 @@ class WorkflowRun:
         except ValidationError as exc:
             await self.apply(ops.fail_node(self.graph, node_id, f"node {node_id!r}: {exc.errors()[0]['msg']}"))
             return True
-        abort = self._aborts[node_id] = asyncio.Event()  # registered before the node shows as running
+        abort = self.aborts[node_id] = asyncio.Event()  # registered before the node shows as running
         await self.apply(ops.start_node(node_id))
         generation = self.node(node_id).generation
         try:
@@ -333,7 +417,7 @@ class WorkflowRun:
                 await self.apply(spawn_failure(self.graph, node_id, generation, exc.message))
             return True
         finally:
-            self._aborts.pop(node_id, None)
+            self.aborts.pop(node_id, None)
         if self.node(node_id).generation != generation or self.node(node_id).status != "running":
             return True  # stale: cancelled, retried or hydrated while it ran
         await self.apply(*settle_outcome(self.graph, self._snapshot, node_id, generation, request, outcome))

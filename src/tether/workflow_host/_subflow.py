@@ -2,32 +2,111 @@
 
 - The child is resolved by id through the parent's resolver; ``passContext`` merges the parent
   run input (the keys the child declares) ahead of the node's bindings.
-- Ancestry is tracked in memory: a workflow already in the chain is a cycle and fails the node
-  naming it; more than :data:`MAX_SUBFLOW_DEPTH` nested workflows fail it too.
+- The sub-flow tree is checked when a root run is registered (:func:`check_subflows`): an unknown
+  or invalid child, a cycle across workflows (named ``a -> b -> a``) or more than
+  :data:`MAX_SUBFLOW_DEPTH` nested workflows is a :class:`WorkflowDefinitionError` before
+  anything runs. Ancestry is tracked in memory at run time too, as a second line: a resolver
+  whose answers changed since registration still cannot loop.
 - The child's gates and escalated checks are projected onto the parent node (``approval.kind =
   "sub-flow"``, ``child_node``); deciding the parent's approval decides the child's, and the
   child runs on. The child snapshot itself is never saved: a cold restart sends the parent node
   back to admission and the child starts again from the durable parent boundary.
+- The child shares the parent's executor and models: its subprompts run, and the agent gets
+  turns on its agent nodes; an agent's ``request_approval`` is projected like a gate, and its
+  ``request_input`` is projected as the parent node's input request (``child_node``): answering
+  the parent answers the child, which runs on.
 - Child completion completes the parent node (the child's run output becomes its fields); any
   other end fails it (or skips it when optional).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from tether.errors import TetherError, WorkflowOperationError
-from tether.workflow import NodeOutput, WorkflowSnapshot, ops
+from tether.errors import DefinitionIssue, TetherError, WorkflowDefinitionError, WorkflowOperationError
+from tether.workflow import NodeOutput, WorkflowGraph, WorkflowSnapshot, ops
 from tether.workflow._contract import SubflowRun
 from tether.workflow._state import Approval
 
 if TYPE_CHECKING:
     from tether.workflow_host._run import WorkflowRun
 
-__all__ = ["MAX_SUBFLOW_DEPTH", "SubflowHost"]
+__all__ = ["MAX_SUBFLOW_DEPTH", "SubflowHost", "check_subflows"]
 
 MAX_SUBFLOW_DEPTH = 16
 """The most workflows one chain of inline sub-flows may hold (the root included)."""
+
+
+class _Invalid(Exception):
+    pass
+
+
+def _problem(issues: list[DefinitionIssue], where: dict[str, str]) -> Callable[[str, str], None]:
+    """Records a problem at ``where`` (flow, node, path)."""
+    def add(code: str, message: str) -> None:
+        issues.append(DefinitionIssue(code, message, flow=where["flow"], node=where["node"], path=where["path"]))
+    return add
+
+
+def check_subflows(root: WorkflowGraph, resolve: Callable[[str], WorkflowGraph] | None) -> None:
+    """Check the sub-flow tree under ``root``: every child resolves and is valid, no workflow
+    reaches itself through sub-flows, and no chain nests more than :data:`MAX_SUBFLOW_DEPTH`
+    workflows. Raises :class:`WorkflowDefinitionError` naming the workflow, node and path."""
+    issues: list[DefinitionIssue] = []
+    loaded: dict[str, WorkflowGraph | None] = {root.id: root}
+    height: dict[str, int] = {}  # explored workflows: how many nest below them, themselves included
+
+    def load(flow: str) -> WorkflowGraph | None:
+        if flow not in loaded:
+            loaded[flow] = None
+            if resolve is not None:
+                try:
+                    loaded[flow] = resolve(flow)
+                except KeyError:
+                    pass
+                except TetherError as exc:
+                    raise _Invalid(exc.message) from None
+        return loaded[flow]
+
+    def visit(graph: WorkflowGraph, chain: tuple[str, ...]) -> int:
+        if len(chain) > MAX_SUBFLOW_DEPTH:
+            too_deep.append(" -> ".join(chain))
+            return 1
+        deepest = 1
+        for index, node in enumerate(graph.workflow.nodes):
+            run = node.run
+            if not isinstance(run, SubflowRun):
+                continue
+            where = {"flow": graph.id, "node": node.id, "path": f"nodes.{index}.run.flow"}
+            problem = _problem(issues, where)
+            if run.flow in chain:
+                problem("subflow-cycle", f"sub-flow cycle: {' -> '.join((*chain[chain.index(run.flow):], run.flow))}")
+                continue
+            try:
+                child = load(run.flow)
+            except _Invalid as exc:
+                problem("subflow-invalid", f"sub-flow {run.flow!r} is invalid: {exc}")
+                continue
+            if child is None:
+                problem("unknown-subflow", f"sub-flow {run.flow!r}: no such workflow")
+                continue
+            if child.id != run.flow:
+                problem("subflow-id-mismatch", f"sub-flow {run.flow!r} resolved to a workflow with id {child.id!r}")
+                continue
+            below = height[child.id] if child.id in height else visit(child, (*chain, child.id))
+            deepest = max(deepest, below + 1)
+        height[graph.id] = deepest
+        return deepest
+
+    too_deep: list[str] = []
+    if visit(root, (root.id,)) > MAX_SUBFLOW_DEPTH or too_deep:
+        chain = too_deep[0] if too_deep else root.id
+        issues.append(DefinitionIssue("subflow-too-deep", f"sub-flows nest deeper than {MAX_SUBFLOW_DEPTH} workflows "
+                                      f"({chain})", flow=root.id, path="nodes"))
+    if issues:
+        unique = list(dict.fromkeys(issues))
+        raise WorkflowDefinitionError(unique, title=f"workflow {root.id!r}: its sub-flows are invalid")
 
 
 class SubflowHost:
@@ -80,6 +159,7 @@ class SubflowHost:
             child = WorkflowRun(child_graph, executor=parent.executor, run_id=f"{parent.run_id}/{node_id}",
                                 input=child_input, autonomous=parent.snapshot.autonomous,
                                 workspace=parent.workspace, resolve=parent.resolver, budget=parent.budget,
+                                model=parent.models, max_tool_rounds=parent.max_tool_rounds,
                                 _ancestry=parent.ancestry)
         except TetherError as exc:
             await parent.apply(ops.fail_node(parent.graph, node_id, f"sub-flow {run.flow!r}: {exc.message}"))
@@ -92,7 +172,7 @@ class SubflowHost:
     async def _advance(self, node_id: str) -> None:
         parent = self.parent
         generation, child = self.children[node_id]
-        await child.drain()
+        await child.advance()
         if parent.node(node_id).generation != generation or node_id not in self.children:
             return  # stale: the parent was cancelled or hydrated meanwhile
         snapshot = child.snapshot
@@ -110,8 +190,34 @@ class SubflowHost:
                                  decision=approval.decision, feedback=approval.feedback)
             await parent.apply(ops.park(node_id, projected))
             return
+        asking = next((n for n in child.graph.order if snapshot.nodes[n].status == "awaiting_input"), None)
+        request = snapshot.nodes[asking].input_request if asking else None
+        if asking is not None and request is not None:
+            await parent.apply(ops.park_input(node_id, request.model_copy(update={"child_node": asking})))
+            return
         del self.children[node_id]
         await parent.apply(ops.fail_node(parent.graph, node_id, f"sub-flow {flow!r} {_ending(snapshot)}"))
+
+    async def forward_input(self, node_id: str, response: Any, *, provided_by: str | None) -> WorkflowSnapshot:
+        """Answer the child's input request projected on ``node_id``, record it, and run the child on."""
+        parent = self.parent
+        entry = self.children.get(node_id)
+        request = parent.node(node_id).input_request
+        if entry is None or request is None or request.child_node is None:
+            raise WorkflowOperationError(f"sub-flow node {node_id!r} has no live child (drain to restart it)",
+                                         code="no-live-child", node=node_id)
+        child = entry[1]
+        await child.apply_input(request.child_node, response, provided_by=provided_by)
+        coerced = child.node(request.child_node).input_request  # the answer as the child stored it
+        answered = request.model_copy(update={"response": coerced.response if coerced else response,
+                                              "provided_by": provided_by})
+
+        def record(snapshot: WorkflowSnapshot) -> None:
+            node = snapshot.nodes[node_id]
+            node.input_request, node.status = answered, "running"
+        await parent.apply(record)
+        await self._advance(node_id)
+        return parent.snapshot
 
     async def forward_approval(self, node_id: str, decision: Literal["approved", "rejected"], *,
                                feedback: str | None, decided_by: str | None, response: Any) -> WorkflowSnapshot:
@@ -143,5 +249,5 @@ def _ending(snapshot: WorkflowSnapshot) -> str:
         node, error = failed[0]
         return f"failed at node {node!r}: {error}"
     if snapshot.status == "waiting":
-        return "is waiting for agent work, which sub-flows cannot run yet (issue 12)"
+        return "is waiting for agent work and no model is configured"
     return f"ended {snapshot.status} without completing"
