@@ -129,11 +129,37 @@ def window(timings: Timings, first: int, last: int) -> float:
 
 # ---------------------------------------------------------------------- PostgreSQL workers
 
+def _server_cpu(url: str, name: str) -> dict[int, float]:
+    """CPU seconds so far of each PostgreSQL backend serving connections named ``name`` (read from
+    ``/proc``: the server runs on this machine)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        pids = [row[0] for row in conn.execute("SELECT pid FROM pg_stat_activity WHERE application_name = %s",
+                                               (name,)).fetchall()]
+    ticks = os.sysconf("SC_CLK_TCK")
+    seconds = {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        seconds[pid] = (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+    return seconds
+
+
+def _named(url: str, name: str) -> str:
+    return f"{url}{'&' if '?' in url else '?'}application_name={name}"
+
+
 async def _pg_worker(url: str, schema: str, worker: int, conversations: int, turns: int, go_at: float) -> None:
-    store = await PostgresStore.open(url, schema=schema)
+    name = f"tether-bench-{os.getpid()}"
+    store = await PostgresStore.open(_named(url, name), schema=schema)
     runtime = Runtime(booking_agent(), store=store, clock=FakeClock())
-    await runtime.run("Booker", booking_message(1, 10_000 + worker))  # warm up (connection, caches)
+    await runtime.run("Booker", booking_message(1, 10_000 + worker))  # warm up (connections, caches)
     await asyncio.sleep(max(0.0, go_at - time.time()))
+    server = _server_cpu(url, name)
     started, cpu = time.time(), time.process_time()
     done = 0
     for c in range(conversations):
@@ -144,13 +170,15 @@ async def _pg_worker(url: str, schema: str, worker: int, conversations: int, tur
             session_id = response.session
             done += 1
     ended, cpu = time.time(), time.process_time() - cpu
+    server_cpu = sum(total - server.get(pid, 0.0) for pid, total in _server_cpu(url, name).items())
     await runtime.close()
-    print(json.dumps({"started": started, "ended": ended, "turns": done, "cpu": cpu}))
+    print(json.dumps({"started": started, "ended": ended, "turns": done, "cpu": cpu, "server_cpu": server_cpu}))
 
 
-def pg_throughput(url: str, schema: str, workers: int, conversations: int, turns: int) -> tuple[float, float]:
-    """Booking turns per second over ``workers`` processes started together, and the workers'
-    own CPU time per turn (ms): the rest of a turn's time is the server's work and waiting."""
+def pg_throughput(url: str, schema: str, workers: int, conversations: int,
+                  turns: int) -> tuple[float, float, float]:
+    """Booking turns per second over ``workers`` processes started together, the workers' own CPU
+    time per turn and the CPU time of the PostgreSQL backends serving them per turn (ms)."""
     go_at = time.time() + 3.0 + 0.5 * workers
     procs = [subprocess.Popen([sys.executable, __file__, "--pg-worker", url, schema, str(w), str(conversations),
                                str(turns), str(go_at)], stdout=subprocess.PIPE, text=True)
@@ -162,7 +190,8 @@ def pg_throughput(url: str, schema: str, workers: int, conversations: int, turns
         reports.append(json.loads(out.strip().splitlines()[-1]))
     span = max(r["ended"] for r in reports) - min(r["started"] for r in reports)
     done = sum(r["turns"] for r in reports)
-    return done / span, sum(r["cpu"] for r in reports) / done * 1000
+    per_turn_ms = [sum(r[key] for r in reports) / done * 1000 for key in ("cpu", "server_cpu")]
+    return done / span, per_turn_ms[0], per_turn_ms[1]
 
 
 async def prepare_schema(url: str, schema: str) -> None:
@@ -213,14 +242,19 @@ async def main(conversations: int, turns: int) -> None:
             await prepare_schema(url, schema)
             pg = await hosted(lambda c: PostgresStore(url, schema=schema), 2, min(turns, 100))
             rows.append(("Runtime + PostgresStore", f"{per_turn(pg):.3f} ms", ""))
-            one, one_cpu = pg_throughput(url, schema, 1, 4, 40)
-            four, four_cpu = pg_throughput(url, schema, 4, 4, 40)
-            rows.append(("PostgreSQL, 1 worker process", f"{one:.0f} turns/s",
-                         f"worker CPU {one_cpu:.2f} ms/turn = {one_cpu * one / 10:.0f}% of one core"))
-            rows.append(("PostgreSQL, 4 worker processes", f"{four:.0f} turns/s",
-                         f"{four / one:.2f}x one (goal >= 1.8); worker CPU {four_cpu:.2f} ms/turn = "
-                         f"{four_cpu * four / 10:.0f}% of one core, of {os.cpu_count()} cores; "
-                         f"load {os.getloadavg()[0]:.1f}"))
+            cores = os.cpu_count() or 1
+            one, one_cpu, one_server = pg_throughput(url, schema, 1, 4, 40)
+            four, four_cpu, four_server = pg_throughput(url, schema, 4, 4, 40)
+            for label, rate, worker_cpu, server_cpu, note in (
+                    ("PostgreSQL, 1 worker process", one, one_cpu, one_server, ""),
+                    ("PostgreSQL, 4 worker processes", four, four_cpu, four_server,
+                     f"{four / one:.2f}x one (goal >= 1.8); ")):
+                busy = (worker_cpu + server_cpu) * rate / 1000  # cores kept busy by the bench itself
+                rows.append((label, f"{rate:.0f} turns/s",
+                             f"{note}CPU per turn: worker {worker_cpu:.2f} + server {server_cpu:.2f} ms = "
+                             f"{busy:.2f} of {cores} cores busy; ceiling at {cores} cores "
+                             f"{cores * 1000 / (worker_cpu + server_cpu):.0f} turns/s"))
+            rows.append(("machine load (1 min) after the runs", f"{os.getloadavg()[0]:.1f}", ""))
         finally:
             drop_schema(url, schema)
     else:

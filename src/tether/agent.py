@@ -24,6 +24,7 @@ from tether.engine.wakes import pending_wakes
 from tether.errors import ModelConfigurationError
 from tether.flow.agent_def import AgentDefinition
 from tether.models.types import Model
+from tether.tracing import traced_models
 
 __all__ = ["Agent", "TurnChunk"]
 
@@ -147,6 +148,16 @@ class Agent(AgentDefinition):
         self._resolved[tier] = resolved
         return resolved
 
+    def model_named(self, selection: str) -> Model:
+        """The model an agent step names itself (``agent(..., model="provider:name")``),
+        resolved once."""
+        key = f"step:{selection}"
+        if key not in self._resolved:
+            from tether.models import resolve_model
+
+            self._resolved[key] = resolve_model(selection)
+        return self._resolved[key]
+
     # ------------------------------------------------------------------ turns
 
     def pending_wakes(self, session: Session, *, options: TurnOptions | None = None) -> list[ScheduledWake]:
@@ -163,8 +174,8 @@ class Agent(AgentDefinition):
         if isinstance(input, str):
             input = Message(input)
         options = _with_sleep(options if options is not None else TurnOptions(**option_fields))
-        return await run_turn(self, session, input, options=options, clock=self.clock, ids=self.ids, models=self,
-                              session_id=session_id, on_delta=on_delta)
+        return await run_turn(self, session, input, options=options, clock=self.clock, ids=self.ids,
+                              models=traced_models(self), session_id=session_id, on_delta=on_delta)
 
     async def turn_stream(self, session: Session | None, input: TurnInput | str, *,
                           options: TurnOptions | None = None, session_id: str | None = None,
@@ -185,7 +196,7 @@ class Agent(AgentDefinition):
             await deltas.join()  # the consumer has the delta (and may barge in) before the turn goes on
 
         task = asyncio.ensure_future(run_turn(self, session, input, options=options, clock=self.clock, ids=self.ids,
-                                              models=self, session_id=session_id, on_delta=on_delta))
+                                              models=traced_models(self), session_id=session_id, on_delta=on_delta))
         try:
             while not task.done() or not deltas.empty():
                 getter = asyncio.ensure_future(deltas.get())

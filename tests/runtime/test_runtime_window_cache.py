@@ -28,6 +28,7 @@ async def test_the_window_a_request_sees_is_the_stored_one_without_reading_it_ba
         assert stored is not None and stored.window_from is not None
         read_back = await attach_window(spy.inner, stored)  # what a runtime without the cache would see
         assert response.result.session.messages == read_back.messages
+        assert response.result.session.inputs == read_back.inputs and len(read_back.inputs) == turn + 1
     assert transcript_reads(spy) == 0
     assert stored.window_from > 1  # the window did slide
 

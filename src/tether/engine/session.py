@@ -224,7 +224,8 @@ class Session(BaseModel):
         data: session-wide fields, by name.
         runs: the live flow runs.
         claims: start claims by dedupe key.
-        inputs: the last 50 message ids seen (duplicate detection).
+        inputs: the last 50 message ids seen (duplicate detection; a stored document keeps only the
+            signal ids: the runtime reads the message ids back from the transcript records).
         messages: a bounded window of the most recent transcript messages.
         summary: the compaction summary of messages that left the window.
         message_seq: the ``seq`` of the last message ever appended.

@@ -64,11 +64,13 @@ import contextlib
 import dataclasses
 import os
 import socket
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from tether import tracing
 from tether.agent import Agent
 from tether.clock import SystemClock, UuidIds
 from tether.durable.decisions import normalize_decision
@@ -97,6 +99,7 @@ from tether.errors import (
 )
 from tether.models.types import Model
 from tether.runtime import scheduler
+from tether.runtime.commits import CommitSignal
 from tether.runtime.envelope import RunResponse, failure, success
 from tether.runtime.locks import SessionLocks
 from tether.runtime.restore import (
@@ -107,7 +110,8 @@ from tether.runtime.restore import (
     is_session_current,
 )
 from tether.runtime.selections import check_model_selections
-from tether.runtime.window import WindowCache, attach_window, attached, detach_window, upgrade_v1
+from tether.runtime.turn_log import input_label, log_turn
+from tether.runtime.window import Tail, WindowCache, attached, detach_window, read_tail, upgrade_v1, with_tail
 from tether.stores import SQLiteStore, Store, TurnRecords, WakeRequest
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT
 
@@ -184,7 +188,7 @@ class _Attempt:
     checkpointed: Session | None = None  # the working session as the last checkpoint wrote it
     mine: OpenTurn | None = None  # the open-turn mark an earlier attempt of this request committed
     on_delta: DeltaSink | None = None  # where the text this request's own turn says goes as it is said
-    window: list[TranscriptMessage] = dataclasses.field(default_factory=list)  # stored's window, as stored
+    tail: Tail | None = dataclasses.field(default_factory=lambda: Tail([], []))  # stored's records (None: unknown)
 
 
 class Runtime:
@@ -245,6 +249,7 @@ class Runtime:
         self.migrations = migrations or MigrationRegistry()
         self.lease_timeout = lease_timeout
         self.locks = SessionLocks()
+        self.commits = CommitSignal()
         self.windows = WindowCache()
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._scheduler: scheduler.WakeScheduler | None = None
@@ -293,6 +298,16 @@ class Runtime:
     async def _request(self, agent_id: str, session_id: str | None, turn_input: TurnInput,
                        config: Mapping[str, Any] | None, options: TurnOptions | None,
                        on_delta: DeltaSink | None = None) -> RunResponse:
+        started = time.perf_counter()
+        with tracing.turn_span(agent_id, session_id, input_label(turn_input)) as span:
+            response = await self._locked_request(agent_id, session_id, turn_input, config, options, on_delta)
+            tracing.end_turn(span, response)
+        log_turn(agent_id, session_id, turn_input, response, time.perf_counter() - started)
+        return response
+
+    async def _locked_request(self, agent_id: str, session_id: str | None, turn_input: TurnInput,
+                              config: Mapping[str, Any] | None, options: TurnOptions | None,
+                              on_delta: DeltaSink | None) -> RunResponse:
         async with self.locks.hold(session_id), contextlib.AsyncExitStack() as held:
             agent = self._agents.get(agent_id)
             if agent is None:
@@ -343,8 +358,12 @@ class Runtime:
             return None
         if doc.agent != agent.id:
             raise SessionFlowMismatch(doc.id, bound=doc.agent, requested=agent.id)
-        doc = attempt.stored = await attach_window(self.store, doc, self.windows)
-        attempt.window = doc.messages
+        if doc.window_from is not None:
+            attempt.tail = await read_tail(self.store, doc, self.windows)
+            doc = with_tail(doc, attempt.tail)
+        else:  # an inline (version 1) document: its records are not read, so nothing is cached for it
+            attempt.tail = None
+        attempt.stored = doc
         migrated = upgrade_v1(self.migrations.migrate(doc))
         if self.on_restore is not None:  # the user's hook: its document is saved at once (seed 004)
             restored = await call_restore_hook(self.on_restore, migrated)
@@ -397,7 +416,8 @@ class Runtime:
         recorded = [entry for run_id in journal_runs(agent, doc) for entry in await self.store.journal(doc.id,
                                                                                                         run_id=run_id)]
         turn_options = dataclasses.replace(options or TurnOptions(), checkpoint=checkpoint, journal=recorded,
-                                           spawn=self._spawner(agent))
+                                           spawn=self._spawner(agent),
+                                           phase=tracing.phase_span if tracing.enabled() else None)
         result = await agent.turn(doc, turn_input, options=turn_options, on_delta=on_delta)
         after = result.session or doc
         records = turn_records(result)
@@ -424,7 +444,7 @@ class Runtime:
                      expected: int | None = None) -> None:
         """Create the new session (first write) or save it under compare-and-swap from
         ``expected`` (default: the revision the session carries; the engine keeps it current
-        across checkpoints). The window cache learns the stored window."""
+        across checkpoints). The window cache learns the stored window and seen ids."""
         if attempt.fresh is not None:
             stored = await self.store.create(detach_window(session), records)
             attempt.fresh = None
@@ -432,8 +452,11 @@ class Runtime:
         else:
             revision = session.revision if expected is None else expected
             stored = await self.store.save(detach_window(session), revision, records)
-        attempt.window = self.windows.put(stored, [*attempt.window, *(records.messages if records else ())])
-        attempt.stored = attached(stored, session.messages)
+        if attempt.tail is not None:
+            attempt.tail = attempt.tail.after(stored, records.messages if records else ())
+            self.windows.put(stored, attempt.tail)
+        attempt.stored = attached(stored, session.messages, session.inputs)
+        self.commits.notify(stored.id)
 
     async def _abort(self, attempt: _Attempt, exc: Exception, session_id: str | None) -> RunResponse:
         """Mark the session aborted with the error logged, persist it, and build the envelope."""
@@ -494,6 +517,7 @@ class Runtime:
         async with self.locks.hold(session_id), self._lease(session_id):
             self.windows.forget(session_id)
             await self.store.delete(session_id)
+        self.commits.notify(session_id)
 
     async def release(self, session_id: str) -> Session | None:
         """Give a ``handed_off`` session back to the bot (status ``running``); returns the stored

@@ -1,4 +1,5 @@
-"""The context window is stored as transcript records, not inside the session document.
+"""The context window and the seen message ids are stored as transcript records, not inside the
+session document.
 
 A session's window (``Session.messages``: the last ``history_window`` messages, what the model
 calls see) is the tail of its transcript, and the store already keeps every transcript message as
@@ -6,17 +7,24 @@ an append-only record written with the turn that said it. Keeping the window inl
 every save rewrite up to 40 messages (most of a steady-state document, written 1-5 times per
 turn). So the runtime stores the document *detached*: ``messages`` empty and ``window_from`` the
 ``seq`` the window starts at; when it loads a document it *attaches* the window again, reading
-the records from ``window_from`` on (one read). The engine only ever sees attached documents.
+the records from ``window_from`` on. The engine only ever sees attached documents.
+
+The seen message ids (``Session.inputs``: a repeated message id is a ``duplicate-input`` and gets
+the reply its turn recorded) are the same kind of thing: every customer message's transcript
+record carries its ``input_id``. So the stored document keeps only the ids no record carries
+(delivered signal ids), and attaching reads the message ids back, in the same query as the
+window: those of the customer messages among the last :data:`SEEN_HORIZON` transcript records,
+the newest ``KEEP_INPUTS`` of them. The document no longer grows with them from turn 1 to 50. A
+document written before (message ids inline) loads as it is: its ids are kept too.
 
 A window message the engine shortened in place (compaction's micro layer) is read back in full:
 the compaction runs again, before any model call, when the window is over its budget.
 
-Reading the window back is most of what loading costs (40 messages parsed and validated), so a
-runtime keeps the windows it wrote last in a :class:`WindowCache`: the next request of the same
-session, when the stored revision is still the one this runtime wrote, takes the window from it
-instead of the store. Transcript records are append-only and never change once written, so a
-cached window is exactly what the read would return; any other writer moves the revision on, and
-the read is done again.
+Reading the records back is most of what loading costs, so a runtime keeps what it wrote last in
+a :class:`WindowCache`: the next request of the same session, when the stored revision is still
+the one this runtime wrote, takes the window and the seen ids from it instead of the store.
+Transcript records are append-only and never change once written, so a cached entry is exactly
+what the read would return; any other writer moves the revision on, and the read is done again.
 
 Schema version 1 documents hold the window inline (``window_from`` None): they load as they are,
 and :func:`upgrade_v1` stamps them version 2 (nothing else changes).
@@ -25,52 +33,82 @@ and :func:`upgrade_v1` stamps them version 2 (nothing else changes).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
-from tether.engine.session import SESSION_SCHEMA_VERSION, Session, TranscriptMessage
+from tether.engine.session import KEEP_INPUTS, SESSION_SCHEMA_VERSION, Session, TranscriptMessage
+from tether.engine.suspends import SIGNAL_IDS
 from tether.stores import Store
 
-__all__ = ["WindowCache", "attach_window", "attached", "detach_window", "upgrade_v1"]
+__all__ = ["SEEN_HORIZON", "Tail", "WindowCache", "attach_window", "attached", "detach_window", "read_tail",
+           "upgrade_v1"]
 
 DEFAULT_WINDOW_CACHE = 256
 """How many sessions' windows a runtime keeps (the most recently written ones)."""
 
+SEEN_HORIZON = 120
+"""How many of the latest transcript records the seen message ids are read from."""
+
+
+@dataclass(frozen=True)
+class Tail:
+    """What the records hold of a detached document: its window (every record from
+    ``window_from`` on) and its seen message ids (``(seq, input_id)`` of the newest customer
+    messages within :data:`SEEN_HORIZON`)."""
+
+    window: list[TranscriptMessage]
+    seen: list[tuple[int, str]]
+
+    def after(self, doc: Session, written: Iterable[TranscriptMessage]) -> Tail:
+        """This tail with the records ``written`` since, for the detached ``doc`` they were
+        written with (its ``window_from`` and ``message_seq``)."""
+        written = list(written)
+        return _tail(doc, [*self.window, *written], [*self.seen, *_ids(written)])
+
+    @property
+    def ids(self) -> list[str]:
+        return [input_id for _, input_id in self.seen]
+
+
+def _ids(records: Iterable[TranscriptMessage]) -> list[tuple[int, str]]:
+    return [(m.seq, m.input_id) for m in records if m.role == "user" and m.input_id is not None]
+
+
+def _tail(doc: Session, records: Sequence[TranscriptMessage], seen: Sequence[tuple[int, str]]) -> Tail:
+    start = doc.window_from if doc.window_from is not None else doc.message_seq + 1
+    horizon = doc.message_seq - SEEN_HORIZON
+    return Tail([m for m in records if m.seq >= start], [s for s in seen if s[0] > horizon][-KEEP_INPUTS:])
+
 
 class WindowCache:
-    """The stored windows of the sessions a runtime wrote last, bounded (least recently used out).
+    """The tails of the sessions a runtime wrote last, bounded (least recently used out).
 
     An entry is the document's identity as this runtime wrote it (id, creation time, revision)
-    and the transcript records from its ``window_from`` on. It answers only for that exact
-    revision: a document another writer saved since (or a deleted and re-created one) misses.
+    and its :class:`Tail`. It answers only for that exact revision: a document another writer
+    saved since (or a deleted and re-created one) misses.
     """
 
     def __init__(self, capacity: int = DEFAULT_WINDOW_CACHE) -> None:
         self.capacity = capacity
-        self._entries: OrderedDict[str, tuple[int, datetime, list[TranscriptMessage]]] = OrderedDict()
+        self._entries: OrderedDict[str, tuple[int, datetime, Tail]] = OrderedDict()
 
-    def get(self, doc: Session) -> list[TranscriptMessage] | None:
-        """The window of the detached ``doc`` (a copy of the list), or None when not known."""
+    def get(self, doc: Session) -> Tail | None:
+        """The tail of the detached ``doc``, or None when not known."""
         entry = self._entries.get(doc.id)
-        if entry is None or doc.window_from is None:
-            return None
-        revision, created_at, window = entry
-        if revision != doc.revision or created_at != doc.created_at:
+        if entry is None or entry[0] != doc.revision or entry[1] != doc.created_at:
             return None
         self._entries.move_to_end(doc.id)
-        return [m for m in window if m.seq >= doc.window_from]
+        return entry[2]
 
-    def put(self, stored: Session, window: Sequence[TranscriptMessage]) -> list[TranscriptMessage]:
-        """Remember the window of ``stored`` (a detached document as the store returned it) and
-        return it: ``window`` holds at least every transcript record from its ``window_from`` on."""
-        start = stored.window_from or 0
-        kept = [m for m in window if m.seq >= start]
-        if stored.window_from is not None and self.capacity > 0:
-            self._entries[stored.id] = (stored.revision, stored.created_at, kept)
-            self._entries.move_to_end(stored.id)
-            while len(self._entries) > self.capacity:
-                self._entries.popitem(last=False)
-        return kept
+    def put(self, stored: Session, tail: Tail) -> None:
+        """Remember the tail of ``stored`` (a detached document as the store returned it)."""
+        if stored.window_from is None or self.capacity <= 0:
+            return
+        self._entries[stored.id] = (stored.revision, stored.created_at, tail)
+        self._entries.move_to_end(stored.id)
+        while len(self._entries) > self.capacity:
+            self._entries.popitem(last=False)
 
     def forget(self, session_id: str) -> None:
         """Drop the entry of ``session_id`` (if any)."""
@@ -88,26 +126,41 @@ def upgrade_v1(doc: Session) -> Session:
 
 
 def detach_window(session: Session) -> Session:
-    """The document to store: the window left out, ``window_from`` saying where it starts. A
-    document already detached (loaded and saved again without a turn) is returned as it is."""
+    """The document to store: the window and the message ids left out, ``window_from`` saying where
+    the window starts. A document already detached (loaded and saved again without a turn) is
+    returned as it is."""
     if session.window_from is not None:
         return session
     start = session.messages[0].seq if session.messages else session.message_seq + 1
-    return session.model_copy(update={"messages": [], "window_from": start})
+    kept = [i for i in session.inputs if i.startswith(SIGNAL_IDS)]  # what no transcript record carries
+    return session.model_copy(update={"messages": [], "window_from": start, "inputs": kept})
 
 
-def attached(stored: Session, window: list[TranscriptMessage]) -> Session:
-    """``stored`` (as a store returned it) with the window the engine had in hand."""
-    return stored.model_copy(update={"messages": list(window), "window_from": None})
+def attached(stored: Session, window: list[TranscriptMessage], inputs: list[str]) -> Session:
+    """``stored`` (as a store returned it) with the window and seen ids the engine had in hand."""
+    return stored.model_copy(update={"messages": list(window), "window_from": None, "inputs": list(inputs)})
+
+
+async def read_tail(store: Store, doc: Session, cache: WindowCache | None = None) -> Tail:
+    """The tail of the detached ``doc``: from ``cache`` when it knows this revision, else read back
+    from the transcript records (one read)."""
+    tail = cache.get(doc) if cache is not None else None
+    if tail is None:
+        assert doc.window_from is not None
+        first = max(1, min(doc.window_from, doc.message_seq - SEEN_HORIZON + 1))
+        records = await store.transcript(doc.id, after_seq=first - 1) if first <= doc.message_seq else []
+        tail = _tail(doc, records, _ids(records))
+    return tail
+
+
+def with_tail(doc: Session, tail: Tail) -> Session:
+    """The detached ``doc`` attached: its window, and the seen message ids before its own ids."""
+    known = set(tail.ids)
+    return attached(doc, tail.window, [*tail.ids, *(i for i in doc.inputs if i not in known)])
 
 
 async def attach_window(store: Store, doc: Session, cache: WindowCache | None = None) -> Session:
-    """``doc`` (as loaded) with its window: from ``cache`` when it knows this revision, else read
-    back from the transcript records."""
+    """``doc`` (as loaded) with its window and seen message ids (see :func:`read_tail`)."""
     if doc.window_from is None:
         return doc
-    window = cache.get(doc) if cache is not None else None
-    if window is None:
-        window = await store.transcript(doc.id, after_seq=doc.window_from - 1) \
-            if doc.window_from <= doc.message_seq else []
-    return attached(doc, window)
+    return with_tail(doc, await read_tail(store, doc, cache))

@@ -28,10 +28,13 @@ from tether.flow.mermaid import flow_to_mermaid
 from tether.runtime.runtime import Runtime
 from tether.runtime.scheduler import WakeScheduler
 from tether.server.auth import KeyRing, keys_from_env
+from tether.server.inspector import inspector_routes
+from tether.server.openai_compat import OpenAIRoutes
 from tether.server.openapi import openapi_document
 from tether.server.problems import ApiError, error_response
 from tether.server.requests import DEFAULT_MAX_BODY
 from tether.server.sessions import SessionRoutes
+from tether.server.stream import KEEPALIVE, POLL
 from tether.stores import Store
 
 __all__ = ["create_app"]
@@ -85,6 +88,8 @@ def create_app(
     scheduler: bool = True,
     scheduler_interval: float = 1.0,
     cors_origins: Sequence[str] = (),
+    stream_poll: float = POLL,
+    stream_keepalive: float = KEEPALIVE,
 ) -> Starlette:
     """The ASGI app serving ``runtime_or_agents`` under ``/v1``.
 
@@ -98,6 +103,9 @@ def create_app(
         scheduler: run the wake scheduler while the app is up.
         scheduler_interval: seconds between its polls.
         cors_origins: origins allowed by CORS; none (CORS off) by default.
+        stream_poll: seconds between the session event stream's re-reads of the store (it sees
+            turns of other processes that late at most; this process's turns wake it at once).
+        stream_keepalive: seconds between the event stream's ``: keepalive`` comments.
     """
     owned = not isinstance(runtime_or_agents, Runtime)
     if isinstance(runtime_or_agents, Runtime):
@@ -108,7 +116,8 @@ def create_app(
         runtime = Runtime(runtime_or_agents, store=store)
     keys = KeyRing(api_keys if api_keys is not None else keys_from_env())
     wakes = WakeScheduler(runtime, interval=scheduler_interval)
-    routes = SessionRoutes(runtime, max_body=max_body)
+    routes = SessionRoutes(runtime, max_body=max_body, stream_poll=stream_poll, stream_keepalive=stream_keepalive)
+    openai_routes = OpenAIRoutes(runtime, routes.busy, max_body=max_body)
     document = openapi_document(_version("tether"))
 
     async def healthz(request: Request) -> Response:
@@ -138,6 +147,8 @@ def create_app(
         ("/readyz", readyz, ["GET"], True),
         ("/openapi.json", openapi, ["GET"], True),
         ("/v1/agents", agents, ["GET"], False),
+        ("/v1/models", openai_routes.models, ["GET"], False),
+        ("/v1/chat/completions", openai_routes.completions, ["POST"], False),
         ("/v1/agents/{agent}/sessions", routes.create, ["POST"], False),
         ("/v1/agents/{agent}/sessions", routes.list, ["GET"], False),
         (session, routes.state, ["GET"], False),
@@ -146,6 +157,7 @@ def create_app(
         (session + "/transcript", routes.transcript, ["GET"], False),
         (session + "/events", routes.events, ["GET"], False),
         (session + "/events", routes.event, ["POST"], False),
+        (session + "/stream", routes.stream, ["GET"], False),
         (session + "/approvals/{approval_id}", routes.approval, ["POST"], False),
         (session + "/signals/{name}", routes.signal, ["POST"], False),
         (session + "/release", routes.release, ["POST"], False),
@@ -165,12 +177,14 @@ def create_app(
     middleware = [Middleware(CORSMiddleware, allow_origins=list(cors_origins), allow_methods=["*"],
                              allow_headers=["*"])] if cors_origins else []
     app = Starlette(
-        routes=[Route(path, _guarded(keys, handler, public=public), methods=methods)
-                for path, handler, methods, public in table],
+        routes=[*(Route(path, _guarded(keys, handler, public=public), methods=methods)
+                  for path, handler, methods, public in table),
+                *inspector_routes(runtime, lambda handler: _guarded(keys, handler))],
         exception_handlers={HTTPException: _http_error},
         middleware=middleware,
         lifespan=lifespan,
     )
     app.state.runtime = runtime
     app.state.keys = keys
+    app.state.busy = routes.busy
     return app

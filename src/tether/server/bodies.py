@@ -11,6 +11,8 @@ __all__ = [
     "AgentInfo",
     "AgentList",
     "ApprovalBody",
+    "ChatCompletionBody",
+    "ChatMessageIn",
     "Envelope",
     "ErrorBody",
     "EventBody",
@@ -165,3 +167,25 @@ class EventPage(BaseModel):
 
     events: list[dict[str, Any]]
     next: int | None
+
+
+class ChatMessageIn(BaseModel):
+    """One message of ``POST /v1/chat/completions`` (OpenAI's shape; other fields are ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+
+
+class ChatCompletionBody(BaseModel):
+    """``POST /v1/chat/completions``: ``model`` is ``tether:<agent>``; only the last message (the
+    user's) is sent; ``user`` keeps one session per end user. Sampling options are ignored (the
+    agent's flows and models decide)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: str
+    messages: list[ChatMessageIn] = Field(min_length=1)
+    stream: bool = False
+    user: str | None = Field(default=None, min_length=1, max_length=200)

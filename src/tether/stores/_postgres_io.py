@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from tether.stores.base import duplicate_message, event_rows, message_rows, utc
@@ -81,15 +82,17 @@ async def insert_records(conn: Conn, s: str, session_id: str, records: TurnRecor
 
 
 def one_statement_save(records: TurnRecords | None) -> bool:
-    """True when a save with ``records`` fits in one statement: a turn's usual write (the document,
-    transcript messages and events). Journal entries and wakes take the transaction."""
-    return records is None or not (records.journal or records.wakes or records.cancel_wakes)
+    """True when a save with ``records`` fits in one statement: the document, transcript messages,
+    events and journal entries. Wakes (a delete and an upsert may touch one row) take the
+    transaction."""
+    return records is None or not (records.wakes or records.cancel_wakes)
 
 
 async def save_in_one_statement(conn: Conn, s: str, session: tuple[Any, ...], expected: int,
                                 records: TurnRecords | None) -> bool:
     """The compare-and-swap and the records in one autocommit statement (one round trip instead of
-    ``BEGIN``, one per table and ``COMMIT``); True when the swap matched.
+    ``BEGIN``, one per table and ``COMMIT``); True when the swap matched. Journal entries of one
+    key are folded into the last (a final entry written after its started one in the same write).
 
     ``session`` is ``(id, agent, status, revision, saved_at, doc json)``. The inserts only happen
     when the update matched (``WHERE EXISTS (SELECT 1 FROM swapped)``), and a transcript ``seq``
@@ -104,18 +107,31 @@ async def save_in_one_statement(conn: Conn, s: str, session: tuple[Any, ...], ex
            "WHERE id = %(id)s AND revision = %(expected)s AND agent = %(agent)s RETURNING id)")
     params: dict[str, Any] = {"status": status, "revision": revision, "saved_at": saved_at, "doc": text,
                               "id": session_id, "expected": expected, "agent": agent}
+    # the rows travel as one JSON array each (the bodies are JSON already): no array literal to escape
     if messages:
         sql += (f", said AS (INSERT INTO {s}.tether_messages (session_id, seq, body) "
-                "SELECT %(id)s, m.seq, m.body::json FROM unnest(%(seqs)s::bigint[], %(bodies)s::text[]) "
-                "AS m(seq, body) WHERE EXISTS (SELECT 1 FROM swapped))")
-        params |= {"seqs": [seq for seq, _ in messages], "bodies": [body for _, body in messages]}
+                "SELECT %(id)s, m.seq, m.body FROM json_to_recordset(%(said)s::json) AS m(seq bigint, body json) "
+                "WHERE EXISTS (SELECT 1 FROM swapped))")
+        params["said"] = "[" + ",".join(f'{{"seq":{seq},"body":{body}}}' for seq, body in messages) + "]"
     if events:
         sql += (f", told AS (INSERT INTO {s}.tether_events (session_id, seq, type, at, body) "
                 f"SELECT %(id)s, (SELECT COALESCE(max(seq), 0) FROM {s}.tether_events WHERE session_id = %(id)s) "
-                "+ e.n, e.type, e.at, e.body::json FROM unnest(%(types)s::text[], %(ats)s::timestamptz[], "
-                "%(events)s::text[]) WITH ORDINALITY AS e(type, at, body, n) WHERE EXISTS (SELECT 1 FROM swapped))")
-        params |= {"types": [kind for kind, _, _ in events], "ats": [at for _, at, _ in events],
-                   "events": [body for _, _, body in events]}
+                "+ e.n, e.type, e.at, e.body FROM json_to_recordset(%(told)s::json) "
+                "AS e(n bigint, type text, at timestamptz, body json) WHERE EXISTS (SELECT 1 FROM swapped))")
+        params["told"] = "[" + ",".join(
+            f'{{"n":{n},"type":{json.dumps(kind)},"at":"{at.isoformat()}","body":{body}}}'
+            for n, (kind, at, body) in enumerate(events, 1)) + "]"
+    if records is not None and records.journal:
+        entries: dict[str, str] = {}
+        for e in records.journal:  # the first write of a key fixes its place, the last its body
+            entries[e.key] = f'{{"key":{json.dumps(e.key)},"run_id":{json.dumps(e.run_id)},' \
+                             f'"body":{e.model_dump_json(exclude_none=True)}'
+        sql += (f", jotted AS (INSERT INTO {s}.tether_journal AS j (session_id, key, run_id, body) "
+                "SELECT %(id)s, r.key, r.run_id, r.body FROM json_to_recordset(%(jot)s::json) "
+                "AS r(n int, key text, run_id text, body json) WHERE EXISTS (SELECT 1 FROM swapped) ORDER BY r.n "
+                "ON CONFLICT (session_id, key) DO UPDATE SET run_id = EXCLUDED.run_id, body = EXCLUDED.body "
+                "WHERE (j.body->>'status') = 'running')")  # a final entry never changes
+        params["jot"] = "[" + ",".join(f'{entry},"n":{n}}}' for n, entry in enumerate(entries.values())) + "]"
     import psycopg
 
     try:
@@ -123,9 +139,10 @@ async def save_in_one_statement(conn: Conn, s: str, session: tuple[Any, ...], ex
     except psycopg.errors.UniqueViolation as exc:
         if not messages or exc.diag.table_name != "tether_messages":
             raise
+        seqs = [seq for seq, _ in messages]
         cur = await conn.execute(f"SELECT min(seq) FROM {s}.tether_messages WHERE session_id = %s AND seq = ANY(%s)",
-                                 (session_id, params["seqs"]))
+                                 (session_id, seqs))
         row = await cur.fetchone()
-        raise duplicate_message(session_id, row[0] if row and row[0] is not None else min(params["seqs"])) from None
+        raise duplicate_message(session_id, row[0] if row and row[0] is not None else min(seqs)) from None
     row = await cur.fetchone()
     return row is not None and row[0] == 1

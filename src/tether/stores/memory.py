@@ -214,7 +214,7 @@ class MemoryStore(Store):
     def _put(self, stored: Session, text: str) -> None:
         assert stored.saved_at is not None
         self._docs[stored.id] = text
-        self._summaries[stored.id] = SessionSummary(
+        self._summaries[stored.id] = SessionSummary.model_construct(  # from a document just validated
             id=stored.id,
             agent=stored.agent,
             status=stored.status,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import select
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime, timedelta
@@ -44,6 +45,23 @@ def _backend_errors() -> tuple[type[BaseException], ...]:
     except ImportError as exc:
         raise StoreError(_INSTALL_HINT, operation="open") from exc
     return (psycopg.Error, psycopg_pool.PoolTimeout, psycopg_pool.PoolClosed, OSError)
+
+
+async def _check_connection(conn: Conn) -> None:
+    """The pool's check before handing out a connection, without a round trip when it can tell.
+
+    An idle connection has nothing to read. A server that drops it (a restart, a failover,
+    ``pg_terminate_backend``) sends its error and closes the socket, which makes it readable: only
+    then is the full check (an empty query, which raises) run. A peer that vanishes without a word
+    is found by the first query, as the full check would find it.
+    """
+    from psycopg_pool import AsyncConnectionPool
+
+    if conn.closed or conn.broken:
+        raise StoreError("the connection is closed", operation="check")
+    readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    if readable:
+        await AsyncConnectionPool.check_connection(conn)
 
 
 class PostgresStore(Store):
@@ -126,7 +144,7 @@ class PostgresStore(Store):
             open=False,
             kwargs={"autocommit": True},
             timeout=self._connect_timeout,
-            check=AsyncConnectionPool.check_connection,  # never hand out a connection the server dropped
+            check=_check_connection,  # never hand out a connection the server dropped
             name=name,
         )
 
