@@ -259,6 +259,21 @@ class Runtime:
         """The registered agents by id (read-only view)."""
         return dict(self._agents)
 
+    def register_flows(self, agent_id: str, documents: Sequence[Any], registry: Any = None) -> Agent:
+        """Hot registration: the agent ``agent_id`` serves the flows of ``documents`` (flow files or
+        ``{"flow": ...}`` documents) from now on, each a new version of its flow id (see
+        :func:`tether.dialect.register_flows`). A refused bundle raises ``FlowDefinitionError`` and
+        the agent is unchanged; runs parked on a replaced version finish on it.
+
+        Raises:
+            KeyError: no agent ``agent_id`` is registered.
+        """
+        from tether.dialect.files import register_flows
+
+        updated = register_flows(self._agents[agent_id], documents, registry)
+        self._agents[agent_id] = updated
+        return updated
+
     # ------------------------------------------------------------------ requests
 
     async def run(

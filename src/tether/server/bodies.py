@@ -17,7 +17,9 @@ __all__ = [
     "ErrorBody",
     "EventBody",
     "EventPage",
+    "FlowBody",
     "FlowInfo",
+    "FlowRegistered",
     "MessageBody",
     "SessionCreated",
     "SessionList",
@@ -167,6 +169,23 @@ class EventPage(BaseModel):
 
     events: list[dict[str, Any]]
     next: int | None
+
+
+class FlowBody(BaseModel):
+    """``PUT /v1/agents/{agent}/flows/{flow}``: a flow file as JSON (``{"flow": {...}}``, see
+    ``docs/flow-files.md``); its ``id`` must be the path's."""
+
+    model_config = _STRICT
+
+    flow: dict[str, Any]
+
+
+class FlowRegistered(BaseModel):
+    """The flow version the agent now serves to new runs."""
+
+    flow: str
+    version: str | None
+    digest: str
 
 
 class ChatMessageIn(BaseModel):

@@ -35,6 +35,8 @@ ROUTES: list[tuple[str, str, str, type[BaseModel] | None, type[BaseModel] | None
     ("post", _S + "/approvals/{approval_id}", "Decide a pending approval", bodies.ApprovalBody, bodies.Envelope, 200),
     ("post", _S + "/signals/{name}", "Deliver a signal", bodies.SignalBody, bodies.Envelope, 200),
     ("post", _S + "/release", "Give a handed-off session back to the bot", None, None, 200),
+    ("put", "/v1/agents/{agent}/flows/{flow}", "Register a new version of a flow (a flow file as JSON); 422 lists "
+     "every issue", bodies.FlowBody, bodies.FlowRegistered, 200),
 ]
 
 _ERRORS = {"401": "no or bad API key", "403": "another tenant's session", "404": "unknown agent, session or route",
