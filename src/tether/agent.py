@@ -21,9 +21,11 @@ from tether.engine.results import ScheduledWake, TurnResult
 from tether.engine.session import Session
 from tether.engine.turn import run_turn
 from tether.engine.wakes import pending_wakes
-from tether.errors import ModelConfigurationError
+from tether.errors import FlowDefinitionError, ModelConfigurationError
 from tether.flow.agent_def import AgentDefinition
+from tether.flow.flow import Flow
 from tether.models.types import Model
+from tether.tracing import traced_models
 
 __all__ = ["Agent", "TurnChunk"]
 
@@ -78,6 +80,8 @@ class Agent(AgentDefinition):
         self._resolved: dict[str, Model] = {}
         self.clock: Clock = clock or SystemClock()
         self.ids: Ids = ids or UuidIds()
+        self.retired_flows: dict[str, Flow] = {}
+        """Replaced flow versions by digest: a run parked on one finishes on it (:meth:`with_flows`)."""
 
     # ------------------------------------------------------------------ models
 
@@ -121,6 +125,40 @@ class Agent(AgentDefinition):
                 self._resolved_judge = self._gate_judge
         return self._resolved_judge
 
+    def with_flows(self, *flows: Flow) -> Agent:
+        """A copy of this agent with ``flows`` added, each replacing the agent's flow of the same id
+        (a new version). The copy is validated as a whole (its tools, fields, flows); on any
+        problem this raises ``FlowDefinitionError`` and nothing changes. A replaced version is kept
+        by its digest: a run parked on it finishes on it, while new runs take the new version."""
+        given = {flow.id: flow for flow in flows}
+        retired = dict(self.retired_flows)
+        for old in self.flows:
+            new = given.get(old.id)
+            if new is not None and new.digest != old.digest:
+                retired[old.digest] = old
+        clone = copy.copy(self)
+        clone.flows = tuple(given.pop(f.id, f) for f in self.flows) + tuple(given.values())
+        clone.flows_by_id = {f.id: f for f in clone.flows}
+        clone.retired_flows = retired
+        issues = clone._validate()
+        if issues:
+            raise FlowDefinitionError(issues, title=f"Agent {self.name!r}: the new flows failed validation")
+        return clone
+
+    def _pinned(self, session: Session | None) -> Agent:
+        """This agent as ``session``'s parked runs see it: each run's flow at the version (digest)
+        it started on, when that version was replaced by :meth:`with_flows`."""
+        if session is None or not self.retired_flows:
+            return self
+        pinned = {run.flow: self.retired_flows[run.digest] for run in session.runs
+                  if run.digest in self.retired_flows and run.flow in self.flows_by_id}
+        if not pinned:
+            return self
+        view = copy.copy(self)
+        view.flows = tuple(pinned.get(f.id, f) for f in self.flows)
+        view.flows_by_id = {f.id: f for f in view.flows}
+        return view
+
     def with_clock(self, clock: Clock, ids: Ids | None = None) -> Agent:
         """A copy of this agent reading time from ``clock``."""
         clone = copy.copy(self)
@@ -147,11 +185,21 @@ class Agent(AgentDefinition):
         self._resolved[tier] = resolved
         return resolved
 
+    def model_named(self, selection: str) -> Model:
+        """The model an agent step names itself (``agent(..., model="provider:name")``),
+        resolved once."""
+        key = f"step:{selection}"
+        if key not in self._resolved:
+            from tether.models import resolve_model
+
+            self._resolved[key] = resolve_model(selection)
+        return self._resolved[key]
+
     # ------------------------------------------------------------------ turns
 
     def pending_wakes(self, session: Session, *, options: TurnOptions | None = None) -> list[ScheduledWake]:
         """The wakes a saved session waits on (parked runs and silence flows); no model calls."""
-        return pending_wakes(self, session, options, self.clock)
+        return pending_wakes(self._pinned(session), session, options, self.clock)
 
     async def turn(self, session: Session | None, input: TurnInput | str, *, options: TurnOptions | None = None,
                    session_id: str | None = None, on_delta: Callable[[str], Awaitable[None]] | None = None,
@@ -163,8 +211,8 @@ class Agent(AgentDefinition):
         if isinstance(input, str):
             input = Message(input)
         options = _with_sleep(options if options is not None else TurnOptions(**option_fields))
-        return await run_turn(self, session, input, options=options, clock=self.clock, ids=self.ids, models=self,
-                              session_id=session_id, on_delta=on_delta)
+        return await run_turn(self._pinned(session), session, input, options=options, clock=self.clock,
+                              ids=self.ids, models=traced_models(self), session_id=session_id, on_delta=on_delta)
 
     async def turn_stream(self, session: Session | None, input: TurnInput | str, *,
                           options: TurnOptions | None = None, session_id: str | None = None,
@@ -184,8 +232,9 @@ class Agent(AgentDefinition):
             await deltas.put(text)
             await deltas.join()  # the consumer has the delta (and may barge in) before the turn goes on
 
-        task = asyncio.ensure_future(run_turn(self, session, input, options=options, clock=self.clock, ids=self.ids,
-                                              models=self, session_id=session_id, on_delta=on_delta))
+        task = asyncio.ensure_future(run_turn(self._pinned(session), session, input, options=options,
+                                              clock=self.clock, ids=self.ids, models=traced_models(self),
+                                              session_id=session_id, on_delta=on_delta))
         try:
             while not task.done() or not deltas.empty():
                 getter = asyncio.ensure_future(deltas.get())

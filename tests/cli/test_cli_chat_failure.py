@@ -32,3 +32,25 @@ def test_a_failed_step_is_in_the_status_line_and_the_chat_goes_on(tmp_path: Path
     assert len(infos) == 2
     for info in infos:
         assert "error: flow 'pizza', node 'order': ToolError:" in info and "'place_order'" in info
+
+
+DECLINED = """\
+from tether import Agent, Flow, action, end, failed, on_message, reply
+
+flow = Flow("pizza", nodes=[
+    action("order", lambda state, ctx: failed("the oven is off"), on_fail="sorry"),
+    reply("placed", response="Order placed!", next=end("ordered")),
+    reply("sorry", response="Sorry, we can't bake right now.", next=end("declined")),
+], on=[on_message(repeat="always")])
+agent = Agent("Pizzeria", flows=[flow], idle="silent")
+"""
+
+
+def test_an_action_that_returns_failed_is_in_the_status_line(tmp_path: Path) -> None:
+    app = tmp_path / "declined.py"
+    app.write_text(DECLINED)
+    done = chat(app, tmp_path / "t.db", "a large pizza please", cwd=tmp_path)
+    assert done.code == 0, done.err
+    assert done.replies("Pizzeria") == ["Sorry, we can't bake right now."]
+    (info,) = done.infos()
+    assert "order failed: the oven is off" in info

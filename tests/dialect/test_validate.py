@@ -148,6 +148,10 @@ CASES: list[tuple[str, Any, str, str, str]] = [
         "kind": "router", "id": "r", "when": {"op": "exists", "path": "state.tracking_id"},
         "then": {"goto": "done", "data": {"x": {"path": "state.address"}}}}), "dynamic-data",
      "agent.flows.0.nodes.2.then.data", "{value: ...}"),
+    ("unknown argument", lambda a: node(a, 1)["args"].update(adress={"value": "x"}), "unknown-argument",
+     "agent.flows.0.nodes.1.args.adress", "did you mean 'address'?"),
+    ("missing argument", lambda a: node(a, 1).update(args={}), "missing-argument", "agent.flows.0.nodes.1.args",
+     "add address: {path: state.address}"),
     ("duplicate flow", lambda a: a["flows"][1].update(id="ship"), "duplicate-flow-id", "agent.flows.1.id",
      "its own id"),
 ]

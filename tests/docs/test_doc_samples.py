@@ -49,7 +49,12 @@ async def test_the_samples_of_a_page_run(page: Path, tmp_path: Path, monkeypatch
     namespace: dict[str, Any] = {"__name__": f"sample_{page.stem}"}
     for sample in samples(page):
         if sample.not_run is None:
-            await run_sample(sample, namespace)
+            try:
+                await run_sample(sample, namespace)
+            except Exception as exc:
+                raise AssertionError(f"the sample at {sample.where} fails: {type(exc).__name__}: {exc}. Make it "
+                                     "run, or mark a fragment with <!-- not-run: why --> on the line before "
+                                     "its fence") from exc
 
 
 @pytest.mark.parametrize("sample", FRAGMENTS, ids=lambda s: s.where)

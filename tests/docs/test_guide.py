@@ -49,3 +49,16 @@ def test_the_guide_builds_strictly(tmp_path: Path) -> None:
     built = (tmp_path / "site" / "index.html").read_text()
     unlisted = [p for p in pages if p != "index" and f'href="{p}/"' not in built]
     assert unlisted == [], f"pages missing from the navigation: {unlisted}"
+
+
+def test_the_drawn_example_in_the_cli_reference_is_what_tether_graph_draws() -> None:
+    import importlib.util
+
+    from tether.flow.mermaid import agent_to_mermaid
+
+    spec = importlib.util.spec_from_file_location("guide_pizza", ROOT / "examples" / "pizza.py")
+    assert spec and spec.loader
+    pizza = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pizza)
+    drawn = (ROOT / "docs" / "cli.md").read_text().split("```mermaid\n", 1)[1].split("```", 1)[0]
+    assert drawn == agent_to_mermaid(pizza.agent)

@@ -55,3 +55,14 @@ async def test_naming_what_the_request_does_not_ask_fails_the_test() -> None:
     model = ScriptedModel(understand=[understood(values={"reason": "late"})])
     with pytest.raises(AssertionError, match="does not ask about field 'reason'"):
         await agent.with_model(model).turn(None, Message("where is my order"))
+
+
+async def test_a_flow_whose_id_needs_an_alias_is_named_by_its_id() -> None:
+    spaced = Flow("track order", "Track an order", nodes=[reply("where", response="On its way.", next=end())],
+                  on=[on_message("track my order")])
+    other = Flow("refunds", "Get a refund", nodes=[reply("ok", response="Refund opened.", next=end())],
+                 on=[on_message("refund")])
+    model = ScriptedModel(understand=[understood(flows={"track order": 95, "refunds": 0})])
+    result = await Agent("T", flows=[spaced, other]).with_model(model).turn(None, Message("where is it?"))
+    assert result.text == "On its way."
+    assert "track order" not in model.calls[0].request.response_format.schema["properties"]["flows"]["properties"]

@@ -3,11 +3,15 @@ transport (no socket), with two tenants' keys."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stores"))  # store_backends (PostgreSQL cases)
+
 from server_agents import echo_agent, refund_agent
 from server_client import KEYS, app_client
 

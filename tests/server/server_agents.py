@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from tether import Agent, Flow, action, end, escalate, goto, on_event, on_message, reply
+from tether import Agent, Flow, action, end, escalate, goto, on_event, on_message, reply, wait
 from tether.models.types import ModelRequest, StreamChunk
 from tether.testing import ScriptedModel
 
 
-def echo_agent() -> Agent:
+def echo_agent(name: str = "Echo") -> Agent:
     """Answers every message ``reply N: TEXT`` (N counts the messages this agent object answered),
     so a retried message that ran twice would show a second number; ``human`` hands the conversation to a person."""
 
@@ -29,7 +30,7 @@ def echo_agent() -> Agent:
     noted = reply("noted", response=lambda state: "noted the CRM update", next=end("noted"))
     crm = Flow("crm", description="acknowledges a CRM update", start=noted, nodes=[noted],
                on=[on_event("crm-updated")])
-    return Agent("Echo", flows=[chat, crm])
+    return Agent(name, flows=[chat, crm])
 
 
 def refund_agent(refunds: list[int]) -> Agent:
@@ -71,3 +72,43 @@ def talker_agent(*replies: str) -> Agent:
     talk = reply("talk", instructions="Chat.")
     flow = Flow("talk", start=talk, nodes=[talk], on=[on_message(repeat="always")])
     return Agent("Talker", flows=[flow]).with_model(ChunkedModel(speak=list(replies)))
+
+
+class GatedModel(ScriptedModel):
+    """Streams each scripted reply in pieces of five characters, and after the first piece of each
+    reply waits for ``gate`` (``started`` is set then), so a test can act while a reply is spoken."""
+
+    def __init__(self, *replies: str) -> None:
+        super().__init__(speak=list(replies))
+        self.started = asyncio.Event()
+        self.gate = asyncio.Event()
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
+        response = await self.complete(request)
+        for i in range(0, len(response.text), 5):
+            yield StreamChunk(delta=response.text[i:i + 5])
+            if i == 0:
+                self.started.set()
+                await self.gate.wait()
+        yield StreamChunk(done=True, response=response)
+
+
+def busy_agent(model: GatedModel, on_busy: str) -> Agent:
+    """Speaks with ``model``; ``on_busy`` is its policy for messages arriving mid-turn."""
+    talk = reply("talk", instructions="Chat.")
+    flow = Flow("talk", start=talk, nodes=[talk], on=[on_message(repeat="always")])
+    return Agent("Busy", flows=[flow], on_busy=on_busy).with_model(model)
+
+
+def waker_agent() -> Agent:
+    """Answers the first message ``ok``, parks on a three-second timer (a stored wake: an action,
+    not a message, follows it), then says ``woke``."""
+
+    @action("mark")
+    async def mark(state: dict[str, Any], ctx: Any) -> Any:
+        return goto("woke", data={"woke": True})
+
+    woke = reply("woke", response="woke", next=end("woke"))
+    pause = wait("pause", timer="3s", then=mark)
+    first = reply("first", response="ok", next=pause)
+    return Agent("Waker", flows=[Flow("nap", start=first, nodes=[first, pause, mark, woke], on=[on_message()])])

@@ -5,53 +5,24 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
-import threading
+import time
+import uuid
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from queue import Empty, Queue
 
 import httpx
 import pytest
-
-TETHER = Path(sys.executable).with_name("tether")
-HERE = Path(__file__).resolve().parent
-
-
-def _app_file(tmp_path: Path) -> Path:
-    app = tmp_path / "app.py"
-    app.write_text(f"import sys\nsys.path.insert(0, {str(HERE)!r})\nfrom server_agents import echo_agent\n"
-                   "agent = echo_agent()\n")
-    return app
+from serve_process import TETHER, app_file, tether_serve
+from store_backends import require_postgres
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[tuple[str, list[str]]]:
     """A running ``tether serve`` with one key; yields its base URL and the lines it printed."""
-    env = {**os.environ, "TETHER_API_KEYS": "acme:k1"}
-    process = subprocess.Popen([str(TETHER), "serve", str(_app_file(tmp_path)), "--store", str(tmp_path / "s.db"),
-                                "--port", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                               env=env, cwd=tmp_path)
-    lines: Queue[str] = Queue()
-    assert process.stderr is not None
-    stderr = process.stderr
-    threading.Thread(target=lambda: [lines.put(line) for line in stderr], daemon=True).start()
-    seen: list[str] = []
-    try:
-        while True:
-            try:
-                line = lines.get(timeout=60)
-            except Empty:
-                pytest.fail(f"tether serve did not start: {seen}")
-            seen.append(line)
-            found = re.search(r"Uvicorn running on (http://127\.0\.0\.1:\d+)", line)
-            if found:
-                yield found.group(1), seen
-                break
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        stderr.close()
+    with tether_serve([str(app_file(tmp_path)), "--store", str(tmp_path / "s.db")], cwd=tmp_path,
+                      env={"TETHER_API_KEYS": "acme:k1"}) as served:
+        yield served.base, served.lines
 
 
 def test_tether_serve_answers_over_a_real_socket(server: tuple[str, list[str]]) -> None:
@@ -67,6 +38,70 @@ def test_tether_serve_answers_over_a_real_socket(server: tuple[str, list[str]]) 
 
 def test_tether_serve_without_keys_refuses_a_public_address(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "TETHER_API_KEYS"}
-    done = subprocess.run([str(TETHER), "serve", str(_app_file(tmp_path)), "--host", "0.0.0.0"],
+    done = subprocess.run([str(TETHER), "serve", str(app_file(tmp_path)), "--host", "0.0.0.0"],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
     assert done.returncode == 2 and "refusing to bind 0.0.0.0 with no API keys" in done.stderr
+
+
+def test_workers_share_one_socket_and_one_store(tmp_path: Path) -> None:
+    with tether_serve([str(app_file(tmp_path)), "--store", str(tmp_path / "w.db"), "--workers", "2"],
+                      cwd=tmp_path, env={"TETHER_API_KEYS": "acme:k1"}, workers=2) as served:
+        assert any("2 worker(s)" in line for line in served.lines)
+        with httpx.Client(base_url=served.base, headers={"Authorization": "Bearer k1"}) as client:
+            sid = client.post("/v1/agents/Echo/sessions").json()["session"]
+            said = [client.post(f"/v1/agents/Echo/sessions/{sid}/messages", json={"text": f"m{i}"},
+                                headers={"Connection": "close"}).json()["message"] for i in range(4)]
+            # each request on a new connection, so either worker may take it: the session is the store's
+            assert [text.split(": ")[1] for text in said] == ["m0", "m1", "m2", "m3"]
+            transcript = client.get(f"/v1/agents/Echo/sessions/{sid}/transcript").json()["messages"]
+            assert [m["text"] for m in transcript if m["role"] == "user"] == ["m0", "m1", "m2", "m3"]
+
+
+def test_workers_refuse_a_memory_store(tmp_path: Path) -> None:
+    done = subprocess.run([str(TETHER), "serve", str(app_file(tmp_path)), "--store", "memory:", "--workers", "2"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert done.returncode == 2 and "--workers needs a store the processes share" in done.stderr
+
+
+@pytest.fixture
+def fresh_database() -> Iterator[str]:
+    """The URL of a new PostgreSQL database, dropped afterwards."""
+    import psycopg
+
+    url = require_postgres()
+    name = f"tether_wakes_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield url.rsplit("/", 1)[0] + "/" + name
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_two_servers_on_postgres_fire_each_wake_once(tmp_path: Path, fresh_database: str) -> None:
+    args = [str(app_file(tmp_path, "waker_agent()")), "--store", fresh_database]
+    env = {"TETHER_API_KEYS": "acme:k1"}
+    with tether_serve(args, cwd=tmp_path, env=env) as one, tether_serve(args, cwd=tmp_path, env=env) as two:
+        sessions = []
+        for i in range(12):  # the sessions are started on both servers; either scheduler may fire any wake
+            with httpx.Client(base_url=(one, two)[i % 2].base, headers={"Authorization": "Bearer k1"}) as client:
+                sid = client.post("/v1/agents/Waker/sessions").json()["session"]
+                said = client.post(f"/v1/agents/Waker/sessions/{sid}/messages", json={"text": "nap"}).json()
+                if said["message"] == "ok":  # (a turn slower than the timer wakes on its own, with no wake)
+                    sessions.append(sid)
+        assert len(sessions) >= 6
+        with httpx.Client(base_url=one.base, headers={"Authorization": "Bearer k1"}) as client:
+            def said(sid: str) -> list[str]:
+                messages = client.get(f"/v1/agents/Waker/sessions/{sid}/transcript").json()["messages"]
+                return [m["text"] for m in messages if m["role"] == "assistant"]
+
+            deadline = time.monotonic() + 120  # a guard against a hang, not a timing assertion
+            while not all(said(sid) == ["ok", "woke"] for sid in sessions) and time.monotonic() < deadline:
+                time.sleep(0.5)
+            assert [said(sid) for sid in sessions] == [["ok", "woke"]] * len(sessions)
+    fired = Counter(re.search(r"session=(\S+)", line).group(1)  # type: ignore[union-attr]
+                    for line in one.lines + two.lines if "tether.turn" in line and "input=wake:" in line)
+    assert fired == Counter({sid: 1 for sid in sessions})

@@ -129,3 +129,24 @@ async def test_a_redispatch_of_the_same_turn_replays_the_journal_no_second_call_
     # the same turn again from the same document, with what it journaled (as after a crash)
     replayed = await pay.turn(before, Message("9 dollars", id="m2"), journal=tuple(paid.journal))
     assert charged == [9] and replayed.text == "Thanks!" and replayed.agent_calls == 0
+
+
+async def test_a_step_with_its_own_model_is_served_by_it() -> None:
+    own = ScriptedModel(agent=["from the step's own model"])
+    step = agent("own", prompt="Hi.", model=own)
+    default = ScriptedModel()
+    chat = Chat(Agent("Own", flows=[Flow("own", nodes=[step], on=[on_message()])]), default)
+    result = await chat.say("hi")
+    assert result.text == "from the step's own model" and default.calls == [] and own.unused() == {}
+
+
+def test_a_steps_model_name_is_checked_before_any_session_io() -> None:
+    import pytest
+
+    from tether.errors import ModelConfigurationError
+    from tether.runtime import check_model_selections
+
+    step = agent("own", prompt="Hi.", model="nosuchprovider:thing")
+    bot_ = Agent("Own", flows=[Flow("own", nodes=[step], on=[on_message()])])
+    with pytest.raises(ModelConfigurationError, match="step own/own"):
+        check_model_selections(bot_)

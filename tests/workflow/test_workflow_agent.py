@@ -292,16 +292,20 @@ async def test_an_undeclared_agent_tier_fails_the_node_and_no_model_is_a_clear_e
         await WorkflowRun(definition([agent("a")])).agent.turn()
 
 
-async def test_every_tool_call_and_result_is_journaled_in_the_store() -> None:
-    store = MemoryStore()
+async def test_every_tool_call_and_result_is_journaled_in_the_store(backend: Any) -> None:
+    store = await backend.make()
     data = definition([agent("ask", fields=NAME)])
-    await turn(data, call("get_available"), call("start_node", node_id="ask"),
-                           call("complete_node", node_id="ask", summary="s", fields={"name": "Ana"}), "done",
-                           store=store, run_id="r1")
-    events = [e for e in await store.events("r1") if e.type == "workflow.tool"]
-    assert [(e.data["tool"], e.data["result"]["ok"]) for e in events] == [
-        ("get_available", True), ("start_node", True), ("complete_node", True)]
-    assert events[2].data["arguments"] == {"node_id": "ask", "summary": "s", "fields": {"name": "Ana"}}
+    await turn(data, call("get_available"), call("start_node", node_id="ask"), call("start_node", node_id="ask"),
+               call("complete_node", node_id="ask", summary="s", fields={"name": "Ana"}), "done",
+               store=store, run_id="r1")
+    journal = await store.journal("r1")
+    assert [(e.kind, e.name, e.status, e.node_id) for e in journal] == [
+        ("flow-tool", "get_available", "finished", None), ("flow-tool", "start_node", "finished", "ask"),
+        ("flow-tool", "start_node", "error", "ask"), ("flow-tool", "complete_node", "finished", "ask")]
+    assert journal[2].error == "node 'ask' is running; this needs it available"
+    assert journal[3].request == {"call_id": "call-complete_node",
+                                  "arguments": {"node_id": "ask", "summary": "s", "fields": {"name": "Ana"}}}
+    assert journal[3].result["status"] == "complete" and len({e.key for e in journal}) == 4
 
 
 async def test_a_sub_flow_runs_its_subprompt_and_agent_nodes_and_projects_the_agent_approval() -> None:
@@ -347,8 +351,8 @@ async def test_a_crash_mid_turn_loses_no_committed_tool_call_and_repeats_none() 
         ("get_available", True), ("complete_node", False), ("complete_node", True)]
     assert report.calls[1][2]["code"] == "wrong-status"  # the completed node cannot be done twice
     assert restarted.status == "complete" and first.output.fields == {"name": "Ana"}  # type: ignore[union-attr]
-    journal = [(e.data["tool"], e.data["result"]["ok"]) for e in await store.events("r1") if e.type == "workflow.tool"]
-    assert journal[:3] == [("start_node", True), ("complete_node", True), ("start_node", True)]
+    journal = [(e.name, e.status) for e in await store.journal("r1")]
+    assert journal[:3] == [("start_node", "finished"), ("complete_node", "finished"), ("start_node", "finished")]
 
 
 async def test_a_child_agents_input_request_is_projected_and_answered_through_the_parent() -> None:

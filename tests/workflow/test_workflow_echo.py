@@ -58,6 +58,6 @@ async def test_the_echo_procedure_runs_end_to_end(executor: SubprocessExecutor, 
     assert model.unused() == {} and run.snapshot.model_calls == 10
     stored = await WorkflowRun.load(store, "echo-1", load_workflow_file(ECHO))
     assert stored.status == "complete" and stored.snapshot.model_calls == 10
-    tools = [e.data["tool"] for e in await store.events("echo-1") if e.type == "workflow.tool"]
+    tools = [entry.name for entry in await store.journal("echo-1") if entry.kind == "flow-tool"]
     assert tools == ["build_handoff", "start_node", "request_input", "build_handoff", "complete_node",
                      "start_node", "build_handoff", "request_approval"]

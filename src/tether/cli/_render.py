@@ -47,6 +47,8 @@ def info_line(result: TurnResult | None, session: Session | None) -> str:
             reason = f": {result.handoff.reason}" if result.handoff.reason else ""
             parts.append(f"handoff to {result.handoff.agent}{reason}")
         parts.extend(f"error: {' '.join(error.split())}" for error in turn_errors(result))
+        parts.extend(f"{o.node_id} failed: {o.detail}" if o.detail else f"{o.node_id} failed"
+                     for o in result.outcomes if o.code == "action-failed")
     parts.extend(status_notes(session, handoff_shown=result is not None and result.handoff is not None))
     return "[" + " · ".join(parts) + "]"
 

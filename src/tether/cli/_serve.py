@@ -1,12 +1,19 @@
 """``tether serve``: the HTTP API of an app on uvicorn, with the wake scheduler.
 
 With no API keys (``TETHER_API_KEYS`` unset) the API is open, so the server binds 127.0.0.1 only
-and says so; binding another address needs keys.
+and says so; binding another address needs keys. ``--workers N`` runs N processes on one socket
+(uvicorn's workers); each builds its own app from the app file and store named in the environment
+(``worker_app``), and they share the sessions through the store: on PostgreSQL any number of
+processes (and hosts) share the load and each wake fires once (claimed with ``SKIP LOCKED``).
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -14,11 +21,45 @@ from tether.cli._inspect import load_or_exit
 from tether.cli._output import fail
 from tether.cli._sessions import DEFAULT_DB
 
-__all__ = ["serve"]
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+__all__ = ["serve", "worker_app"]
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 APP_HELP = "path/to/file.py[:attr] or package.module:attr naming an Agent (or a list of Agents)"
+
+APP_ENV = "TETHER_SERVE_APP"
+STORE_ENV = "TETHER_SERVE_STORE"
+
+
+def _log_turns() -> None:
+    """Print the ``tether`` loggers (one line per turn on ``tether.turn``) to stderr at INFO."""
+    logger = logging.getLogger("tether")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s:     %(name)s %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+
+
+def _app(app_spec: str, store: str) -> Starlette:
+    from tether.server import create_app, keys_from_env
+    from tether.stores import open_store
+
+    loaded = load_or_exit(app_spec)
+    try:
+        return create_app(list(loaded.agents), store=open_store(store), api_keys=keys_from_env())
+    except Exception as exc:
+        fail(f"cannot serve {app_spec}: {exc}")
+
+
+def worker_app() -> Starlette:
+    """The app of one ``--workers`` process (a uvicorn factory): the app file and store come from
+    ``TETHER_SERVE_APP`` and ``TETHER_SERVE_STORE``, set by ``tether serve``."""
+    _log_turns()
+    return _app(os.environ[APP_ENV], os.environ[STORE_ENV])
 
 
 def serve(
@@ -26,18 +67,17 @@ def serve(
     store: str = typer.Option(DEFAULT_DB, "--store", help="the session store: a SQLite path or a store URL"),
     host: str = typer.Option("127.0.0.1", "--host", help="the address to bind (non-loopback needs API keys)"),
     port: int = typer.Option(8000, "--port", min=0, max=65535, help="the port to bind"),
+    workers: int = typer.Option(1, "--workers", min=1, help="server processes sharing the socket and the store"),
 ) -> None:
     """Serve the app's agents over HTTP (routes under /v1, OpenAPI at /openapi.json).
 
     API keys come from TETHER_API_KEYS ("tenant:key,tenant:key"); without any the API is open
-    and binds 127.0.0.1 only.
+    and binds 127.0.0.1 only. Each turn logs one line (tether.turn) to stderr.
     """
     try:
         import uvicorn
 
-        from tether.runtime import Runtime
-        from tether.server import create_app, keys_from_env
-        from tether.stores import open_store
+        from tether.server import keys_from_env
     except ImportError as exc:
         fail(f"tether serve needs the server extra (pip install 'tether[server]'): {exc}")
     try:
@@ -46,20 +86,25 @@ def serve(
         fail(str(exc))
     if not keys and host not in LOOPBACK:
         fail(f"refusing to bind {host} with no API keys (set TETHER_API_KEYS, or bind 127.0.0.1)")
+    if workers > 1 and store in ("memory:", "memory://"):
+        fail("--workers needs a store the processes share (a SQLite file or PostgreSQL), not memory:")
     loaded = load_or_exit(app_spec)
     if "://" not in store and store != "memory:":
         Path(store).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        store = str(Path(store).expanduser())
-    try:
-        runtime = Runtime(list(loaded.agents), store=open_store(store))
-    except Exception as exc:
-        fail(f"cannot serve {app_spec}: {exc}")
-    app = create_app(runtime, api_keys=keys)
+        store = str(Path(store).expanduser().resolve())
     agents = ", ".join(agent.id for agent in loaded.agents)
-    typer.echo(f"tether serve: agents {agents}; store {store}", err=True)
+    typer.echo(f"tether serve: agents {agents}; store {store}; {workers} worker(s)", err=True)
     if not keys:
         typer.echo("tether serve: no API keys configured: the API is OPEN (binding 127.0.0.1 only)", err=True)
     else:
         typer.echo(f"tether serve: {len(keys)} API key(s) configured", err=True)
-    config = uvicorn.Config(app, host=host, port=port, lifespan="on", log_level="info")
-    uvicorn.Server(config).run()
+    _log_turns()
+    if workers == 1:
+        config = uvicorn.Config(_app(app_spec, store), host=host, port=port, lifespan="on", log_level="info")
+        uvicorn.Server(config).run()
+        return
+    file, sep, attr = app_spec.partition(":")
+    os.environ[APP_ENV] = str(Path(file).resolve()) + sep + attr if Path(file).is_file() else app_spec
+    os.environ[STORE_ENV] = store
+    uvicorn.run("tether.cli._serve:worker_app", factory=True, host=host, port=port, workers=workers,
+                lifespan="on", log_level="info")

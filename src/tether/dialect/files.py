@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +22,12 @@ from tether.dialect.parse import parse_document
 from tether.dialect.registry import Registry
 from tether.dialect.spec import AgentSpec, FlowSpec
 from tether.dialect.text import parse_text
-from tether.dialect.validate import validate_spec
+from tether.dialect.validate import Surface, validate_flow, validate_spec
 from tether.errors import DefinitionIssue, FlowDefinitionError
 from tether.flow import Flow
 
 __all__ = ["FLOW_FILE_SUFFIXES", "is_flow_document", "is_flow_file", "line_of", "load", "load_registry",
-           "read_document"]
+           "read_document", "register_flows"]
 
 FLOW_FILE_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -136,3 +137,55 @@ def load(path: str | Path, registry: Registry | None = None, **agent_kwargs: Any
     if isinstance(spec, FlowSpec):
         return build_flow(spec, registry)
     return Agent(spec.name, **agent_options(spec, registry), **agent_kwargs)
+
+
+def register_flows(agent: Agent, sources: Sequence[str | Path | Mapping[str, Any]],
+                   registry: Registry | None = None) -> Agent:
+    """Hot registration: ``agent`` with the flows of ``sources`` (flow files or ``{"flow": ...}``
+    documents) added, each replacing the agent's flow of the same id as a new version
+    (``flow@version``).
+
+    The whole bundle is validated first, against the agent's fields and tools, the registry's
+    actions, conditions and events, and the agent's flows plus the bundle's. Any problem
+    refuses the whole bundle and ``agent`` is unchanged (it is never mutated: use the agent
+    returned). Runs parked on a replaced version finish on it; new runs take the new version.
+
+    Raises:
+        FlowDefinitionError: every problem of the bundle, each naming its source.
+    """
+    registry = registry or Registry()
+    documents: list[tuple[str, Any, str | None]] = []
+    for source in sources:
+        if isinstance(source, Mapping):
+            documents.append(("<document>", dict(source), None))
+        else:
+            raw, content = read_document(source)
+            documents.append((str(source), raw, content))
+    specs: list[tuple[str, str | None, FlowSpec]] = []
+    issues: list[DefinitionIssue] = []
+    for name, data, text in documents:
+        spec, found = parse_document(data)
+        if spec is not None and not isinstance(spec, FlowSpec):
+            found = [DefinitionIssue("dialect-document", "hot registration takes flow files, not agent files",
+                                     path="agent", hint="put each flow in its own file under 'flow:'")]
+        issues += [_located(issue, name, text) for issue in found]
+        if isinstance(spec, FlowSpec):
+            specs.append((name, text, spec))
+    flow_ids = frozenset(agent.flows_by_id) | {spec.id for _, _, spec in specs}
+    surface = Surface(fields=dict(agent.fields), tools=frozenset(agent.tools_by_name),
+                      actions=frozenset(registry.actions), conditions=frozenset(registry.conditions),
+                      events=frozenset(registry.events) if registry.events else None, flows=flow_ids,
+                      tool_inputs={t.name: t.input_model for t in agent.tools})
+    for name, text, spec in specs:
+        found = [i for i in validate_flow(spec, surface, registry) if i.severity == "error"]
+        issues += [_located(issue, name, text) for issue in found]
+    if issues:
+        raise FlowDefinitionError(issues, title=f"the bundle of {len(documents)} flow(s) was refused; "
+                                                f"agent {agent.name!r} is unchanged")
+    return agent.with_flows(*(build_flow(spec, registry) for _, _, spec in specs))
+
+
+def _located(issue: DefinitionIssue, name: str, text: str | None) -> DefinitionIssue:
+    where = f"{name}:{line_of(text, issue.path)}" if text is not None else name
+    return DefinitionIssue(issue.code, f"{where}: {issue.message}", flow=issue.flow, node=issue.node, path=issue.path,
+                           hint=issue.hint, severity=issue.severity)

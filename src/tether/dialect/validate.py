@@ -60,7 +60,7 @@ from tether.dialect.values import ROOTS, TEMPLATE, split_path
 from tether.errors import DefinitionIssue, FlowDefinitionError
 from tether.flow.durations import parse_duration
 
-__all__ = ["Surface", "validate", "validate_spec"]
+__all__ = ["Surface", "validate", "validate_flow", "validate_spec"]
 
 RESERVED = frozenset({"end", "stay", "next"})
 _BARE = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_.\-]*)\}")
@@ -76,6 +76,8 @@ class Surface:
     conditions: frozenset[str] | None = None
     events: frozenset[str] | None = None
     flows: frozenset[str] | None = None
+    tool_inputs: dict[str, Any] | None = None
+    """Each tool's input model (pydantic), to check an action's ``args`` against."""
 
     @classmethod
     def of(cls, registry: Registry | None, agent: AgentSpec | None = None) -> Surface:
@@ -87,7 +89,8 @@ class Surface:
                    actions=frozenset(registry.actions) if registry is not None else None,
                    conditions=frozenset(registry.conditions) if registry is not None else None,
                    events=frozenset(registry.events) if registry is not None and registry.events else None,
-                   flows=frozenset(f.id for f in agent.flows) if agent is not None else None)
+                   flows=frozenset(f.id for f in agent.flows) if agent is not None else None,
+                   tool_inputs={t.name: t.input_model for t in registry.tools} if registry is not None else None)
 
 
 @dataclass
@@ -358,6 +361,21 @@ def _schema(check: _Checker, schema: dict[str, Any] | None, where: str, node: st
                   hint="properties of type string, number, integer, boolean, array or object")
 
 
+def _check_arguments(check: _Checker, node: ActionSpec, at: str, model: Any) -> None:
+    """An action's ``args`` against its tool's parameters: none missing, none unknown."""
+    if model is None:
+        return
+    fields = {name: f for name, f in model.model_fields.items() if name != "idempotency_key"}
+    for name in node.args:
+        if name not in fields:
+            check.add("unknown-argument", f"tool {node.tool!r} takes no argument {name!r}", f"{at}.args.{name}",
+                      node=node.id, hint=did_you_mean(name, fields) or f"its arguments: {', '.join(fields) or 'none'}")
+    for name, info in fields.items():
+        if info.is_required() and name not in node.args:
+            check.add("missing-argument", f"tool {node.tool!r} needs the argument {name!r}", f"{at}.args", node=node.id,
+                      hint=f"add {name}: {{path: state.{name}}} (or a value or template)")
+
+
 def _check_node(check: _Checker, index: int, node: NodeSpec, scope: _Scope, own: _Scope) -> None:
     at, nid, surface = f"nodes.{index}", node.id, check.surface
     if node.id in RESERVED:
@@ -405,6 +423,7 @@ def _check_node(check: _Checker, index: int, node: NodeSpec, scope: _Scope, own:
                       hint="tool: an agent tool; do: a registered action")
         if node.tool is not None:
             check.unknown("unknown-tool", "tool", node.tool, surface.tools, f"{at}.tool", nid)
+            _check_arguments(check, node, at, (surface.tool_inputs or {}).get(node.tool))
         if node.do is not None:
             check.unknown("unknown-action", "action", node.do, surface.actions, f"{at}.do", nid)
         _check_mapping(check, node.args, f"{at}.args", scope, nid)
@@ -484,6 +503,14 @@ def _python_issues(spec: FlowSpec, registry: Registry | None, base: str) -> list
     return []
 
 
+def validate_flow(spec: FlowSpec, surface: Surface, registry: Registry | None = None) -> list[DefinitionIssue]:
+    """Every issue of one parsed flow against ``surface`` (paths start at ``flow``)."""
+    found = _check_flow(spec, surface, "flow")
+    if not any(i.severity == "error" for i in found):
+        found += _python_issues(spec, registry, "flow")
+    return found
+
+
 def validate_spec(spec: AgentSpec | FlowSpec, registry: Registry | None = None,
                   agent: AgentSpec | None = None) -> list[DefinitionIssue]:
     """Every issue of a parsed spec (a flow checked against ``agent`` and ``registry`` when given)."""
@@ -507,11 +534,7 @@ def validate_spec(spec: AgentSpec | FlowSpec, registry: Registry | None = None,
             if not any(i.severity == "error" for i in found):
                 issues += _python_issues(flow, registry, base)
         return issues
-    surface = Surface.of(registry, agent)
-    found = _check_flow(spec, surface, "flow")
-    if not any(i.severity == "error" for i in found):
-        found += _python_issues(spec, registry, "flow")
-    return found
+    return validate_flow(spec, Surface.of(registry, agent), registry)
 
 
 def validate(document: Any, registry: Registry | None = None, agent: AgentSpec | None = None

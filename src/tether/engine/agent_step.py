@@ -27,7 +27,7 @@ from tether.engine.state import TurnState
 from tether.engine.step_context import StepContext, call_hook
 from tether.engine.step_tools import ToolRound, dispatch_tools, exposed_specs
 from tether.engine.templates import render
-from tether.errors import NodeFailedError
+from tether.errors import ModelConfigurationError, NodeFailedError
 from tether.flow.flow import Flow
 from tether.flow.moves import StepMove
 from tether.flow.nodes import Node
@@ -69,6 +69,14 @@ async def dispatch_agent(ts: TurnState, run: Run, flow: Flow, node: AgentNode) -
     ctx = StepContext(ts, run, flow, node)
     if bk["at"] == node.id and bk["entered"] != node.id:  # the step resumes on a later turn
         if not ts.message_available(run):
+            unfinished = bk.get("open")
+            if isinstance(unfinished, dict) and ts.consumed_by.get(run.id) == node.id:
+                # this turn's model loop was cut short (the worker died after a write): its
+                # memory goes back to where the loop began, and the loop runs again, reading
+                # what the journal recorded
+                memory = space(ts, node.namespace)
+                del memory.messages[int(unfinished["memory"]):]
+                return await converse(ts, run, flow, node, ctx)
             run.status = "asking"
             return ASKING
         await call_hook(node.on_restore, ctx)
@@ -131,14 +139,26 @@ async def converse(ts: TurnState, run: Run, flow: Flow, node: AgentNode, ctx: St
                    effects: Effects | None = None) -> Any:
     """The model loop of the executing step. At top level it returns the engine's transition (or
     the pause after a reply); in a child frame, the reply's content."""
-    from tether.engine.pauses import ASKING
-
     if effects is None:
         effects = Effects(ts, run, flow.id, node.id)
         effects.step_key = f"{ts.key(run, node.id)}:m{ts.user_seq or 0}"
     ctx._effects = effects
     frame = ctx._frame
     memory = memory_of(ts, node, ctx)
+    if frame is None:
+        book(run)["open"] = {"memory": len(memory.messages)}  # cleared when the loop returns
+        try:
+            return await _loop(ts, run, flow, node, ctx, effects, memory)
+        finally:
+            book(run).pop("open", None)
+    return await _loop(ts, run, flow, node, ctx, effects, memory)
+
+
+async def _loop(ts: TurnState, run: Run, flow: Flow, node: AgentNode, ctx: StepContext, effects: Effects,
+                memory: MemorySpace) -> Any:
+    from tether.engine.pauses import ASKING
+
+    frame = ctx._frame
     rounds = 0
     while True:
         response = await _attempts(ts, run, flow, node, effects, ctx)
@@ -281,8 +301,10 @@ def _model(ts: TurnState, flow: Flow, node: AgentNode) -> Model:
         return node.model  # type: ignore[no-any-return]
     if isinstance(node.model, str):
         named = getattr(ts.models, "model_named", None)
-        if named is not None:
-            return named(node.model)  # type: ignore[no-any-return]
+        if named is None:
+            raise ModelConfigurationError(f"agent node {node.id!r} of flow {flow.id!r} names model {node.model!r}, "
+                                          "and this host cannot resolve models by name (pass a Model)")
+        return named(node.model)  # type: ignore[no-any-return]
     return ts.model(node.tier, needed_for=f"agent node {node.id!r} of flow {flow.id!r}")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -121,6 +122,8 @@ class TurnOptions:
             host loads them; a re-dispatched action gets their results instead of re-running).
         on_delta: receives every message's visible text as it is said (as ``run_turn``'s
             ``on_delta``), so a host that goes through the ``Runtime`` can stream replies.
+        phase: ``phase(name)`` returns a context manager held around each engine phase
+            (``understand``, ``decide``, ``run``, ``speak``, ``settle``): the runtime's tracing spans.
         sleep: how the engine waits between an agent step's model attempts (``Agent.turn`` passes
             ``asyncio.sleep``; None: no wait).
         gather: how parallel child steps run at once: ``gather(thunks, limit)`` awaits every
@@ -139,6 +142,7 @@ class TurnOptions:
     barge_in: Any = None
     on_delta: Callable[[str], Awaitable[None]] | None = None
     journal: Sequence[JournalEntry] = ()
+    phase: Callable[[str], AbstractContextManager[Any]] | None = None
     sleep: Callable[[float], Awaitable[Any]] | None = None
     gather: Callable[[Sequence[Callable[[], Awaitable[Any]]], int | None], Awaitable[Any]] | None = None
     spawn: Callable[[str, Any, Mapping[str, Any] | None], Awaitable[Any]] | None = None

@@ -7,6 +7,8 @@ call the model on a message turn; decide/summary/judge calls are the ones an aut
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
 
 from tether.durable.journal import EffectJournal
 from tether.engine.agent_memory import compact_memories
@@ -71,20 +73,25 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
         found = find_judgeables(ts, asker)
         # 3. Understand
         if silence is None or silence.understand:
-            ts.judgement = await understand(ts, found)
+            with _phase(ts, "understand"):
+                ts.judgement = await understand(ts, found)
         # 4. Decide
-        decide(ts, found, ts.judgement, asker)
+        with _phase(ts, "decide"):
+            decide(ts, found, ts.judgement, asker)
     # 5. Run
-    await run_phase(ts)
+    with _phase(ts, "run"):
+        await run_phase(ts)
     # 6. Speak
     request = choose_speaker(ts)
     if request is not None:
         try:
-            result = await speak_unless_answered(ts, request)
+            with _phase(ts, "speak"):
+                result = await speak_unless_answered(ts, request)
             if result is not None:
                 ts.spoke = True
                 # 7. Settle
-                await settle(ts, request, result)
+                with _phase(ts, "settle"):
+                    await settle(ts, request, result)
         except FAILURES as exc:  # the speaking node failed: its run degrades, loudly
             result = None
             await speaker_failed(ts, request, exc)
@@ -96,6 +103,11 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
     await ts.flush_deltas()
     # 8. Return
     return turn_result(ts, session)
+
+
+def _phase(ts: TurnState, name: str) -> AbstractContextManager[Any]:
+    """The host's context around a phase (``TurnOptions.phase``: its tracing span), else nothing."""
+    return ts.options.phase(name) if ts.options.phase is not None else nullcontext()
 
 
 def _asker(ts: TurnState) -> Run | None:

@@ -20,7 +20,11 @@ from tether.flow.steps import TERMINATE_TOOL, AgentNode
 from tether.flow.tools import Tool
 from tether.flow.transitions import StartFlow
 
-__all__ = ["DEFAULT_FAILURE_REPLY", "AgentDefinition", "Compaction", "Idle"]
+__all__ = ["BUSY_POLICIES", "DEFAULT_FAILURE_REPLY", "AgentDefinition", "Compaction", "Idle"]
+
+BUSY_POLICIES = ("queue", "reject", "interrupt")
+"""What a host does with a message that arrives while a turn of the same session runs (``on_busy``):
+wait behind it in arrival order, refuse it, or interrupt the reply being spoken and then run it."""
 
 RESERVED_CONDITIONS = frozenset({"equals", "known", "silenced"})
 DEFAULT_FAILURE_REPLY = "I'm sorry — something went wrong on my side. Let me try to help you another way."
@@ -95,6 +99,7 @@ class AgentDefinition:
         history_window: int = 40,
         compaction: Compaction | None = None,
         failure_reply: str | None = None,
+        on_busy: str = "queue",
         id: str | None = None,
     ) -> None:
         self.name = name
@@ -124,6 +129,7 @@ class AgentDefinition:
         self.history_window = history_window
         self.compaction = compaction
         self.failure_reply = DEFAULT_FAILURE_REPLY if failure_reply is None else failure_reply
+        self.on_busy = on_busy
         issues = self._validate()
         if issues:
             raise FlowDefinitionError(issues, title=f"Agent {name!r} failed validation with {len(issues)} issue(s)")
@@ -143,6 +149,9 @@ class AgentDefinition:
         if not isinstance(self.failure_reply, str) or not self.failure_reply.strip():
             issue("invalid-option", f"failure_reply must be a non-empty string, got {self.failure_reply!r}",
                   path="failure_reply")
+        if self.on_busy not in BUSY_POLICIES:
+            issue("invalid-option", f"on_busy must be one of {', '.join(BUSY_POLICIES)}, got {self.on_busy!r}",
+                  path="on_busy")
         if not isinstance(self.history_window, int) or self.history_window < 2:
             issue("invalid-option", f"history_window must be an integer >= 2, got {self.history_window!r}",
                   path="history_window")

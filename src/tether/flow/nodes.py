@@ -99,9 +99,7 @@ class Node:
     output_schema: type[BaseModel] | None = None
     verify: Verify | None = None
     label: str | None = None
-    targets: tuple[Target, ...] = ()
-    """Where a transition made in code may go: checked when the flow is built, followed by the
-    reachability check and drawn by ``tether graph`` (dashed edges)."""
+    targets: tuple[Target, ...] = ()  # where a transition made in code may go (checked, drawn dashed)
 
     def static_targets(self) -> list[tuple[str, Target]]:
         """The statically known targets, as ``(option, target)`` pairs."""
@@ -519,8 +517,7 @@ def action(
     degrades (see :mod:`tether.engine.degrade`). ``uses`` names the agent tools the action calls:
     building the agent (and ``tether check``) refuses one that is not registered, and ``ctx.tool``
     refuses a tool the list does not name (an empty list declares nothing and checks nothing).
-    ``targets`` lists where a transition ``run`` returns may go (drawn as dashed edges, checked
-    when the flow is built).
+    ``targets`` lists where a transition ``run`` returns may go (checked, drawn dashed).
     """
     names = tool_names(id, uses)
     declared = listed(id, "targets", targets)
@@ -561,8 +558,7 @@ def decide(
     schema defaults to ``{choice: str}`` and must have a ``choice`` field: entering the node
     emits an ``interactive`` event (with ``prompt``, also said when the node waits for an
     answer), a message that is exactly a choice's label is decided with no model call, and the
-    model otherwise picks one of the ids or ``__none``. ``targets`` lists where ``decide`` may go
-    (drawn as dashed edges, checked when the flow is built).
+    model otherwise picks one of the ids or ``__none``. ``targets``: where ``decide`` may go.
     """
     choices = listed(id, "choices", choices)
     if schema is None and choices:

@@ -64,11 +64,13 @@ import contextlib
 import dataclasses
 import os
 import socket
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from tether import tracing
 from tether.agent import Agent
 from tether.clock import SystemClock, UuidIds
 from tether.durable.decisions import normalize_decision
@@ -97,6 +99,7 @@ from tether.errors import (
 )
 from tether.models.types import Model
 from tether.runtime import scheduler
+from tether.runtime.commits import CommitSignal
 from tether.runtime.envelope import RunResponse, failure, success
 from tether.runtime.locks import SessionLocks
 from tether.runtime.restore import (
@@ -107,6 +110,7 @@ from tether.runtime.restore import (
     is_session_current,
 )
 from tether.runtime.selections import check_model_selections
+from tether.runtime.turn_log import input_label, log_turn
 from tether.runtime.window import Tail, WindowCache, attached, detach_window, read_tail, upgrade_v1, with_tail
 from tether.stores import SQLiteStore, Store, TurnRecords, WakeRequest
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT
@@ -245,6 +249,7 @@ class Runtime:
         self.migrations = migrations or MigrationRegistry()
         self.lease_timeout = lease_timeout
         self.locks = SessionLocks()
+        self.commits = CommitSignal()
         self.windows = WindowCache()
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._scheduler: scheduler.WakeScheduler | None = None
@@ -253,6 +258,21 @@ class Runtime:
     def agents(self) -> Mapping[str, Agent]:
         """The registered agents by id (read-only view)."""
         return dict(self._agents)
+
+    def register_flows(self, agent_id: str, documents: Sequence[Any], registry: Any = None) -> Agent:
+        """Hot registration: the agent ``agent_id`` serves the flows of ``documents`` (flow files or
+        ``{"flow": ...}`` documents) from now on, each a new version of its flow id (see
+        :func:`tether.dialect.register_flows`). A refused bundle raises ``FlowDefinitionError`` and
+        the agent is unchanged; runs parked on a replaced version finish on it.
+
+        Raises:
+            KeyError: no agent ``agent_id`` is registered.
+        """
+        from tether.dialect.files import register_flows
+
+        updated = register_flows(self._agents[agent_id], documents, registry)
+        self._agents[agent_id] = updated
+        return updated
 
     # ------------------------------------------------------------------ requests
 
@@ -293,6 +313,16 @@ class Runtime:
     async def _request(self, agent_id: str, session_id: str | None, turn_input: TurnInput,
                        config: Mapping[str, Any] | None, options: TurnOptions | None,
                        on_delta: DeltaSink | None = None) -> RunResponse:
+        started = time.perf_counter()
+        with tracing.turn_span(agent_id, session_id, input_label(turn_input)) as span:
+            response = await self._locked_request(agent_id, session_id, turn_input, config, options, on_delta)
+            tracing.end_turn(span, response)
+        log_turn(agent_id, session_id, turn_input, response, time.perf_counter() - started)
+        return response
+
+    async def _locked_request(self, agent_id: str, session_id: str | None, turn_input: TurnInput,
+                              config: Mapping[str, Any] | None, options: TurnOptions | None,
+                              on_delta: DeltaSink | None) -> RunResponse:
         async with self.locks.hold(session_id), contextlib.AsyncExitStack() as held:
             agent = self._agents.get(agent_id)
             if agent is None:
@@ -401,7 +431,8 @@ class Runtime:
         recorded = [entry for run_id in journal_runs(agent, doc) for entry in await self.store.journal(doc.id,
                                                                                                         run_id=run_id)]
         turn_options = dataclasses.replace(options or TurnOptions(), checkpoint=checkpoint, journal=recorded,
-                                           spawn=self._spawner(agent))
+                                           spawn=self._spawner(agent),
+                                           phase=tracing.phase_span if tracing.enabled() else None)
         result = await agent.turn(doc, turn_input, options=turn_options, on_delta=on_delta)
         after = result.session or doc
         records = turn_records(result)
@@ -440,6 +471,7 @@ class Runtime:
             attempt.tail = attempt.tail.after(stored, records.messages if records else ())
             self.windows.put(stored, attempt.tail)
         attempt.stored = attached(stored, session.messages, session.inputs)
+        self.commits.notify(stored.id)
 
     async def _abort(self, attempt: _Attempt, exc: Exception, session_id: str | None) -> RunResponse:
         """Mark the session aborted with the error logged, persist it, and build the envelope."""
@@ -500,6 +532,7 @@ class Runtime:
         async with self.locks.hold(session_id), self._lease(session_id):
             self.windows.forget(session_id)
             await self.store.delete(session_id)
+        self.commits.notify(session_id)
 
     async def release(self, session_id: str) -> Session | None:
         """Give a ``handed_off`` session back to the bot (status ``running``); returns the stored

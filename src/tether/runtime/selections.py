@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tether.agent import Agent
 from tether.errors import ModelConfigurationError
+from tether.flow.steps import AgentNode
 from tether.models import DEFAULT_CATALOG, Model, validate_selection
 from tether.models.catalog import GENERIC_ROUTE
 
@@ -11,16 +12,18 @@ __all__ = ["check_model_selections"]
 
 
 def check_model_selections(agent: Agent) -> None:
-    """Validate every tier's selection of ``agent``; raise ``ModelConfigurationError`` on the first
-    bad one.
+    """Validate every tier's selection of ``agent`` (and every agent step's own ``model``); raise
+    ``ModelConfigurationError`` on the first bad one.
 
     A ``provider:model`` string goes through the catalog's ``validate_selection`` (pure: no SDK,
     no network) and must name a provider with a registered adapter; any other selection must be
     a ``Model`` object.
     """
-    selections = list(agent.model_selections.items())
+    selections: list[tuple[str, object]] = list(agent.model_selections.items())
     if agent.gate_judge is not None:
         selections.append(("gate_judge", agent.gate_judge))
+    selections.extend((f"step {flow.id}/{node.id}", node.model) for flow in agent.flows for node in flow.nodes
+                      if isinstance(node, AgentNode) and node.model is not None)
     for tier, selection in selections:
         if isinstance(selection, str):
             chosen = validate_selection(selection)

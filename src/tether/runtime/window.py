@@ -155,8 +155,11 @@ async def read_tail(store: Store, doc: Session, cache: WindowCache | None = None
 
 def with_tail(doc: Session, tail: Tail) -> Session:
     """The detached ``doc`` attached: its window, and the seen message ids before its own ids."""
-    known = set(tail.ids)
-    return attached(doc, tail.window, [*tail.ids, *(i for i in doc.inputs if i not in known)])
+    ids = tail.ids
+    if doc.inputs:  # signal ids (and, in a document written before, its message ids)
+        known = set(ids)
+        ids += [i for i in doc.inputs if i not in known]
+    return attached(doc, tail.window, ids)
 
 
 async def attach_window(store: Store, doc: Session, cache: WindowCache | None = None) -> Session:

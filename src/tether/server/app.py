@@ -24,15 +24,20 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tether.agent import Agent
+from tether.dialect.registry import Registry
+from tether.errors import FlowDefinitionError
 from tether.flow.mermaid import flow_to_mermaid
 from tether.runtime.runtime import Runtime
 from tether.runtime.scheduler import WakeScheduler
 from tether.server.auth import KeyRing, keys_from_env
+from tether.server.bodies import FlowBody, FlowRegistered
 from tether.server.inspector import inspector_routes
+from tether.server.openai_compat import OpenAIRoutes
 from tether.server.openapi import openapi_document
 from tether.server.problems import ApiError, error_response
-from tether.server.requests import DEFAULT_MAX_BODY
+from tether.server.requests import DEFAULT_MAX_BODY, read_body
 from tether.server.sessions import SessionRoutes
+from tether.server.stream import KEEPALIVE, POLL
 from tether.stores import Store
 
 __all__ = ["create_app"]
@@ -86,6 +91,9 @@ def create_app(
     scheduler: bool = True,
     scheduler_interval: float = 1.0,
     cors_origins: Sequence[str] = (),
+    flow_registry: Registry | None = None,
+    stream_poll: float = POLL,
+    stream_keepalive: float = KEEPALIVE,
 ) -> Starlette:
     """The ASGI app serving ``runtime_or_agents`` under ``/v1``.
 
@@ -99,6 +107,11 @@ def create_app(
         scheduler: run the wake scheduler while the app is up.
         scheduler_interval: seconds between its polls.
         cors_origins: origins allowed by CORS; none (CORS off) by default.
+        flow_registry: the registered actions, conditions and events that flows registered over
+            ``PUT /v1/agents/{agent}/flows/{flow}`` may name (tools are the agent's own).
+        stream_poll: seconds between the session event stream's re-reads of the store (it sees
+            turns of other processes that late at most; this process's turns wake it at once).
+        stream_keepalive: seconds between the event stream's ``: keepalive`` comments.
     """
     owned = not isinstance(runtime_or_agents, Runtime)
     if isinstance(runtime_or_agents, Runtime):
@@ -109,7 +122,8 @@ def create_app(
         runtime = Runtime(runtime_or_agents, store=store)
     keys = KeyRing(api_keys if api_keys is not None else keys_from_env())
     wakes = WakeScheduler(runtime, interval=scheduler_interval)
-    routes = SessionRoutes(runtime, max_body=max_body)
+    routes = SessionRoutes(runtime, max_body=max_body, stream_poll=stream_poll, stream_keepalive=stream_keepalive)
+    openai_routes = OpenAIRoutes(runtime, routes.busy, max_body=max_body)
     document = openapi_document(_version("tether"))
 
     async def healthz(request: Request) -> Response:
@@ -133,12 +147,31 @@ def create_app(
     async def agents(request: Request) -> Response:
         return JSONResponse(_agents_view(runtime))
 
+    async def put_flow(request: Request) -> Response:
+        agent_id, flow_id = request.path_params["agent"], request.path_params["flow"]
+        if agent_id not in runtime.agents:
+            raise ApiError(404, "agent-not-found", f"no agent {agent_id!r} is served here")
+        body = await read_body(request, FlowBody, limit=max_body)
+        if body.flow.get("id") != flow_id:
+            raise ApiError(422, "flow-id-mismatch", f"the body's flow id {body.flow.get('id')!r} is not {flow_id!r}")
+        try:
+            agent = runtime.register_flows(agent_id, [{"flow": body.flow}], flow_registry)
+        except FlowDefinitionError as exc:
+            issues = [{"code": i.code, "path": i.path, "message": i.message, "hint": i.hint} for i in exc.issues]
+            raise ApiError(422, "invalid-flow", f"flow {flow_id!r} was refused with {len(issues)} issue(s)",
+                           details=issues) from None
+        flow = agent.flows_by_id[flow_id]
+        return JSONResponse(FlowRegistered(flow=flow.id, version=flow.version, digest=flow.digest).model_dump())
+
     session = "/v1/agents/{agent}/sessions/{session_id}"
     table: list[tuple[str, Handler, list[str], bool]] = [
         ("/healthz", healthz, ["GET"], True),
         ("/readyz", readyz, ["GET"], True),
         ("/openapi.json", openapi, ["GET"], True),
         ("/v1/agents", agents, ["GET"], False),
+        ("/v1/agents/{agent}/flows/{flow}", put_flow, ["PUT"], False),
+        ("/v1/models", openai_routes.models, ["GET"], False),
+        ("/v1/chat/completions", openai_routes.completions, ["POST"], False),
         ("/v1/agents/{agent}/sessions", routes.create, ["POST"], False),
         ("/v1/agents/{agent}/sessions", routes.list, ["GET"], False),
         (session, routes.state, ["GET"], False),
@@ -147,6 +180,7 @@ def create_app(
         (session + "/transcript", routes.transcript, ["GET"], False),
         (session + "/events", routes.events, ["GET"], False),
         (session + "/events", routes.event, ["POST"], False),
+        (session + "/stream", routes.stream, ["GET"], False),
         (session + "/approvals/{approval_id}", routes.approval, ["POST"], False),
         (session + "/signals/{name}", routes.signal, ["POST"], False),
         (session + "/release", routes.release, ["POST"], False),
@@ -175,4 +209,5 @@ def create_app(
     )
     app.state.runtime = runtime
     app.state.keys = keys
+    app.state.busy = routes.busy
     return app

@@ -11,11 +11,15 @@ __all__ = [
     "AgentInfo",
     "AgentList",
     "ApprovalBody",
+    "ChatCompletionBody",
+    "ChatMessageIn",
     "Envelope",
     "ErrorBody",
     "EventBody",
     "EventPage",
+    "FlowBody",
     "FlowInfo",
+    "FlowRegistered",
     "MessageBody",
     "SessionCreated",
     "SessionList",
@@ -165,3 +169,42 @@ class EventPage(BaseModel):
 
     events: list[dict[str, Any]]
     next: int | None
+
+
+class FlowBody(BaseModel):
+    """``PUT /v1/agents/{agent}/flows/{flow}``: a flow file as JSON (``{"flow": {...}}``, see
+    ``docs/flow-files.md``); its ``id`` must be the path's."""
+
+    model_config = _STRICT
+
+    flow: dict[str, Any]
+
+
+class FlowRegistered(BaseModel):
+    """The flow version the agent now serves to new runs."""
+
+    flow: str
+    version: str | None
+    digest: str
+
+
+class ChatMessageIn(BaseModel):
+    """One message of ``POST /v1/chat/completions`` (OpenAI's shape; other fields are ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+
+
+class ChatCompletionBody(BaseModel):
+    """``POST /v1/chat/completions``: ``model`` is ``tether:<agent>``; only the last message (the
+    user's) is sent; ``user`` keeps one session per end user. Sampling options are ignored (the
+    agent's flows and models decide)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: str
+    messages: list[ChatMessageIn] = Field(min_length=1)
+    stream: bool = False
+    user: str | None = Field(default=None, min_length=1, max_length=200)

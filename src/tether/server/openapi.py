@@ -17,6 +17,9 @@ ROUTES: list[tuple[str, str, str, type[BaseModel] | None, type[BaseModel] | None
     ("get", "/healthz", "The process is up", None, None, 200),
     ("get", "/readyz", "The store is reachable and the wake scheduler alive", None, None, 200),
     ("get", "/v1/agents", "The agents, their flows and mermaid graphs", None, bodies.AgentList, 200),
+    ("get", "/v1/models", "The agents as OpenAI-style models tether:<agent>", None, None, 200),
+    ("post", "/v1/chat/completions", "OpenAI-compatible chat completion with agent tether:<agent> "
+     "(stream: true answers chat.completion.chunk events)", bodies.ChatCompletionBody, None, 200),
     ("get", "/v1/agents/{agent}/sessions", "The caller's sessions of an agent", None, bodies.SessionList, 200),
     ("post", "/v1/agents/{agent}/sessions", "Start a session (optionally a flow)", bodies.StartBody,
      bodies.SessionCreated, 201),
@@ -27,9 +30,13 @@ ROUTES: list[tuple[str, str, str, type[BaseModel] | None, type[BaseModel] | None
     ("get", _S + "/transcript", "The transcript, paged (after, limit)", None, bodies.TranscriptPage, 200),
     ("get", _S + "/events", "The event records, paged (after, limit)", None, bodies.EventPage, 200),
     ("post", _S + "/events", "Report a host event", bodies.EventBody, bodies.Envelope, 200),
+    ("get", _S + "/stream", "The event records as server-sent events, live (Last-Event-ID or after resumes)",
+     None, None, 200),
     ("post", _S + "/approvals/{approval_id}", "Decide a pending approval", bodies.ApprovalBody, bodies.Envelope, 200),
     ("post", _S + "/signals/{name}", "Deliver a signal", bodies.SignalBody, bodies.Envelope, 200),
     ("post", _S + "/release", "Give a handed-off session back to the bot", None, None, 200),
+    ("put", "/v1/agents/{agent}/flows/{flow}", "Register a new version of a flow (a flow file as JSON); 422 lists "
+     "every issue", bodies.FlowBody, bodies.FlowRegistered, 200),
 ]
 
 _ERRORS = {"401": "no or bad API key", "403": "another tenant's session", "404": "unknown agent, session or route",
@@ -51,6 +58,11 @@ def _parameters(path: str) -> list[dict[str, Any]]:
     if path.endswith(("/transcript", "/events")) or path.endswith("/sessions"):
         params += [{"name": n, "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0}}
                    for n in (("limit",) if path.endswith("/sessions") else ("after", "limit"))]
+    if path.endswith("/stream"):
+        params += [{"name": "after", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0}},
+                   {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string"}}]
+    if path == "/v1/chat/completions":
+        params.append({"name": "X-Tether-Session", "in": "header", "required": False, "schema": {"type": "string"}})
     if path.endswith("/messages"):
         params.append({"name": "Idempotency-Key", "in": "header", "required": False, "schema": {"type": "string"}})
     return params
@@ -65,6 +77,8 @@ def openapi_document(version: str) -> dict[str, Any]:
         responses: dict[str, Any] = {str(status): {"description": "OK"}}
         if response is not None:
             responses[str(status)]["content"] = {"application/json": {"schema": _ref(response, schemas)}}
+        if path.endswith("/stream"):
+            responses[str(status)]["content"] = {"text/event-stream": {"schema": {"type": "string"}}}
         if path.startswith("/v1"):
             responses.update({code: {"description": text, "content": {"application/json": {"schema": error}}}
                               for code, text in _ERRORS.items()})

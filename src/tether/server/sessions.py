@@ -15,9 +15,11 @@ from tether.runtime.envelope import RunResponse
 from tether.runtime.runtime import Runtime
 from tether.runtime.window import detach_window
 from tether.server.bodies import ApprovalBody, EventBody, MessageBody, SignalBody, StartBody
+from tether.server.busy import BusyGate
 from tether.server.problems import ApiError
 from tether.server.requests import query_int, read_body
 from tether.server.sse import stream_turn, wants_stream
+from tether.server.stream import KEEPALIVE, POLL, event_stream, stream_cursor
 from tether.server.views import envelope, event_view, message_view, session_state, tenant_of
 
 __all__ = ["SessionRoutes", "status_of"]
@@ -51,9 +53,13 @@ def answer(response: RunResponse) -> JSONResponse:
 class SessionRoutes:
     """The handlers, bound to one runtime; ``tenant`` is set on ``request.state`` by the app."""
 
-    def __init__(self, runtime: Runtime, *, max_body: int) -> None:
+    def __init__(self, runtime: Runtime, *, max_body: int, stream_poll: float = POLL,
+                 stream_keepalive: float = KEEPALIVE) -> None:
         self.runtime = runtime
         self.max_body = max_body
+        self.stream_poll = stream_poll
+        self.stream_keepalive = stream_keepalive
+        self.busy = BusyGate(runtime)
 
     def _agent(self, request: Request) -> Agent:
         agent_id = request.path_params["agent"]
@@ -115,9 +121,15 @@ class SessionRoutes:
             raise ApiError(422, "invalid-body", "id: differs from the Idempotency-Key header")
         message = Message(body.text, id=header or body.id)
         config = {"tenant": request.state.tenant}
+        turn = self.busy.admit(agent, doc.id)
         if wants_stream(request):
-            return stream_turn(self.runtime, agent.id, doc.id, message, config)
-        return answer(await self.runtime.run(agent.id, message, session_id=doc.id, config=config))
+            return stream_turn(self.runtime, agent.id, doc.id, message, config, options=turn.options,
+                               on_done=lambda: self.busy.done(doc.id, turn))
+        try:
+            return answer(await self.runtime.run(agent.id, message, session_id=doc.id, config=config,
+                                                 options=turn.options))
+        finally:
+            self.busy.done(doc.id, turn)
 
     async def state(self, request: Request) -> Response:
         """``GET .../{id}``: status, data, runs, what they wait on and the pending approvals."""
@@ -145,6 +157,12 @@ class SessionRoutes:
         page = found[:limit]
         return JSONResponse({"events": [event_view(e) for e in page],
                              "next": page[-1].seq if len(found) > limit else None})
+
+    async def stream(self, request: Request) -> Response:
+        """``GET .../stream``: the session's event records as SSE, live (``Last-Event-ID`` resumes)."""
+        _, doc = await self._session(request)
+        after = stream_cursor(request)
+        return event_stream(self.runtime, doc.id, after, poll=self.stream_poll, keepalive=self.stream_keepalive)
 
     async def delete(self, request: Request) -> Response:
         """``DELETE .../{id}``: the session and all its records, under the session's lock and lease."""

@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
-from tether.engine.inputs import Message
+from tether.engine.inputs import Message, TurnOptions
 from tether.runtime.envelope import RunResponse
 from tether.runtime.runtime import Runtime
 from tether.server.views import envelope
 
-__all__ = ["format_event", "stream_turn", "wants_stream"]
+__all__ = ["StreamedTurn", "format_event", "stream_turn", "wants_stream"]
 
 
 def wants_stream(request: Request) -> bool:
@@ -40,23 +40,28 @@ def format_event(kind: str, data: Any, event_id: int | None = None) -> str:
 _running: set[asyncio.Future[RunResponse]] = set()
 
 
-def _put(queue: asyncio.Queue[str]) -> Callable[[str], Awaitable[None]]:
-    async def put(text: str) -> None:
-        await queue.put(text)
+class StreamedTurn:
+    """One message turn, started at once, whose text deltas are read with ``async for`` and whose
+    envelope is ``response``. A client that goes away does not stop it: it runs to its end and is
+    saved; ``on_done`` is called when it ends."""
 
-    return put
+    def __init__(self, runtime: Runtime, agent_id: str, session_id: str | None, message: Message,
+                 config: Mapping[str, Any], *, options: TurnOptions | None = None,
+                 on_done: Callable[[], None] | None = None) -> None:
+        self._deltas: asyncio.Queue[str] = asyncio.Queue()
 
+        async def put(text: str) -> None:
+            await self._deltas.put(text)
 
-def stream_turn(runtime: Runtime, agent_id: str, session_id: str, message: Message,
-                config: Mapping[str, Any]) -> StreamingResponse:
-    """The SSE response of one message turn."""
+        self._turn = asyncio.ensure_future(runtime.run(agent_id, message, session_id=session_id, config=config,
+                                                       options=options, on_delta=put))
+        _running.add(self._turn)
+        self._turn.add_done_callback(_running.discard)
+        if on_done is not None:
+            self._turn.add_done_callback(lambda _: on_done())
 
-    async def frames() -> AsyncIterator[str]:
-        deltas: asyncio.Queue[str] = asyncio.Queue()
-        turn = asyncio.ensure_future(runtime.run(agent_id, message, session_id=session_id, config=config,
-                                                 on_delta=_put(deltas)))
-        _running.add(turn)  # a client that goes away does not stop the turn: it runs to its end and is saved
-        turn.add_done_callback(_running.discard)
+    async def __aiter__(self) -> AsyncIterator[str]:
+        turn, deltas = self._turn, self._deltas
         while not turn.done() or not deltas.empty():
             getter = asyncio.ensure_future(deltas.get())
             try:
@@ -65,8 +70,22 @@ def stream_turn(runtime: Runtime, agent_id: str, session_id: str, message: Messa
                 if not getter.done():
                     getter.cancel()
             if getter.done() and not getter.cancelled():
-                yield format_event("delta", {"text": getter.result()})
-        response = turn.result()
+                yield getter.result()
+
+    async def response(self) -> RunResponse:
+        """The turn's envelope (waits for the turn)."""
+        return await self._turn
+
+
+def stream_turn(runtime: Runtime, agent_id: str, session_id: str, message: Message, config: Mapping[str, Any], *,
+                options: TurnOptions | None = None, on_done: Callable[[], None] | None = None) -> StreamingResponse:
+    """The SSE response of one message turn (see :class:`StreamedTurn`)."""
+    turn = StreamedTurn(runtime, agent_id, session_id, message, config, options=options, on_done=on_done)
+
+    async def frames() -> AsyncIterator[str]:
+        async for text in turn:
+            yield format_event("delta", {"text": text})
+        response = await turn.response()
         result = response.result
         if result is not None:
             for event in result.events:

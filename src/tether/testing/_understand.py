@@ -48,7 +48,8 @@ def understood(
             raise AssertionError("understood(...) answers an understand call; this request has no JSON schema")
         offered: dict[str, Any] = request.response_format.schema.get("properties", {})
         envelope: dict[str, Any] = {name: _blank(spec, nested=name == "collect") for name, spec in offered.items()}
-        lines = dict(_ALIASED.findall(request.instructions))
+        text = f"{request.system}\n{request.instructions}"  # an alias is explained in one or the other
+        lines = dict(_ALIASED.findall(text))
 
         def put(section: str, key: str, value: Any, what: str) -> None:
             if key not in (envelope.get(section) or {}):
@@ -56,7 +57,7 @@ def understood(
                 raise AssertionError(f"the understand request does not ask about {what}; it asks: {asked}")
             envelope[section][key] = value
 
-        flow_aliases = {flow: alias for alias, flow in _FLOW_ALIAS.findall(request.instructions)}
+        flow_aliases = {flow: alias for alias, flow in _FLOW_ALIAS.findall(text)}
         for flow, score in (flows or {}).items():
             put("flows", flow_aliases.get(flow, flow), score, f"flow {flow!r}")
         for flow, said in (mentions or {}).items():

@@ -7,7 +7,9 @@ model answers without calling a tool, or when a ``request_input`` / ``request_ap
 node for a human. Deterministic work is drained before the turn and after every write, so the
 agent always sees the runtime's results. Turns on one run are serialized.
 
-Every tool call and its result is journaled as a ``workflow.tool`` event. A write's change and
+Every tool call and its result is written to the store's effect journal (``kind="flow-tool"``,
+``name`` the tool, ``request`` its call id and arguments, ``result`` what the model was sent,
+``status`` ``finished`` or ``error`` for a refusal). A write's change and
 its journal entry are saved (with compare-and-swap) before its result goes back to the model; a
 read's entry goes with the next save, at the latest when the turn ends. Turns are rebuilt from
 the saved snapshot, so a crash never applies a call twice.
@@ -182,8 +184,11 @@ class AgentDriver:
                 result = await self._write(call.name, args, node_id)
         except WorkflowOperationError as exc:
             result = {"ok": False, "error": exc.message, "code": exc.code}
-        run.journal.append({"type": "workflow.tool", "run_id": run.run_id, "tool": call.name, "call_id": call.id,
-                            "arguments": dict(args), "result": result})
+        run.journal.append({"run_id": run.run_id, "kind": "flow-tool", "name": call.name,
+                            "status": "finished" if result.get("ok") else "error", "result": result,
+                            "error": None if result.get("ok") else str(result.get("error") or result.get("correction")),
+                            "node_id": node_id if isinstance(node_id, str) else None,
+                            "request": {"call_id": call.id, "arguments": dict(args)}})
         if call.name in _WRITES:
             await run.flush_journal()  # a write's entry is durable before the model sees its result
         return result

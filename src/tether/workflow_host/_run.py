@@ -117,7 +117,7 @@ class WorkflowRun:
         self.models = model if isinstance(model, ModelTiers) else ModelTiers(default=model)
         self.max_tool_rounds = max_tool_rounds
         self._models: dict[str, Model | None] = {}
-        self.journal: list[dict[str, Any]] = []
+        self.journal: list[dict[str, Any]] = []  # tool calls waiting for the next save (JournalEntry fields)
         self.ancestry = (*_ancestry, self.graph.id)
         self.resolver = resolve
         if not _ancestry:
@@ -193,14 +193,14 @@ class WorkflowRun:
         return self._snapshot
 
     async def _save(self, before: WorkflowSnapshot | None, after: WorkflowSnapshot) -> None:
+        journal, self.journal = self.journal, []
         if self.snapshots is None:
             return
-        events = _events(before, after) + self.journal
-        self.journal = []
+        events = _events(before, after)
         if self._revision is None:
-            self._revision = await self.snapshots.create(after, events)
+            self._revision = await self.snapshots.create(after, events, journal)
         else:
-            self._revision = await self.snapshots.save(after, self._revision, events)
+            self._revision = await self.snapshots.save(after, self._revision, events, journal)
 
     async def flush_journal(self) -> None:
         """Save the journal entries waiting for the next change now (a save with no change)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from tether.durable.entries import JournalEntry
 from tether.engine.session import Session
 from tether.errors import SessionFlowInvariant
 from tether.stores.base import Store
@@ -40,19 +41,28 @@ class SnapshotStore:
             metadata={"kind": "workflow", "workflow": snapshot.workflow_id, "version": snapshot.workflow_version},
         )
 
-    def _records(self, events: list[dict[str, Any]]) -> TurnRecords:
+    def _records(self, events: list[dict[str, Any]], journal: list[dict[str, Any]], revision: int) -> TurnRecords:
         at = self.store.now()
-        return TurnRecords(events=[{**event, "at": at} for event in events])
+        entries = [JournalEntry(**entry, key=f"flow-tool:{revision}:{index}", at=at)
+                   for index, entry in enumerate(journal)]
+        return TurnRecords(events=[{**event, "at": at} for event in events], journal=entries)
 
-    async def create(self, snapshot: WorkflowSnapshot, events: list[dict[str, Any]]) -> int:
+    async def create(self, snapshot: WorkflowSnapshot, events: list[dict[str, Any]],
+                     journal: list[dict[str, Any]] | None = None) -> int:
         """Insert a new run; returns its revision (0). An existing id raises ``SessionConflict``."""
-        stored = await self.store.create(self._document(snapshot, 0), self._records(events))
+        stored = await self.store.create(self._document(snapshot, 0), self._records(events, journal or [], 0))
         return stored.revision
 
-    async def save(self, snapshot: WorkflowSnapshot, expected_revision: int, events: list[dict[str, Any]]) -> int:
-        """Replace the run if it is still at ``expected_revision``; returns the new revision."""
+    async def save(self, snapshot: WorkflowSnapshot, expected_revision: int, events: list[dict[str, Any]],
+                   journal: list[dict[str, Any]] | None = None) -> int:
+        """Replace the run if it is still at ``expected_revision``; returns the new revision.
+
+        ``journal`` holds effect-journal entries (the agent's tool calls) written in the same
+        transaction, keyed by the revision written, so every key is unique in the run.
+        """
         document = self._document(snapshot, expected_revision)
-        stored = await self.store.save(document, expected_revision, self._records(events))
+        records = self._records(events, journal or [], expected_revision + 1)
+        stored = await self.store.save(document, expected_revision, records)
         return stored.revision
 
     async def load(self, run_id: str) -> tuple[WorkflowSnapshot, int] | None:

@@ -469,8 +469,11 @@ class SessionPage {
 
   renderInputs(waiting) {
     const open = waiting.filter((w) => (w.kind === "signal" || w.kind === "event") && w.event);
+    // a form still waited on is kept as it is: a live refresh must not undo what the user is typing
+    const kept = new Map([...$("#inputs").querySelectorAll(".input-form")].map((form) => [form.dataset.wait, form]));
     $("#inputs-card").classList.toggle("quiet", !open.length);
-    $("#inputs").replaceChildren(...(open.length ? open.map((w) => inputForm(w, (payload) => this.deliver(w, payload)))
+    $("#inputs").replaceChildren(...(open.length
+      ? open.map((w) => kept.get(w.key) || inputForm(w, (payload) => this.deliver(w, payload)))
       : [el("p", { class: "empty" }, "No run waits on a signal or an event.")]));
   }
 

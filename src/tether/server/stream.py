@@ -1,0 +1,81 @@
+"""The session event stream: ``GET .../sessions/{id}/stream`` as server-sent events.
+
+Each event record of the session (the items ``GET .../events`` pages through) is one SSE frame:
+``id: <seq>``, ``event: <type>``, ``data: <the record's JSON>``. The stream first replays the
+records after the cursor (``Last-Event-ID`` or ``?after=``), then sends new ones as they are
+committed: a turn of this process wakes it at once (``Runtime.commits``); another process's turn
+is picked up by re-reading the store every ``poll`` seconds. A ``: keepalive`` comment goes out
+every ``keepalive`` seconds, and the stream ends when the session is deleted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+
+from tether.runtime.runtime import Runtime
+from tether.server.problems import ApiError
+from tether.server.sse import format_event
+from tether.server.views import event_view
+
+__all__ = ["KEEPALIVE", "POLL", "event_stream", "stream_cursor"]
+
+KEEPALIVE = 15.0
+"""Seconds between ``: keepalive`` comments."""
+
+POLL = 1.0
+"""Seconds between re-reads of the store (for turns committed by other processes)."""
+
+
+def stream_cursor(request: Request) -> int:
+    """The seq to resume after: ``Last-Event-ID`` (what a reconnecting browser sends), else
+    ``?after=``, else 0. 422 ``invalid-query`` when it is not a non-negative integer."""
+    header = request.headers.get("last-event-id")
+    text, where = (header, "Last-Event-ID") if header is not None else (request.query_params.get("after"), "after")
+    if text is None or not text.strip():
+        return 0
+    try:
+        value = int(text)
+    except ValueError:
+        raise ApiError(422, "invalid-query", f"{where} must be an event seq (an integer), not {text!r}") from None
+    if value < 0:
+        raise ApiError(422, "invalid-query", f"{where} must be >= 0")
+    return value
+
+
+def event_stream(runtime: Runtime, session_id: str, after: int, *, poll: float = POLL,
+                 keepalive: float = KEEPALIVE) -> StreamingResponse:
+    """The SSE response streaming the event records of ``session_id`` after seq ``after``."""
+
+    async def frames() -> AsyncIterator[str]:
+        cursor = after
+        quiet_since = time.monotonic()
+        woken = False
+        with runtime.commits.watch(session_id) as committed:
+            while True:
+                committed.clear()
+                records = await runtime.store.events(session_id, after=cursor)
+                for record in records:
+                    yield format_event(record.type, event_view(record), record.seq)
+                    cursor = record.seq
+                now = time.monotonic()
+                due = now - quiet_since >= keepalive
+                if records:
+                    quiet_since = now
+                elif (woken or due) and await runtime.store.load(session_id) is None:
+                    return  # deleted: nothing more will come
+                elif due:
+                    yield ": keepalive\n\n"
+                    quiet_since = now
+                wait = min(poll, max(0.0, keepalive - (time.monotonic() - quiet_since)))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(committed.wait(), timeout=wait)
+                woken = committed.is_set()
+
+    headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+    return StreamingResponse(frames(), media_type="text/event-stream", headers=headers)
