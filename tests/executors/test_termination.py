@@ -27,6 +27,14 @@ def stubborn(pids: Path) -> str:
     )
 
 
+async def registered_group(within: float = 10.0) -> dict[int, str]:
+    """The registered groups, once there is one (registration follows the spawn's return)."""
+    deadline = time.monotonic() + within
+    while not live_groups() and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    return live_groups()
+
+
 def request(tmp_path: Path, command: str, **fields: object) -> ProcessRequest:
     return ProcessRequest.model_validate({"node": "slow", "command": command, "cwd": tmp_path, **fields})
 
@@ -127,7 +135,7 @@ async def test_the_sweep_kills_live_groups_in_process(executor: SubprocessExecut
     pids_file = tmp_path / "pids"
     task = asyncio.create_task(executor.execute(request(tmp_path, stubborn(pids_file))))
     pids = await wait_for_pids(pids_file, 3)
-    (pgid,) = live_groups()
+    (pgid,) = await registered_group()  # the child may write its pids before execute registers it
     assert kill_all_live_groups() == [pgid]
     assert live_groups() == {}
     result = await asyncio.wait_for(task, 5)
@@ -190,3 +198,27 @@ def test_without_the_sweep_the_group_would_outlive_the_interpreter(tmp_path: Pat
     deadline = time.monotonic() + 2
     while not all(is_dead(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.01)
+
+
+async def test_a_caller_cancelled_while_the_spawn_returns_leaks_no_process(
+    executor: SubprocessExecutor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pids_file = tmp_path / "pids"
+    spawn = SubprocessExecutor._spawn
+    started = asyncio.Event()
+
+    async def slow_return(self: SubprocessExecutor, request: ProcessRequest) -> object:
+        spawned = await spawn(self, request)
+        started.set()
+        await asyncio.sleep(1.0)  # the child runs; execute has not registered it yet
+        return spawned
+
+    monkeypatch.setattr(SubprocessExecutor, "_spawn", slow_return)
+    task = asyncio.create_task(executor.execute(request(tmp_path, stubborn(pids_file))))
+    await asyncio.wait_for(started.wait(), 10)
+    pids = await wait_for_pids(pids_file, 3)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert all(is_dead(pid) for pid in pids)
+    assert live_groups() == {}

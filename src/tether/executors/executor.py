@@ -104,9 +104,7 @@ class SubprocessExecutor:
         """Run ``request`` (see the module docstring for the full lifecycle)."""
         if abort is not None and abort.is_set():
             return ProcessResult.unstarted(request, aborted=True)
-        transport, protocol = await self._spawn(request)
-        pgid = transport.get_pid()  # start_new_session: the child leads its own group
-        register_group(pgid, request.node)
+        transport, protocol, pgid = await self._start(request)
         settled = False
         try:
             result = await self._supervise(request, transport, protocol, pgid, abort)
@@ -116,6 +114,28 @@ class SubprocessExecutor:
             if not settled:
                 await self._kill_after_interruption(pgid, protocol)
             transport.close()
+
+    async def _start(self, request: ProcessRequest) -> tuple[asyncio.SubprocessTransport, CaptureProtocol, int]:
+        """Spawn the child and register its group. A caller cancelled while the spawn is still
+        returning does not leak the child (it may already run, even have written output): the
+        spawn is finished, and what it started is killed and reaped before the cancellation
+        goes through."""
+        spawning = asyncio.ensure_future(self._spawn(request))
+        try:
+            transport, protocol = await asyncio.shield(spawning)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                transport, protocol = await spawning
+                pgid = transport.get_pid()
+                register_group(pgid, request.node)
+                try:
+                    await self._kill_after_interruption(pgid, protocol)
+                finally:
+                    transport.close()
+            raise
+        pgid = transport.get_pid()  # start_new_session: the child leads its own group
+        register_group(pgid, request.node)
+        return transport, protocol, pgid
 
     async def _spawn(self, request: ProcessRequest) -> tuple[asyncio.SubprocessTransport, CaptureProtocol]:
         described = request.describe_command()
