@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from example_modules import load_example
 from tether import Agent, Message, TurnResult, Wake
 from tether.dialect import load
 from tether.engine.session import Session
@@ -19,12 +18,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 def python_example(name: str) -> ModuleType:
     """A fresh import of ``examples/<name>.py``."""
-    spec = importlib.util.spec_from_file_location(f"example_{name}_twin", EXAMPLES / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_example(name, as_name=f"example_{name}_twin")
 
 
 def yaml_example(name: str) -> Agent:

@@ -2,27 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from example_modules import load_example
 from tether import Message, Session
 from tether.testing import FakeClock, ScriptedModel, SequentialIds
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
-def load_example(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture

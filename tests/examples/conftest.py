@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
-def load_example(name: str) -> ModuleType:
-    """Import ``examples/<name>.py`` afresh, as ``example_<name>``."""
-    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from example_modules import load_example
 
 
 @pytest.fixture

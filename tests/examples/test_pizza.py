@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from example_modules import load_example
 from tether import Message, Start, TurnResult
 from tether.engine.session import Session
 from tether.testing import ScriptedModel
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pizza.py"
-
 
 @pytest.fixture(scope="module")
 def pizza() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("example_pizza", EXAMPLE)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_example("pizza")
 
 
 class Chat:

@@ -5,32 +5,24 @@ No model unless a test scripts one; the example's bundled order table is real SQ
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from example_modules import load_example
 from tether import Message, TurnResult
 from tether.engine.session import Session
 from tether.flow.agent_def import DEFAULT_FAILURE_REPLY
 from tether.models.types import ModelRequest
 from tether.testing import FakeClock, FunctionModel, ScriptedModel, SequentialIds
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SAME_ORDER = "Is this about the same order, {}? Please answer yes or no."
 
 
 @pytest.fixture
 def support() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("example_support_traps", EXAMPLES / "support.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_example("support", as_name="example_support_traps")
 
 
 class Chat:

@@ -6,30 +6,21 @@ Token figures live in ``bench/tokens.py``; these are the structural properties b
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from harness import Conversation
 from pydantic import BaseModel
 
+from example_modules import load_example as shared_load_example
 from tether import Agent, Field, Flow, collect, decide, end, on_message, reply, tool, whole_message
 from tether.errors import ModelError
 from tether.models.types import ModelRequest
 from tether.testing import ScriptedModel
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
 
 def load_example(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"example_{name}_requests", EXAMPLES / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return shared_load_example(name, as_name=f"example_{name}_requests")
 
 
 def requests(model: ScriptedModel, call: str) -> list[ModelRequest]:

@@ -10,6 +10,7 @@ re-derives them (``rebuild_schedule``).
 
 from tether.runtime.envelope import CONTENT_TYPE, RunResponse
 from tether.runtime.locks import SessionLocks
+from tether.runtime.records import turn_records
 from tether.runtime.restore import (
     MigrationRegistry,
     RestoreHook,
@@ -18,7 +19,7 @@ from tether.runtime.restore import (
     is_session_current,
     session_idle,
 )
-from tether.runtime.runtime import ConflictPolicy, Runtime, turn_records
+from tether.runtime.runtime import ConflictPolicy, Runtime
 from tether.runtime.scheduler import WakeScheduler
 from tether.runtime.selections import check_model_selections
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
 from tether.engine.results import TurnResult
+from tether.errors import TetherError
 
-__all__ = ["CONTENT_TYPE", "RunResponse", "failure", "success"]
+__all__ = ["CONTENT_TYPE", "RunResponse", "describe_error", "error_code", "failure", "failure_for", "success"]
 
 CONTENT_TYPE = "text/plain"
 """The content type of a failure envelope, and of a reply no agent step typed."""
@@ -56,3 +57,22 @@ def success(result: TurnResult, session_id: str, *, session_running: bool = True
 def failure(message: str, session_id: str | None, code: str | None) -> RunResponse:
     """A failed envelope: ``{success: False, completed: True, message, session, content_type}``."""
     return RunResponse(success=False, completed=True, message=message, session=session_id or "", code=code)
+
+
+def describe_error(exc: BaseException) -> str:
+    """The message a failed response carries for ``exc`` (a tether error's own message, else the
+    exception's type and text)."""
+    if isinstance(exc, TetherError):
+        return exc.message or type(exc).__name__
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def error_code(exc: BaseException) -> str:
+    """The stable code a failed response carries for ``exc`` (``turn-failed`` for a non-tether error)."""
+    return exc.code if isinstance(exc, TetherError) else "turn-failed"
+
+
+def failure_for(exc: BaseException, session_id: str | None) -> RunResponse:
+    """A failed response for ``exc``."""
+    return failure(describe_error(exc), session_id, error_code(exc))

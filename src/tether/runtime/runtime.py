@@ -81,11 +81,8 @@ from tether.engine.input_checks import check_input
 from tether.engine.inputs import Approval, Event, Message, Resume, Signal, Start, TurnInput, TurnOptions, Wake
 from tether.engine.journal_runs import journal_runs
 from tether.engine.ports import Clock, Ids
-from tether.engine.results import TurnResult
 from tether.engine.session import LogEntry, Session, TranscriptMessage
 from tether.errors import (
-    DefinitionIssue,
-    FlowDefinitionError,
     FlowDriftError,
     InvalidInputError,
     ModelConfigurationError,
@@ -95,13 +92,14 @@ from tether.errors import (
     SessionFlowMismatch,
     SessionVersionUnsupported,
     StoreError,
-    TetherError,
 )
 from tether.models.types import Model
 from tether.runtime import scheduler
 from tether.runtime.commits import CommitSignal
-from tether.runtime.envelope import RunResponse, failure, success
+from tether.runtime.envelope import RunResponse, describe_error, error_code, failure, failure_for, success
 from tether.runtime.locks import SessionLocks
+from tether.runtime.records import turn_records
+from tether.runtime.registry import agent_registry
 from tether.runtime.restore import (
     MigrationRegistry,
     RestoreHook,
@@ -112,7 +110,7 @@ from tether.runtime.restore import (
 from tether.runtime.selections import check_model_selections
 from tether.runtime.turn_log import input_label, log_turn
 from tether.runtime.window import Tail, WindowCache, attached, detach_window, read_tail, upgrade_v1, with_tail
-from tether.stores import SQLiteStore, Store, TurnRecords, WakeRequest
+from tether.stores import SQLiteStore, Store, TurnRecords
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT
 
 __all__ = ["ConflictPolicy", "Runtime", "turn_records"]
@@ -127,20 +125,6 @@ ConflictPolicy = Literal["replay", "reject"]
 """What a compare-and-swap conflict does: re-run the input on the fresh document, or fail."""
 
 
-def turn_records(result: TurnResult) -> TurnRecords:
-    """The append-only records of a turn: its transcript messages, events, journal entries and wakes.
-
-    Built without validation: the engine made every part as the records' types say (an event
-    that is not JSON-able still fails the store's write)."""
-    return TurnRecords.model_construct(
-        messages=result.new_transcript,
-        events=[event.as_dict() for event in result.events],
-        journal=result.journal,
-        wakes=[WakeRequest(key=w.key, at=w.at, replaces=w.replaces) for w in result.schedule],
-        cancel_wakes=[],
-    )
-
-
 def _turn_input(message: str | Message | None, wake: str | None, event: Event | None,
                 start: Start | None) -> TurnInput:
     given = [value for value in (message, wake, event, start) if value is not None]
@@ -153,26 +137,6 @@ def _turn_input(message: str | Message | None, wake: str | None, event: Event | 
     value = given[0]
     assert isinstance(value, Message | Event | Start)
     return value
-
-
-def _registry(agents: Agent | Sequence[Agent] | Mapping[str, Agent]) -> dict[str, Agent]:
-    if isinstance(agents, Agent):
-        pairs = [(agents.id, agents)]
-    elif isinstance(agents, Mapping):
-        pairs = list(agents.items())
-    else:
-        pairs = [(agent.id, agent) for agent in agents]
-    registry: dict[str, Agent] = {}
-    issues: list[DefinitionIssue] = []
-    for key, agent in pairs:
-        if key != agent.id:
-            issues.append(DefinitionIssue("agent-key-mismatch", f"agent {agent.id!r} is registered as {key!r}"))
-        elif key in registry:
-            issues.append(DefinitionIssue("duplicate-agent-id", f"agent id {key!r} is registered twice"))
-        registry[key] = agent
-    if issues:
-        raise FlowDefinitionError(issues, title="invalid runtime registry")
-    return registry
 
 
 @dataclass
@@ -233,7 +197,7 @@ class Runtime:
             raise ValueError("max_replays must be >= 0")
         if lease_timeout <= 0:
             raise ValueError("lease_timeout must be > 0")
-        registry = _registry(agents)
+        registry = agent_registry(agents)
         if clock is not None:
             registry = {key: agent.with_clock(clock) for key, agent in registry.items()}
         if gate_judge is not None:  # an agent's own gate judge wins over the runtime's
@@ -330,7 +294,7 @@ class Runtime:
             try:
                 check_model_selections(agent)
             except Exception as exc:
-                return failure(_describe(exc), session_id, _code(exc))
+                return failure_for(exc, session_id)
             try:  # other workers on this session (runtimes, processes, hosts) wait for this request
                 await held.enter_async_context(self._lease(session_id))
             except StoreError as exc:
@@ -354,7 +318,7 @@ class Runtime:
                 except (ModelError, ModelConfigurationError) as exc:
                     # a provider failure, or a step needing a model the deploy lacks, fails the turn:
                     # nothing of it saved, the session stays usable
-                    return failure(_describe(exc), attempt.created or session_id, exc.code)
+                    return failure(describe_error(exc), attempt.created or session_id, exc.code)
                 except Exception as exc:
                     return await self._abort(attempt, exc, session_id)
 
@@ -475,7 +439,7 @@ class Runtime:
 
     async def _abort(self, attempt: _Attempt, exc: Exception, session_id: str | None) -> RunResponse:
         """Mark the session aborted with the error logged, persist it, and build the envelope."""
-        message, code = _describe(exc), _code(exc)
+        message, code = describe_error(exc), error_code(exc)
         target = attempt.stored or attempt.fresh
         if target is None:
             return failure(message, session_id, code)
@@ -488,7 +452,7 @@ class Runtime:
             else:
                 await self.store.create(aborted)
         except Exception as save_exc:
-            message += f"; failed to persist aborted session: {_describe(save_exc)}"
+            message += f"; failed to persist aborted session: {describe_error(save_exc)}"
         return failure(message, aborted.id, code)
 
     # ------------------------------------------------------------------ sessions
@@ -584,7 +548,7 @@ class Runtime:
         try:
             doc = await self.store.load(session_id)
         except Exception as exc:
-            return failure(_describe(exc), session_id, _code(exc))
+            return failure_for(exc, session_id)
         if doc is None or doc.status not in LIVE_STATUSES:
             return RunResponse(success=True, completed=True, message="", session="", code="no-session")
         return await self._request(doc.agent, session_id, turn_input, None, options)
@@ -627,14 +591,3 @@ class Runtime:
 def _is_mine(found: OpenTurn, mine: OpenTurn | None) -> bool:
     """True when ``found`` is the mark this request's own earlier attempt committed."""
     return mine is not None and found.input == mine.input and found.at == mine.at
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, TetherError):
-        return exc.message or type(exc).__name__
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _code(exc: BaseException) -> str:
-    return exc.code if isinstance(exc, TetherError) else "turn-failed"
