@@ -51,7 +51,8 @@ async def test_unknown_order_is_asked_again(support: ModuleType) -> None:
     chat = Chat(support)
     await chat.say("order status please")
     result = await chat.say("A-9999")
-    assert result.text == "I couldn't find an order A-9999.\n\nWhat's your order number? Order numbers look like A-1001."
+    assert result.text == ("I couldn't find an order A-9999.\n\n"
+                           "What's your order number? Order numbers look like A-1001.")
     assert chat.asking() == ["orders/ask_order"]
 
 
