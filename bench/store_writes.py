@@ -37,7 +37,8 @@ from booking import booking_agent, booking_message
 from tether.engine.session import Session
 from tether.runtime import Runtime
 from tether.stores import MemoryStore, SQLiteStore, Store, TurnRecords
-from tether.stores.base import event_rows, message_rows
+from tether.stores.base import message_rows
+from tether.stores.record_forms import event_row, journal_body
 from tether.testing import FakeClock
 
 
@@ -73,8 +74,9 @@ class Meter:
         self.inline_bytes = len(doc.model_dump_json(exclude_none=True).encode())
         if records is not None:
             turn.record_bytes += sum(len(body.encode()) for _, body in message_rows(session_id, records))
-            turn.record_bytes += sum(len(body.encode()) for _, _, body in event_rows(records))
-            turn.record_bytes += sum(len(e.model_dump_json(exclude_none=True).encode()) for e in records.journal)
+            events = event_row(records)
+            turn.record_bytes += len(events.body.encode()) if events is not None else 0
+            turn.record_bytes += sum(len(journal_body(session_id, e).encode()) for e in records.journal)
             turn.text_bytes += sum(len(m.text.encode()) for m in records.messages)
 
 

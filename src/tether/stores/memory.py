@@ -19,26 +19,25 @@ from tether.stores.base import (
     ClockLike,
     Store,
     duplicate_message,
-    event_from_row,
-    event_rows,
     message_rows,
     messages_from_rows,
     utc,
 )
+from tether.stores.record_forms import EventRow, event_row, events_from_row, journal_body, journal_from_row
 from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
 
 __all__ = ["MemoryStore"]
 
 
-_Rows = tuple[builtins.list[tuple[int, str]], builtins.list[tuple[str, datetime, str]]]
+_Rows = tuple[builtins.list[tuple[int, str]], EventRow | None]
 
 
 @dataclass
 class _Records:
     messages: dict[int, str] = field(default_factory=dict)
     order: builtins.list[int] = field(default_factory=list)  # message seqs, sorted: a window read is O(window)
-    events: builtins.list[tuple[int, str]] = field(default_factory=list)
-    journal: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (run_id, json)
+    events: builtins.list[tuple[int, datetime, str]] = field(default_factory=list)  # (last seq, at, body) per write
+    journal: dict[str, tuple[str, str, bool]] = field(default_factory=dict)  # key -> (run_id, body, final)
 
 
 class MemoryStore(Store):
@@ -154,16 +153,17 @@ class MemoryStore(Store):
     async def events(self, session_id: str, *, after: int = 0) -> builtins.list[StoredEvent]:
         async with self._lock:
             self._check_open("events")
-            events = self._records.get(session_id, _Records()).events
-            return [event_from_row(seq, text) for seq, text in events if seq > after]
+            rows = self._records.get(session_id, _Records()).events
+            return [event for seq, at, body in rows if seq > after
+                    for event in events_from_row(seq, at, body, after=after)]
 
     async def journal(self, session_id: str, *, run_id: str | None = None) -> builtins.list[JournalEntry]:
         async with self._lock:
             self._check_open("journal")
-            entries = self._records.get(session_id, _Records()).journal.values()
+            entries = self._records.get(session_id, _Records()).journal.items()
             return [
-                JournalEntry.model_validate_json(text)
-                for rid, text in entries
+                journal_from_row(session_id, key, rid, body)
+                for key, (rid, body, _) in entries
                 if run_id is None or rid == run_id
             ]
 
@@ -233,13 +233,13 @@ class MemoryStore(Store):
     def _check_records(self, session_id: str, records: TurnRecords | None) -> _Rows:
         """Encode the records and fail before anything is written, so a failed write leaves no trace."""
         if records is None:
-            return [], []
+            return [], None
         rows = message_rows(session_id, records)
         existing = self._records.get(session_id, _Records()).messages
         for seq, _ in rows:
             if seq in existing:
                 raise duplicate_message(session_id, seq)
-        return rows, event_rows(records)
+        return rows, event_row(records)
 
     def _write_records(self, session_id: str, records: TurnRecords | None, rows: _Rows) -> None:
         if records is None:
@@ -252,14 +252,14 @@ class MemoryStore(Store):
                 bisect.insort(bucket.order, seq)
             else:
                 bucket.order.append(seq)
-        next_seq = bucket.events[-1][0] + 1 if bucket.events else 1
-        for offset, (_, _, text) in enumerate(events):
-            bucket.events.append((next_seq + offset, text))
+        if events is not None:
+            last = bucket.events[-1][0] if bucket.events else 0
+            bucket.events.append((last + events.size, events.at, events.body))
         for entry in records.journal:
             kept = bucket.journal.get(entry.key)
-            if kept is not None and JournalEntry.model_validate_json(kept[1]).final:
+            if kept is not None and kept[2]:
                 continue  # a recorded result never changes
-            bucket.journal[entry.key] = (entry.run_id, entry.model_dump_json(exclude_none=True))
+            bucket.journal[entry.key] = (entry.run_id, journal_body(session_id, entry), entry.final)
         for key in records.cancel_wakes:
             self._wakes.pop((session_id, key), None)
         for request in records.wakes:
