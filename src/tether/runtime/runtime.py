@@ -396,7 +396,7 @@ class Runtime:
                                                                                                         run_id=run_id)]
         turn_options = dataclasses.replace(options or TurnOptions(), checkpoint=checkpoint, journal=recorded,
                                            spawn=self._spawner(agent),
-                                           phase=tracing.phase_span if tracing.enabled() else None)
+                                           phase=tracing.phase_span if tracing.recording() else None)
         result = await agent.turn(doc, turn_input, options=turn_options, on_delta=on_delta)
         after = result.session or doc
         records = turn_records(result)
