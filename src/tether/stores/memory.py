@@ -11,6 +11,7 @@ import bisect
 import builtins
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from tether.engine.session import Session, TranscriptMessage
 from tether.errors import SessionConflict, SessionFlowMismatch, StoreError
@@ -32,6 +33,20 @@ __all__ = ["MemoryStore"]
 _Rows = tuple[builtins.list[tuple[int, str]], EventRow | None]
 
 
+class _Summary(NamedTuple):
+    """A session's indexed columns (a ``SessionSummary`` is built from it only when listed)."""
+
+    id: str
+    agent: str
+    status: str
+    revision: int
+    created_at: datetime
+    saved_at: datetime
+
+
+_NO_RECORDS: dict[int, str] = {}
+
+
 @dataclass
 class _Records:
     messages: dict[int, str] = field(default_factory=dict)
@@ -46,7 +61,7 @@ class MemoryStore(Store):
     def __init__(self, *, clock: ClockLike | None = None) -> None:
         super().__init__(clock=clock)
         self._docs: dict[str, str] = {}
-        self._summaries: dict[str, SessionSummary] = {}
+        self._summaries: dict[str, _Summary] = {}
         self._records: dict[str, _Records] = {}
         self._wakes: dict[tuple[str, str], str] = {}
         self._lock = asyncio.Lock()
@@ -125,7 +140,7 @@ class MemoryStore(Store):
             ]
         rows.sort(key=lambda s: s.id)
         rows.sort(key=lambda s: s.saved_at, reverse=True)
-        return [row.model_copy() for row in rows[:limit]]
+        return [SessionSummary.model_construct(**row._asdict()) for row in rows[:limit]]
 
     async def prune(self, *, older_than: datetime) -> int:
         cutoff = utc(older_than)
@@ -214,14 +229,8 @@ class MemoryStore(Store):
     def _put(self, stored: Session, text: str) -> None:
         assert stored.saved_at is not None
         self._docs[stored.id] = text
-        self._summaries[stored.id] = SessionSummary.model_construct(  # from a document just validated
-            id=stored.id,
-            agent=stored.agent,
-            status=stored.status,
-            revision=stored.revision,
-            created_at=utc(stored.created_at),
-            saved_at=utc(stored.saved_at),
-        )
+        self._summaries[stored.id] = _Summary(  # from a document just validated
+            stored.id, stored.agent, stored.status, stored.revision, utc(stored.created_at), utc(stored.saved_at))
 
     def _drop(self, session_id: str) -> None:
         self._docs.pop(session_id, None)
@@ -235,7 +244,8 @@ class MemoryStore(Store):
         if records is None:
             return [], None
         rows = message_rows(session_id, records)
-        existing = self._records.get(session_id, _Records()).messages
+        bucket = self._records.get(session_id)
+        existing = bucket.messages if bucket is not None else _NO_RECORDS
         for seq, _ in rows:
             if seq in existing:
                 raise duplicate_message(session_id, seq)

@@ -87,6 +87,7 @@ LAYOUTS: dict[str, tuple[tuple[str, Any], ...]] = {cls.type: _layout(cls) for cl
 """The positional layout of each engine event type (the fields after ``type, run_id, flow, at``)."""
 
 _KEYS: dict[str, tuple[str, ...]] = {t: (*_HEAD, *(name for name, _ in layout)) for t, layout in LAYOUTS.items()}
+_DEFAULTS: dict[str, tuple[Any, ...]] = {t: tuple(default for _, default in layout) for t, layout in LAYOUTS.items()}
 
 
 class EventRow(NamedTuple):
@@ -105,13 +106,17 @@ def _same(value: Any, default: Any) -> bool:
 def _item(event: dict[str, Any], at_text: str) -> list[Any] | dict[str, Any]:
     """The compact item of an engine event, or the event itself when it does not fit a layout."""
     kind = event.get("type")
-    if not isinstance(kind, str) or kind not in _KEYS or tuple(event) != _KEYS[kind] or event["at"] != at_text:
+    if not isinstance(kind, str):
         return event
-    layout = LAYOUTS[kind]
-    values = [event[name] for name, _ in layout]
-    while values and _same(values[-1], layout[len(values) - 1][1]):
-        values.pop()
-    return [kind, *values]
+    keys = _KEYS.get(kind)
+    if keys is None or tuple(event) != keys or event["at"] != at_text:
+        return event
+    item = list(event.values())  # in the layout's order: the keys were just compared
+    del item[1:4]  # run_id, flow and at: the group's and the row's
+    defaults = _DEFAULTS[kind]
+    while len(item) > 1 and _same(item[-1], defaults[len(item) - 2]):
+        item.pop()
+    return item
 
 
 def event_row(records: TurnRecords) -> EventRow | None:
