@@ -175,7 +175,8 @@ async def test_rows_written_in_the_earlier_form_still_read(
     doc = await store.create(new_session())
     old_events = engine_events(AT)[:3]
     old_journal = [
-        JournalEntry(run_id="r1", key="r1:now:1:0", kind="now", at=AT, status="finished", result="x"),  # no idempotency key
+        # no idempotency key
+        JournalEntry(run_id="r1", key="r1:now:1:0", kind="now", at=AT, status="finished", result="x"),
         JournalEntry(run_id="r1", key="r1:pay:1:0", kind="tool", at=AT, idempotency_key=f"{doc.id}:r1:pay:1:0"),
     ]
     await write_earlier_rows(backend, doc.id, old_events, old_journal)
