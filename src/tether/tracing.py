@@ -58,18 +58,15 @@ def _tracer() -> Any:
     return provider.get_tracer("tether")
 
 
-@contextlib.contextmanager
-def turn_span(agent_id: str, session_id: str | None, input_label: str) -> Iterator[Any]:
-    """The span of one runtime request; :func:`end_turn` records its result."""
+def turn_span(agent_id: str, session_id: str | None, input_label: str) -> contextlib.AbstractContextManager[Any]:
+    """The span of one runtime request (None when nothing records it); :func:`end_turn` records its result."""
     tracer = _tracer()
     if tracer is None:
-        yield None
-        return
+        return contextlib.nullcontext()
     attributes = {"tether.agent": agent_id, "tether.input": input_label}
     if session_id:
         attributes["tether.session"] = session_id
-    with tracer.start_as_current_span("tether.turn", attributes=attributes) as span:
-        yield span
+    return tracer.start_as_current_span("tether.turn", attributes=attributes)  # type: ignore[no-any-return]
 
 
 def end_turn(span: Any, response: RunResponse) -> None:
