@@ -19,6 +19,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from tether.dialect.models import model_from_schema
 from tether.dialect.registry import Registry
+from tether.dialect.segments import find_segments
 from tether.dialect.spec import (
     ActionSpec,
     AgentSpec,
@@ -387,11 +388,13 @@ def build_flow(spec: FlowSpec, registry: Registry | None = None) -> Flow:
     nodes = [build_node(node, spec.id, registry, recorded) for node in spec.nodes]
     by_id = {node.id: node for node in nodes}
     start = by_id.get(spec.start, nodes[0]) if spec.start is not None else nodes[0]
-    return Flow(spec.id, spec.description, start=start, nodes=nodes, context=spec.context,
+    flow = Flow(spec.id, spec.description, start=start, nodes=nodes, context=spec.context,
                 max_oscillations=spec.max_oscillations, on=[_trigger(t, registry) for t in spec.on],
                 clear_on_start=spec.clear_on_start, on_end=spec.on_end,
                 instructions=[engine_template(i) for i in spec.instructions], tools=spec.tools,
                 collect=spec.collect, version=spec.version)
+    flow.segments = find_segments(spec)
+    return flow
 
 
 def agent_options(spec: AgentSpec, registry: Registry | None = None) -> dict[str, Any]:
