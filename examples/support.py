@@ -98,7 +98,7 @@ def lookup(state: dict[str, Any], ctx: Any) -> Any:
 ask_order = collect(
     "ask_order",
     fields=["order_number"],
-    ask="What's your order number? It looks like A-1001.",
+    ask="What's your order number? Order numbers look like A-1001.",
     resolvers=[pattern("order_number", ORDER_NUMBER)],
     max_turns=3,
 )
@@ -133,7 +133,8 @@ address = Flow(
     "address",
     "Change the delivery address of an order",
     nodes=[
-        collect("address_order", fields=["order_number"], ask="Which order should I update? It looks like A-1001.",
+        collect("address_order", fields=["order_number"],
+                ask="Which order should I update? Order numbers look like A-1001.",
                 resolvers=[pattern("order_number", ORDER_NUMBER)], max_turns=3),
         action("address_check", known_order),
         collect("new_address", fields=["new_address"], ask="What's the new delivery address?",
@@ -165,7 +166,8 @@ refund = Flow(
     "refund",
     "Start a refund for an order",
     nodes=[
-        collect("refund_order", fields=["order_number"], ask="Which order is the refund for? It looks like A-1001.",
+        collect("refund_order", fields=["order_number"],
+                ask="Which order is the refund for? Order numbers look like A-1001.",
                 resolvers=[pattern("order_number", ORDER_NUMBER)], max_turns=3),
         collect("refund_reason", fields=["refund_reason"], ask="In a few words, what went wrong?",
                 resolvers=[whole_message("refund_reason", min_length=3)], max_turns=3),

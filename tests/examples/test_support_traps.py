@@ -69,7 +69,7 @@ async def test_a_no_forgets_the_reused_value_and_asks_for_it(support: ModuleType
     await _order_known(chat, "A-1001")
     await chat.say("I want a refund")
     asked = await chat.say("no")
-    assert asked.text == "Which order is the refund for? It looks like A-1001."
+    assert asked.text == "Which order is the refund for? Order numbers look like A-1001."
     # "A-1002" is the order now: it never becomes an address or a reason
     reason = await chat.say("A-1002")
     assert reason.text == "In a few words, what went wrong?"
@@ -97,7 +97,7 @@ async def test_an_unclear_answer_asks_again_then_counts_as_a_no(support: ModuleT
     assert again.text == SAME_ORDER.format("A-1001")
     await chat.say("not sure, yes maybe")  # a yes and a no: still unclear
     fresh = await chat.say("dunno")
-    assert fresh.text == "Which order is the refund for? It looks like A-1001."
+    assert fresh.text == "Which order is the refund for? Order numbers look like A-1001."
 
 
 async def test_a_refund_is_opened_only_after_a_yes(support: ModuleType) -> None:

@@ -14,12 +14,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tether.engine.step_children import gather
 from tether.errors import NodeFailedError
 
 if TYPE_CHECKING:
     from tether.engine.session import Run
     from tether.engine.state import TurnState
-    from tether.engine.step_context import StepContext
+    from tether.engine.step_view import StepView
     from tether.flow.flow import Flow
 
 __all__ = ["DEFAULT_BATCH_SIZE", "BatchItem", "BatchResult", "run_batch"]
@@ -50,7 +51,7 @@ class BatchResult:
         return [item for item in self.items if not item.success]
 
 
-async def run_batch(ts: TurnState, run: Run, flow: Flow, owner: StepContext, items: Sequence[Any], target: str, *,
+async def run_batch(ts: TurnState, run: Run, flow: Flow, owner: StepView, items: Sequence[Any], target: str, *,
                     batch_size: int, config: Callable[[Any], Mapping[str, Any]] | None) -> BatchResult:
     where = f"flow {flow.id!r}, node {owner.node!r}"
     spawn = ts.options.spawn
@@ -77,8 +78,6 @@ async def run_batch(ts: TurnState, run: Run, flow: Flow, owner: StepContext, ite
 
 async def _spawn_all(ts: TurnState, spawn: Callable[..., Awaitable[Any]], items: list[Any], target: str,
                      batch_size: int, config: Callable[[Any], Mapping[str, Any]] | None) -> list[dict[str, Any]]:
-    from tether.engine.step_children import gather
-
     outcomes: list[dict[str, Any]] = [{} for _ in items]
     chunks = [list(range(start, min(start + batch_size, len(items)))) for start in range(0, len(items), batch_size)]
     for number, chunk in enumerate(chunks, 1):

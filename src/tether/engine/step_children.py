@@ -29,9 +29,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tether.engine.agent_memory import append_to
 from tether.engine.effects import Effects
 from tether.engine.session import MemorySpace, Run
-from tether.engine.step_context import Frame, StepContext, call_hook
+from tether.engine.step_loop import converse, memory_of
+from tether.engine.step_view import Frame, StepView, call_hook
 from tether.errors import NodeFailedError, TetherSignal
 from tether.flow.flow import Flow
 from tether.flow.steps import AgentNode
@@ -117,7 +119,7 @@ REDUCERS: dict[str, Callable[[Any, list[tuple[str, Any]]], Any]] = {"append": _a
 """Named reducers: ``reduce(base, [(branch key, value), ...])`` in request order."""
 
 
-def _child_node(flow: Flow, owner: StepContext, step: Any) -> AgentNode:
+def _child_node(flow: Flow, owner: StepView, step: Any) -> AgentNode:
     step_id = step if isinstance(step, str) else getattr(step, "id", None)
     node = flow.by_id.get(step_id) if isinstance(step_id, str) else None
     if not isinstance(node, AgentNode) or (not isinstance(step, str) and node is not step):
@@ -126,7 +128,7 @@ def _child_node(flow: Flow, owner: StepContext, step: Any) -> AgentNode:
     return node
 
 
-def _enter(ts: TurnState, flow: Flow, owner: StepContext) -> int:
+def _enter(ts: TurnState, flow: Flow, owner: StepView) -> int:
     """Check the caps for one more child of ``owner``; returns the child's depth."""
     depth = (owner._frame.depth if owner._frame is not None else 0) + 1
     if depth > MAX_DEPTH:
@@ -147,11 +149,9 @@ class _Uncommitted(Effects):
         return None
 
 
-async def _run(ts: TurnState, run: Run, flow: Flow, node: AgentNode, frame: Frame, message: str | None) -> Any:
-    from tether.engine.agent_memory import append_to
-    from tether.engine.agent_step import converse, memory_of
-
-    ctx = StepContext(ts, run, flow, node, frame=frame)
+async def _run(ts: TurnState, run: Run, flow: Flow, owner: StepView, node: AgentNode, frame: Frame,
+               message: str | None) -> Any:
+    ctx = owner.at(node, frame)
     effects: Effects = (_Uncommitted if frame.parallel else Effects)(ts, run, flow.id, node.id)
     effects.step_key = frame.key
     await call_hook(node.on_enter, ctx)
@@ -163,12 +163,12 @@ async def _run(ts: TurnState, run: Run, flow: Flow, node: AgentNode, frame: Fram
         await call_hook(node.on_exit, ctx)
 
 
-def _owner_key(owner: StepContext) -> str:
+def _owner_key(owner: StepView) -> str:
     effects = owner._effects
     return effects.step_key if effects is not None else f"{owner.flow}:{owner.node}"
 
 
-async def run_child(ts: TurnState, run: Run, flow: Flow, owner: StepContext, step: Any, message: str | None) -> Any:
+async def run_child(ts: TurnState, run: Run, flow: Flow, owner: StepView, step: Any, message: str | None) -> Any:
     """``ctx.run_step``: one child, its memory its own namespace, its state the run's."""
     node = _child_node(flow, owner, step)
     depth = _enter(ts, flow, owner)
@@ -176,7 +176,7 @@ async def run_child(ts: TurnState, run: Run, flow: Flow, owner: StepContext, ste
     frame = Frame(depth=depth, key=f"{_owner_key(owner)}:c{ts.child_steps}",
                   memory=MemorySpace() if parallel_owner else None,
                   snapshot={**owner.state} if parallel_owner else None, commit=not parallel_owner)
-    content = await _run(ts, run, flow, node, frame, message)
+    content = await _run(ts, run, flow, owner, node, frame, message)
     if parallel_owner and frame.writes:
         owner.set(**frame.writes)  # a child of a parallel child writes into its owner's private state
     return content
@@ -196,7 +196,7 @@ def _requests(requests: Sequence[Any]) -> list[StepRequest]:
     return found
 
 
-async def run_children(ts: TurnState, run: Run, flow: Flow, owner: StepContext, requests: Sequence[Any], *,
+async def run_children(ts: TurnState, run: Run, flow: Flow, owner: StepView, requests: Sequence[Any], *,
                        failure_policy: str, max_concurrency: int | None,
                        reducers: Mapping[str, Any]) -> ParallelResult:
     """``ctx.run_steps``: children in parallel, each on a snapshot with private state and memory."""
@@ -230,7 +230,7 @@ async def run_children(ts: TurnState, run: Run, flow: Flow, owner: StepContext, 
         async def go(branch: Branch = branch, node: AgentNode = node, frame: Frame = frame,
                      message: str | None = request.message) -> None:
             try:
-                branch.content = await _run(ts, run, flow, node, frame, message)
+                branch.content = await _run(ts, run, flow, owner, node, frame, message)
                 branch.ok = True
                 branch.writes = frame.writes
             except TetherSignal:
@@ -249,7 +249,7 @@ async def run_children(ts: TurnState, run: Run, flow: Flow, owner: StepContext, 
     return result
 
 
-def _publish(flow: Flow, owner: StepContext, base: Mapping[str, Any], branches: list[Branch],
+def _publish(flow: Flow, owner: StepView, base: Mapping[str, Any], branches: list[Branch],
              reducers: Mapping[str, Any]) -> dict[str, Any]:
     """The children's writes, merged: a field written by two needs a reducer."""
     written: dict[str, list[tuple[str, Any]]] = {}

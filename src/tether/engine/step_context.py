@@ -1,143 +1,29 @@
-"""``StepContext``: what an agent step's hooks and tool handlers see (``ctx``), and the execution
-frame of a child step."""
+"""``StepContext``: what an agent step's hooks and tool handlers see (``ctx``): the step's view
+of the turn (:class:`~tether.engine.step_view.StepView`) and its nested work, child steps
+(:mod:`tether.engine.step_children`) and batches of sessions (:mod:`tether.engine.step_batch`)."""
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from tether.errors import NodeFailedError
+from tether.engine.step_batch import BatchResult, run_batch
+from tether.engine.step_children import ParallelResult, run_child, run_children
+from tether.engine.step_view import StepView
 
-if TYPE_CHECKING:
-    from tether.engine.effects import Effects
-    from tether.engine.session import MemorySpace, Run
-    from tether.engine.state import TurnState
-    from tether.engine.step_batch import BatchResult
-    from tether.engine.step_children import ParallelResult
-    from tether.flow.flow import Flow
-    from tether.flow.steps import AgentNode
-
-__all__ = ["Frame", "ParallelMutationError", "StepContext", "call_hook"]
+__all__ = ["StepContext"]
 
 
-class ParallelMutationError(NodeFailedError):
-    """A parallel child step tried to change what only its owner may (completion); the step fails."""
-
-    code = "parallel-mutation"
-
-
-@dataclass
-class Frame:
-    """A child step's execution frame (``ctx.run_step`` / ``ctx.run_steps``).
-
-    ``depth`` counts nesting from the owning top-level step (1 for its children). A parallel child
-    has a private ``memory`` and reads ``snapshot`` overlaid with its own ``writes``; a sequential
-    child (``snapshot`` None) reads and writes the run's state and its namespace's memory.
-    """
-
-    depth: int
-    key: str
-    memory: MemorySpace | None = None
-    snapshot: dict[str, Any] | None = None
-    writes: dict[str, Any] = field(default_factory=dict)
-    prompts: dict[str, str] = field(default_factory=dict)
-    commit: bool = True
-
-    @property
-    def parallel(self) -> bool:
-        return self.snapshot is not None
-
-
-async def call_hook(fn: Callable[..., Any] | None, *args: Any) -> Any:
-    """Call a hook or handler (sync or async); None when there is none."""
-    if fn is None:
-        return None
-    result = fn(*args)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
-
-
-class StepContext:
-    """The executing step's view of the turn.
+class StepContext(StepView):
+    """The executing step's ``ctx``: its view of the turn, and the calls that run nested work.
 
     Attributes:
         node: the executing step's id; ``flow``: its flow's id.
     """
 
-    def __init__(self, ts: TurnState, run: Run, flow: Flow, node: AgentNode, effects: Effects | None = None,
-                 frame: Frame | None = None) -> None:
-        self._ts, self._run, self._flow, self._node = ts, run, flow, node
-        self._frame = frame
-        self._effects = effects
-        """The journal of the step's model loop (set while it runs: ``ctx.tool`` journals there)."""
-        self.node = node.id
-        self.flow = flow.id
-
-    @property
-    def state(self) -> dict[str, Any]:
-        """The run's state (session fields overlaid with the run's own); a copy. A parallel child
-        reads its snapshot overlaid with its own writes."""
-        if self._frame is not None and self._frame.snapshot is not None:
-            return {**self._frame.snapshot, **self._frame.writes}
-        return self._ts.state_view(self._run)
-
-    @property
-    def config(self) -> Mapping[str, Any]:
-        """The request ``config`` the session was created with. A later request's config does not
-        reconfigure a running session: the stored one wins (seed 004)."""
-        stored = self._ts.session.metadata.get("config")
-        return dict(stored) if isinstance(stored, Mapping) else {}
-
-    @property
-    def message(self) -> str | None:
-        """This turn's customer message, if there is one."""
-        return self._ts.message.text if self._ts.message is not None else None
-
-    @property
-    def input(self) -> Any:
-        """The run's input (what started its flow: ``Start(flow, input=...)``, ``ctx.batch``)."""
-        return self._run.input
-
-    @property
-    def session_id(self) -> str:
-        return self._ts.session.id
-
-    async def tool(self, name: str, **arguments: Any) -> Any:
-        """Call the agent tool ``name``, journaled: a re-dispatch of the turn returns the recorded
-        result and the tool does not run twice (a ``ToolResult``'s data is written to the state)."""
-        from tether.errors import ToolError
-
-        tool = self._ts.agent.tools_by_name.get(name)
-        if tool is None:
-            raise ToolError(f"flow {self.flow!r}, node {self.node!r}: ctx.tool({name!r}): the agent has no such tool")
-        if self._effects is None:
-            raise ToolError(f"flow {self.flow!r}, node {self.node!r}: ctx.tool() is for tool handlers and "
-                            "on_response, not for step hooks")
-        return await self._effects.tool(tool, arguments, lambda data: self._run.state.update(data))
-
-    def set(self, **fields: Any) -> None:
-        """Write fields into the run's state (saved with the turn); a parallel child writes its
-        private state, published when the children join."""
-        if self._frame is not None and self._frame.snapshot is not None:
-            self._frame.writes.update(fields)
-        else:
-            self._run.state.update(fields)
-
-    def complete(self) -> None:
-        """Mark the session completed (a later request with its id starts a new session)."""
-        if self._frame is not None and self._frame.parallel:
-            raise ParallelMutationError(f"flow {self.flow!r}, node {self.node!r}: a parallel child step cannot "
-                                        "complete the session", flow=self.flow, node=self.node)
-        self._ts.session.status = "completed"
-
     async def run_step(self, step: Any, message: str | None = None) -> Any:
         """Run the agent step ``step`` (a node of this flow, or its id) as a child: its reply's
         content comes back. It cannot move the cursor; its state persists with this turn."""
-        from tether.engine.step_children import run_child
-
         return await run_child(self._ts, self._run, self._flow, self, step, message)
 
     async def batch(self, items: Sequence[Any], flow: str, *, batch_size: int = 10,
@@ -145,8 +31,6 @@ class StepContext:
         """Start ``flow`` in one new session per item (``input=item``, config ``config(item)``),
         in sequential batches of ``batch_size``, each batch at once (see
         :mod:`tether.engine.step_batch`)."""
-        from tether.engine.step_batch import run_batch
-
         return await run_batch(self._ts, self._run, self._flow, self, items, flow, batch_size=batch_size,
                                config=config)
 
@@ -155,7 +39,5 @@ class StepContext:
                         reducers: Mapping[str, Any] | None = None) -> ParallelResult:
         """Run child steps in parallel (see :mod:`tether.engine.step_children`): results in
         request order."""
-        from tether.engine.step_children import run_children
-
         return await run_children(self._ts, self._run, self._flow, self, requests, failure_policy=failure_policy,
                                   max_concurrency=max_concurrency, reducers=reducers or {})

@@ -32,17 +32,18 @@ from tether.engine.agent_memory import append_to
 from tether.engine.effects import Effects
 from tether.engine.session import MemorySpace, Run
 from tether.engine.state import TurnState
-from tether.engine.step_context import StepContext, call_hook
+from tether.engine.step_view import StepView, call_hook
 from tether.errors import NodeFailedError, ToolError
 from tether.flow.flow import Flow
 from tether.flow.moves import TOOL_VALIDATED, StepMove, go, move_from_json
+from tether.flow.nodes import Node
 from tether.flow.options import is_model_class
 from tether.flow.steps import TERMINATE_TOOL, AgentNode, schema_tool_name
 from tether.flow.tools import Tool
-from tether.flow.transitions import End
+from tether.flow.transitions import End, Goto, Stay
 from tether.models.types import ToolCall, ToolSpec
 
-__all__ = ["HALLUCINATED", "TERMINATE_SPEC", "ToolRound", "dispatch_tools", "exposed", "exposed_specs",
+__all__ = ["HALLUCINATED", "TERMINATE_SPEC", "ToolRound", "as_move", "dispatch_tools", "exposed", "exposed_specs",
            "terminal_step"]
 
 HALLUCINATED = "LLM hallucinates a non-existing tool: {name}"
@@ -112,11 +113,9 @@ def _group(node: AgentNode, names: set[str]) -> tuple[tuple[str, ...], Any] | No
     return None
 
 
-async def dispatch_tools(ts: TurnState, run: Run, flow: Flow, node: AgentNode, ctx: StepContext,
+async def dispatch_tools(ts: TurnState, run: Run, flow: Flow, node: AgentNode, ctx: StepView,
                          effects: Effects, calls: tuple[ToolCall, ...]) -> ToolRound:
     """Dispatch one reply's tool calls (see the module notes)."""
-    from tether.engine.agent_step import as_move
-
     names = {call.name for call in calls}
     group = _group(node, names)
     if group is not None:
@@ -147,7 +146,7 @@ async def dispatch_tools(ts: TurnState, run: Run, flow: Flow, node: AgentNode, c
     return round_
 
 
-async def _handle(ts: TurnState, run: Run, flow: Flow, node: AgentNode, ctx: StepContext, effects: Effects,
+async def _handle(ts: TurnState, run: Run, flow: Flow, node: AgentNode, ctx: StepView, effects: Effects,
                   call: ToolCall, definition: Definition) -> tuple[Any, str | None]:
     """Run the handler of one call: ``(its result, the tool message for a non-move value)``."""
     handler = node.handlers.get(call.name)
@@ -189,8 +188,6 @@ def _journaling(tool: Tool) -> Tool:
         value = original(*args, **kwargs)
         if inspect.isawaitable(value):
             value = await value
-        from tether.flow.transitions import Stay
-
         if isinstance(value, Stay):
             value = value()
         if isinstance(value, StepMove):
@@ -223,3 +220,18 @@ def _what(result: Any) -> str:
     if isinstance(result, Mapping):
         return "an object without step" if "step" not in result else "an object with an invalid step"
     return f"an unsupported {type(result).__name__} result"
+
+
+def as_move(value: Any, flow: Flow, node: Node) -> StepMove | End | None:
+    """A handler's (or ``on_response``'s) result as a move; None when it is not one."""
+    if isinstance(value, StepMove):
+        return value
+    if isinstance(value, Stay):
+        return value()
+    if isinstance(value, End):
+        return value
+    if isinstance(value, Goto):
+        return StepMove("go", step=value.target, state=value.data)
+    if isinstance(value, Node):
+        return StepMove("go", step=value.id)
+    return None

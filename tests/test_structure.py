@@ -1,0 +1,112 @@
+"""No import cycle runs through the modules listed in ``ACYCLIC``.
+
+The rule: every ``import`` statement of a module is an edge to the tether module it names,
+wherever it stands: at module level, under ``if TYPE_CHECKING:``, or deferred inside a function.
+A deferred import hides a cycle from the interpreter, not from a reader (or a type checker), so
+it counts. ``from package import name`` is an edge to the submodule ``package.name`` when there
+is one, else to the package. The graph spans all of ``src/tether``, so a cycle that leaves the
+listed modules and comes back is caught too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+ACYCLIC = {
+    # the agent step: entry, context, nested steps, loop, tools, view (arrows point down this list)
+    "tether.engine.agent_step", "tether.engine.step_context", "tether.engine.step_batch",
+    "tether.engine.step_children", "tether.engine.step_loop", "tether.engine.step_tools",
+    "tether.engine.step_view", "tether.engine.agent_memory",
+}
+
+
+def _modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for path in (SRC / "tether").rglob("*.py"):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    def known(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    edges: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets: list[str] = []
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                    base = f"{anchor}.{base}" if base else anchor
+                targets += [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+        edges[name] = {t for t in map(known, targets) if t is not None and t != name}
+    return edges
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+    for root in edges:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    components.append(sorted(component))
+    return components
+
+
+def test_the_listed_modules_exist() -> None:
+    assert set(_modules()) >= ACYCLIC, sorted(ACYCLIC - set(_modules()))
+
+
+def test_the_cycle_finder_sees_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_runs_through_the_listed_modules() -> None:
+    tangled = [c for c in _cycles(_graph(_modules())) if ACYCLIC & set(c)]
+    assert not tangled, f"import cycles through {sorted(ACYCLIC)}: {tangled}"
