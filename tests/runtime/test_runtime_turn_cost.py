@@ -5,6 +5,7 @@ document is serialized and validated once per save, and the document keeps no ou
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from runtime_helpers import SpyStore, relay_agent
 from tether import Agent, Flow, Message, end, on_message, reply, stay
 from tether.engine import events as events_module
 from tether.runtime import Runtime
+from tether.stores import SQLiteStore
 
 
 async def test_each_event_is_converted_once_although_the_turn_saves_three_times(
@@ -72,3 +74,28 @@ async def test_message_starts_keep_no_claims_and_a_repeated_message_still_starts
     repeated = await runtime.run("Again", Message("message 59", id="m59"), session_id=session_id)
     assert repeated.result is not None and repeated.result.started == []
     assert "duplicate-input" in repeated.result.codes()
+
+
+async def test_a_one_save_turn_on_sqlite_makes_two_worker_calls(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lease's take carries the load, the final save carries the lease's release: a turn that
+    saves once makes two calls on the store's worker thread (was four), still one commit each."""
+    calls: list[str] = []
+    call = SQLiteStore._call
+
+    async def counting(self: SQLiteStore, operation: str, session_id: str | None, fn: Any) -> Any:
+        calls.append(operation)
+        return await call(self, operation, session_id, fn)
+
+    monkeypatch.setattr(SQLiteStore, "_call", counting)
+    store = SQLiteStore(tmp_path / "t.db")
+    async with Runtime(echo_agent(), store=store) as runtime:
+        first = await runtime.run("Echo", Message("one", id="m1"))
+        calls.clear()
+        second = await runtime.run("Echo", Message("two", id="m2"), session_id=first.session)
+        assert second.success and second.session == first.session
+        assert calls == ["lease", "save"]
+        async with store.lease(first.session, timeout=0.5):  # the save released the lease
+            pass
+        third = await runtime.run("Echo", Message("three", id="m3"), session_id=first.session)
+        assert third.success and [m.text for m in await store.transcript(first.session)][-1] == "Noted."

@@ -111,7 +111,7 @@ from tether.runtime.selections import check_model_selections
 from tether.runtime.turn_log import input_label, log_turn
 from tether.runtime.window import Tail, WindowCache, attached, detach_window, read_tail, upgrade_v1, with_tail
 from tether.stores import SQLiteStore, Store, TurnRecords
-from tether.stores.leases import DEFAULT_LEASE_TIMEOUT
+from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
 
 __all__ = ["ConflictPolicy", "Runtime", "turn_records"]
 
@@ -153,6 +153,7 @@ class _Attempt:
     mine: OpenTurn | None = None  # the open-turn mark an earlier attempt of this request committed
     on_delta: DeltaSink | None = None  # where the text this request's own turn says goes as it is said
     tail: Tail | None = dataclasses.field(default_factory=lambda: Tail([], []))  # stored's records (None: unknown)
+    lease: Leased | None = None  # the request's lease; its document serves the first attempt's load
 
 
 class Runtime:
@@ -296,14 +297,15 @@ class Runtime:
             except Exception as exc:
                 return failure_for(exc, session_id)
             try:  # other workers on this session (runtimes, processes, hosts) wait for this request
-                await held.enter_async_context(self._lease(session_id))
+                lease = None if session_id is None else await held.enter_async_context(
+                    self.store.lease_and_load(session_id, timeout=self.lease_timeout))  # its take reads the doc
             except StoreError as exc:
                 return failure(exc.message, session_id, exc.code)
             replays = 0
             target = session_id
             mine: OpenTurn | None = None  # the open-turn mark this request's last checkpoint wrote
             while True:
-                attempt = _Attempt(mine=mine, on_delta=on_delta)
+                attempt = _Attempt(mine=mine, on_delta=on_delta, lease=lease)
                 try:
                     return await self._attempt(agent, target, turn_input, config, options, attempt)
                 except SessionConflict as exc:
@@ -330,7 +332,11 @@ class Runtime:
         """The running session to continue (migrated and restored), or None for a new one."""
         if session_id is None:
             return None
-        doc = await self.store.load(session_id)
+        lease = attempt.lease
+        if lease is not None and lease.session_id == session_id and not lease.released:
+            doc = await lease.load()  # the first time: the document read with the take
+        else:
+            doc = await self.store.load(session_id)
         if doc is not None:
             check_supported(doc)  # a newer tether's document is neither run nor replaced
         if doc is None or doc.status not in LIVE_STATUSES:
@@ -370,7 +376,7 @@ class Runtime:
             turn_input = Resume()  # a replay: our own checkpointed turn goes on (its reply is ours)
         elif doc.turn is not None and not is_retry(doc.turn, turn_input) and not isinstance(turn_input, Resume):
             # another input's turn is unfinished: complete it first (its reply is recorded, not ours)
-            await self._turn(agent, doc, Resume(), options, attempt)
+            await self._turn(agent, doc, Resume(), options, attempt, last=False)
             doc = attempt.stored
             assert doc is not None
             attempt.messages = attempt.events = attempt.journal = 0
@@ -378,8 +384,9 @@ class Runtime:
         return await self._turn(agent, doc, turn_input, options, attempt, on_delta=attempt.on_delta)
 
     async def _turn(self, agent: Agent, doc: Session, turn_input: TurnInput, options: TurnOptions | None,
-                    attempt: _Attempt, *, on_delta: DeltaSink | None = None) -> RunResponse:
-        """Run one turn on ``doc`` with the runtime's checkpoint and write what it produced."""
+                    attempt: _Attempt, *, on_delta: DeltaSink | None = None, last: bool = True) -> RunResponse:
+        """Run one turn on ``doc`` with the runtime's checkpoint and write what it produced (the
+        request's ``last`` turn releases the lease with its final save)."""
 
         async def checkpoint(session: Session, transcript: Sequence[TranscriptMessage],
                              events: Sequence[dict[str, Any]], journal: Sequence[JournalEntry]) -> int:
@@ -406,7 +413,7 @@ class Runtime:
         if attempt.fresh is not None or (
                 result.changed and (attempt.checkpointed is None or after != attempt.checkpointed
                                     or not records.is_empty())):
-            await self._write(after, records, attempt)
+            await self._write(after, records, attempt, release=last)
         stored = attempt.stored or doc
         result.session = stored
         return success(result, stored.id, session_running=stored.status in LIVE_STATUSES)
@@ -420,17 +427,22 @@ class Runtime:
         return spawn
 
     async def _write(self, session: Session, records: TurnRecords | None, attempt: _Attempt,
-                     expected: int | None = None) -> None:
+                     expected: int | None = None, *, release: bool = False) -> None:
         """Create the new session (first write) or save it under compare-and-swap from
         ``expected`` (default: the revision the session carries; the engine keeps it current
-        across checkpoints). The window cache learns the stored window and seen ids."""
+        across checkpoints), with ``release`` the request's lease released by the same call.
+        The window cache learns the stored window and seen ids."""
         if attempt.fresh is not None:
             stored = await self.store.create(detach_window(session), records)
             attempt.fresh = None
             attempt.created = session.id
         else:
             revision = session.revision if expected is None else expected
-            stored = await self.store.save(detach_window(session), revision, records)
+            lease = attempt.lease
+            if release and lease is not None and lease.session_id == session.id and not lease.released:
+                stored = await self.store.save_and_release(detach_window(session), revision, records, lease)
+            else:
+                stored = await self.store.save(detach_window(session), revision, records)
         if attempt.tail is not None:
             attempt.tail = attempt.tail.after(stored, records.messages if records else ())
             self.windows.put(stored, attempt.tail)

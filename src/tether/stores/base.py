@@ -10,8 +10,8 @@ from __future__ import annotations
 import builtins
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractAsyncContextManager, contextmanager
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,7 +21,7 @@ from pydantic_core import PydanticSerializationError
 from tether.engine.ports import Clock
 from tether.engine.session import SESSION_SCHEMA_VERSION, Session, TranscriptMessage
 from tether.errors import SessionConflict, SessionFlowInvariant, SessionVersionUnsupported, StoreError
-from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, LocalLeases
+from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased, LocalLeases
 from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
 
 __all__ = [
@@ -147,6 +147,31 @@ class Store(ABC):
         """
         return self._local_leases.hold(session_id, timeout)
 
+    def lease_and_load(
+        self, session_id: str, *, timeout: float = DEFAULT_LEASE_TIMEOUT
+    ) -> AbstractAsyncContextManager[Leased]:
+        """Hold the session's lease (as ``lease``) and read its document with the take.
+
+        The body gets a ``Leased``: ``await held.load()`` is the document (its first call answers
+        from the read made with the take), ``held.release()`` ends the lease early, and
+        ``save_and_release`` ends it with a save. This default composes ``lease`` and ``load``
+        (the first ``load()`` reads); durable stores read in the same call as the take.
+        """
+        return _composed_lease(self, session_id, timeout)
+
+    async def save_and_release(
+        self, session: Session, expected_revision: int, records: TurnRecords | None, held: Leased
+    ) -> Session:
+        """``save``, then release ``held`` (a lease from this store's ``lease_and_load``).
+
+        Durable stores release in the same transaction as the save (one call). When the save
+        raises, nothing is written and the lease stays held (leaving its ``async with`` still
+        releases it). This default saves, then releases.
+        """
+        stored = await self.save(session, expected_revision, records)
+        await held.release()
+        return stored
+
     # ------------------------------------------------------------------ records
 
     @abstractmethod
@@ -240,6 +265,14 @@ class Store(ABC):
         if revision is not None and session.revision != revision:
             session = session.model_copy(update={"revision": revision})
         return session
+
+
+@asynccontextmanager
+async def _composed_lease(store: Store, session_id: str, timeout: float) -> AsyncIterator[Leased]:
+    """``Store.lease_and_load`` from ``lease`` and ``load``."""
+    async with AsyncExitStack() as stack:
+        await stack.enter_async_context(store.lease(session_id, timeout=timeout))
+        yield Leased(session_id, None, lambda: store.load(session_id), stack.aclose)
 
 
 def _schema_version(text: str | bytes) -> int | None:

@@ -14,6 +14,11 @@ Each store implements ``Store.lease``:
 
 A lease not obtained within the timeout raises ``SessionLeaseTimeout``
 (``SESSION_LEASE_TIMEOUT``).
+
+A request's lease brackets its I/O: the load comes right after the take and the final save right
+before the release. ``Store.lease_and_load`` and ``Store.save_and_release`` let a backend fold
+each pair into one call (one thread hop on SQLite, one round trip on PostgreSQL); the defaults
+compose ``lease``, ``load`` and ``save``, so a store that overrides none of them still works.
 """
 
 from __future__ import annotations
@@ -22,12 +27,16 @@ import asyncio
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 from tether.errors import SessionLeaseTimeout
 
-__all__ = ["DEFAULT_LEASE_TIMEOUT", "LocalLeases", "holder_is_dead", "new_holder"]
+if TYPE_CHECKING:
+    from tether.engine.session import Session
+
+__all__ = ["DEFAULT_LEASE_TIMEOUT", "Leased", "LocalLeases", "holder_is_dead", "new_holder"]
 
 DEFAULT_LEASE_TIMEOUT = 30.0
 """Seconds a worker waits for a session's lease before giving up."""
@@ -68,6 +77,47 @@ def _is_zombie(pid: int) -> bool:
     except OSError:
         return False
     return bool(fields) and fields[0] in ("Z", "X")
+
+
+class Leased:
+    """A held session lease, as ``Store.lease_and_load`` yields it.
+
+    ``load()`` returns the session's document: the first call answers from the read the store
+    made together with the take (no I/O of its own; nobody else may write the session meanwhile,
+    so it is current as long as the holder has not written yet), every later call reads again.
+    ``release()`` ends the lease early (idempotent; leaving the ``async with`` releases it too);
+    ``Store.save_and_release`` ends it with the save.
+    """
+
+    __slots__ = ("_first", "_read", "_release", "backend", "released", "session_id")
+
+    def __init__(self, session_id: str, first: Callable[[], Session | None] | None,
+                 read: Callable[[], Awaitable[Session | None]],
+                 release: Callable[[], Awaitable[None]]) -> None:
+        self.session_id = session_id
+        self._first = first  # decodes the document read with the take (None: nothing was read)
+        self._read = read
+        self._release = release
+        self.released = False
+        self.backend: object = None  # the store's own handle on the lease (``save_and_release`` reads it)
+
+    async def load(self) -> Session | None:
+        """The document of the leased session (None when there is none); see the class notes."""
+        first, self._first = self._first, None
+        if first is not None:
+            return first()
+        return await self._read()
+
+    async def release(self) -> None:
+        """Release the lease now (nothing when it is released already)."""
+        if not self.released:
+            self.released = True
+            await self._release()
+
+    def mark_released(self) -> None:
+        """Record that the store released the lease itself (with a save): leaving does nothing."""
+        self.released = True
+        self._first = None
 
 
 class _Entry:

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import functools
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import AbstractAsyncContextManager, contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,10 +27,10 @@ from typing import Any, TypeVar
 from tether.engine.session import Session, TranscriptMessage
 from tether.errors import SessionConflict, SessionFlowMismatch, StoreError
 from tether.stores._sqlite_io import from_us, insert_records, to_us, wake_from_row
-from tether.stores._sqlite_lease import hold_sqlite_lease
+from tether.stores._sqlite_lease import SQLiteLease, hold_sqlite_lease
 from tether.stores._sqlite_schema import migrate
 from tether.stores.base import ClockLike, Store, backend_errors, event_from_row, messages_from_rows, utc
-from tether.stores.leases import DEFAULT_LEASE_TIMEOUT
+from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
 from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
 
 __all__ = ["SQLiteStore"]
@@ -38,6 +39,11 @@ T = TypeVar("T")
 _ERRORS = (sqlite3.Error, OSError)
 _RECORD_TABLES = ("tether_messages", "tether_events", "tether_journal", "tether_wakes")
 _ENDED = "status IN ('completed', 'aborted') AND saved_at < ?"
+
+
+def _read_doc(session_id: str, conn: sqlite3.Connection) -> tuple[str, int] | None:
+    row = conn.execute("SELECT doc, revision FROM tether_sessions WHERE id = ?", (session_id,)).fetchone()
+    return None if row is None else (row[0], row[1])
 
 
 class SQLiteStore(Store):
@@ -130,18 +136,51 @@ class SQLiteStore(Store):
         self, session_id: str, *, timeout: float = DEFAULT_LEASE_TIMEOUT
     ) -> AbstractAsyncContextManager[None]:
         """Hold the session's lease row (see ``Store.lease`` and ``_sqlite_lease``)."""
-        return hold_sqlite_lease(self._call, session_id, timeout=timeout, ttl=self.lease_ttl)
+        return self._hold(session_id, timeout)
+
+    @asynccontextmanager
+    async def _hold(self, session_id: str, timeout: float) -> AsyncIterator[None]:
+        async with hold_sqlite_lease(self._call, session_id, timeout=timeout, ttl=self.lease_ttl):
+            yield
+
+    @asynccontextmanager
+    async def lease_and_load(
+        self, session_id: str, *, timeout: float = DEFAULT_LEASE_TIMEOUT
+    ) -> AsyncIterator[Leased]:
+        """The lease row taken and the document read in one worker call (see ``Store.lease_and_load``)."""
+        read = functools.partial(_read_doc, session_id)
+        async with hold_sqlite_lease(self._call, session_id, timeout=timeout, ttl=self.lease_ttl,
+                                     read=read) as lease:
+            found = lease.found
+
+            def first() -> Session | None:
+                return None if found is None else self._decode(session_id, found[0], found[1])
+
+            held = Leased(session_id, first, lambda: self.load(session_id), lease.release)
+            held.backend = lease
+            yield held
+
+    async def save_and_release(
+        self, session: Session, expected_revision: int, records: TurnRecords | None, held: Leased
+    ) -> Session:
+        """The save with the lease row deleted in its transaction (one worker call, one commit)."""
+        lease = held.backend
+        if held.released or not isinstance(lease, SQLiteLease) or lease.call != self._call:
+            return await super().save_and_release(session, expected_revision, records, held)
+        lease.closing = True
+        try:
+            stored = await self._save(session, expected_revision, records, lease)
+        except BaseException:
+            lease.closing = False
+            raise
+        held.mark_released()
+        await lease.stop()
+        return stored
 
     # ------------------------------------------------------------------ the document
 
     async def load(self, session_id: str) -> Session | None:
-        def op(conn: sqlite3.Connection) -> tuple[str, int] | None:
-            row = conn.execute(
-                "SELECT doc, revision FROM tether_sessions WHERE id = ?", (session_id,)
-            ).fetchone()
-            return None if row is None else (row[0], row[1])
-
-        found = await self._call("load", session_id, op)
+        found = await self._call("load", session_id, functools.partial(_read_doc, session_id))
         return None if found is None else self._decode(session_id, found[0], found[1])
 
     async def create(self, session: Session, records: TurnRecords | None = None) -> Session:
@@ -174,6 +213,11 @@ class SQLiteStore(Store):
     async def save(
         self, session: Session, expected_revision: int, records: TurnRecords | None = None
     ) -> Session:
+        return await self._save(session, expected_revision, records, None)
+
+    async def _save(
+        self, session: Session, expected_revision: int, records: TurnRecords | None, lease: SQLiteLease[Any] | None
+    ) -> Session:
         stored, text = self._prepare(session, revision=expected_revision + 1, operation="save")
         assert stored.saved_at is not None
         params = (
@@ -196,6 +240,8 @@ class SQLiteStore(Store):
                 if cur.rowcount != 1:
                     self._explain_failed_save(conn, stored, expected_revision)
                 insert_records(conn, stored.id, records)
+                if lease is not None:
+                    lease.release_in(conn)
 
         await self._call("save", stored.id, op)
         return stored
