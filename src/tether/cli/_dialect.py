@@ -58,6 +58,8 @@ def check_flow_file(path: str, *, as_json: bool = False) -> None:
     """``tether check agent.yaml``: every issue as ``file:line: code: message [path]`` with its
     hint; exit 1 when any is an error. ``--json``: one object ``{file, ok, errors, warnings,
     issues}``, each issue with its ``line`` and ``repair`` action, for a host handing them to a model."""
+    from tether.dialect.files import line_of
+
     try:
         _, _, issues, text = _spec_and_registry(path)
     except CliError as exc:
