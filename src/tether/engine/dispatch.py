@@ -34,11 +34,15 @@ from tether.models.types import ModelRequest, ResponseFormat
 __all__ = ["INLINE_WAIT", "dispatch", "reply_next"]
 
 INLINE_WAIT = timedelta(seconds=10)
+"""A timer wait this short, followed by a message step, rides on that message as ``after_ms``."""
+DECIDE_RECENT = 4
+"""A decision reads the last four messages of its run's view (the latest exchange and the one
+before, as an extraction does), not the whole window: the same cost on every turn. What it decides
+on beyond them comes in its instructions (``{field}`` templates)."""
 DECIDE_ORDERS = (
     "You make one decision for a flow engine from the conversation; you never reply to the customer. "
     "Reply with one JSON object that matches the schema."
 )
-"""A timer wait this short, followed by a message step, rides on that message as ``after_ms``."""
 
 
 async def dispatch(ts: TurnState, run: Run, flow: Flow, node: Node) -> Any:
@@ -137,8 +141,8 @@ async def _dispatch_decide(ts: TurnState, run: Run, flow: Flow, node: Decide) ->
 
     request = ModelRequest(call="decide", system=f"{identity(ts)}\n\n{DECIDE_ORDERS}",
                            instructions=instructions or f"Decide for step {node.id!r}.",
-                           messages=tuple(ts.history(run)), response_format=ResponseFormat(node.id, schema),
-                           tier=node.model or "default")
+                           messages=tuple(ts.history(run, recent=DECIDE_RECENT)),
+                           response_format=ResponseFormat(node.id, schema), tier=node.model or "default")
     response = await ts.call(model, request)
     data = response.data
     try:

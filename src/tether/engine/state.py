@@ -319,7 +319,9 @@ class TurnState:
         run's summary note. The current user message is included (once) unless a summary took
         the run's whole view (``reset_with_summary``: the summary tells it). With ``recent``, only
         the last ``recent`` customer and assistant messages of that view, and no summary (an
-        extraction reads the latest exchange, at the same cost on every turn).
+        extraction reads the latest exchange, at the same cost on every turn); a leading
+        assistant message is left out when a later one (the question the latest message answers)
+        is in view.
 
         The conversation never opens with an assistant message (providers expect a user turn
         first, and a reply without its question misleads): assistant messages before the first
@@ -338,6 +340,8 @@ class TurnState:
         viewed = [e for e in source if e.role == "system" or e.seq >= from_seq or e.seq == keep]
         if recent is not None:
             talk = [e for e in viewed if e.role != "system"][-recent:]
+            while len(talk) > 1 and talk[0].role == "assistant" and any(e.role == "assistant" for e in talk[1:]):
+                talk = talk[1:]  # opens with a customer message where the latest question stays in view
             first = talk[0].seq if talk else None
             viewed = [e for e in viewed if e.role != "system" and first is not None and e.seq >= first]
         opening: list[str] = []
