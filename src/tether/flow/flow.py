@@ -29,7 +29,7 @@ from tether.flow.nodes import (
     Verify,
     Wait,
 )
-from tether.flow.options import is_model_class
+from tether.flow.options import callable_name, is_model_class
 from tether.flow.resolvers import Resolver
 from tether.flow.steps import step_problems
 from tether.flow.transitions import (
@@ -393,7 +393,7 @@ def _describe_gate(gate: Gate) -> dict[str, Any]:
     if isinstance(gate, JudgeGate):
         described |= {"inputs": list(gate.inputs), "rubric": gate.rubric}
     else:
-        described["when"] = f"{getattr(gate.when, '__module__', '?')}.{getattr(gate.when, '__qualname__', '?')}"
+        described["when"] = callable_name(gate.when)  # a gate built from a flow file names its predicate
     return described
 
 
