@@ -18,16 +18,18 @@ its position decides what a provider's prompt cache can reuse.
 
 Tokens are estimated at 4 characters a token over everything the request carries (system and
 conversation messages, tools, the response schema); ratios are what matter. Reported per agent:
+calls per customer message (mean, max), summaries made, prompt tokens per call over messages 1-5
+and 26-30 and their ratio; and per call kind (understand, speak, extract, decide):
 
-* calls per customer message (mean, max) and the calls by kind;
-* prompt tokens per call, mean over messages 1-5 and over messages 26-30, and their ratio, in
-  all and per call kind;
+* calls, and calls per customer message (mean, max);
+* prompt tokens per call, mean over messages 1-5 and over messages 26-30, and their ratio;
+* the share of the system text (every system message: the stable part, the schema when it
+  travels there, the per-turn part, a summary note) that is a byte-identical prefix of the
+  previous call of the kind (mean and minimum), the same against the best earlier call (what a
+  prefix cache can reuse), and the prefix common to every call of the kind;
 * requests that carry the customer's latest message more than once (the extraction tool's
-  description quotes it, as seed 000 requires);
-* requests whose conversation (after system messages) starts with an assistant message;
-* per call kind, the share of the system text that is a byte-identical prefix of the previous
-  call of the same kind (mean and minimum), and the share common to every call of the kind;
-* speak requests that offer tools, and summaries made.
+  description quotes it, as seed 000 requires) and requests whose conversation (after system
+  messages) starts with an assistant message; for speak, requests that offer tools.
 
     python bench/tokens.py [--dump requests.jsonl]
 """
@@ -311,68 +313,63 @@ async def run_conversation(server: FakeProvider, agent: Any, conversation: list[
     return per_message
 
 
+def _twice(body: dict[str, Any], text: str) -> bool:
+    """Does the request carry ``text`` more than once? Anywhere it could be repeated, as a line of
+    its own (or quoted "> ..."): the system text and the tools' descriptions, besides the user turn."""
+    lines = _system_text(body).splitlines()
+    for tool in body.get("tools", []):
+        lines += str(tool["function"].get("description", "")).splitlines()
+    quoted = [line.strip().removeprefix("> ") for line in lines].count(text)
+    sent = sum(1 for m in body["messages"] if m["role"] == "user" and m.get("content") == text)
+    return quoted + min(sent, 1) > 1
+
+
 def report(per_message: list[list[dict[str, Any]]], conversation: list[str]) -> None:
     calls = [len(requests) for requests in per_message]
     requests = [body for bodies in per_message for body in bodies]
     by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for body in requests:
         by_kind[call_kind(body)].append(body)
-    print(f"customer messages: {len(per_message)}, requests: {len(requests)}")
-    print(f"calls per message: mean {statistics.mean(calls):.2f}, max {max(calls)}; by kind: "
-          + ", ".join(f"{k} {len(v)}" for k, v in sorted(by_kind.items())))
+    print(f"customer messages: {len(per_message)}, requests: {len(requests)}; calls per message: mean "
+          f"{statistics.mean(calls):.2f}, max {max(calls)}; summaries made: {len(by_kind.get('summary', []))}")
 
-    def mean_tokens(bodies: list[list[dict[str, Any]]]) -> float:
-        tokens = [request_tokens(b) for group in bodies for b in group if call_kind(b) != "summary"]
-        return statistics.mean(tokens) if tokens else 0.0
+    def tokens(bodies: list[list[dict[str, Any]]], kind: str | None = None) -> list[int]:
+        return [request_tokens(b) for group in bodies for b in group
+                if call_kind(b) != "summary" and kind in (None, call_kind(b))]
 
-    first, last = mean_tokens(per_message[:5]), mean_tokens(per_message[-5:])
-    print(f"prompt tokens per call (summaries excluded): messages 1-5 {first:.0f}, messages 26-30 {last:.0f}, "
-          f"ratio {last / first:.2f}")
-    for kind in sorted(by_kind):
+    first, last = tokens(per_message[:5]), tokens(per_message[-5:])
+    print(f"prompt tokens per call (summaries excluded): messages 1-5 {statistics.mean(first):.0f}, "
+          f"messages 26-30 {statistics.mean(last):.0f}, ratio {statistics.mean(last) / statistics.mean(first):.2f}")
+    print("per call kind (prefix: the share of the system text byte-identical with the previous call of the kind; "
+          "'any earlier': with the best earlier call, what a prefix cache can reuse):")
+    for kind, bodies in sorted(by_kind.items()):
         if kind == "summary":
             continue
-        early = [request_tokens(b) for g in per_message[:5] for b in g if call_kind(b) == kind]
-        late = [request_tokens(b) for g in per_message[-5:] for b in g if call_kind(b) == kind]
-        if early and late:
-            print(f"  {kind}: {statistics.mean(early):.0f} -> {statistics.mean(late):.0f} "
-                  f"({statistics.mean(late) / statistics.mean(early):.2f}x; {len(early)} and {len(late)} calls)")
-        else:
-            print(f"  {kind}: no calls in messages {'1-5' if not early else '26-30'}")
-    twice = 0
-    assistant_first = 0
-    for bodies, text in zip(per_message, conversation, strict=True):
-        for body in bodies:
-            if call_kind(body) == "summary":
-                continue
-            # anywhere it could be repeated, as a line of its own (or quoted "> ..."): the system text and
-            # the tools' descriptions
-            lines = _system_text(body).splitlines()
-            for tool in body.get("tools", []):
-                lines += str(tool["function"].get("description", "")).splitlines()
-            quoted = [line.strip().removeprefix("> ") for line in lines].count(text)
-            sent = sum(1 for m in body["messages"] if m["role"] == "user" and m.get("content") == text)
-            if quoted + min(sent, 1) > 1:
-                twice += 1
-            chat = [m for m in body["messages"] if m["role"] != "system"]
-            if chat and chat[0]["role"] == "assistant":
-                assistant_first += 1
-    print(f"requests with the latest message more than once: {twice}")
-    print(f"requests whose conversation starts with an assistant message: {assistant_first}")
-    for kind, bodies in sorted(by_kind.items()):
-        if kind == "summary" or len(bodies) < 2:
-            continue
-        texts = [_system_text(b) for b in bodies]
-        shares = [_common_prefix(a, b) / len(b) for a, b in itertools.pairwise(texts)]
-        reusable = [max(_common_prefix(t, earlier) for earlier in texts[:i]) / len(t)
-                    for i, t in enumerate(texts) if i > 0]
-        common = min(_common_prefix(texts[0], t) for t in texts)
-        print(f"stable prefix of {kind} system text (share shared with the previous {kind} call): "
-              f"mean {statistics.mean(shares):.0%}, min {min(shares):.0%}; with any earlier call (what a prefix "
-              f"cache can reuse): mean {statistics.mean(reusable):.0%}, min {min(reusable):.0%}; common to all: "
-              f"{common} chars ({common / statistics.mean(len(t) for t in texts):.0%} of the mean "
-              f"{statistics.mean(len(t) for t in texts):.0f})")
-    offered = sum(1 for b in by_kind.get("speak", []) if b.get("tools"))
-    print(f"speak requests offering tools: {offered}; summaries made: {len(by_kind.get('summary', []))}")
+        per = [sum(1 for b in group if call_kind(b) == kind) for group in per_message]
+        early, late = tokens(per_message[:5], kind), tokens(per_message[-5:], kind)
+        growth = (f"{statistics.mean(early):.0f} -> {statistics.mean(late):.0f} "
+                  f"({statistics.mean(late) / statistics.mean(early):.2f}x; {len(early)} and {len(late)} calls)"
+                  if early and late else f"no calls in messages {'1-5' if not early else '26-30'}")
+        twice = sum(1 for group, text in zip(per_message, conversation, strict=True)
+                    for b in group if call_kind(b) == kind and _twice(b, text))
+        opens = sum(1 for b in bodies if (chat := [m for m in b["messages"] if m["role"] != "system"])
+                    and chat[0]["role"] == "assistant")
+        print(f"  {kind}: {len(bodies)} calls, {statistics.mean(per):.2f} per message (max {max(per)}); "
+              f"tokens messages 1-5 -> 26-30: {growth}")
+        if len(bodies) >= 2:
+            texts = [_system_text(b) for b in bodies]
+            shares = [_common_prefix(a, b) / len(b) for a, b in itertools.pairwise(texts)]
+            reusable = [max(_common_prefix(t, earlier) for earlier in texts[:i]) / len(t)
+                        for i, t in enumerate(texts) if i > 0]
+            common = min(_common_prefix(texts[0], t) for t in texts)
+            mean_len = statistics.mean(len(t) for t in texts)
+            print(f"    prefix: mean {statistics.mean(shares):.0%}, min {min(shares):.0%}; any earlier: mean "
+                  f"{statistics.mean(reusable):.0%}, min {min(reusable):.0%}; common to all {common} chars "
+                  f"({common / mean_len:.0%} of the mean {mean_len:.0f})")
+        note = " (the submit tool's description quotes it, as seed 000 requires)" if kind == "extract" and twice else ""
+        offered = sum(1 for b in bodies if b.get("tools")) if kind == "speak" else None
+        print(f"    latest message more than once: {twice}{note}; conversation opening with an assistant message: "
+              f"{opens}" + (f"; offering tools: {offered}" if offered is not None else ""))
 
 
 def main() -> None:

@@ -58,6 +58,7 @@ __all__ = [
     "NodeFailedError",
     "OscillationError",
     "RecoverableToolError",
+    "RepairAction",
     "SessionConflict",
     "SessionFlowInvariant",
     "SessionFlowMismatch",
@@ -96,6 +97,39 @@ class TetherError(Exception):
 # --------------------------------------------------------------------------- definition errors
 
 
+RepairOperation = Literal["set-transition", "set-mapping-source", "set-predicate", "set-template", "update-node",
+                         "remove-node"]
+
+
+@dataclass(frozen=True)
+class RepairAction:
+    """A structured repair for a :class:`DefinitionIssue`, for a host (or a model) fixing a flow file.
+
+    Attributes:
+        operation: what to change: ``set-transition`` (a transition target), ``set-mapping-source``
+            (one source of a mapping), ``set-predicate``, ``set-template``, ``update-node`` (an
+            option of the node) or ``remove-node``.
+        node_id: the node to update or remove (``update-node``, ``remove-node``).
+        target_path: the dotted path of the value to set (the ``set-*`` operations).
+        legal_sources: the paths that may be read there (``state.x``, ``results.<node>``,
+            ``input.*``, ``context.*``), when the issue is a value read from the run.
+    """
+
+    operation: RepairOperation
+    node_id: str | None = None
+    target_path: str | None = None
+    legal_sources: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if (self.node_id is None) == (self.target_path is None):
+            raise ValueError("a repair action names exactly one of node_id and target_path")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form: ``{operation, arguments: {node_id} | {target_path}, legal_sources}``."""
+        arguments = {"node_id": self.node_id} if self.node_id is not None else {"target_path": self.target_path}
+        return {"operation": self.operation, "arguments": arguments, "legal_sources": list(self.legal_sources)}
+
+
 @dataclass(frozen=True)
 class DefinitionIssue:
     """One problem found while validating a definition.
@@ -108,6 +142,7 @@ class DefinitionIssue:
         path: dotted path of the offending option, e.g. ``nodes.1.id``.
         hint: how to repair it, when known (``did you mean 'address'?``).
         severity: ``error`` (the definition is refused) or ``warning`` (it works, but look).
+        repair: the structured repair, when there is one (flow files: see :class:`RepairAction`).
     """
 
     code: str
@@ -117,6 +152,13 @@ class DefinitionIssue:
     path: str | None = None
     hint: str | None = None
     severity: Literal["error", "warning"] = "error"
+    repair: RepairAction | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form (``repair`` as :meth:`RepairAction.as_dict`, or null)."""
+        return {"code": self.code, "message": self.message, "severity": self.severity, "flow": self.flow,
+                "node": self.node, "path": self.path, "hint": self.hint,
+                "repair": self.repair.as_dict() if self.repair is not None else None}
 
     def __str__(self) -> str:
         where = ".".join(p for p in (self.flow and f"flow {self.flow!r}", self.path) if p)

@@ -1,9 +1,11 @@
 """OpenTelemetry spans (the ``otel`` extra): a span per turn, per engine phase and per model call.
 
 With ``opentelemetry-api`` installed, tether makes its spans on the tracer ``tether``; they are
-recorded by whatever ``TracerProvider`` the application configured (none configured: the API's
-non-recording spans, close to free). Without the package every hook here is a no-op: nothing is
-imported and no span object is made.
+recorded by whatever ``TracerProvider`` the application configured. With none configured (the
+API's default proxy provider, or its no-op provider) nothing would record them, so none is made:
+a span of the API costs more than a phase of a turn. A provider configured later is used from
+the next span on. Without the package every hook here is a no-op: nothing is imported and no
+span object is made.
 
 * ``tether.turn`` (INTERNAL): one request through the runtime; attributes ``tether.agent``,
   ``tether.session``, ``tether.input``, ``tether.success``, ``tether.code``,
@@ -28,7 +30,7 @@ from tether.models.types import Capabilities, Model, ModelRequest, ModelResponse
 if TYPE_CHECKING:
     from tether.runtime.envelope import RunResponse
 
-__all__ = ["TracedModel", "enabled", "end_turn", "phase_span", "traced", "traced_models", "turn_span"]
+__all__ = ["TracedModel", "enabled", "end_turn", "phase_span", "recording", "traced", "traced_models", "turn_span"]
 
 try:
     from opentelemetry import trace as _trace
@@ -41,22 +43,30 @@ def enabled() -> bool:
     return _trace is not None
 
 
+def recording() -> bool:
+    """True when tether's spans would be recorded: the API is installed and a provider configured."""
+    return _tracer() is not None
+
+
 def _tracer() -> Any:
-    return _trace.get_tracer("tether") if _trace is not None else None
+    """The ``tether`` tracer of the configured provider; None when nothing would record its spans."""
+    if _trace is None:
+        return None
+    provider = _trace.get_tracer_provider()
+    if isinstance(provider, _trace.ProxyTracerProvider | _trace.NoOpTracerProvider):
+        return None
+    return provider.get_tracer("tether")
 
 
-@contextlib.contextmanager
-def turn_span(agent_id: str, session_id: str | None, input_label: str) -> Iterator[Any]:
-    """The span of one runtime request; :func:`end_turn` records its result."""
+def turn_span(agent_id: str, session_id: str | None, input_label: str) -> contextlib.AbstractContextManager[Any]:
+    """The span of one runtime request (None when nothing records it); :func:`end_turn` records its result."""
     tracer = _tracer()
     if tracer is None:
-        yield None
-        return
+        return contextlib.nullcontext()
     attributes = {"tether.agent": agent_id, "tether.input": input_label}
     if session_id:
         attributes["tether.session"] = session_id
-    with tracer.start_as_current_span("tether.turn", attributes=attributes) as span:
-        yield span
+    return tracer.start_as_current_span("tether.turn", attributes=attributes)  # type: ignore[no-any-return]
 
 
 def end_turn(span: Any, response: RunResponse) -> None:
@@ -113,9 +123,13 @@ class TracedModel:
         """The call's span, a child of the current one; never made current (a streamed call's span
         outlives the context it started in, and a model span has no children)."""
         assert _trace is not None
+        tracer = _tracer()
+        if tracer is None:
+            yield None
+            return
         attributes = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": self._provider,
                       "gen_ai.system": self._provider, "gen_ai.request.model": self._model, "tether.call": request.call}
-        span = _tracer().start_span(f"chat {self._model}", kind=_trace.SpanKind.CLIENT, attributes=attributes)
+        span = tracer.start_span(f"chat {self._model}", kind=_trace.SpanKind.CLIENT, attributes=attributes)
         try:
             yield span
         except BaseException as exc:
@@ -128,6 +142,8 @@ class TracedModel:
 
     @staticmethod
     def _record(span: Any, response: ModelResponse) -> None:
+        if span is None:
+            return
         if response.model:
             span.set_attribute("gen_ai.response.model", response.model)
         if response.finish_reason:

@@ -148,7 +148,7 @@ async def test_structured_output_with_tools_falls_back_to_the_prompt(
     assert response.data == {"label": "ham"}
     body = provider.requests[-1].body
     assert body["tool_choice"] == {"type": "auto"}
-    assert json.dumps(LABEL.schema) in body["system"][-1]["text"]
+    assert json.dumps(LABEL.schema, separators=(",", ":")) in body["system"][-1]["text"]
 
     provider.add(Reply(body=anthropic_message([{"type": "text", "text": "I cannot decide."}])))
     with pytest.raises(ModelError) as caught:

@@ -109,3 +109,28 @@ def test_tether_runs_without_the_otel_package() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "hello", "False"]
+
+
+async def test_with_no_provider_configured_no_span_is_made(
+        tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    from opentelemetry import trace
+
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: trace.ProxyTracerProvider())
+    assert tracing.enabled() and not tracing.recording()
+    with tracing.turn_span("Talker", None, "message") as span:
+        assert span is None
+    model = ScriptedModel(speak=["Hi there!"], usage=True)
+    async with Runtime(_talker(model), store=SQLiteStore(tmp_path / "t.db"), clock=clock) as runtime:
+        said = await runtime.run("Talker", "hello")
+    assert said.success and said.message == "Hi there!"
+    # a provider configured later is used from the next span on
+    exported = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exported))
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: provider)
+    assert tracing.recording()
+    async with Runtime(_talker(ScriptedModel(speak=["Again."])), store=SQLiteStore(tmp_path / "t.db"),
+                       clock=clock) as runtime:
+        await runtime.run("Talker", "hello", session_id=said.session)
+    assert {"tether.turn", "tether.phase speak", "chat model"} <= {s.name for s in exported.get_finished_spans()}
+    provider.shutdown()

@@ -290,4 +290,6 @@ async def test_extract_and_decide_lead_with_stable_text_and_extract_reads_the_la
         ("user", "the printer"), ("assistant", "Which device, and what is wrong?"), ("user", "it jams"),
         ("user", "my phone is cracked")]
     decided = requests(model, "decide")[-1]
-    assert next(m.content for m in decided.messages) == "my laptop won't boot"  # a decision sees the window
+    # a decision too reads the latest messages, not the whole window: the same cost on every turn
+    assert [(m.role, m.content) for m in decided.messages] == [(m.role, m.content) for m in last.messages]
+    assert decided.instructions == "How urgent is the phone: cracked?"

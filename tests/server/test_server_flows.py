@@ -46,6 +46,9 @@ async def test_a_bad_flow_is_refused_with_every_issue(client: httpx.AsyncClient)
     assert body["code"] == "invalid-flow"
     assert {(d["code"], d["hint"]) for d in body["details"]} >= {
         ("unresolved-transition", "did you mean 'greet'?"), ("unknown-tool", "known tools: none")}
+    repairs = {d["code"]: d["repair"] for d in body["details"]}
+    assert repairs["unknown-tool"] == {"operation": "update-node", "arguments": {"node_id": "x"}, "legal_sources": []}
+    assert repairs["unresolved-transition"]["operation"] == "set-transition"
     listed = (await client.get("/v1/agents", headers=ACME)).json()["agents"]
     assert "visit" not in {f["id"] for a in listed for f in a["flows"]}
     mismatch = await client.put(f"{ECHO}/flows/other", json=flow("1", "hi"), headers=ACME)

@@ -48,15 +48,23 @@ def _spec_and_registry(path: str) -> tuple[AgentSpec | None, Registry | None, li
     return spec if isinstance(spec, AgentSpec) else None, registry, issues, text
 
 
-def check_flow_file(path: str) -> None:
+def check_flow_file(path: str, *, as_json: bool = False) -> None:
     """``tether check agent.yaml``: every issue as ``file:line: code: message [path]`` with its
-    hint; exit 1 when any is an error."""
+    hint; exit 1 when any is an error. ``--json``: one object ``{file, ok, errors, warnings,
+    issues}``, each issue with its ``line`` and ``repair`` action, for a host handing them to a model."""
     try:
         _, _, issues, text = _spec_and_registry(path)
     except CliError as exc:
         fail(exc.message, exc.code)
-    _print(path, text, issues)
     errors = [i for i in issues if i.severity == "error"]
+    if as_json:
+        listed = [{**issue.as_dict(), "line": line_of(text, issue.path)} for issue in issues]
+        typer.echo(json.dumps({"file": path, "ok": not errors, "errors": len(errors),
+                               "warnings": len(issues) - len(errors), "issues": listed}, indent=2))
+        if errors:
+            raise typer.Exit(1)
+        return
+    _print(path, text, issues)
     if errors:
         typer.echo(f"{len(errors)} error(s), {len(issues) - len(errors)} warning(s)")
         raise typer.Exit(1)

@@ -54,8 +54,9 @@ def _registry_issues(app: LoadedApp) -> list[DefinitionIssue]:
 
 
 def check(app_spec: str = typer.Argument(..., metavar="APP",
-                                         help="file.py[:attr], package.module:attr, a flow file or a workflow file")
-          ) -> None:
+                                         help="file.py[:attr], package.module:attr, a flow file or a workflow file"),
+          as_json: bool = typer.Option(False, "--json", help="flow files: print the issues as one JSON object "
+                                       "(each with its repair action)")) -> None:
     """Load APP and validate every flow, or validate a workflow .yaml/.json file; print each
     definition problem (exit 1 if any)."""
     from tether.cli._dialect import check_flow_file
@@ -63,8 +64,10 @@ def check(app_spec: str = typer.Argument(..., metavar="APP",
     from tether.dialect.files import is_flow_document
 
     if is_flow_document(app_spec):
-        check_flow_file(app_spec)
+        check_flow_file(app_spec, as_json=as_json)
         return
+    if as_json:
+        fail("--json is for flow files (a YAML/JSON file holding agent: or flow:)")
     if is_workflow_file(app_spec):
         check_workflow_file(app_spec)
         return

@@ -19,6 +19,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from tether.dialect.models import model_from_schema
 from tether.dialect.registry import Registry
+from tether.dialect.segments import find_segments
 from tether.dialect.spec import (
     ActionSpec,
     AgentSpec,
@@ -51,7 +52,7 @@ from tether.dialect.spec import (
     ValueSource,
     WaitSpec,
 )
-from tether.dialect.values import TEMPLATE, evaluate, resolve_mapping, split_path
+from tether.dialect.values import RESULTS_KEY, TEMPLATE, evaluate, read_results, resolve_mapping, split_path
 from tether.flow import (
     NEXT,
     Choice,
@@ -77,7 +78,7 @@ from tether.flow.agent_def import Compaction
 from tether.flow.choices import ChoiceReply
 from tether.flow.nodes import Node
 from tether.flow.resolvers import Resolver
-from tether.flow.results import ActionResult, failed
+from tether.flow.results import ActionResult, ReplyTurn, failed
 from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlow, Transition, stay
 
 __all__ = ["ToolCall", "RegisteredAction", "Routes", "SpecPredicate", "agent_options", "build_flow",
@@ -99,7 +100,19 @@ def engine_template(text: str | None) -> str | None:
 
 
 def _root(state: Mapping[str, Any], input: Any = None, context: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    return {"state": dict(state), "input": input, "context": dict(context or {})}
+    return {"state": dict(state), "input": input, "context": dict(context or {}),
+            "results": dict(state.get(RESULTS_KEY) or {})}
+
+
+def _recorded(state: Mapping[str, Any], node: str | None, result: Any) -> dict[str, Any]:
+    """The state data recording ``result`` as ``results.<node>`` (nothing when ``node`` is None)."""
+    if node is None:
+        return {}
+    if isinstance(result, ReplyTurn):
+        result = result.text
+    elif isinstance(result, BaseModel):
+        result = result.model_dump(mode="json")
+    return {RESULTS_KEY: {**dict(state.get(RESULTS_KEY) or {}), node: result}}
 
 
 def _transition(ref: TransitionRef | None, root: Mapping[str, Any] | None = None) -> Any:
@@ -178,7 +191,9 @@ class Routes:
     collect's ``on_complete(data, state)`` or a decide's ``decide(data, state)``.
 
     ``merge`` (collect, decide): the node's data joins the state the predicates read, and a
-    decide's reply is carried into the state by the transition.
+    decide's reply is carried into the state by the transition. ``record``: the node whose result
+    (the reply's text, the collected values, the decision) is recorded as ``results.<node>``;
+    ``assign`` (collect): ``(destination, field)`` pairs copied into the state.
     """
 
     routes: tuple[RouteSpec, ...]
@@ -187,17 +202,22 @@ class Routes:
     merge: bool = False
     carry: bool = False
     fallback: Any = None
+    record: str | None = None
+    assign: tuple[tuple[str, str], ...] = ()
 
     def digest_key(self) -> str:
-        return _dumps([list(self.routes), self.default, self.merge, self.carry, repr(self.fallback)])
+        return _dumps([list(self.routes), self.default, self.merge, self.carry, repr(self.fallback), self.record,
+                       [list(pair) for pair in self.assign]])
 
     def __call__(self, data: Any, state: Mapping[str, Any]) -> Any:
         values: dict[str, Any] = {}
         if self.merge:
             values = data.model_dump() if isinstance(data, BaseModel) else dict(data or {})
-        root = _root({**state, **values})
-        chosen = self.pick(root)
-        return _with_data(chosen, values) if self.carry else chosen
+        seen = {**state, **values}
+        extra = {split_path(dest)[-1]: seen.get(field) for dest, field in self.assign}
+        extra |= _recorded(state, self.record, data)
+        chosen = self.pick(_root({**seen, **extra}))
+        return _with_data(chosen, {**values, **extra} if self.carry else extra)
 
     def pick(self, root: Mapping[str, Any]) -> Any:
         for route in self.routes:
@@ -260,8 +280,9 @@ def _after(spec: ActionSpec, routes: Routes, root: dict[str, Any], result: Any) 
         bound = {split_path(spec.bind)[-1]: result}
     elif spec.bind is not None:
         bound = resolve_mapping(spec.bind, {**root, "result": result})
+    bound |= _recorded(root["state"], routes.record, result)
     state = {**root["state"], **bound}
-    target = routes.pick({**root, "state": state})
+    target = routes.pick({**root, "state": state, "results": dict(state.get(RESULTS_KEY) or {})})
     return _with_data(target, bound)
 
 
@@ -295,18 +316,22 @@ def _routes(spec: Any, default: TransitionRef | None, registry: Registry, **opti
     return Routes(tuple(spec.routes), default, registry, **options)
 
 
-def build_node(spec: NodeSpec, flow: str, registry: Registry) -> Node:
-    """The node ``spec`` describes."""
+def build_node(spec: NodeSpec, flow: str, registry: Registry, recorded: frozenset[str] = frozenset()) -> Node:
+    """The node ``spec`` describes; a node in ``recorded`` (read by the flow as ``results.<id>``)
+    records its result."""
     output = _model(spec.output_schema, flow, spec.id, "output")
+    record = spec.id if spec.id in recorded else None
     if isinstance(spec, ReplySpec):
-        next_: Any = _routes(spec, spec.next, registry, fallback=stay) if spec.routes else _transition(spec.next)
+        next_: Any = (_routes(spec, spec.next, registry, fallback=stay, record=record) if spec.routes or record
+                      else _transition(spec.next))
         return reply(spec.id, instructions=engine_template(spec.instructions),
                      response=engine_template(spec.response.template) if spec.response else None,
                      context=spec.context, next=next_, once=spec.once, tools=spec.tools, model=spec.model,
                      fallback=engine_template(spec.fallback), output_schema=output, label=spec.label)
     if isinstance(spec, CollectSpec):
-        on_complete: Any = (_routes(spec, spec.next, registry, merge=True, fallback=NEXT) if spec.routes
-                            else _transition(spec.next))
+        assign = tuple((spec.assign or {}).items())
+        on_complete: Any = (_routes(spec, spec.next, registry, merge=True, fallback=NEXT, record=record, assign=assign)
+                            if spec.routes or record or assign else _transition(spec.next))
         return collect(spec.id, schema=_model(spec.schema_, flow, spec.id, "schema"), fields=spec.fields,
                        required=spec.required, ask=engine_template(spec.ask), question=engine_template(spec.question),
                        prompt=engine_template(spec.prompt), instructions=engine_template(spec.instructions),
@@ -315,7 +340,7 @@ def build_node(spec: NodeSpec, flow: str, registry: Registry) -> Node:
                        on_complete=on_complete, model=spec.model, choices=_choices(spec.choices),
                        output_schema=output, label=spec.label)
     if isinstance(spec, ActionSpec):
-        routes = _routes(spec, spec.next, registry)
+        routes = _routes(spec, spec.next, registry, record=record)
         run: Any = ToolCall(spec, routes) if spec.tool is not None else RegisteredAction(spec, routes)
         built: Node = action(spec.id, run, on_fail=_transition(spec.on_fail),
                         uses=[spec.tool] if spec.tool is not None else [], output_schema=output, label=spec.label)
@@ -325,7 +350,7 @@ def build_node(spec: NodeSpec, flow: str, registry: Registry) -> Node:
         if schema is None:
             schema = ChoiceReply if spec.choices else model_from_schema({"type": "object", "properties": {}},
                                                                         f"{flow}_{spec.id}_decision")
-        decider = _routes(spec, spec.otherwise, registry, merge=True, carry=True, fallback=stay)
+        decider = _routes(spec, spec.otherwise, registry, merge=True, carry=True, fallback=stay, record=record)
         return decide(spec.id, schema=schema, decide=decider, instructions=engine_template(spec.instructions),
                       model=spec.model, choices=_choices(spec.choices), prompt=engine_template(spec.prompt),
                       output_schema=output, label=spec.label)
@@ -359,14 +384,17 @@ def build_flow(spec: FlowSpec, registry: Registry | None = None) -> Flow:
         FlowDefinitionError: what the flow's own validation finds.
     """
     registry = registry or Registry()
-    nodes = [build_node(node, spec.id, registry) for node in spec.nodes]
+    recorded = read_results(spec.model_dump(by_alias=True, mode="json"))
+    nodes = [build_node(node, spec.id, registry, recorded) for node in spec.nodes]
     by_id = {node.id: node for node in nodes}
     start = by_id.get(spec.start, nodes[0]) if spec.start is not None else nodes[0]
-    return Flow(spec.id, spec.description, start=start, nodes=nodes, context=spec.context,
+    flow = Flow(spec.id, spec.description, start=start, nodes=nodes, context=spec.context,
                 max_oscillations=spec.max_oscillations, on=[_trigger(t, registry) for t in spec.on],
                 clear_on_start=spec.clear_on_start, on_end=spec.on_end,
                 instructions=[engine_template(i) for i in spec.instructions], tools=spec.tools,
                 collect=spec.collect, version=spec.version)
+    flow.segments = find_segments(spec)
+    return flow
 
 
 def agent_options(spec: AgentSpec, registry: Registry | None = None) -> dict[str, Any]:

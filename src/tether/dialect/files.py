@@ -11,6 +11,7 @@ import importlib
 import importlib.util
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -113,8 +114,7 @@ def load_registry(code: str, relative_to: Path) -> Registry:
 def _refuse(issues: list[DefinitionIssue], path: Path, text: str) -> None:
     errors = [i for i in issues if i.severity == "error"]
     if errors:
-        located = [DefinitionIssue(i.code, f"{path}:{line_of(text, i.path)}: {i.message}", flow=i.flow, node=i.node,
-                                   path=i.path, hint=i.hint) for i in errors]
+        located = [replace(i, message=f"{path}:{line_of(text, i.path)}: {i.message}") for i in errors]
         raise FlowDefinitionError(located, title=f"{path} has {len(errors)} problem(s)")
 
 
@@ -187,5 +187,4 @@ def register_flows(agent: Agent, sources: Sequence[str | Path | Mapping[str, Any
 
 def _located(issue: DefinitionIssue, name: str, text: str | None) -> DefinitionIssue:
     where = f"{name}:{line_of(text, issue.path)}" if text is not None else name
-    return DefinitionIssue(issue.code, f"{where}: {issue.message}", flow=issue.flow, node=issue.node, path=issue.path,
-                           hint=issue.hint, severity=issue.severity)
+    return replace(issue, message=f"{where}: {issue.message}")

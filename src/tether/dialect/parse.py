@@ -37,9 +37,14 @@ def _member_names() -> set[str]:
 _MEMBERS = _member_names()
 
 
+def _is_member(part: int | str) -> bool:
+    """A union member's name in an error location (``ReplySpec``, ``literal['once','always']``)."""
+    return isinstance(part, str) and (part in _MEMBERS or part.startswith(("literal[", "dict[", "list[")))
+
+
 def _is_tag(loc: Sequence[int | str], index: int) -> bool:
     part = loc[index]
-    if part in _MEMBERS:
+    if _is_member(part):
         return True
     if part not in _TAGS or index == 0:
         return False
@@ -109,8 +114,7 @@ def _closest_members(errors: list[Any]) -> list[Any]:
     kept: list[Any] = []
     for error in errors:
         loc = tuple(error["loc"])
-        at = next((i for i, part in enumerate(loc) if isinstance(part, str) and part in _MEMBERS
-                   and part not in _TAGS), None)
+        at = next((i for i, part in enumerate(loc) if _is_member(part) and part not in _TAGS), None)
         if at is None:
             kept.append(error)
         else:
@@ -120,8 +124,51 @@ def _closest_members(errors: list[Any]) -> list[Any]:
     return kept
 
 
+def _tags(root: type[BaseModel], loc: Sequence[int | str]) -> list[str]:
+    """The ``kind``/``op`` values the union at ``loc`` accepts."""
+    annotation: Any = root
+    for part in loc:
+        annotation = _step(annotation, part)
+        if annotation is None:
+            return []
+    models = [m for m in _members(annotation) if isinstance(m, type) and issubclass(m, BaseModel)]
+    return [str(tag) for m in models for name in ("kind", "op") if name in m.model_fields
+            for tag in get_args(m.model_fields[name].annotation)]
+
+
+_TYPE_HINTS = {"list_type": "write a list, e.g. [a, b]", "string_type": "write text (quote it in YAML)",
+               "dict_type": "write an object, e.g. {key: value}", "model_type": "write an object, e.g. {key: value}",
+               "bool_type": "write true or false", "bool_parsing": "write true or false",
+               "int_type": "write a whole number", "int_parsing": "write a whole number",
+               "float_type": "write a number", "float_parsing": "write a number",
+               "literal_error": "write one of the values the schema lists (tether schema flow)"}
+
+
 def _hint(root: type[BaseModel], error: Any) -> str | None:
-    loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and p in _MEMBERS and p not in _TAGS))
+    hint = _specific_hint(root, error)
+    if hint is not None:
+        return hint
+    loc = tuple(p for p in error["loc"] if not (_is_member(p) and p not in _TAGS))
+    ctx = error.get("ctx") or {}
+    kind = error["type"]
+    if kind == "missing":
+        return f"add {loc[-1]}: ..." if loc else None
+    if kind == "union_tag_not_found":
+        tags = _tags(root, loc)
+        name = str(ctx.get("discriminator", "kind")).strip("'")
+        return f"add {name}: one of {', '.join(tags)}" if tags else f"add {name}: ..."
+    if kind == "too_short":
+        return f"give at least {ctx.get('min_length', 1)} item(s)"
+    if kind in ("greater_than_equal", "greater_than"):
+        return f"write a number {'at least' if kind == 'greater_than_equal' else 'above'} " \
+               f"{ctx.get('ge', ctx.get('gt'))}"
+    if "repeat" in loc:
+        return "write once, always or {cooldown: 1h}"
+    return _TYPE_HINTS.get(kind)
+
+
+def _specific_hint(root: type[BaseModel], error: Any) -> str | None:
+    loc = tuple(p for p in error["loc"] if not (_is_member(p) and p not in _TAGS))
     if error["type"] == "extra_forbidden":
         allowed = _allowed_keys(root, loc[:-1])
         return did_you_mean(str(loc[-1]), allowed) or (f"allowed keys: {', '.join(allowed)}" if allowed else None)

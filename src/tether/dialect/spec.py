@@ -289,6 +289,8 @@ class CollectSpec(_NodeBase):
     resolvers: list[ResolverSpec] = []
     verbatim_fields: list[str] = []
     choices: list[ChoiceSpec | str] = []
+    assign: dict[str, str] | None = None
+    """Also write a collected field to another state key: ``{destination: field}``."""
     model: Tier | None = None
     routes: list[RouteSpec] = []
     next: TransitionRef | None = None

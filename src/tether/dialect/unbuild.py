@@ -27,7 +27,7 @@ from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlo
 
 __all__ = ["to_spec"]
 
-_FREE = ("state", "input", "context")
+_FREE = ("state", "input", "context", "results")
 
 
 def _template(text: str) -> str:
@@ -106,6 +106,8 @@ def _ref(target: Any, refusals: _Refusals, node: str, option: str) -> Any:
 def _routed(value: Any, refusals: _Refusals, node: str, option: str, default_key: str) -> dict[str, Any]:
     if isinstance(value, Routes):
         out: dict[str, Any] = {"routes": [r.model_dump(by_alias=True) for r in value.routes]}
+        if value.assign:
+            out["assign"] = dict(value.assign)
         if value.default is not None:
             out[default_key] = value.default
         return out

@@ -41,10 +41,20 @@ from tether.dialect.spec import (
     ValueSource,
 )
 
-__all__ = ["MISSING", "ROOTS", "TEMPLATE", "evaluate", "read", "render", "resolve_mapping", "split_path"]
+__all__ = ["MISSING", "RECORDING_KINDS", "RESULTS_KEY", "ROOTS", "TEMPLATE", "evaluate", "read", "read_results",
+           "render", "resolve_mapping", "split_path"]
 
-ROOTS = ("state", "input", "context", "requestContext", "result")
-"""The roots a path may start with (``requestContext`` is ``context``; ``result`` only in ``bind``)."""
+ROOTS = ("state", "input", "context", "requestContext", "results", "result")
+"""The roots a path may start with (``requestContext`` is ``context``; ``results.<node>`` is what
+a node recorded; ``result`` only in ``bind``)."""
+
+RECORDING_KINDS = ("reply", "collect", "action", "decide")
+"""The node kinds that record a result under ``results.<node id>``."""
+
+RESULTS_KEY = "results"
+"""The run-state key under which the nodes a flow reads via ``results.<id>`` record their result."""
+
+_READS_RESULTS = re.compile(r"(?:\$\{|^)\s*results\.([A-Za-z_][A-Za-z0-9_-]*)")
 
 TEMPLATE = re.compile(r"\$\{([^}]*)\}")
 """A ``${root.path}`` placeholder."""
@@ -85,6 +95,18 @@ def read(root: Mapping[str, Any], path: str) -> Any:
         else:
             return MISSING
     return MISSING if value is None else value
+
+
+def read_results(data: Any) -> frozenset[str]:
+    """The node ids that ``data`` (a dumped flow spec: every path and template in it) reads via
+    ``results.<id>``."""
+    if isinstance(data, str):
+        return frozenset(m.group(1) for m in _READS_RESULTS.finditer(data.strip()))
+    values = data.values() if isinstance(data, Mapping) else data if isinstance(data, list) else ()
+    found: frozenset[str] = frozenset()
+    for value in values:
+        found |= read_results(value)
+    return found
 
 
 def _operand(root: Mapping[str, Any], operand: Operand) -> Any:

@@ -42,6 +42,7 @@ class SpeakerMark(BaseModel):
     node_id: str | None = None
     fields: list[str] = Field(default_factory=list)
     then_ask: str | None = None
+    batch: list[str] = Field(default_factory=list)
 
 
 class OpenTurn(BaseModel):

@@ -59,7 +59,7 @@ def _restore(ts: TurnState, turn: OpenTurn) -> None:
     ts.spoke = turn.spoke
     if turn.speaker is not None:
         ts.speaker = SpeakRequest(turn.speaker.run_id, turn.speaker.node_id, tuple(turn.speaker.fields),
-                                  turn.speaker.then_ask)
+                                  turn.speaker.then_ask, tuple(turn.speaker.batch))
     ts.messages = [OutMessage(text=m.text, kind=m.kind, key=m.key, run_id=m.run_id, node_id=m.node_id,
                               after_ms=m.after_ms) for m in turn.said]
     ts.schedule = [ScheduledWake(w["key"], datetime.fromisoformat(w["at"]), w.get("replaces"))

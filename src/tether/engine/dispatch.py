@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from tether.engine.actions import run_action
 from tether.engine.agent_step import dispatch_agent
+from tether.engine.batching import segment_for, take_held
 from tether.engine.choices import constrained_schema, decide_by_choice
 from tether.engine.collect import dispatch_collect, question_first
 from tether.engine.conditions import holds
@@ -33,15 +34,23 @@ from tether.models.types import ModelRequest, ResponseFormat
 __all__ = ["INLINE_WAIT", "dispatch", "reply_next"]
 
 INLINE_WAIT = timedelta(seconds=10)
+"""A timer wait this short, followed by a message step, rides on that message as ``after_ms``."""
+DECIDE_RECENT = 4
+"""A decision reads the last four messages of its run's view (the latest exchange and the one
+before, as an extraction does), not the whole window: the same cost on every turn. What it decides
+on beyond them comes in its instructions (``{field}`` templates)."""
 DECIDE_ORDERS = (
     "You make one decision for a flow engine from the conversation; you never reply to the customer. "
     "Reply with one JSON object that matches the schema."
 )
-"""A timer wait this short, followed by a message step, rides on that message as ``after_ms``."""
 
 
 async def dispatch(ts: TurnState, run: Run, flow: Flow, node: Node) -> Any:
     """Run ``node``; returns what the loop acts on."""
+    held = take_held(ts, run, node)
+    if held is not None:
+        assert isinstance(node, Reply)
+        return _batched_member(ts, run, node, held)
     if isinstance(node, Action):
         return await run_action(ts, run, flow, node)
     if isinstance(node, Collect):
@@ -74,6 +83,13 @@ def reply_next(ts: TurnState, run: Run, node: Reply, turn: ReplyTurn) -> Any:
     return Static(node.next)
 
 
+def _batched_member(ts: TurnState, run: Run, node: Reply, turn: ReplyTurn) -> Any:
+    """A member of a batched segment after the first: the one model turn already said its part."""
+    run.last_talk = node.id
+    ts.outcome(run, kind="talk", node_id=node.id, llm_calls=0, detail="batched: spoken by the segment's one call")
+    return reply_next(ts, run, node, turn)
+
+
 def _dispatch_reply(ts: TurnState, run: Run, flow: Flow, node: Reply) -> Any:
     quiet = silenced(ts, run, flow, node, then=Static(node.next if node.next is not None and not is_code(node.next)
                                                       else NEXT))
@@ -101,7 +117,7 @@ def _dispatch_reply(ts: TurnState, run: Run, flow: Flow, node: Reply) -> Any:
         return reply_next(ts, run, node, ReplyTurn(text, "engine", {}))
     run.status = "asking"
     if ts.speaker is None and not ts.spoke:
-        ts.speaker = SpeakRequest(run.id, node.id)
+        ts.speaker = SpeakRequest(run.id, node.id, batch=segment_for(run, flow, node))
         if ts.message_available(run):
             ts.consumed_by[run.id] = node.id
         return Pause("speak")
@@ -125,8 +141,8 @@ async def _dispatch_decide(ts: TurnState, run: Run, flow: Flow, node: Decide) ->
 
     request = ModelRequest(call="decide", system=f"{identity(ts)}\n\n{DECIDE_ORDERS}",
                            instructions=instructions or f"Decide for step {node.id!r}.",
-                           messages=tuple(ts.history(run)), response_format=ResponseFormat(node.id, schema),
-                           tier=node.model or "default")
+                           messages=tuple(ts.history(run, recent=DECIDE_RECENT)),
+                           response_format=ResponseFormat(node.id, schema), tier=node.model or "default")
     response = await ts.call(model, request)
     data = response.data
     try:

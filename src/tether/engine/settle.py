@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from tether.engine.batching import hold
 from tether.engine.collect import complete, merge_values, missing, pending
 from tether.engine.degrade import user_code
 from tether.engine.dispatch import reply_next
@@ -68,7 +69,9 @@ async def settle(ts: TurnState, request: SpeakRequest, result: SpeakResult) -> N
         return
     if result.text:
         ts.say(result.text, kind="ai", key=ts.key(run, node.id), run=run, node_id=node.id)
-    ts.outcome(run, kind="talk", node_id=node.id, llm_calls=result.calls)
+    batched = request.batch if request.batch[:1] == (node.id,) and not result.interrupted else ()
+    ts.outcome(run, kind="talk", node_id=node.id, llm_calls=result.calls,
+               detail=f"batched: {', '.join(batched)}" if batched else None)
     if result.tool_data:
         ts.session.data.update(result.tool_data)
     if result.interrupted:
@@ -103,6 +106,7 @@ async def settle(ts: TurnState, request: SpeakRequest, result: SpeakResult) -> N
         return
     if isinstance(node, Reply):
         turn = ReplyTurn(result.text, "model", dict(result.data), tuple(result.tool_results))
+        hold(ts, run, batched, turn)  # the segment's next members take this turn (engine.batching)
         await resume(ts, run, flow, user_code(flow, node, reply_next, ts, run, node, turn))
 
 

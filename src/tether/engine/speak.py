@@ -59,6 +59,7 @@ SPEAKER_ORDERS = (
     "you say to the customer; any other key is a value to read from the customer's messages (null when "
     "not given)."
 )
+BATCH_GUIDELINE = "one message that does each of these, in this order:"
 THEN_ASK_GUIDELINE = "Answer the customer's latest message briefly; do not ask for anything yourself."
 
 
@@ -127,17 +128,27 @@ def speaker_system(ts: TurnState) -> str:
     return "\n\n".join([identity(ts), SPEAKER_ORDERS, catalogue(ts.agent)])
 
 
-def _prompt(ts: TurnState, run: Run | None, flow: Flow | None, node: Node | None, fields: tuple[str, ...]) -> str:
+def _reply_guideline(ts: TurnState, run: Run | None, node: Node) -> Any:
+    """A reply's instructions, rendered against the run."""
+    if not isinstance(node, Reply):
+        return None
+    state = ts.state_view(run)
+    if isinstance(node.instructions, str):
+        return render(node.instructions, state, run.input if run else None, ts.options.context, where="instructions")
+    return node.instructions(state) if callable(node.instructions) else node.instructions
+
+
+def _prompt(ts: TurnState, run: Run | None, flow: Flow | None, node: Node | None, fields: tuple[str, ...],
+            batch: tuple[str, ...] = ()) -> str:
     sections: list[str] = []
     if flow is not None:
         sections.append(f"Current flow: {flow.name}" + (f" - {flow.description}" if flow.description else ""))
-    state = ts.state_view(run)
     guideline: Any = None
-    if isinstance(node, Reply):
-        guideline = node.instructions(state) if callable(node.instructions) else node.instructions
-        if isinstance(node.instructions, str):
-            guideline = render(node.instructions, state, run.input if run else None, ts.options.context,
-                               where="instructions")
+    if isinstance(node, Reply) and len(batch) > 1 and flow is not None:  # a batched segment: seed 000's join
+        parts = [part for member in batch if (part := _reply_guideline(ts, run, flow.by_id[member]))]
+        guideline = f"{BATCH_GUIDELINE}\n\n" + "\n\n".join(parts) if parts else None
+    elif isinstance(node, Reply):
+        guideline = _reply_guideline(ts, run, node)
     elif isinstance(node, Collect) and ts.speaker is not None and ts.speaker.then_ask and not fields:
         guideline = THEN_ASK_GUIDELINE  # the step's own question follows, word for word
     elif isinstance(node, Collect):
@@ -223,8 +234,8 @@ async def speak(ts: TurnState, request: SpeakRequest) -> SpeakResult:
     for round_ in range(ts.agent.max_tool_loops + 1):
         offered = specs if round_ < ts.agent.max_tool_loops else ()
         call = ModelRequest(call="speak", system=speaker_system(ts),
-                            instructions=_prompt(ts, run, flow, node, request.fields), messages=tuple(messages),
-                            tools=offered, response_format=envelope, tier=tier)
+                            instructions=_prompt(ts, run, flow, node, request.fields, request.batch),
+                            messages=tuple(messages), tools=offered, response_format=envelope, tier=tier)
         result.calls += 1
         try:
             response = await ts.call(model, call, stream=True)

@@ -25,9 +25,10 @@ from tether.engine.storable import storable_response
 from tether.engine.streaming import ReplyStream
 from tether.errors import ModelConfigurationError, ModelError
 from tether.flow.agent_def import AgentDefinition
+from tether.flow.results import ReplyTurn
 from tether.models.types import ChatMessage, Model, ModelRequest, ModelResponse, Usage
 
-__all__ = ["MAX_OUTCOMES", "ModelSource", "TurnState"]
+__all__ = ["MAX_OUTCOMES", "HeldTurn", "ModelSource", "TurnState"]
 
 MAX_OUTCOMES = 50
 MAX_LOG = 100
@@ -64,6 +65,17 @@ class SpeakRequest:
     fields: tuple[str, ...] = ()
     then_ask: str | None = None
     """A fixed question that follows the spoken answer verbatim (the customer asked something)."""
+    batch: tuple[str, ...] = ()
+    """The batched segment this call speaks for (node ids, ``node_id`` first), or empty: see
+    :mod:`tether.engine.batching`."""
+
+
+@dataclass(frozen=True)
+class HeldTurn:
+    """A batched model turn still to be handed to the segment's next members, in order."""
+
+    members: tuple[str, ...]
+    turn: ReplyTurn
 
 
 @dataclass
@@ -116,6 +128,8 @@ class TurnState:
     journal: EffectJournal = field(default_factory=EffectJournal)
     open_input: dict[str, Any] | None = None
     outbox: ReplyStream | None = None
+    held: dict[str, HeldTurn] = field(default_factory=dict)
+    """Per run id: the batched turn its segment's next member takes instead of speaking."""
 
     def __post_init__(self) -> None:
         if self.on_delta is not None and self.outbox is None:
@@ -230,7 +244,8 @@ class TurnState:
             user_seq=self.user_seq, floor=self.floor, floor_taken=self.floor_taken, consumed_by=dict(self.consumed_by),
             answered_by=sorted(self.answered_by), spoke=self.spoke,
             speaker=None if speaker is None else SpeakerMark(run_id=speaker.run_id, node_id=speaker.node_id,
-                                                             fields=list(speaker.fields), then_ask=speaker.then_ask),
+                                                             fields=list(speaker.fields), then_ask=speaker.then_ask,
+                                                             batch=list(speaker.batch)),
             said=[SaidMessage(text=m.text, kind=m.kind, key=m.key, run_id=m.run_id, node_id=m.node_id,
                               after_ms=m.after_ms) for m in self.messages],
             schedule=[{"key": w.key, "at": w.at.isoformat(), "replaces": w.replaces} for w in self.schedule],
@@ -304,7 +319,9 @@ class TurnState:
         run's summary note. The current user message is included (once) unless a summary took
         the run's whole view (``reset_with_summary``: the summary tells it). With ``recent``, only
         the last ``recent`` customer and assistant messages of that view, and no summary (an
-        extraction reads the latest exchange, at the same cost on every turn).
+        extraction reads the latest exchange, at the same cost on every turn); a leading
+        assistant message is left out when a later one (the question the latest message answers)
+        is in view.
 
         The conversation never opens with an assistant message (providers expect a user turn
         first, and a reply without its question misleads): assistant messages before the first
@@ -323,6 +340,8 @@ class TurnState:
         viewed = [e for e in source if e.role == "system" or e.seq >= from_seq or e.seq == keep]
         if recent is not None:
             talk = [e for e in viewed if e.role != "system"][-recent:]
+            while len(talk) > 1 and talk[0].role == "assistant" and any(e.role == "assistant" for e in talk[1:]):
+                talk = talk[1:]  # opens with a customer message where the latest question stays in view
             first = talk[0].seq if talk else None
             viewed = [e for e in viewed if e.role != "system" and first is not None and e.seq >= first]
         opening: list[str] = []

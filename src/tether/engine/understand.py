@@ -39,7 +39,7 @@ from tether.flow.triggers import MentionTrigger, MessageTrigger
 from tether.models.parsing import ReplyParseError, extract_json
 from tether.models.types import ChatMessage, ModelRequest, ResponseFormat
 
-__all__ = ["Judgeables", "find_judgeables", "understand"]
+__all__ = ["Judgeables", "find_judgeables", "score_sheet", "understand"]
 
 _SAFE_KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 JUDGE_ORDERS = (
@@ -196,6 +196,15 @@ def _add_collect(ts: TurnState, found: Judgeables, owner: str, node: Collect, ru
         found.collect[f"c{len(found.collect) + 1}"] = (owner, node.id, names)
 
 
+def score_sheet(ts: TurnState, found: Judgeables) -> list[Flow]:
+    """The flows the ``flows`` section scores: every flow a message can start (trigger phrases or a
+    catch-all), in the agent's order, then a floor flow no message starts. The same sheet on every
+    call, wherever the floor is and whichever flows may start now, so the schema text keeps its
+    prefix for a provider's prompt cache; only the candidates' scores are read."""
+    sheet = [f for f in ts.agent.flows if any(isinstance(t, MessageTrigger) for t in f.on)]
+    return sheet + [f for f in found.candidates if f not in sheet]
+
+
 def _key(name: str, aliases: dict[str, str], prefix: str) -> str:
     if _SAFE_KEY.match(name):
         return name
@@ -222,11 +231,7 @@ def _envelope(ts: TurnState, found: Judgeables) -> tuple[dict[str, Any], dict[st
 
     if found.candidates:
         props = {}
-        # a fixed order for prompt caches: the routable flows in the agent's order wherever the floor
-        # is, then a floor flow that routing alone never offers (a catch-all menu)
-        order = {flow.id: i for i, flow in enumerate(ts.agent.flows)}
-        for flow in sorted(found.candidates, key=lambda f: (message_trigger(f, catch_all=False) is None,
-                                                            order.get(f.id, len(order)))):
+        for flow in score_sheet(ts, found):
             key = _key(flow.id, aliases["flows"], "f")
             props[key] = {"type": ["integer", "null"], "minimum": 0, "maximum": 100}
             if key != flow.id:
@@ -313,9 +318,11 @@ def _parse(found: Judgeables, aliases: dict[str, dict[str, str]], data: Mapping[
         value = data.get(name)
         return value if isinstance(value, Mapping) else {}
 
+    candidates = {flow.id for flow in found.candidates}
     for key, value in section("flows").items():
-        if (score := _score(value)) is not None:
-            judgement.flows[aliases["flows"].get(key, key)] = score
+        flow_id = aliases["flows"].get(key, key)
+        if flow_id in candidates and (score := _score(value)) is not None:
+            judgement.flows[flow_id] = score
     for key, value in section("mentions").items():
         if (flag := _flag(value)) is not None:
             judgement.mentions[aliases["mentions"].get(key, key)] = flag

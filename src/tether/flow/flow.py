@@ -88,6 +88,12 @@ class Flow:
         version: the author's version label (``flow@version``; flow files set it). Runs are
             pinned to the digest, not to this label.
 
+    Attributes:
+        segments: node id -> the chain of ``generate`` replies (that node first) one model call
+            speaks for when a run reaches it. Filled by :mod:`tether.dialect` for flow files
+            (see :mod:`tether.dialect.segments`); always empty for Python flows, whose ``next``
+            cannot be proven unconditional. Derived from the nodes, so not part of the digest.
+
     Raises:
         FlowDefinitionError: with every problem found, each with a stable code.
     """
@@ -137,6 +143,7 @@ class Flow:
             self.by_id.setdefault(getattr(node, "id", ""), node)
         self.on_drift: OnDrift = on_drift
         self.version = version
+        self.segments: Mapping[str, tuple[str, ...]] = {}
         issues = self._validate(start)
         if on_drift not in ("error", "restart") and not callable(on_drift):
             issues.append(DefinitionIssue("invalid-on-drift", f"flow {id!r}: on_drift must be 'error', 'restart' or "

@@ -401,15 +401,13 @@ class Runtime:
 
         recorded = [entry for run_id in journal_runs(agent, doc) for entry in await self.store.journal(doc.id,
                                                                                                         run_id=run_id)]
-        turn_options = dataclasses.replace(options or TurnOptions(), checkpoint=checkpoint, journal=recorded,
-                                           spawn=self._spawner(agent),
-                                           phase=tracing.phase_span if tracing.enabled() else None)
+        hooks: dict[str, Any] = {"checkpoint": checkpoint, "journal": recorded, "spawn": self._spawner(agent),
+                                 "phase": tracing.phase_span if tracing.recording() else None}
+        turn_options = TurnOptions(**hooks) if options is None else dataclasses.replace(options, **hooks)
         result = await agent.turn(doc, turn_input, options=turn_options, on_delta=on_delta)
         after = result.session or doc
-        records = turn_records(result)
-        records.messages = records.messages[attempt.messages:]
-        records.events = records.events[attempt.events:]
-        records.journal = records.journal[attempt.journal:]
+        records = turn_records(result, messages_from=attempt.messages, events_from=attempt.events,
+                               journal_from=attempt.journal)
         if attempt.fresh is not None or (
                 result.changed and (attempt.checkpointed is None or after != attempt.checkpointed
                                     or not records.is_empty())):

@@ -32,8 +32,9 @@ and :func:`upgrade_v1` stamps them version 2 (nothing else changes).
 
 from __future__ import annotations
 
+import bisect
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -75,10 +76,21 @@ def _ids(records: Iterable[TranscriptMessage]) -> list[tuple[int, str]]:
     return [(m.seq, m.input_id) for m in records if m.role == "user" and m.input_id is not None]
 
 
-def _tail(doc: Session, records: Sequence[TranscriptMessage], seen: Sequence[tuple[int, str]]) -> Tail:
+def _tail(doc: Session, records: list[TranscriptMessage], seen: list[tuple[int, str]]) -> Tail:
+    """``records`` and ``seen`` are in ``seq`` order (as read, then as written): the window and the
+    ids kept are where a binary search puts them."""
     start = doc.window_from if doc.window_from is not None else doc.message_seq + 1
     horizon = doc.message_seq - SEEN_HORIZON
-    return Tail([m for m in records if m.seq >= start], [s for s in seen if s[0] > horizon][-KEEP_INPUTS:])
+    window = records[bisect.bisect_left(records, start, key=_seq):]
+    return Tail(window, seen[bisect.bisect_right(seen, horizon, key=_first):][-KEEP_INPUTS:])
+
+
+def _seq(message: TranscriptMessage) -> int:
+    return message.seq
+
+
+def _first(seen: tuple[int, str]) -> int:
+    return seen[0]
 
 
 class WindowCache:

@@ -157,7 +157,7 @@ def create_app(
         try:
             agent = runtime.register_flows(agent_id, [{"flow": body.flow}], flow_registry)
         except FlowDefinitionError as exc:
-            issues = [{"code": i.code, "path": i.path, "message": i.message, "hint": i.hint} for i in exc.issues]
+            issues = [i.as_dict() for i in exc.issues]
             raise ApiError(422, "invalid-flow", f"flow {flow_id!r} was refused with {len(issues)} issue(s)",
                            details=issues) from None
         flow = agent.flows_by_id[flow_id]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from tether.stores.base import duplicate_message, event_rows, message_rows, utc
+from tether.stores.base import duplicate_message, message_rows, utc
+from tether.stores.record_forms import event_row, journal_body
 from tether.stores.records import TurnRecords, Wake
 
 if TYPE_CHECKING:
@@ -44,15 +45,13 @@ async def insert_records(conn: Conn, s: str, session_id: str, records: TurnRecor
             inserted = {row[0] for row in await cur.fetchall()}
             if len(inserted) != len(seqs):
                 raise duplicate_message(session_id, min(seq for seq in seqs if seq not in inserted))
-        events = event_rows(records)
-        if events:  # numbered after the session's last event, in the same statement
+        events = event_row(records)
+        if events is not None:  # one row, numbered by the write's last event, in the same statement
             await cur.execute(
                 f"INSERT INTO {s}.tether_events (session_id, seq, type, at, body) "
-                f"SELECT %s, (SELECT COALESCE(max(seq), 0) FROM {s}.tether_events WHERE session_id = %s) + e.n, "
-                "e.type, e.at, e.body::json "
-                "FROM unnest(%s::text[], %s::timestamptz[], %s::text[]) WITH ORDINALITY AS e(type, at, body, n)",
-                (session_id, session_id, [kind for kind, _, _ in events], [at for _, at, _ in events],
-                 [body for _, _, body in events]),
+                f"SELECT %s, (SELECT COALESCE(max(seq), 0) FROM {s}.tether_events WHERE session_id = %s) + %s, "
+                "%s, %s, %s::json",
+                (session_id, session_id, events.size, events.type, events.at, events.body),
             )
         if records.journal:
             await cur.executemany(
@@ -60,7 +59,7 @@ async def insert_records(conn: Conn, s: str, session_id: str, records: TurnRecor
                 "VALUES (%s, %s, %s, %s::json) ON CONFLICT (session_id, key) "
                 "DO UPDATE SET run_id = EXCLUDED.run_id, body = EXCLUDED.body "
                 "WHERE (j.body->>'status') = 'running'",  # a final entry never changes
-                [(session_id, e.key, e.run_id, e.model_dump_json(exclude_none=True)) for e in records.journal],
+                [(session_id, e.key, e.run_id, journal_body(session_id, e)) for e in records.journal],
             )
         if records.cancel_wakes:
             await cur.execute(
@@ -108,7 +107,7 @@ async def save_in_one_statement(conn: Conn, s: str, session: tuple[Any, ...], ex
     """
     session_id, agent, status, revision, saved_at, text = session
     messages = message_rows(session_id, records) if records is not None else []
-    events = event_rows(records) if records is not None else []
+    events = event_row(records) if records is not None else None
     sql = (f"WITH swapped AS (UPDATE {s}.tether_sessions SET status = %(status)s, revision = %(revision)s, "
            "saved_at = %(saved_at)s, doc = %(doc)s::json "
            "WHERE id = %(id)s AND revision = %(expected)s AND agent = %(agent)s RETURNING id)")
@@ -120,19 +119,16 @@ async def save_in_one_statement(conn: Conn, s: str, session: tuple[Any, ...], ex
                 "SELECT %(id)s, m.seq, m.body FROM json_to_recordset(%(said)s::json) AS m(seq bigint, body json) "
                 "WHERE EXISTS (SELECT 1 FROM swapped))")
         params["said"] = "[" + ",".join(f'{{"seq":{seq},"body":{body}}}' for seq, body in messages) + "]"
-    if events:
+    if events is not None:
         sql += (f", told AS (INSERT INTO {s}.tether_events (session_id, seq, type, at, body) "
                 f"SELECT %(id)s, (SELECT COALESCE(max(seq), 0) FROM {s}.tether_events WHERE session_id = %(id)s) "
-                "+ e.n, e.type, e.at, e.body FROM json_to_recordset(%(told)s::json) "
-                "AS e(n bigint, type text, at timestamptz, body json) WHERE EXISTS (SELECT 1 FROM swapped))")
-        params["told"] = "[" + ",".join(
-            f'{{"n":{n},"type":{json.dumps(kind)},"at":"{at.isoformat()}","body":{body}}}'
-            for n, (kind, at, body) in enumerate(events, 1)) + "]"
+                "+ %(told_count)s, %(told_type)s, %(told_at)s, %(told)s::json WHERE EXISTS (SELECT 1 FROM swapped))")
+        params.update(told_count=events.size, told_type=events.type, told_at=events.at, told=events.body)
     if records is not None and records.journal:
         entries: dict[str, str] = {}
         for e in records.journal:  # the first write of a key fixes its place, the last its body
             entries[e.key] = f'{{"key":{json.dumps(e.key)},"run_id":{json.dumps(e.run_id)},' \
-                             f'"body":{e.model_dump_json(exclude_none=True)}'
+                             f'"body":{journal_body(session_id, e)}'
         sql += (f", jotted AS (INSERT INTO {s}.tether_journal AS j (session_id, key, run_id, body) "
                 "SELECT %(id)s, r.key, r.run_id, r.body FROM json_to_recordset(%(jot)s::json) "
                 "AS r(n int, key text, run_id text, body json) WHERE EXISTS (SELECT 1 FROM swapped) ORDER BY r.n "

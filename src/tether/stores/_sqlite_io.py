@@ -6,7 +6,8 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tether.stores.base import duplicate_message, event_rows, message_rows, utc
+from tether.stores.base import duplicate_message, message_rows, utc
+from tether.stores.record_forms import event_row, journal_body
 from tether.stores.records import TurnRecords, Wake
 
 __all__ = ["from_us", "insert_records", "to_us", "wake_from_row"]
@@ -54,20 +55,18 @@ def insert_records(conn: sqlite3.Connection, session_id: str, records: TurnRecor
             (session_id, *seqs),
         ).fetchone()
         raise duplicate_message(session_id, row[0]) from None
-    events = event_rows(records)
-    if events:
-        (last,) = conn.execute(
-            "SELECT COALESCE(MAX(seq), 0) FROM tether_events WHERE session_id = ?", (session_id,)
-        ).fetchone()
-        conn.executemany(
-            "INSERT INTO tether_events (session_id, seq, type, at, body) VALUES (?, ?, ?, ?, ?)",
-            [(session_id, last + i, kind, to_us(at), body) for i, (kind, at, body) in enumerate(events, 1)],
+    events = event_row(records)
+    if events is not None:  # one row for the write's events, numbered by its last event
+        conn.execute(
+            "INSERT INTO tether_events (session_id, seq, type, at, body) VALUES (?, "
+            "(SELECT COALESCE(MAX(seq), 0) FROM tether_events WHERE session_id = ?) + ?, ?, ?, ?)",
+            (session_id, session_id, events.size, events.type, to_us(events.at), events.body),
         )
     conn.executemany(
         "INSERT INTO tether_journal (session_id, key, run_id, body) VALUES (?, ?, ?, ?) "
         "ON CONFLICT (session_id, key) DO UPDATE SET run_id = excluded.run_id, body = excluded.body "
         "WHERE json_extract(tether_journal.body, '$.status') = 'running'",  # a final entry never changes
-        [(session_id, e.key, e.run_id, e.model_dump_json(exclude_none=True)) for e in records.journal],
+        [(session_id, e.key, e.run_id, journal_body(session_id, e)) for e in records.journal],
     )
     conn.executemany(
         "DELETE FROM tether_wakes WHERE session_id = ? AND key = ?",

@@ -13,7 +13,6 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, contextmanager
 from datetime import UTC, datetime
-from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
@@ -30,8 +29,6 @@ __all__ = [
     "Store",
     "backend_errors",
     "duplicate_message",
-    "event_from_row",
-    "event_rows",
     "message_rows",
     "messages_from_rows",
     "parse_at",
@@ -44,7 +41,6 @@ ClockLike = Clock | Callable[[], datetime]
 ENDED_STATUSES = ("completed", "aborted")
 """Session statuses that ``prune`` may delete."""
 
-_EVENT = TypeAdapter(dict[str, Any])
 _MESSAGES = TypeAdapter(list[TranscriptMessage])
 
 
@@ -284,15 +280,6 @@ def _schema_version(text: str | bytes) -> int | None:
     return version if isinstance(version, int) else None
 
 
-def event_rows(records: TurnRecords) -> list[tuple[str, datetime, str]]:
-    """``(type, at, json)`` for each event of ``records``; an event that is not JSON-serializable
-    raises ``StoreError``."""
-    try:
-        return [(str(e["type"]), parse_at(e["at"]), _EVENT.dump_json(e).decode()) for e in records.events]
-    except PydanticSerializationError as exc:
-        raise StoreError(f"an event is not JSON-serializable: {exc}", operation="save") from exc
-
-
 def messages_from_rows(bodies: Iterable[str]) -> list[TranscriptMessage]:
     """Transcript messages from their stored JSON, parsed and validated in one pass."""
     return _MESSAGES.validate_json(f"[{','.join(bodies)}]")
@@ -306,14 +293,8 @@ def message_rows(session_id: str, records: TurnRecords) -> list[tuple[int, str]]
         if message.seq in seen:
             raise duplicate_message(session_id, message.seq)
         seen.add(message.seq)
-        rows.append((message.seq, message.model_dump_json(exclude_none=True)))
+        rows.append((message.seq, message.model_dump_json(exclude_defaults=True)))  # defaults fill in on read
     return rows
-
-
-def event_from_row(seq: int, text: str) -> StoredEvent:
-    """A stored event from its sequence number and JSON."""
-    data = json.loads(text)
-    return StoredEvent(seq=seq, type=data["type"], at=parse_at(data["at"]), data=data)
 
 
 @contextmanager

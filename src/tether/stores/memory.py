@@ -11,6 +11,7 @@ import bisect
 import builtins
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from tether.engine.session import Session, TranscriptMessage
 from tether.errors import SessionConflict, SessionFlowMismatch, StoreError
@@ -19,26 +20,39 @@ from tether.stores.base import (
     ClockLike,
     Store,
     duplicate_message,
-    event_from_row,
-    event_rows,
     message_rows,
     messages_from_rows,
     utc,
 )
+from tether.stores.record_forms import EventRow, event_row, events_from_row, journal_body, journal_from_row
 from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
 
 __all__ = ["MemoryStore"]
 
 
-_Rows = tuple[builtins.list[tuple[int, str]], builtins.list[tuple[str, datetime, str]]]
+_Rows = tuple[builtins.list[tuple[int, str]], EventRow | None]
+
+
+class _Summary(NamedTuple):
+    """A session's indexed columns (a ``SessionSummary`` is built from it only when listed)."""
+
+    id: str
+    agent: str
+    status: str
+    revision: int
+    created_at: datetime
+    saved_at: datetime
+
+
+_NO_RECORDS: dict[int, str] = {}
 
 
 @dataclass
 class _Records:
     messages: dict[int, str] = field(default_factory=dict)
     order: builtins.list[int] = field(default_factory=list)  # message seqs, sorted: a window read is O(window)
-    events: builtins.list[tuple[int, str]] = field(default_factory=list)
-    journal: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (run_id, json)
+    events: builtins.list[tuple[int, datetime, str]] = field(default_factory=list)  # (last seq, at, body) per write
+    journal: dict[str, tuple[str, str, bool]] = field(default_factory=dict)  # key -> (run_id, body, final)
 
 
 class MemoryStore(Store):
@@ -47,7 +61,7 @@ class MemoryStore(Store):
     def __init__(self, *, clock: ClockLike | None = None) -> None:
         super().__init__(clock=clock)
         self._docs: dict[str, str] = {}
-        self._summaries: dict[str, SessionSummary] = {}
+        self._summaries: dict[str, _Summary] = {}
         self._records: dict[str, _Records] = {}
         self._wakes: dict[tuple[str, str], str] = {}
         self._lock = asyncio.Lock()
@@ -126,7 +140,7 @@ class MemoryStore(Store):
             ]
         rows.sort(key=lambda s: s.id)
         rows.sort(key=lambda s: s.saved_at, reverse=True)
-        return [row.model_copy() for row in rows[:limit]]
+        return [SessionSummary.model_construct(**row._asdict()) for row in rows[:limit]]
 
     async def prune(self, *, older_than: datetime) -> int:
         cutoff = utc(older_than)
@@ -154,16 +168,17 @@ class MemoryStore(Store):
     async def events(self, session_id: str, *, after: int = 0) -> builtins.list[StoredEvent]:
         async with self._lock:
             self._check_open("events")
-            events = self._records.get(session_id, _Records()).events
-            return [event_from_row(seq, text) for seq, text in events if seq > after]
+            rows = self._records.get(session_id, _Records()).events
+            return [event for seq, at, body in rows if seq > after
+                    for event in events_from_row(seq, at, body, after=after)]
 
     async def journal(self, session_id: str, *, run_id: str | None = None) -> builtins.list[JournalEntry]:
         async with self._lock:
             self._check_open("journal")
-            entries = self._records.get(session_id, _Records()).journal.values()
+            entries = self._records.get(session_id, _Records()).journal.items()
             return [
-                JournalEntry.model_validate_json(text)
-                for rid, text in entries
+                journal_from_row(session_id, key, rid, body)
+                for key, (rid, body, _) in entries
                 if run_id is None or rid == run_id
             ]
 
@@ -214,14 +229,8 @@ class MemoryStore(Store):
     def _put(self, stored: Session, text: str) -> None:
         assert stored.saved_at is not None
         self._docs[stored.id] = text
-        self._summaries[stored.id] = SessionSummary.model_construct(  # from a document just validated
-            id=stored.id,
-            agent=stored.agent,
-            status=stored.status,
-            revision=stored.revision,
-            created_at=utc(stored.created_at),
-            saved_at=utc(stored.saved_at),
-        )
+        self._summaries[stored.id] = _Summary(  # from a document just validated
+            stored.id, stored.agent, stored.status, stored.revision, utc(stored.created_at), utc(stored.saved_at))
 
     def _drop(self, session_id: str) -> None:
         self._docs.pop(session_id, None)
@@ -233,13 +242,14 @@ class MemoryStore(Store):
     def _check_records(self, session_id: str, records: TurnRecords | None) -> _Rows:
         """Encode the records and fail before anything is written, so a failed write leaves no trace."""
         if records is None:
-            return [], []
+            return [], None
         rows = message_rows(session_id, records)
-        existing = self._records.get(session_id, _Records()).messages
+        bucket = self._records.get(session_id)
+        existing = bucket.messages if bucket is not None else _NO_RECORDS
         for seq, _ in rows:
             if seq in existing:
                 raise duplicate_message(session_id, seq)
-        return rows, event_rows(records)
+        return rows, event_row(records)
 
     def _write_records(self, session_id: str, records: TurnRecords | None, rows: _Rows) -> None:
         if records is None:
@@ -252,14 +262,14 @@ class MemoryStore(Store):
                 bisect.insort(bucket.order, seq)
             else:
                 bucket.order.append(seq)
-        next_seq = bucket.events[-1][0] + 1 if bucket.events else 1
-        for offset, (_, _, text) in enumerate(events):
-            bucket.events.append((next_seq + offset, text))
+        if events is not None:
+            last = bucket.events[-1][0] if bucket.events else 0
+            bucket.events.append((last + events.size, events.at, events.body))
         for entry in records.journal:
             kept = bucket.journal.get(entry.key)
-            if kept is not None and JournalEntry.model_validate_json(kept[1]).final:
+            if kept is not None and kept[2]:
                 continue  # a recorded result never changes
-            bucket.journal[entry.key] = (entry.run_id, entry.model_dump_json(exclude_none=True))
+            bucket.journal[entry.key] = (entry.run_id, journal_body(session_id, entry), entry.final)
         for key in records.cancel_wakes:
             self._wakes.pop((session_id, key), None)
         for request in records.wakes:

@@ -23,8 +23,9 @@ from tether.errors import SessionConflict, SessionFlowMismatch, StoreError
 from tether.stores._postgres_io import insert_records, one_statement_save, save_in_one_statement, wake_from_row
 from tether.stores._postgres_lease import PostgresLease, hold_postgres_lease
 from tether.stores._postgres_schema import migrate, quote_schema
-from tether.stores.base import ClockLike, Store, backend_errors, event_from_row, messages_from_rows, utc
+from tether.stores.base import ClockLike, Store, backend_errors, messages_from_rows, utc
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
+from tether.stores.record_forms import events_from_row, journal_from_row
 from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
 
 if TYPE_CHECKING:
@@ -372,21 +373,21 @@ class PostgresStore(Store):
         rows = await self._fetchall(
             "events",
             session_id,
-            f"SELECT seq, body::text FROM {self._s}.tether_events "
+            f"SELECT seq, at, body::text FROM {self._s}.tether_events "
             "WHERE session_id = %s AND seq > %s ORDER BY seq",
             (session_id, after),
         )
-        return [event_from_row(r[0], r[1]) for r in rows]
+        return [event for r in rows for event in events_from_row(r[0], utc(r[1]), r[2], after=after)]
 
     async def journal(self, session_id: str, *, run_id: str | None = None) -> builtins.list[JournalEntry]:
         rows = await self._fetchall(
             "journal",
             session_id,
-            f"SELECT body::text FROM {self._s}.tether_journal WHERE session_id = %(sid)s "
+            f"SELECT key, run_id, body::text FROM {self._s}.tether_journal WHERE session_id = %(sid)s "
             "AND (%(run)s::text IS NULL OR run_id = %(run)s) ORDER BY id",
             {"sid": session_id, "run": run_id},
         )
-        return [JournalEntry.model_validate_json(r[0]) for r in rows]
+        return [journal_from_row(session_id, r[0], r[1], r[2]) for r in rows]
 
     # ------------------------------------------------------------------ wakes
 

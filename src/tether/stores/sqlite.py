@@ -29,8 +29,9 @@ from tether.errors import SessionConflict, SessionFlowMismatch, StoreError
 from tether.stores._sqlite_io import from_us, insert_records, to_us, wake_from_row
 from tether.stores._sqlite_lease import SQLiteLease, hold_sqlite_lease
 from tether.stores._sqlite_schema import migrate
-from tether.stores.base import ClockLike, Store, backend_errors, event_from_row, messages_from_rows, utc
+from tether.stores.base import ClockLike, Store, backend_errors, messages_from_rows, utc
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
+from tether.stores.record_forms import events_from_row, journal_from_row
 from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
 
 __all__ = ["SQLiteStore"]
@@ -343,23 +344,23 @@ class SQLiteStore(Store):
     async def events(self, session_id: str, *, after: int = 0) -> builtins.list[StoredEvent]:
         def op(conn: sqlite3.Connection) -> builtins.list[Any]:
             return conn.execute(
-                "SELECT seq, body FROM tether_events WHERE session_id = ? AND seq > ? ORDER BY seq",
+                "SELECT seq, at, body FROM tether_events WHERE session_id = ? AND seq > ? ORDER BY seq",
                 (session_id, after),
             ).fetchall()
 
         rows = await self._call("events", session_id, op)
-        return [event_from_row(r[0], r[1]) for r in rows]
+        return [event for r in rows for event in events_from_row(r[0], from_us(r[1]), r[2], after=after)]
 
     async def journal(self, session_id: str, *, run_id: str | None = None) -> builtins.list[JournalEntry]:
         def op(conn: sqlite3.Connection) -> builtins.list[Any]:
             return conn.execute(
-                "SELECT body FROM tether_journal "
+                "SELECT key, run_id, body FROM tether_journal "
                 "WHERE session_id = ? AND (? IS NULL OR run_id = ?) ORDER BY id",
                 (session_id, run_id, run_id),
             ).fetchall()
 
         rows = await self._call("journal", session_id, op)
-        return [JournalEntry.model_validate_json(r[0]) for r in rows]
+        return [journal_from_row(session_id, r[0], r[1], r[2]) for r in rows]
 
     # ------------------------------------------------------------------ wakes
 
