@@ -23,6 +23,7 @@ from tether.dialect.segments import find_segments
 from tether.dialect.spec import (
     ActionSpec,
     AgentSpec,
+    BranchSpec,
     ChoiceSpec,
     CollectSpec,
     DecideSpec,
@@ -31,9 +32,11 @@ from tether.dialect.spec import (
     EscalateRef,
     EventTriggerSpec,
     FlowSpec,
+    GateSpec,
     GotoRef,
     HandoffRef,
     JsonPathResolver,
+    JudgeGateSpec,
     MentionTriggerSpec,
     MessageTriggerSpec,
     NodeSpec,
@@ -50,6 +53,7 @@ from tether.dialect.spec import (
     TransitionRef,
     TriggerSpec,
     ValueSource,
+    VerifySpec,
     WaitSpec,
 )
 from tether.dialect.values import RESULTS_KEY, TEMPLATE, evaluate, read_results, resolve_mapping, split_path
@@ -76,13 +80,14 @@ from tether.flow import (
 )
 from tether.flow.agent_def import Compaction
 from tether.flow.choices import ChoiceReply
-from tether.flow.nodes import Node
+from tether.flow.gates import Gate, GateScope, judge_gate, predicate_gate
+from tether.flow.nodes import Branch, Node, Verify, branch
 from tether.flow.resolvers import Resolver
 from tether.flow.results import ActionResult, ReplyTurn, failed
 from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlow, Transition, stay
 
-__all__ = ["ToolCall", "RegisteredAction", "Routes", "SpecPredicate", "agent_options", "build_flow",
-           "engine_template"]
+__all__ = ["ToolCall", "RegisteredAction", "Routes", "SpecCheck", "SpecGate", "SpecPredicate", "agent_options",
+           "build_flow", "engine_template"]
 
 
 def engine_template(text: str | None) -> str | None:
@@ -182,6 +187,36 @@ class SpecPredicate:
 
     def __call__(self, ctx: Any) -> bool:
         root = _root(ctx.state, ctx.input, ctx.context)
+        return evaluate(self.spec, root, self.registry.conditions)
+
+
+@dataclass(frozen=True)
+class SpecCheck:
+    """A verify ``check``: the predicate over the state merged with the node's data."""
+
+    spec: Predicate
+    registry: Registry
+
+    def digest_key(self) -> str:
+        return _dumps(self.spec)
+
+    def __call__(self, state: Mapping[str, Any], data: Mapping[str, Any]) -> bool:
+        return evaluate(self.spec, _root({**state, **data}), self.registry.conditions)
+
+
+@dataclass(frozen=True)
+class SpecGate:
+    """A predicate gate's ``when`` over the run record (``results`` as the flow's nodes recorded them)."""
+
+    spec: Predicate
+    registry: Registry
+
+    def digest_key(self) -> str:
+        return _dumps(self.spec)
+
+    def __call__(self, scope: GateScope) -> bool:
+        root = _root(scope.state, scope.input, scope.request_context)
+        root["results"] = {**root["results"], **dict(scope.results)}
         return evaluate(self.spec, root, self.registry.conditions)
 
 
@@ -316,6 +351,30 @@ def _routes(spec: Any, default: TransitionRef | None, registry: Registry, **opti
     return Routes(tuple(spec.routes), default, registry, **options)
 
 
+def _verify(spec: VerifySpec | None, flow: str, node: str, registry: Registry) -> Verify | None:
+    if spec is None:
+        return None
+    return Verify(_model(spec.output_schema, flow, node, "verify"),
+                  SpecCheck(spec.check, registry) if spec.check is not None else None)
+
+
+def _branches(specs: list[BranchSpec], registry: Registry) -> list[Branch]:
+    return [branch(_transition(b.then), when=b.when, if_=SpecPredicate(b.if_, registry) if b.if_ is not None else None)
+            for b in specs]
+
+
+def _ask(ask: str | dict[str, str] | None) -> str | dict[str, str] | None:
+    if isinstance(ask, dict):
+        return {name: engine_template(text) or text for name, text in ask.items()}
+    return engine_template(ask)
+
+
+def _gate(spec: GateSpec, registry: Registry) -> Gate:
+    if isinstance(spec, JudgeGateSpec):
+        return judge_gate(spec.id, inputs=spec.inputs, rubric=spec.rubric, severity=spec.severity)
+    return predicate_gate(spec.id, SpecGate(spec.when, registry), severity=spec.severity)
+
+
 def build_node(spec: NodeSpec, flow: str, registry: Registry, recorded: frozenset[str] = frozenset()) -> Node:
     """The node ``spec`` describes; a node in ``recorded`` (read by the flow as ``results.<id>``)
     records its result."""
@@ -327,23 +386,26 @@ def build_node(spec: NodeSpec, flow: str, registry: Registry, recorded: frozense
         return reply(spec.id, instructions=engine_template(spec.instructions),
                      response=engine_template(spec.response.template) if spec.response else None,
                      context=spec.context, next=next_, once=spec.once, tools=spec.tools, model=spec.model,
-                     fallback=engine_template(spec.fallback), output_schema=output, label=spec.label)
+                     fallback=engine_template(spec.fallback), output_schema=output, label=spec.label,
+                     verify=_verify(spec.verify, flow, spec.id, registry), branches=_branches(spec.branches, registry))
     if isinstance(spec, CollectSpec):
         assign = tuple((spec.assign or {}).items())
         on_complete: Any = (_routes(spec, spec.next, registry, merge=True, fallback=NEXT, record=record, assign=assign)
                             if spec.routes or record or assign else _transition(spec.next))
         return collect(spec.id, schema=_model(spec.schema_, flow, spec.id, "schema"), fields=spec.fields,
-                       required=spec.required, ask=engine_template(spec.ask), question=engine_template(spec.question),
+                       required=spec.required, ask=_ask(spec.ask), question=engine_template(spec.question),
                        prompt=engine_template(spec.prompt), instructions=engine_template(spec.instructions),
                        max_turns=spec.max_turns, max_asks=spec.max_asks,
                        resolvers=[_resolver(r) for r in spec.resolvers], verbatim_fields=spec.verbatim_fields,
                        on_complete=on_complete, model=spec.model, choices=_choices(spec.choices),
-                       output_schema=output, label=spec.label)
+                       output_schema=output, label=spec.label, verify=_verify(spec.verify, flow, spec.id, registry),
+                       branches=_branches(spec.branches, registry))
     if isinstance(spec, ActionSpec):
         routes = _routes(spec, spec.next, registry, record=record)
         run: Any = ToolCall(spec, routes) if spec.tool is not None else RegisteredAction(spec, routes)
         built: Node = action(spec.id, run, on_fail=_transition(spec.on_fail),
-                        uses=[spec.tool] if spec.tool is not None else [], output_schema=output, label=spec.label)
+                             uses=[spec.tool] if spec.tool is not None else [], output_schema=output, label=spec.label,
+                             verify=_verify(spec.verify, flow, spec.id, registry))
         return built
     if isinstance(spec, DecideSpec):
         schema = _model(spec.schema_, flow, spec.id, "schema")
@@ -353,7 +415,7 @@ def build_node(spec: NodeSpec, flow: str, registry: Registry, recorded: frozense
         decider = _routes(spec, spec.otherwise, registry, merge=True, carry=True, fallback=stay, record=record)
         return decide(spec.id, schema=schema, decide=decider, instructions=engine_template(spec.instructions),
                       model=spec.model, choices=_choices(spec.choices), prompt=engine_template(spec.prompt),
-                      output_schema=output, label=spec.label)
+                      output_schema=output, label=spec.label, verify=_verify(spec.verify, flow, spec.id, registry))
     if isinstance(spec, RouterSpec):
         return router(spec.id, when=SpecPredicate(spec.when, registry),
                       then=_transition(spec.then) if spec.then is not None else NEXT,
@@ -370,7 +432,8 @@ def _trigger(spec: TriggerSpec, registry: Registry) -> Any:
     if isinstance(spec, MessageTriggerSpec):
         return on_message(*spec.phrases, repeat=repeat, if_=if_)
     if isinstance(spec, MentionTriggerSpec):
-        return on_mention(*spec.phrases, repeat=repeat, if_=if_)
+        return on_mention(*spec.phrases, extract=dict(spec.extract) if spec.extract else None, repeat=repeat,
+                          if_=if_)
     if isinstance(spec, SilenceTriggerSpec):
         return on_silence(spec.after, repeat=repeat, if_=if_, business_hours=spec.business_hours)
     assert isinstance(spec, EventTriggerSpec)
@@ -392,7 +455,7 @@ def build_flow(spec: FlowSpec, registry: Registry | None = None) -> Flow:
                 max_oscillations=spec.max_oscillations, on=[_trigger(t, registry) for t in spec.on],
                 clear_on_start=spec.clear_on_start, on_end=spec.on_end,
                 instructions=[engine_template(i) for i in spec.instructions], tools=spec.tools,
-                collect=spec.collect, version=spec.version)
+                collect=spec.collect, version=spec.version, gates=[_gate(g, registry) for g in spec.gates])
     flow.segments = find_segments(spec)
     return flow
 

@@ -23,6 +23,7 @@ __all__ = ["did_you_mean", "parse_document"]
 
 _TAGS = {"reply", "collect", "action", "decide", "router", "wait",  # node kinds
          "message", "mention", "silence", "event",  # trigger kinds
+         "predicate", "judge",  # gate kinds
          "pattern", "enum", "range", "jsonpath", "whole_message",  # resolver kinds
          "eq", "ne", "lt", "lte", "gt", "gte", "in", "notIn", "exists", "notExists", "truthy", "falsy", "and", "or",
          "not", "condition"}

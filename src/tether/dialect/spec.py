@@ -18,6 +18,7 @@ __all__ = [
     "ActionSpec",
     "AgentSpec",
     "And",
+    "BranchSpec",
     "ChoiceSpec",
     "CollectSpec",
     "Compare",
@@ -30,8 +31,10 @@ __all__ = [
     "Exists",
     "FieldSpec",
     "FlowSpec",
+    "GateSpec",
     "GotoRef",
     "HandoffRef",
+    "JudgeGateSpec",
     "Literal_",
     "MappingSource",
     "Membership",
@@ -43,6 +46,7 @@ __all__ = [
     "Or",
     "Path",
     "Predicate",
+    "PredicateGateSpec",
     "ReplySpec",
     "ResolverSpec",
     "ResponseSpec",
@@ -53,6 +57,7 @@ __all__ = [
     "TransitionRef",
     "TriggerSpec",
     "Truth",
+    "VerifySpec",
     "WaitSpec",
 ]
 
@@ -201,6 +206,25 @@ class RouteSpec(Strict):
     to: TransitionRef
 
 
+class BranchSpec(Strict):
+    """A branch of a reply or collect node, judged while the node is asking: ``when`` (text the
+    understand call judges true or false) or ``if`` (a predicate, no model call); exactly one.
+    The first true branch takes ``then``."""
+
+    then: TransitionRef
+    when: str | None = Field(default=None, min_length=1)
+    if_: Predicate | None = Field(default=None, alias="if")
+
+
+class VerifySpec(Strict):
+    """Checked before a goto out of the node commits, over the state merged with the node's
+    data: ``output_schema`` (a JSON Schema) and ``check`` (a predicate; a check registered in code
+    is ``{op: condition, name: ...}``). On failure the run stays on the node."""
+
+    output_schema: dict[str, Any] | None = None
+    check: Predicate | None = None
+
+
 class ChoiceSpec(Strict):
     id: str = Field(min_length=1)
     label: str = Field(min_length=1)
@@ -271,16 +295,20 @@ class ReplySpec(_NodeBase):
     once: bool = False
     tools: list[str] | None = None
     model: Tier | None = None
+    verify: VerifySpec | None = None
+    branches: list[BranchSpec] = []
     routes: list[RouteSpec] = []
     next: TransitionRef | None = None
 
 
 class CollectSpec(_NodeBase):
+    """Gathers fields; ``ask`` is one question, or one per field (``{field: question}``)."""
+
     kind: Literal["collect"]
     schema_: dict[str, Any] | None = Field(default=None, alias="schema")
     fields: list[str] = []
     required: list[str] | None = None
-    ask: str | None = None
+    ask: str | dict[str, str] | None = None
     question: str | None = None
     prompt: str | None = None
     instructions: str | None = None
@@ -292,6 +320,8 @@ class CollectSpec(_NodeBase):
     assign: dict[str, str] | None = None
     """Also write a collected field to another state key: ``{destination: field}``."""
     model: Tier | None = None
+    verify: VerifySpec | None = None
+    branches: list[BranchSpec] = []
     routes: list[RouteSpec] = []
     next: TransitionRef | None = None
 
@@ -307,6 +337,7 @@ class ActionSpec(_NodeBase):
     args: dict[str, MappingSource] = {}
     bind: str | dict[str, MappingSource] | None = None
     approval: bool = False
+    verify: VerifySpec | None = None
     routes: list[RouteSpec] = []
     next: TransitionRef | None = None
     on_fail: TransitionRef | None = None
@@ -322,6 +353,7 @@ class DecideSpec(_NodeBase):
     prompt: str | None = None
     choices: list[ChoiceSpec | str] = []
     model: Tier | None = None
+    verify: VerifySpec | None = None
     routes: list[RouteSpec] = []
     otherwise: TransitionRef | None = None
 
@@ -360,8 +392,13 @@ class MessageTriggerSpec(Strict):
 
 
 class MentionTriggerSpec(Strict):
+    """``extract``: values the understand call reads from the message when the mention counts,
+    given to the run as its input: ``{name: type}`` (string, number, integer, boolean) or
+    ``{name: JSON Schema}``."""
+
     kind: Literal["mention"]
     phrases: list[str] = Field(min_length=1)
+    extract: dict[str, Literal["string", "number", "integer", "boolean"] | dict[str, Any]] | None = None
     repeat: Repeat = "once"
     if_: Predicate | None = Field(default=None, alias="if")
 
@@ -387,6 +424,32 @@ TriggerSpec = Annotated[MessageTriggerSpec | MentionTriggerSpec | SilenceTrigger
                         Field(discriminator="kind")]
 
 
+# --------------------------------------------------------------------------- gates
+
+
+class PredicateGateSpec(Strict):
+    """A post-run gate: ``when`` over ``state``, ``input``, ``context`` and ``results``."""
+
+    id: str = Field(min_length=1)
+    kind: Literal["predicate"]
+    when: Predicate
+    severity: Literal["blocking", "advisory"] = "blocking"
+
+
+class JudgeGateSpec(Strict):
+    """A post-run gate judged by a model over the listed run-record paths
+    (``state.x``, ``results.node``, ``input.x``, ``request_context.x``)."""
+
+    id: str = Field(min_length=1)
+    kind: Literal["judge"]
+    inputs: list[str] = Field(min_length=1)
+    rubric: str | None = None
+    severity: Literal["blocking", "advisory"] = "blocking"
+
+
+GateSpec = Annotated[PredicateGateSpec | JudgeGateSpec, Field(discriminator="kind")]
+
+
 # --------------------------------------------------------------------------- flows and agents
 
 
@@ -405,6 +468,7 @@ class FlowSpec(Strict):
     instructions: list[str] = []
     tools: list[str] | None = None
     collect: list[str] = []
+    gates: list[GateSpec] = []
     nodes: list[NodeSpec] = Field(min_length=1)
 
 
@@ -457,5 +521,5 @@ class AgentFile(Strict):
     agent: AgentSpec
 
 
-for _model in (And, Or, Not, RouteSpec, MessageTriggerSpec):
+for _model in (And, Or, Not, RouteSpec, BranchSpec, VerifySpec, PredicateGateSpec, MessageTriggerSpec):
     _model.model_rebuild()

@@ -15,13 +15,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from tether.dialect.build import RegisteredAction, Routes, SpecPredicate, ToolCall
+from tether.dialect.build import RegisteredAction, Routes, SpecCheck, SpecGate, SpecPredicate, ToolCall
 from tether.dialect.models import SCHEMA_ATTR, source_schema
 from tether.dialect.spec import FlowSpec
 from tether.errors import DefinitionIssue, FlowDefinitionError
 from tether.flow.choices import Choice, ChoiceReply
 from tether.flow.flow import Flow
-from tether.flow.nodes import Action, Collect, Decide, Node, Reply, Router, Wait
+from tether.flow.gates import JudgeGate
+from tether.flow.nodes import Action, Collect, Decide, Node, Reply, Router, Verify, Wait
 from tether.flow.placeholders import PLACEHOLDER
 from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlow, Stay
 
@@ -145,14 +146,50 @@ def _resolver(resolver: Any) -> dict[str, Any]:
     return {"kind": kind, **{k: v for k, v in described.items() if v is not None}}
 
 
+def _verify(verify: Verify, refusals: _Refusals, node: str) -> dict[str, Any]:
+    check = verify.check
+    if check is not None and not isinstance(check, SpecCheck):
+        refusals.refuse(node, "verify.check", f"the verify check {getattr(check, '__name__', check)!r}",
+                        "write check: a predicate over state.* (a check registered in code is "
+                        "{op: condition, name: <name>})")
+    return {"output_schema": _schema(verify.output_schema),
+            "check": check.spec.model_dump(by_alias=True) if isinstance(check, SpecCheck) else None}
+
+
+def _branches(node: Reply | Collect, refusals: _Refusals) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for index, branch in enumerate(node.branches):
+        option = f"branches.{index}"
+        when = branch.if_
+        out.append({"then": _ref(branch.then, refusals, node.id, f"{option}.then"), "when": branch.when,
+                    "if": _predicate(when, refusals, node.id, f"{option}.if") if when is not None else None})
+    return out
+
+
+def _gate(gate: Any, refusals: _Refusals, index: int) -> dict[str, Any]:
+    if isinstance(gate, JudgeGate):
+        return {"id": gate.id, "kind": "judge", "inputs": list(gate.inputs), "rubric": gate.rubric,
+                "severity": gate.severity}
+    if not isinstance(gate.when, SpecGate):
+        refusals.refuse(None, f"gates.{index}.when", f"the gate function {getattr(gate.when, '__name__', gate.when)!r}",
+                        "write when: a predicate over state.*, input.*, context.* and results.*")
+        return {"id": gate.id, "kind": "predicate", "when": {"op": "truthy", "value": {"literal": True}}}
+    return {"id": gate.id, "kind": "predicate", "when": gate.when.spec.model_dump(by_alias=True),
+            "severity": gate.severity}
+
+
 def _node(node: Node, refusals: _Refusals) -> dict[str, Any]:
     out: dict[str, Any] = {"id": node.id, "kind": node.kind, "label": node.label,
                            "output_schema": _schema(node.output_schema)}
     if node.verify is not None:
-        refusals.refuse(node.id, "verify", "verify", "use output_schema")
+        if isinstance(node, Reply | Collect | Action | Decide):
+            out["verify"] = _verify(node.verify, refusals, node.id)
+        else:
+            refusals.refuse(node.id, "verify", f"verify on a {node.kind} node", "verify a reply, collect, action "
+                            "or decide node")
     nid = node.id
     if isinstance(node, Reply | Collect) and node.branches:
-        refusals.refuse(nid, "branches", "branches", "write routes")
+        out["branches"] = _branches(node, refusals)
     if isinstance(node, Reply):
         out |= {"instructions": refusals.text(node.instructions, nid, "instructions"),
                 "fallback": refusals.text(node.fallback, nid, "fallback"), "context": node.context,
@@ -164,13 +201,14 @@ def _node(node: Node, refusals: _Refusals) -> dict[str, Any]:
         out |= _routed(node.next, refusals, nid, "next", "next")
     elif isinstance(node, Collect):
         slots = list(node.slots)
-        ask = node.ask
+        ask: Any = node.ask
         if isinstance(ask, Mapping):
-            refusals.refuse(nid, "ask", "a question per field", "write one ask template")
-            ask = None
+            ask = {name: refusals.text(text, nid, f"ask.{name}") for name, text in ask.items()}
+        else:
+            ask = refusals.text(ask, nid, "ask")
         out |= {"schema": _schema(node.schema), "fields": list(node.fields),
                 "required": list(node.required) if list(node.required) != slots else None,
-                "ask": refusals.text(ask, nid, "ask"), "question": refusals.text(node.question, nid, "question"),
+                "ask": ask, "question": refusals.text(node.question, nid, "question"),
                 "prompt": refusals.text(node.prompt, nid, "prompt"),
                 "instructions": refusals.text(node.instructions, nid, "instructions"),
                 "max_turns": node.max_turns, "max_asks": node.max_asks,
@@ -220,7 +258,7 @@ def _trigger(trigger: Any, refusals: _Refusals, index: int) -> dict[str, Any]:
     if trigger.kind in ("message", "mention"):
         out["phrases"] = list(trigger.phrases)
         if trigger.kind == "mention" and trigger.extract:
-            refusals.refuse(None, f"on.{index}.extract", "a mention's extract", "collect the fields in a node")
+            out["extract"] = dict(trigger.extract)
     if trigger.kind in ("silence", "event"):
         out |= {"after": trigger.after, "business_hours": trigger.business_hours}
     if trigger.kind == "event":
@@ -238,8 +276,8 @@ def to_spec(flow: Flow) -> dict[str, Any]:
             the node, the option and the declarative replacement.
     """
     refusals = _Refusals(flow.id)
-    for option, value, default in (("while_", flow.while_, None), ("gates", flow.gates, ()),
-                                   ("anchor", flow.anchor, "session"), ("on_drift", flow.on_drift, "error")):
+    for option, value, default in (("while_", flow.while_, None), ("anchor", flow.anchor, "session"),
+                                   ("on_drift", flow.on_drift, "error")):
         if value != default:
             refusals.refuse(None, option, option, f"{option} is not part of the flow-file dialect")
     data: dict[str, Any] = {
@@ -248,6 +286,7 @@ def to_spec(flow: Flow) -> dict[str, Any]:
         "clear_on_start": list(flow.clear_on_start), "on_end": flow.on_end,
         "instructions": [refusals.text(i, None, f"instructions.{n}") for n, i in enumerate(flow.instructions)],
         "tools": list(flow.tools) if flow.tools is not None else None, "collect": list(flow.collect),
+        "gates": [_gate(g, refusals, i) for i, g in enumerate(flow.gates)],
         "nodes": [_node(node, refusals) for node in flow.nodes],
     }
     if flow.start_node is not None and flow.nodes and flow.start_node is not flow.nodes[0]:

@@ -40,6 +40,7 @@ from tether.dialect.registry import Registry
 from tether.dialect.spec import (
     ActionSpec,
     AgentSpec,
+    BranchSpec,
     CollectSpec,
     DecideSpec,
     FlowSpec,
@@ -50,6 +51,7 @@ from tether.dialect.spec import (
     StartFlowRef,
     TransitionRef,
     ValueSource,
+    VerifySpec,
     WaitSpec,
 )
 from tether.dialect.values import RESULTS_KEY, split_path
@@ -166,7 +168,11 @@ def _check_collect(check: Checker, at: str, node: CollectSpec, scope: Scope) -> 
                       node=nid, hint=f"write state.{parts[-1] or 'name'}")
         _reserved_key(check, dest, f"{at}.assign.{dest}", nid)
         check.unknown("unknown-field", "field", source, slots, f"{at}.assign.{dest}", nid)
-    for option in ("ask", "question", "prompt", "instructions"):
+    if isinstance(node.ask, dict):
+        for name, text in node.ask.items():
+            check.unknown("unknown-field", "field", name, slots, f"{at}.ask.{name}", nid)
+            check_template(check, text, f"{at}.ask.{name}", scope, nid)
+    for option in ("question", "prompt", "instructions") + (("ask",) if isinstance(node.ask, str) else ()):
         check_template(check, getattr(node, option), f"{at}.{option}", scope, nid)
     if node.ask is None and node.question is None and node.prompt is None:
         check.add("no-question", "the collect node has no ask, question or prompt: a default question is built "
@@ -196,6 +202,47 @@ def _check_action(check: Checker, at: str, node: ActionSpec, scope: Scope) -> No
             _reserved_key(check, key, f"{at}.bind.{key}", nid)
 
 
+def _check_verify(check: Checker, verify: VerifySpec | None, at: str, node: str, own: Scope) -> None:
+    if verify is None:
+        return
+    if verify.output_schema is None and verify.check is None:
+        check.add("verify-needs-one", "a verify checks nothing", f"{at}.verify", node=node,
+                  hint="add output_schema: {...} or check: <predicate>")
+    _schema(check, verify.output_schema, f"{at}.verify.output_schema", node)
+    if verify.check is not None:
+        check_predicate(check, verify.check, f"{at}.verify.check", own, node)
+
+
+def _check_branches(check: Checker, branches: list[BranchSpec], at: str, node: str, scope: Scope) -> None:
+    for index, branch in enumerate(branches):
+        where = f"{at}.branches.{index}"
+        if (branch.when is None) == (branch.if_ is None):
+            check.add("branch-needs-one", "a branch is judged by exactly one of when (the model) and if (a "
+                      "predicate)" + (", not both" if branch.when is not None else ""), where, node=node,
+                      hint="when: <text the model judges true or false>, or if: <predicate>")
+        if branch.if_ is not None:
+            check_predicate(check, branch.if_, f"{where}.if", scope, node)
+
+
+def _check_gates(check: Checker, everything: Scope) -> None:
+    seen: set[str] = set()
+    roots = ("input", "state", "results", "request_context")
+    for index, gate in enumerate(check.spec.gates):
+        where = f"gates.{index}"
+        if gate.id in seen:
+            check.add("invalid-gate", f"gate id {gate.id!r} is used twice", f"{where}.id",
+                      hint="give every gate its own id")
+        seen.add(gate.id)
+        if gate.kind == "predicate":
+            check_predicate(check, gate.when, f"{where}.when", everything, None)
+            continue
+        for position, path in enumerate(gate.inputs):
+            root = split_path(path)[0]
+            if root not in roots:
+                check.add("unknown-root", f"judge input {path!r} starts with {root!r}, not a root",
+                          f"{where}.inputs.{position}", hint=did_you_mean(root, roots) or f"roots: {', '.join(roots)}")
+
+
 def _check_node(check: Checker, index: int, node: NodeSpec, scope: Scope, own: Scope) -> None:
     at, nid, surface = f"nodes.{index}", node.id, check.surface
     if node.id in RESERVED:
@@ -207,6 +254,8 @@ def _check_node(check: Checker, index: int, node: NodeSpec, scope: Scope, own: S
         _check_ref(check, ref, f"{at}.{option}", nid, own if not static else scope, static)
     for route_index, route in enumerate(getattr(node, "routes", [])):
         check_predicate(check, route.when, f"{at}.routes.{route_index}.when", own, nid)
+    _check_verify(check, getattr(node, "verify", None), at, nid, own)
+    _check_branches(check, getattr(node, "branches", []), at, nid, scope)
     if isinstance(node, ReplySpec):
         if (node.response is None) == (not node.generate):
             both = node.response is not None
@@ -326,6 +375,7 @@ def _check_flow(spec: FlowSpec, surface: Surface, base: str) -> list[DefinitionI
             check_predicate(check, trigger.if_, f"{where}.if", everything, None)
     for position, text in enumerate(spec.instructions):
         check_template(check, text, f"instructions.{position}", everything, None)
+    _check_gates(check, everything)
     return check.issues
 
 

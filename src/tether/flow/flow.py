@@ -29,7 +29,7 @@ from tether.flow.nodes import (
     Verify,
     Wait,
 )
-from tether.flow.options import is_model_class
+from tether.flow.options import callable_name, is_model_class
 from tether.flow.resolvers import Resolver
 from tether.flow.steps import step_problems
 from tether.flow.transitions import (
@@ -71,7 +71,9 @@ class Flow:
         start: the entry node (default: the first node); must be a registered node.
         nodes: every node of the flow, in order (order gives ``NEXT`` its meaning).
         context: the flow's context strategy (``append``, ``reset``, ``reset_with_summary``).
-        max_oscillations: how many times one ``from -> to`` edge may be traversed in one turn.
+        max_oscillations: how many times one ``from -> to`` edge may be traversed in one turn; one
+            more degrades the run (an ``error`` event, the failure reply, ``escalate`` or
+            ``error_degraded``).
         gates: post-run verification gates.
         on: triggers (see ``tether.flow.triggers``); none means manual start only.
         while_: the premise re-checked before the run moves (default: the trigger's ``if_``).
@@ -391,7 +393,7 @@ def _describe_gate(gate: Gate) -> dict[str, Any]:
     if isinstance(gate, JudgeGate):
         described |= {"inputs": list(gate.inputs), "rubric": gate.rubric}
     else:
-        described["when"] = f"{getattr(gate.when, '__module__', '?')}.{getattr(gate.when, '__qualname__', '?')}"
+        described["when"] = callable_name(gate.when)  # a gate built from a flow file names its predicate
     return described
 
 
