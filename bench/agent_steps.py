@@ -8,8 +8,9 @@ journaled) and one reply: two ``agent`` model calls, from a function model (no n
   vs early, hosted vs pure);
 * store writes per turn (the tool's journal records are written as they happen);
 * the session document's JSON size at turn 1 and at the last turn, with the step's memory
-  summaries off and on (``MemorySummary(16, 8)``): without them the memory namespace grows
-  with the conversation, with them it stays bounded.
+  summaries off and on (``MemorySummary(16, 8)``): without them the memory namespace keeps the
+  agent's ``history_window`` messages, with them the older ones fold into a summary; both stay
+  bounded.
 
     python bench/agent_steps.py [--turns 200]
 """

@@ -15,7 +15,9 @@ Every figure comes with its floor, measured in the same run:
 * the same kinds of turn at turns 197-200 vs turns 1-4: the summed per-turn minimums of each
   window of four (goal: <= 1.1x);
 * PostgreSQL (``TETHER_TEST_POSTGRES_URL``): booking turns per second with 4 worker processes
-  vs 1, each worker its own conversations on one shared schema (goal: >= 1.8x).
+  vs 1, each worker its own conversations on one shared schema (goal: >= 1.8x), in paired rounds,
+  with the evidence of what limits it (see ``bench/pg_workers.py``: the bench's cores, the other
+  tenants' cores, idle cores, commits per WAL flush, what the backends wait on).
 
 The conversation is the four-message booking cycle of ``bench/booking.py`` (no model).
 
@@ -27,10 +29,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,6 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import pg_workers
 from booking import booking_agent, booking_message
 
 from tether.runtime import Runtime
@@ -127,86 +128,7 @@ def window(timings: Timings, first: int, last: int) -> float:
     return sum(min(row[turn - 1] for row in timings) for turn in range(first, last + 1))
 
 
-# ---------------------------------------------------------------------- PostgreSQL workers
-
-def _server_cpu(url: str, name: str) -> dict[int, float]:
-    """CPU seconds so far of each PostgreSQL backend serving connections named ``name`` (read from
-    ``/proc``: the server runs on this machine)."""
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        pids = [row[0] for row in conn.execute("SELECT pid FROM pg_stat_activity WHERE application_name = %s",
-                                               (name,)).fetchall()]
-    ticks = os.sysconf("SC_CLK_TCK")
-    seconds = {}
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                fields = stat.read().rpartition(")")[2].split()
-        except OSError:
-            continue
-        seconds[pid] = (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
-    return seconds
-
-
-def _named(url: str, name: str) -> str:
-    return f"{url}{'&' if '?' in url else '?'}application_name={name}"
-
-
-async def _pg_worker(url: str, schema: str, worker: int, conversations: int, turns: int, go_at: float) -> None:
-    name = f"tether-bench-{os.getpid()}"
-    store = await PostgresStore.open(_named(url, name), schema=schema)
-    runtime = Runtime(booking_agent(), store=store, clock=FakeClock())
-    await runtime.run("Booker", booking_message(1, 10_000 + worker))  # warm up (connections, caches)
-    await asyncio.sleep(max(0.0, go_at - time.time()))
-    server = _server_cpu(url, name)
-    started, cpu = time.time(), time.process_time()
-    done = 0
-    for c in range(conversations):
-        session_id = None
-        for turn in range(1, turns + 1):
-            response = await runtime.run("Booker", booking_message(turn, worker * 1000 + c), session_id=session_id)
-            assert response.success, response.message
-            session_id = response.session
-            done += 1
-    ended, cpu = time.time(), time.process_time() - cpu
-    server_cpu = sum(total - server.get(pid, 0.0) for pid, total in _server_cpu(url, name).items())
-    await runtime.close()
-    print(json.dumps({"started": started, "ended": ended, "turns": done, "cpu": cpu, "server_cpu": server_cpu}))
-
-
-def pg_throughput(url: str, schema: str, workers: int, conversations: int,
-                  turns: int) -> tuple[float, float, float]:
-    """Booking turns per second over ``workers`` processes started together, the workers' own CPU
-    time per turn and the CPU time of the PostgreSQL backends serving them per turn (ms)."""
-    go_at = time.time() + 3.0 + 0.5 * workers
-    procs = [subprocess.Popen([sys.executable, __file__, "--pg-worker", url, schema, str(w), str(conversations),
-                               str(turns), str(go_at)], stdout=subprocess.PIPE, text=True)
-             for w in range(workers)]
-    reports = []
-    for proc in procs:
-        out, _ = proc.communicate()
-        assert proc.returncode == 0, f"worker failed: {out}"
-        reports.append(json.loads(out.strip().splitlines()[-1]))
-    span = max(r["ended"] for r in reports) - min(r["started"] for r in reports)
-    done = sum(r["turns"] for r in reports)
-    per_turn_ms = [sum(r[key] for r in reports) / done * 1000 for key in ("cpu", "server_cpu")]
-    return done / span, per_turn_ms[0], per_turn_ms[1]
-
-
-async def prepare_schema(url: str, schema: str) -> None:
-    store = await PostgresStore.open(url, schema=schema)
-    await store.close()
-
-
-def drop_schema(url: str, schema: str) -> None:
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-
-
-async def main(conversations: int, turns: int) -> None:
+async def main(conversations: int, turns: int, pg_rounds: int) -> None:
     rows: list[tuple[str, str, str]] = []
     await pure(1, 8)  # warm up (imports, compiled patterns, schema caches)
     await hosted(lambda c: MemoryStore(), 1, 8)
@@ -239,24 +161,13 @@ async def main(conversations: int, turns: int) -> None:
     if url:
         schema = f"tether_bench_{uuid.uuid4().hex[:8]}"
         try:
-            await prepare_schema(url, schema)
+            await pg_workers.prepare_schema(url, schema)
             pg = await hosted(lambda c: PostgresStore(url, schema=schema), 2, min(turns, 100))
             rows.append(("Runtime + PostgresStore", f"{per_turn(pg):.3f} ms", ""))
-            cores = os.cpu_count() or 1
-            one, one_cpu, one_server = pg_throughput(url, schema, 1, 4, 40)
-            four, four_cpu, four_server = pg_throughput(url, schema, 4, 4, 40)
-            for label, rate, worker_cpu, server_cpu, note in (
-                    ("PostgreSQL, 1 worker process", one, one_cpu, one_server, ""),
-                    ("PostgreSQL, 4 worker processes", four, four_cpu, four_server,
-                     f"{four / one:.2f}x one (goal >= 1.8); ")):
-                busy = (worker_cpu + server_cpu) * rate / 1000  # cores kept busy by the bench itself
-                rows.append((label, f"{rate:.0f} turns/s",
-                             f"{note}CPU per turn: worker {worker_cpu:.2f} + server {server_cpu:.2f} ms = "
-                             f"{busy:.2f} of {cores} cores busy; ceiling at {cores} cores "
-                             f"{cores * 1000 / (worker_cpu + server_cpu):.0f} turns/s"))
-            rows.append(("machine load (1 min) after the runs", f"{os.getloadavg()[0]:.1f}", ""))
         finally:
-            drop_schema(url, schema)
+            pg_workers.drop_schema(url, schema)
+        rows += await asyncio.to_thread(pg_workers.measure, url, pg_rounds)
+        rows.append(("machine load (1 min) after the runs", f"{os.getloadavg()[0]:.1f}", ""))
     else:
         rows.append(("PostgreSQL", "skipped", "TETHER_TEST_POSTGRES_URL is not set"))
     print(f"booking conversation: {conversations} conversations x {turns} turns; medians per turn")
@@ -265,12 +176,9 @@ async def main(conversations: int, turns: int) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--pg-worker":
-        url, schema, worker, conversations, turns, go_at = sys.argv[2:8]
-        asyncio.run(_pg_worker(url, schema, int(worker), int(conversations), int(turns), float(go_at)))
-        sys.exit(0)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--conversations", type=int, default=10)
     parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--pg-rounds", type=int, default=3, help="paired 1-worker / 4-worker PostgreSQL runs")
     args = parser.parse_args()
-    asyncio.run(main(args.conversations, args.turns))
+    asyncio.run(main(args.conversations, args.turns, args.pg_rounds))

@@ -60,7 +60,8 @@ class Agent(AgentDefinition):
 
     The other arguments are those of :class:`tether.flow.agent_def.AgentDefinition`: persona,
     goal, knowledge, instructions, fields, flows, actions, events, conditions, tools, idle,
-    business_hours, max_tool_loops (default 5), history_window, failure_reply (what the customer
+    business_hours, max_tool_loops (default 5), history_window (default 40 messages: the
+    conversation's window, and each agent-step memory namespace without summaries), failure_reply (what the customer
     hears when a step fails; default :data:`~tether.flow.agent_def.DEFAULT_FAILURE_REPLY`).
     """
 

@@ -214,14 +214,18 @@ class TransitionError(FlowRuntimeError):
 
 
 class OscillationError(FlowRuntimeError):
-    """An edge ``from -> to`` was traversed more than the flow's ``max_oscillations`` in one turn."""
+    """An edge ``from -> to`` was traversed more than the flow's ``max_oscillations`` in one turn.
+
+    In a turn the run degrades like a failed node (reference §1.9: the guard never throws out of
+    the turn); the error event and the session's error log carry this message."""
 
     code = "oscillation"
 
     def __init__(self, flow: str, source: str, target: str, limit: int) -> None:
         self.flow, self.source, self.target, self.limit = flow, source, target, limit
         super().__init__(
-            f"flow {flow!r}: edge {source!r} -> {target!r} traversed more than {limit} time(s) in one turn"
+            f"flow {flow!r}: oscillation blocked: edge {source!r} -> {target!r} traversed more than {limit} "
+            "time(s) in one turn"
         )
 
 

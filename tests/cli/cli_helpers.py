@@ -1,4 +1,6 @@
-"""Running ``tether`` in a subprocess with no model configured."""
+"""Running ``tether`` with no model configured: in-process through typer's ``CliRunner`` (fast),
+or, with ``process=True``, as ``python -m tether.cli`` in a subprocess: the user's real path,
+which every command keeps at least one test on."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from typer.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -51,8 +55,11 @@ def child_env() -> dict[str, str]:
 
 
 def tether(*args: str | Path, stdin: str = "", cwd: Path | None = None, timeout: float = 60,
-           env: dict[str, str] | None = None) -> Done:
-    """Run ``python -m tether.cli ARGS`` with ``stdin`` piped in (``env`` adds variables)."""
+           env: dict[str, str] | None = None, process: bool = False) -> Done:
+    """Run ``tether ARGS`` with ``stdin`` piped in (``env`` adds variables): in-process, or in a
+    subprocess (``python -m tether.cli``) when ``process``."""
+    if not process:
+        return _in_process([str(a) for a in args], stdin, cwd, env or {})
     proc = subprocess.run(
         [sys.executable, "-m", "tether.cli", *map(str, args)],
         input=stdin,
@@ -65,7 +72,40 @@ def tether(*args: str | Path, stdin: str = "", cwd: Path | None = None, timeout:
     return Done(proc.returncode, proc.stdout, proc.stderr)
 
 
-def chat(app: Path, db: Path, *lines: str, cwd: Path | None = None, extra: tuple[str, ...] = ()) -> Done:
+def _in_process(args: list[str], stdin: str, cwd: Path | None, env: dict[str, str]) -> Done:
+    """``tether ARGS`` through ``CliRunner``, in the environment a child gets. What the command
+    imports from outside tether and the installed packages (the app under test) is forgotten
+    afterwards, and ``sys.path`` restored, so the next call imports its app afresh. An exception
+    that escapes the command is raised here (a subprocess would print a traceback)."""
+    from tether.cli._app import app
+
+    scrubbed: dict[str, str | None] = {k: None for k in os.environ
+                                       if k.startswith(("TETHER_", "OPENAI_", "ANTHROPIC_")) or k == "FORCE_COLOR"}
+    path, modules, here = list(sys.path), set(sys.modules), Path.cwd()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        result = CliRunner().invoke(app, args, input=stdin, env={**scrubbed, "NO_COLOR": "1", **env},
+                                    catch_exceptions=False, prog_name="tether")
+    finally:
+        os.chdir(here)
+        sys.path[:] = path
+        for name in set(sys.modules) - modules:
+            if not _kept(sys.modules[name]):
+                del sys.modules[name]
+    return Done(result.exit_code, result.stdout, result.stderr)
+
+
+_KEPT_ROOTS = tuple(str(p) for p in {ROOT / "src", Path(sys.prefix), Path(sys.base_prefix)})
+
+
+def _kept(module: object) -> bool:
+    file = getattr(module, "__file__", None)
+    return file is None or str(file).startswith(_KEPT_ROOTS)
+
+
+def chat(app: Path, db: Path, *lines: str, cwd: Path | None = None, extra: tuple[str, ...] = (),
+         process: bool = False) -> Done:
     """``tether chat APP --db DB`` fed ``lines`` (then EOF)."""
     stdin = "".join(line + "\n" for line in lines)
-    return tether("chat", app, "--db", db, *extra, stdin=stdin, cwd=cwd)
+    return tether("chat", app, "--db", db, *extra, stdin=stdin, cwd=cwd, process=process)

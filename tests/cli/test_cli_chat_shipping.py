@@ -25,7 +25,7 @@ def _state(out: str) -> dict[str, object]:
 
 def test_conversation_then_resume_in_a_second_process(tmp_path: Path) -> None:
     db = tmp_path / "nested" / "dir" / "tether.db"
-    first = chat(SHIPPING, db, "hi", "I want to ship something", "/state", "", cwd=tmp_path)
+    first = chat(SHIPPING, db, "hi", "I want to ship something", "/state", "", cwd=tmp_path, process=True)
     assert first.code == 0, first.err
     assert first.err == ""
     assert db.is_file()  # the directory was created
@@ -38,7 +38,8 @@ def test_conversation_then_resume_in_a_second_process(tmp_path: Path) -> None:
     assert state["runs"] == [{"flow": "ship", "node": "get_address", "status": "asking"}]
     assert f"--session {session}" in first.out
 
-    second = chat(SHIPPING, db, "12 Main Street", "/state", "/quit", cwd=tmp_path, extra=("--session", session))
+    second = chat(SHIPPING, db, "12 Main Street", "/state", "/quit", cwd=tmp_path, extra=("--session", session),
+                  process=True)
     assert second.code == 0, second.err
     assert f"session {session} (resumed)" in second.out
     assert second.infos()[0] == "ship/get_address"  # where the first process stopped

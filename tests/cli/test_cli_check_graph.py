@@ -38,7 +38,7 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 def test_check_examples(tmp_path: Path) -> None:
-    done = tether("check", SHIPPING, cwd=tmp_path)
+    done = tether("check", SHIPPING, cwd=tmp_path, process=True)  # the real path
     assert (done.code, done.out.strip()) == (0, "ok: 1 agent(s), 1 flow(s)")
     if SUPPORT.exists():
         done = tether("check", SUPPORT, cwd=tmp_path)
@@ -59,7 +59,7 @@ def test_check_reports_each_problem_with_code_flow_and_node(tmp_path: Path) -> N
 
 
 def test_graph_every_flow_or_one(tmp_path: Path) -> None:
-    done = tether("graph", SHIPPING)
+    done = tether("graph", SHIPPING, process=True)  # the real path
     assert done.code == 0
     assert done.out.startswith("%% agent Shippy\nflowchart TD\n  %% flow ship\n")
     if SUPPORT.exists():

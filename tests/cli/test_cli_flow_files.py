@@ -48,7 +48,7 @@ def test_check_accepts_the_yaml_examples() -> None:
 
 
 def test_schema_prints_a_closed_schema_enumerating_the_agent() -> None:
-    done = tether("schema", "flow", EXAMPLES / "shipping.yaml")
+    done = tether("schema", "flow", EXAMPLES / "shipping.yaml", process=True)  # the real path
     assert done.code == 0, done.err
     schema = json.loads(done.out)
     assert {"enum": ["book_shipment"]} in schema["$defs"]["ActionSpec"]["properties"]["tool"]["anyOf"]

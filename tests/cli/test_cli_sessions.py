@@ -20,12 +20,12 @@ def _made_by_chat(tmp_path: Path) -> tuple[Path, str]:
 
 def test_list_and_show(tmp_path: Path) -> None:
     db, session = _made_by_chat(tmp_path)
-    listed = tether("sessions", "list", "--db", db)
+    listed = tether("sessions", "list", "--db", db, process=True)  # the real path
     assert listed.code == 0, listed.err
     assert "id" in listed.out and "saved" in listed.out
     row = next(line for line in listed.out.splitlines() if session in line)
     assert "Shippy" in row and "running" in row
-    shown = tether("sessions", "show", session, "--db", db)
+    shown = tether("sessions", "show", session, "--db", db, process=True)
     assert shown.code == 0, shown.err
     assert f'"id": "{session}"' in shown.out and '"agent": "Shippy"' in shown.out
     assert "transcript (4 message(s)):" in shown.out
@@ -47,7 +47,7 @@ def test_delete(tmp_path: Path) -> None:
     declined = tether("sessions", "delete", session, "--db", db, stdin="n\n")
     assert declined.code == 1 and "not deleted" in declined.out
     assert session in tether("sessions", "list", "--db", db).out
-    confirmed = tether("sessions", "delete", session, "--db", db, stdin="y\n")
+    confirmed = tether("sessions", "delete", session, "--db", db, stdin="y\n", process=True)  # the real path
     assert confirmed.code == 0 and f"deleted session {session}" in confirmed.out
     assert tether("sessions", "list", "--db", db).out.startswith("no sessions")
 
@@ -68,7 +68,7 @@ def test_prune_deletes_only_old_ended_sessions(tmp_path: Path) -> None:
     young = tether("sessions", "prune", "--older-than", "41d", "--db", db)
     assert young.code == 0 and young.out.startswith("pruned 0 session(s)")
     asyncio.run(age(running, "running"))
-    done = tether("sessions", "prune", "--older-than", "30d", "--db", db)
+    done = tether("sessions", "prune", "--older-than", "30d", "--db", db, process=True)  # the real path
     assert done.code == 0 and done.out.startswith("pruned 1 session(s)"), done.out + done.err
     listed = tether("sessions", "list", "--db", db).out
     assert running in listed and ended not in listed

@@ -1,4 +1,5 @@
-"""``tether workflow run/graph/schema`` and ``tether check`` on workflow files, in a subprocess."""
+"""``tether workflow run/graph/schema`` and ``tether check`` on workflow files (each command once in a
+subprocess)."""
 
 from __future__ import annotations
 
@@ -25,13 +26,13 @@ def test_check_validates_workflow_files(tmp_path: Path) -> None:
 def test_release_runs_with_no_api_key_parks_at_the_gate_and_resumes(tmp_path: Path) -> None:
     db = tmp_path / "runs" / "t.db"
     first = tether("workflow", "run", RELEASE, "--input", "version=2.0.0", "--db", db, "--workspace", tmp_path,
-                   stdin="q\n")
+                   stdin="q\n", process=True)  # the real path: parked, then resumed by another process
     assert first.code == 0, first.err
     assert re.search(r"sign\s+│ gate\s+│ awaiting_approval", first.out), first.out
     found = RESUME.search(first.out)
     assert found, first.out
     second = tether("workflow", "run", RELEASE, "--run", found.group(1), "--db", db, "--workspace", tmp_path,
-                    stdin="a\nlooks good\n")
+                    stdin="a\nlooks good\n", process=True)
     assert second.code == 0, second.err
     assert f"run {found.group(1)} complete" in second.out
     assert '"artifact": "release-2.0.0.tar.gz"' in second.out and '"decision": "approved"' in second.out
@@ -53,7 +54,7 @@ def test_bad_input_is_a_one_line_error(tmp_path: Path) -> None:
 
 
 def test_graph_draws_edges_and_routes() -> None:
-    done = tether("workflow", "graph", RELEASE)
+    done = tether("workflow", "graph", RELEASE, process=True)  # the real path
     assert done.code == 0
     lines = done.out.splitlines()
     assert lines[0] == "flowchart TD" and '    n2{{"tier: Tier (router)"}}' in lines
@@ -61,7 +62,7 @@ def test_graph_draws_edges_and_routes() -> None:
 
 
 def test_schema_command_prints_the_published_schema() -> None:
-    done = tether("workflow", "schema")
+    done = tether("workflow", "schema", process=True)  # the real path
     assert done.code == 0
     assert json.loads(done.out) == json.loads((ROOT / "schemas" / "workflow.v2.schema.json").read_text())
 

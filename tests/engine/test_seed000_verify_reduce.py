@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from pydantic import BaseModel
 from seed000_helpers import make_agent, say, scripted, the_run, types
 
@@ -117,17 +116,39 @@ async def test_two_traversals_of_one_edge_are_fine() -> None:
     assert result.ended[0].reason == "escaped"
 
 
-async def test_the_third_traversal_of_one_edge_raises_naming_the_edge() -> None:
-    with pytest.raises(OscillationError) as info:
-        await say(ping_pong(99, max_oscillations=2), None)
-    error = info.value
-    assert (error.flow, error.source, error.target, error.limit) == ("f", "a", "b", 2)
-    assert "'a' -> 'b'" in str(error)
+async def test_the_third_traversal_of_one_edge_degrades_the_run_naming_the_edge() -> None:
+    """Reference §1.9: the guard never throws out of the turn. The run degrades like a failed
+    node: an error event and an error-log line name the edge, the customer hears the failure
+    reply, the flow ends ``error_degraded`` and the session stays usable."""
+    agent = ping_pong(99, max_oscillations=2)
+    result = await say(agent, None)
+    assert result.ended[0].reason == "error_degraded"
+    assert result.text == agent.failure_reply
+    (error,) = [e for e in result.events if e.type == "error"]
+    assert error.node == "a" and "oscillation blocked: edge 'a' -> 'b'" in error.error
+    assert "more than 2 time(s)" in error.error
+    assert any("'a' -> 'b'" in line.message for line in result.session.error)
+    again = await say(agent, result.session)  # the claim was released: the flow can start again
+    assert again.ended[0].reason == "error_degraded"
+
+
+async def test_an_oscillation_goes_to_the_escalate_node_when_the_flow_has_one() -> None:
+    agent = make_agent(action("a", lambda s, c: goto("b")), action("b", lambda s, c: goto("a")),
+                       reply("escalate", response="Let me get a person.", next=end("escalated")))
+    result = await say(agent, None)
+    assert result.text == f"{agent.failure_reply}\n\nLet me get a person."
+    assert result.ended[0].reason == "escalated"
+
+
+async def test_the_oscillation_error_names_the_edge() -> None:
+    error = OscillationError("f", "a", "b", 2)
+    assert (error.flow, error.source, error.target, error.limit, error.code) == ("f", "a", "b", 2, "oscillation")
+    assert str(error) == "flow 'f': oscillation blocked: edge 'a' -> 'b' traversed more than 2 time(s) in one turn"
 
 
 async def test_default_max_oscillations_is_two() -> None:
-    with pytest.raises(OscillationError):
-        await say(ping_pong(3), None)
+    assert (await say(ping_pong(3), None)).ended[0].reason == "error_degraded"  # a -> b a third time
+    assert (await say(ping_pong(2), None)).ended[0].reason == "escaped"
 
 
 async def test_oscillation_counts_reset_across_turns() -> None:

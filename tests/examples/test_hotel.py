@@ -77,3 +77,11 @@ async def test_the_offline_stand_in_books_a_room(hotel: ModuleType) -> None:
     assert summary.message == "Your booking: 2026-05-01 to 2026-05-04, 3 guest(s). Shall I book it (yes/no)?"
     done = await runtime.run("Harbour", session_id=sid, message=Message("yes"))
     assert done.completed and "HTL-20260501-3" in done.message
+
+
+async def test_the_first_request_holds_the_customers_message_only(hotel: ModuleType) -> None:
+    model = ScriptedModel(agent=["Which dates would you like?"])
+    runtime = Runtime(hotel.agent.with_model(model), store=MemoryStore(), clock=FakeClock())
+    await runtime.run("Harbour", session_id=None, message=Message("hi, a room please"))
+    request = model.calls[0].request
+    assert [(m.role, m.content) for m in request.messages] == [("user", "hi, a room please")]

@@ -24,7 +24,6 @@ from tether import (
     Flow,
     FlowDefinitionError,
     Message,
-    OscillationError,
     Start,
     action,
     collect,
@@ -304,11 +303,9 @@ async def test_valid_graphs_run_without_an_internal_error(graph: Any) -> None:
         return
     other = Flow("other", nodes=[reply("hello", response="other flow", next=end())])
     agent = Agent("Bot", flows=[flow, other], idle="silent").with_clock(FakeClock(), SequentialIds("s"))
-    try:
-        result = await agent.turn(None, Start("f", key="k1"))
-        assert result.session is not None
-        assert all(line.code != "step-gone" for line in result.outcomes)
-        answered = await agent.turn(result.session, Message("yes"))  # a customer answers whatever was asked
-    except OscillationError:
-        return  # a loop of static targets is the oscillation guard's to stop, loudly
+    # a loop of static targets is the oscillation guard's to stop: it degrades the run, never the turn
+    result = await agent.turn(None, Start("f", key="k1"))
+    assert result.session is not None
+    assert all(line.code != "step-gone" for line in result.outcomes)
+    answered = await agent.turn(result.session, Message("yes"))  # a customer answers whatever was asked
     assert all(line.code != "step-gone" for line in answered.outcomes)

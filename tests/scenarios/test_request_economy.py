@@ -15,6 +15,7 @@ from typing import Any
 
 from harness import Conversation
 from pydantic import BaseModel
+from pydantic import Field as PydanticField
 
 from example_modules import load_example
 from tether import Agent, Field, Flow, collect, decide, end, goto, on_message, reply, whole_message
@@ -208,3 +209,27 @@ async def test_extract_and_decide_read_the_latest_exchange_opening_with_the_cust
     decided = [c.request for c in model.calls if c.call == "decide"]
     assert decided[0].system == decided[1].system  # the stable part: identity, standing orders, schema
     assert decided[1].instructions == "How urgent is the phone: it is cracked?"
+
+
+class _Verdict(BaseModel):
+    priority: str
+    queue_name: str = PydanticField(title="Team queue", description="Which team takes it")
+
+
+async def test_a_decide_schema_drops_the_titles_that_only_repeat_its_names() -> None:
+    model = ScriptedModel(extract=[{"device": "printer", "problem": "it jams"}],
+                          decide=[{"priority": "low", "queue_name": "print"}])
+    agent = _intake_agent()
+    intake = agent.flows_by_id["intake"]
+    verdict = decide("triage", schema=_Verdict, instructions="Triage the {device}: {problem}.",
+                     decide=lambda d, s: goto("opened"))
+    nodes = [verdict if n.id == "triage" else n for n in intake.nodes]
+    convo = Conversation(Agent("Iris", fields=agent.fields, idle="silent", flows=[
+        Flow("intake", "Report a broken device", nodes=nodes, on=intake.on)]), model)
+    result = await convo.say("the printer, it jams")
+    assert result.text == "Ticket opened for your printer."  # the reply still validates against _Verdict
+    (request,) = [c.request for c in model.calls if c.call == "decide"]
+    assert request.response_format is not None
+    schema = request.response_format.schema
+    assert "title" not in schema and "title" not in schema["properties"]["priority"]  # "Triage", "Priority"
+    assert schema["properties"]["queue_name"]["title"] == "Team queue"  # written by the developer: kept

@@ -59,5 +59,5 @@ async def test_a_turn_that_died_after_a_write_continues_from_it(die_at: int) -> 
     assert model.unused() == {}  # the model answered each call once
     assert again.session is not None and again.session.runs[0].node == "done"
     memory = [(m["role"], m["content"]) for m in again.session.memory["pay"].messages]
-    assert memory == [("user", "Start"), ("user", "hi"), ("assistant", "How much?"), ("user", "9 dollars"),
+    assert memory == [("user", "hi"), ("assistant", "How much?"), ("user", "9 dollars"),
                       ("assistant", ""), ("tool", "input validated")]

@@ -36,13 +36,13 @@ async def test_compaction_keeps_the_tool_call_with_its_results_and_sends_the_sum
     chat = Chat(bot(MemorySummary(min_messages=8, recent_messages=2)), model)
     await chat.say("hi")
     await chat.say("x")
-    assert chat.session is not None and chat.session.memory["talk"].summary is None  # 5 messages + the slot: < 8
+    assert chat.session is not None and chat.session.memory["talk"].summary is None  # 4 messages + the slot: < 8
     third = await chat.say("ping")
     assert third.text == "A3" and third.llm_calls == 3  # two agent calls, then the summary call
     # all but 2 would cut between the tool call and its result: the call stays with it
     assert memory_of(chat.session, "talk") == [("assistant", ""), ("tool", "pong"), ("assistant", "A3")]
     space = chat.session.memory["talk"]
-    assert space.summary == "The customer said hi and x, then pinged." and space.summarized_through == 6
+    assert space.summary == "The customer said hi and x, then pinged." and space.summarized_through == 5
     assert "user: hi" in summaries[0] and "assistant: A2" in summaries[0] and "Previous summary" not in summaries[0]
     await chat.say("more")
     request = model.calls[-1].request
@@ -58,19 +58,39 @@ async def test_a_compaction_failure_is_a_warning_and_the_turn_succeeds() -> None
 
     model = ScriptedModel(agent=["A1", "A2", "A3", "A4"], summary=[fail])
     chat = Chat(bot(MemorySummary(min_messages=8, recent_messages=4)), model)
-    for text in ("a", "b", "c"):
+    for text in ("a", "b", "c", "d"):
         result = await chat.say(text)
-    assert result.text == "A3" and chat.session is not None
-    assert len(chat.session.memory["talk"].messages) == 7 and chat.session.memory["talk"].summary is None
+    assert result.text == "A4" and chat.session is not None
+    assert len(chat.session.memory["talk"].messages) == 8 and chat.session.memory["talk"].summary is None
     assert chat.session.warn[-1].message.startswith("Memory compaction skipped: summary model down")
 
 
-async def test_without_summaries_nothing_is_compacted() -> None:
+async def test_without_summaries_nothing_within_the_history_window_leaves() -> None:
     model = ScriptedModel(agent=[f"A{i}" for i in range(10)])
     chat = Chat(bot(None), model)
-    for i in range(10):
-        await chat.say(f"m{i}")
-    assert len(memory_of(chat.session, "talk")) == 21
+    results = [await chat.say(f"m{i}") for i in range(10)]
+    assert len(memory_of(chat.session, "talk")) == 20  # the default window is 40
+    assert not [o for r in results for o in r.outcomes if o.kind == "compaction"]
+
+
+async def test_without_summaries_the_oldest_leave_opening_on_a_user_message_with_tool_calls_kept_whole() -> None:
+    step = agent("talk", prompt="Chat.", tools=[ping])
+    small = Agent("Mem", flows=[Flow("mem", nodes=[step], on=[on_message()])], history_window=5)
+    # (the small window also folds the conversation's transcript window: its summary calls)
+    model = ScriptedModel(agent=["A0", calls(("ping", {})), "A1", "A2", "A3"], summary=["Earlier talk."] * 4)
+    chat = Chat(small, model)
+    await chat.say("m0")
+    pinged = await chat.say("ping")  # 6 messages: the 1 over the window would leave A0 first; m0 and A0 leave
+    assert [o.detail for o in pinged.outcomes if o.kind == "compaction"] == \
+        ["memory 'talk': the 2 oldest message(s) left it"]
+    assert memory_of(chat.session, "talk") == [("user", "ping"), ("assistant", ""), ("tool", "pong"),
+                                               ("assistant", "A1")]
+    await chat.say("m2")  # cutting after the tool call's message would orphan its result: all 4 leave
+    assert memory_of(chat.session, "talk") == [("user", "m2"), ("assistant", "A2")]
+    await chat.say("m3")
+    request = model.calls[-1].request
+    assert [(m.role, m.content) for m in request.messages] == [("user", "m2"), ("assistant", "A2"), ("user", "m3")]
+    assert chat.session is not None and chat.session.memory["talk"].messages[0]["n"] == 7  # numbering goes on
 
 
 async def test_steps_that_share_a_namespace_share_history() -> None:
@@ -87,5 +107,5 @@ async def test_steps_that_share_a_namespace_share_history() -> None:
     await chat.say("hi")
     await chat.say("next")
     seen = [(m.role, m.content) for m in model.calls[-1].request.messages]
-    assert seen[:4] == [("user", "Start"), ("user", "hi"), ("assistant", "one"), ("user", "next")]
+    assert seen[:3] == [("user", "hi"), ("assistant", "one"), ("user", "next")]
     assert seen[-1] == ("user", "Start") and chat.session is not None and set(chat.session.memory) == {"shared"}

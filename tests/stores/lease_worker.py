@@ -2,11 +2,13 @@
 
     python lease_worker.py hold  <sqlite|postgres> <target> <schema> <session_id> <unused>
     python lease_worker.py count <sqlite|postgres> <target> <schema> <session_id> <loops>
+    python lease_worker.py count-held <sqlite|postgres> <target> <schema> <session_id> <loops>
 
 ``hold`` takes the session's lease, prints ``held`` and sleeps (the parent SIGKILLs it).
 ``count`` prints ``ready``, waits for a line on stdin (so every worker starts at once), then
 ``loops`` times: under the lease, loads the session, yields to the event loop and saves it with
-the counter bumped. It prints one JSON line: its saves and the conflicts it met.
+the counter bumped. It prints one JSON line: its saves and the conflicts it met. ``count-held``
+does the same through ``lease_and_load`` and ``save_and_release`` (the runtime's way).
 """
 
 from __future__ import annotations
@@ -45,6 +47,23 @@ async def count(store: Store, session_id: str, loops: int) -> dict[str, int]:
     return {"saves": saves, "conflicts": conflicts}
 
 
+async def count_held(store: Store, session_id: str, loops: int) -> dict[str, int]:
+    saves = conflicts = 0
+    for _ in range(loops):
+        async with store.lease_and_load(session_id, timeout=60) as held:
+            doc = await held.load()
+            assert doc is not None
+            await asyncio.sleep(0.001)
+            doc.data["counter"] = doc.data.get("counter", 0) + 1
+            try:
+                await store.save_and_release(doc, doc.revision, None, held)
+            except SessionConflict:
+                conflicts += 1
+            else:
+                saves += 1
+    return {"saves": saves, "conflicts": conflicts}
+
+
 async def main(argv: list[str]) -> None:
     mode, kind, target, schema, session_id, loops = argv
     store = open_store(kind, target, schema)
@@ -55,7 +74,7 @@ async def main(argv: list[str]) -> None:
             return
         print("ready", flush=True)
         sys.stdin.readline()
-        result = await count(store, session_id, int(loops))
+        result = await (count_held if mode == "count-held" else count)(store, session_id, int(loops))
     finally:
         await store.close()
     print(json.dumps(result), flush=True)

@@ -98,10 +98,14 @@ async def test_a_sigkilled_holder_does_not_block_the_session(durable: Backend) -
             await proc.wait()
 
 
-async def test_processes_under_the_lease_never_conflict(durable: Backend, new_session: Callable[..., Session]) -> None:
+@pytest.mark.parametrize("mode", ["count", "count-held"])
+async def test_processes_under_the_lease_never_conflict(durable: Backend, new_session: Callable[..., Session],
+                                                        mode: str) -> None:
+    """Also through ``lease_and_load`` / ``save_and_release``: the next holder never reads a
+    document older than the save that released the lease to it."""
     store = await durable.make()
     doc = await store.create(new_session(data={"counter": 0}))
-    procs = [await spawn(durable, "count", doc.id, 15) for _ in range(3)]
+    procs = [await spawn(durable, mode, doc.id, 15) for _ in range(3)]
     results = await run_in_lockstep(procs)
     assert [r["conflicts"] for r in results] == [0, 0, 0]  # they waited their turn instead of racing
     final = await store.load(doc.id)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from store_backends import Backend, MemoryBackend, PostgresBackend, SQLiteBackend
 
 import tether.engine
@@ -29,10 +30,11 @@ from tether.engine.events import (
     ReplyWarning,
 )
 from tether.engine.session import Session
+from tether.errors import StoreError
 from tether.stores import JournalEntry, TurnRecords
 from tether.stores._sqlite_io import to_us
 from tether.stores.memory import _Records
-from tether.stores.record_forms import LAYOUTS, event_row, journal_body
+from tether.stores.record_forms import LAYOUTS, event_row, events_from_row, journal_body
 from tether.testing import FakeClock
 
 NewSession = Callable[..., Session]
@@ -95,6 +97,13 @@ def test_a_write_of_engine_events_is_one_compact_row() -> None:
                                      ["flow-transition", "details", "reserve"]]]
     whole = sum(len(json.dumps(e, separators=(",", ":"))) for e in events)
     assert len(row.body) * 2 < whole
+
+
+def test_a_compact_event_of_an_unknown_type_is_refused_by_name() -> None:
+    body = json.dumps([["r", "f", ["node-exit", "a"], ["from-the-future", 1]]])
+    with pytest.raises(StoreError) as caught:
+        events_from_row(2, AT, body)
+    assert "from-the-future" in str(caught.value) and caught.value.code == "SESSION_STORE_ERROR"
 
 
 def test_every_engine_event_class_has_a_stored_layout() -> None:

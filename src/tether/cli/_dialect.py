@@ -4,22 +4,23 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from tether.cli._output import CliError, fail, one_line
-from tether.dialect.files import line_of, load_registry, read_document
-from tether.dialect.parse import parse_document
-from tether.dialect.registry import Registry
-from tether.dialect.schema import flow_file_schema
-from tether.dialect.spec import AgentSpec
-from tether.dialect.validate import validate_spec
 from tether.errors import DefinitionIssue, FlowDefinitionError
+
+if TYPE_CHECKING:  # the commands import the dialect when they run (``tether --help`` does not load it)
+    from tether.dialect.registry import Registry
+    from tether.dialect.spec import AgentSpec
 
 __all__ = ["check_flow_file", "run_scenarios", "schema"]
 
 
 def _print(path: str, text: str, issues: list[DefinitionIssue]) -> None:
+    from tether.dialect.files import line_of
+
     located = sorted(((line_of(text, issue.path), issue) for issue in issues), key=lambda pair: pair[0])
     for line, issue in located:
         code = issue.code if issue.severity == "error" else f"warning {issue.code}"
@@ -29,6 +30,11 @@ def _print(path: str, text: str, issues: list[DefinitionIssue]) -> None:
 
 
 def _spec_and_registry(path: str) -> tuple[AgentSpec | None, Registry | None, list[DefinitionIssue], str]:
+    from tether.dialect.files import load_registry, read_document
+    from tether.dialect.parse import parse_document
+    from tether.dialect.spec import AgentSpec
+    from tether.dialect.validate import validate_spec
+
     try:
         data, text = read_document(path)
     except FlowDefinitionError as exc:
@@ -52,6 +58,8 @@ def check_flow_file(path: str, *, as_json: bool = False) -> None:
     """``tether check agent.yaml``: every issue as ``file:line: code: message [path]`` with its
     hint; exit 1 when any is an error. ``--json``: one object ``{file, ok, errors, warnings,
     issues}``, each issue with its ``line`` and ``repair`` action, for a host handing them to a model."""
+    from tether.dialect.files import line_of
+
     try:
         _, _, issues, text = _spec_and_registry(path)
     except CliError as exc:
@@ -78,6 +86,9 @@ def schema(
 ) -> None:
     """Print the JSON Schema of a flow (or agent) file; closed, and given an agent file, restricted
     to exactly what that agent offers."""
+    from tether.dialect.registry import Registry
+    from tether.dialect.schema import flow_file_schema
+
     if kind not in ("flow", "agent"):
         fail(f"unknown schema {kind!r} (flow, agent)")
     if agent is None:

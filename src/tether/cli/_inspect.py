@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from tether.cli._graph_page import graph_page
-from tether.cli._loader import LoadedApp, load_app
 from tether.cli._output import CliError, fail, format_issue, one_line
 from tether.errors import DefinitionIssue, FlowDefinitionError
-from tether.flow.mermaid import agent_to_mermaid
-from tether.runtime import check_model_selections
+
+if TYPE_CHECKING:
+    from tether.cli._loader import LoadedApp
 
 __all__ = ["check", "graph", "load_or_exit"]
 
@@ -22,6 +22,8 @@ def load_or_exit(spec: str) -> LoadedApp:
     A bad ``APP`` is a one-line error (exit 2); definition problems are printed one per line on
     stderr (exit 1).
     """
+    from tether.cli._loader import load_app
+
     try:
         return load_app(spec)
     except CliError as exc:
@@ -34,6 +36,8 @@ def load_or_exit(spec: str) -> LoadedApp:
 
 
 def _model_issues(app: LoadedApp) -> list[DefinitionIssue]:
+    from tether.runtime import check_model_selections
+
     issues: list[DefinitionIssue] = []
     for agent in app.agents:
         try:
@@ -60,7 +64,9 @@ def check(app_spec: str = typer.Argument(..., metavar="APP",
     """Load APP and validate every flow, or validate a workflow .yaml/.json file; print each
     definition problem (exit 1 if any)."""
     from tether.cli._dialect import check_flow_file
-    from tether.cli._workflow import check_workflow_file, is_workflow_file
+    from tether.cli._loader import load_app
+    from tether.cli._workflow import is_workflow_file
+    from tether.cli._workflow_run import check_workflow_file
     from tether.dialect.files import is_flow_document
 
     if is_flow_document(app_spec):
@@ -98,6 +104,9 @@ def graph(
 ) -> None:
     """Draw the flows of APP (or only FLOW) as a mermaid flowchart: one chart per agent, with an
     edge from each start_flow to the flow it starts; --format html writes a page that renders it."""
+    from tether.cli._graph_page import graph_page
+    from tether.flow.mermaid import agent_to_mermaid
+
     if format not in ("mermaid", "html"):
         fail(f"unknown --format {format!r} (use mermaid or html)")
     app = load_or_exit(app_spec)

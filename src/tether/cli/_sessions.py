@@ -6,14 +6,16 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import typer
 from rich.table import Table
 
 from tether.cli._output import CliError, fail, one_line, stdout_console
 from tether.flow import parse_duration
-from tether.stores import Store, open_store
+
+if TYPE_CHECKING:  # opened when a command runs (``tether --help`` does not load the stores)
+    from tether.stores import Store
 
 __all__ = ["sessions_app"]
 
@@ -31,6 +33,8 @@ def _with_store(db: str, work: Callable[[Store], Awaitable[T]]) -> T:
     """Open the store at ``db``, run ``work`` on it, close it. A missing SQLite file is an error."""
     if "://" not in db and db != "memory:" and not Path(db).expanduser().is_file():
         raise CliError(f"no session store at {db}", 1)
+
+    from tether.stores import open_store
 
     async def run() -> T:
         store = open_store(str(Path(db).expanduser()) if "://" not in db else db)

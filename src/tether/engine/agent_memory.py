@@ -8,6 +8,10 @@ using it) is compacted at the end of the turn, before the save: once it holds ``
 ``recent_messages`` kept, never separating an assistant's tool calls from their results. The
 summary reaches the model as a second system message. A failure is a warning (``Memory
 compaction skipped: ...``) and the turn still succeeds; the transcript is never touched.
+
+A namespace without summaries is bounded too: at the end of the turn it keeps at most the agent's
+``history_window`` messages (40 by default), the oldest leaving it so that what stays opens with a
+user message (a tool call never loses its results). The transcript is not touched.
 """
 
 from __future__ import annotations
@@ -92,9 +96,26 @@ def _cut(messages: list[dict[str, Any]], recent: int) -> int:
     return cut
 
 
+def _trim(messages: list[dict[str, Any]], limit: int) -> int:
+    """How many of the oldest messages leave a namespace without summaries: enough that at most
+    ``limit`` stay, moved on so the kept tail opens with a user message (0 when none would)."""
+    cut = len(messages) - limit
+    if cut <= 0:
+        return 0
+    while cut < len(messages) and messages[cut]["role"] != "user":
+        cut += 1
+    return cut if cut < len(messages) else 0
+
+
 async def compact_memories(ts: TurnState) -> None:
-    """Compact every namespace with summaries on that is due (end of turn, before the save)."""
-    for name, config in summaries(ts).items():
+    """Compact every namespace with summaries on that is due, and trim the others to the agent's
+    ``history_window`` (end of turn, before the save)."""
+    configs = summaries(ts)
+    for name, namespace in ts.session.memory.items():
+        if name not in configs and (cut := _trim(namespace.messages, ts.agent.history_window)):
+            del namespace.messages[:cut]
+            ts.outcome(None, kind="compaction", detail=f"memory {name!r}: the {cut} oldest message(s) left it")
+    for name, config in configs.items():
         memory = ts.session.memory.get(name)
         if memory is None or len(memory.messages) + 1 < config.min_messages:  # + the system slot
             continue

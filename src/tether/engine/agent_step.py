@@ -25,7 +25,8 @@ from tether.flow.steps import CLOSING_MESSAGE, AgentNode
 __all__ = ["START_MESSAGE", "dispatch_agent"]
 
 START_MESSAGE = "Start"
-"""The message a step's arrival puts in its memory when nothing else starts it (seed 004)."""
+"""The message a step's arrival puts in its memory when nothing else starts it (no customer
+message this turn, no ``on_crossing`` text)."""
 
 
 async def dispatch_agent(ts: TurnState, run: Run, flow: Flow, node: AgentNode) -> Any:
@@ -67,20 +68,26 @@ async def _arrive(ts: TurnState, run: Run, flow: Flow, node: AgentNode, ctx: Ste
     else:
         if not by_move:
             await call_hook(node.on_enter, ctx)
-        crossing = await _crossing(ts, node, ctx, None, prior)
+        crossing = await _crossing(ts, run, node, ctx, None, prior)
     _remember_crossing(ts, node, crossing)
     if new_session:
         await ts.checkpoint()  # seed 004: a new session is saved once before the turn runs
 
 
-async def _crossing(ts: TurnState, node: AgentNode, ctx: StepContext, message: str | None,
+async def _crossing(ts: TurnState, run: Run, node: AgentNode, ctx: StepContext, message: str | None,
                     prior: str | None) -> Any:
+    """What the arrival puts in the step's memory (None: nothing). By default: the closing message
+    on a terminal step; nothing when this turn's customer message is about to start the step (it
+    goes in next, so the step's first request holds it alone); else ``Start`` when the memory does
+    not end with this step's own message."""
     if node.on_crossing is not None:
         return await call_hook(node.on_crossing, message, prior, ctx)
     if node.end:
         return CLOSING_MESSAGE
     if message is not None:
         return message
+    if ts.message_available(run):
+        return None
     history = space(ts, node.namespace).messages
     if not history or history[-1].get("step") != node.id:
         return START_MESSAGE

@@ -17,6 +17,7 @@ from tether.engine.collect import dispatch_collect, question_first
 from tether.engine.conditions import holds
 from tether.engine.moves import silenced
 from tether.engine.pauses import ASKING, Pause, Static
+from tether.engine.prompt_parts import without_default_titles
 from tether.engine.reply_check import check_reply, describe_dropped
 from tether.engine.session import Claim, Run, WaitingOn
 from tether.engine.state import SpeakRequest, TurnState
@@ -136,7 +137,8 @@ async def _dispatch_decide(ts: TurnState, run: Run, flow: Flow, node: Decide) ->
     instructions = node.instructions(state) if callable(node.instructions) else node.instructions
     if isinstance(node.instructions, str):
         instructions = render(node.instructions, state, run.input, ts.options.context, where="instructions")
-    schema = constrained_schema(node, node.schema.model_json_schema())
+    schema = constrained_schema(node, without_default_titles(node.schema.model_json_schema(),
+                                                             node.schema.__name__))
     from tether.engine.speak import identity
 
     request = ModelRequest(call="decide", system=f"{identity(ts)}\n\n{DECIDE_ORDERS}",

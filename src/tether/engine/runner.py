@@ -4,7 +4,9 @@ transition, repeat until a terminal transition or a pause.
 - ``end`` / ``handoff`` / ``escalate`` / ``start_flow`` leave the flow (post-run gates first);
 - ``stay`` pauses for the next user turn;
 - ``goto`` verifies the node it leaves, checks the oscillation guard, reduces (events, data
-  merge, context strategy), records the position, and advances.
+  merge, context strategy), records the position, and advances. An edge taken more than the
+  flow's ``max_oscillations`` times in one turn degrades the run like a failed node (an ``error``
+  event, the failure reply, the ``escalate`` node or ``error_degraded``); it never fails the turn.
 
 A reply node that needs the model does not call it here: it becomes the turn's one speaker and
 the loop pauses; the speak phase calls the model and :func:`resume` continues with ``next``.
@@ -18,7 +20,7 @@ from typing import Any
 
 from tether.engine.choices import announce_choices
 from tether.engine.collect import clear_caches
-from tether.engine.degrade import FAILURES, recover_or_degrade
+from tether.engine.degrade import FAILURES, as_node_failure, degrade, recover_or_degrade
 from tether.engine.dispatch import dispatch
 from tether.engine.events import ErrorEvent, FlowEnter, NodeEnter
 from tether.engine.moves import finish, leave, reduce, verify
@@ -93,7 +95,12 @@ async def _loop(ts: TurnState, run: Run, flow: Flow, pending: Any) -> Pause:
             pending = result
         move_ = _normalize(flow, node, pending)
         pending = None
-        outcome = await act(ts, run, flow, node, move_)
+        try:
+            outcome = await act(ts, run, flow, node, move_)
+        except OscillationError as exc:  # a ping-pong is the flow's bug: degrade, never fail the turn
+            if await degrade(ts, run, flow, node, as_node_failure(flow, node, exc)):
+                continue
+            return ENDED
         if outcome is not None:
             return outcome
 

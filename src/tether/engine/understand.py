@@ -46,7 +46,7 @@ JUDGE_ORDERS = (
     "You judge the customer's latest message (the last user message of the conversation) for a flow "
     "engine; you never reply to the customer. Reply with one JSON object with exactly the keys of the "
     "schema; each section, when the schema has it, means:\n"
-    "- flows: score 0-100 how well the message fits each flow of the catalogue below;\n"
+    "- flows: score 0-100 how well the message fits each flow it lists (see the catalogue below);\n"
     "- asks: true when the message asks a question that needs an answer;\n"
     "- mentions: true when the message mentions what the task lists under that key;\n"
     "- branches: true when the statement the task gives under that key is true of the message;\n"

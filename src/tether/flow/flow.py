@@ -71,7 +71,9 @@ class Flow:
         start: the entry node (default: the first node); must be a registered node.
         nodes: every node of the flow, in order (order gives ``NEXT`` its meaning).
         context: the flow's context strategy (``append``, ``reset``, ``reset_with_summary``).
-        max_oscillations: how many times one ``from -> to`` edge may be traversed in one turn.
+        max_oscillations: how many times one ``from -> to`` edge may be traversed in one turn; one
+            more degrades the run (an ``error`` event, the failure reply, ``escalate`` or
+            ``error_degraded``).
         gates: post-run verification gates.
         on: triggers (see ``tether.flow.triggers``); none means manual start only.
         while_: the premise re-checked before the run moves (default: the trigger's ``if_``).

@@ -88,7 +88,7 @@ def one_statement_save(records: TurnRecords | None) -> bool:
 
 
 async def save_in_one_statement(conn: Conn, s: str, session: tuple[Any, ...], expected: int,
-                                records: TurnRecords | None) -> bool:
+                                records: TurnRecords | None, release: str | None = None) -> bool:
     """The compare-and-swap and the records in one autocommit statement (one round trip instead of
     ``BEGIN``, one per table and ``COMMIT``); True when the swap matched. Journal entries of one
     key are folded into the last (a final entry written after its started one in the same write).
@@ -97,6 +97,13 @@ async def save_in_one_statement(conn: Conn, s: str, session: tuple[Any, ...], ex
     when the update matched (``WHERE EXISTS (SELECT 1 FROM swapped)``), and a transcript ``seq``
     already stored fails the whole statement (a unique violation: nothing is written), which is
     reported as the duplicate message it is.
+
+    With ``release`` (the advisory lock key the connection holds) the same round trip commits the
+    save and then unlocks, only when the swap matched: the statement notes its outcome in a
+    session setting, an explicit ``COMMIT`` ends its implicit transaction (the save is durable
+    before anyone can take the lock), and the unlock reads the setting. A failed statement skips
+    the rest of the query: the lock stays held. The values are bound client-side (the simple
+    protocol runs several statements; never prepared).
     """
     session_id, agent, status, revision, saved_at, text = session
     messages = message_rows(session_id, records) if records is not None else []
@@ -131,7 +138,16 @@ async def save_in_one_statement(conn: Conn, s: str, session: tuple[Any, ...], ex
     import psycopg
 
     try:
-        cur = await conn.execute(sql + " SELECT count(*) FROM swapped", params)
+        if release is None:
+            cur = await conn.execute(sql + " SELECT count(*) FROM swapped", params)
+        else:
+            params["lock"] = release
+            cur = psycopg.AsyncClientCursor(conn)
+            await cur.execute(
+                sql + " SELECT n, set_config('tether.swapped', n::text, false) "
+                "FROM (SELECT count(*) AS n FROM swapped) c; "
+                "COMMIT; SELECT pg_advisory_unlock(hashtextextended(%(lock)s, 0)) "
+                "WHERE current_setting('tether.swapped') = '1'", params, prepare=False)
     except psycopg.errors.UniqueViolation as exc:
         if not messages or exc.diag.table_name != "tether_messages":
             raise

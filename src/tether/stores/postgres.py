@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 from tether.engine.session import Session, TranscriptMessage
 from tether.errors import SessionConflict, SessionFlowMismatch, StoreError
 from tether.stores._postgres_io import insert_records, one_statement_save, save_in_one_statement, wake_from_row
-from tether.stores._postgres_lease import hold_postgres_lease
+from tether.stores._postgres_lease import PostgresLease, hold_postgres_lease
 from tether.stores._postgres_schema import migrate, quote_schema
 from tether.stores.base import ClockLike, Store, backend_errors, messages_from_rows, utc
 from tether.stores.flow_versions import FlowVersion, StoredFlow, postgres_active, postgres_put
-from tether.stores.leases import DEFAULT_LEASE_TIMEOUT
+from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
 from tether.stores.record_forms import events_from_row, journal_from_row
 from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
 
@@ -196,6 +196,47 @@ class PostgresStore(Store):
         pool = await self._ensure_lease_pool()
         async with hold_postgres_lease(pool, self.schema, session_id, timeout=timeout, errors=self._errors):
             yield
+
+    @asynccontextmanager
+    async def lease_and_load(
+        self, session_id: str, *, timeout: float = DEFAULT_LEASE_TIMEOUT
+    ) -> AsyncIterator[Leased]:
+        """The advisory lock taken and the document read in one round trip (see ``Store.lease_and_load``)."""
+        from psycopg import sql
+
+        if self._closed:
+            raise StoreError("store is closed", operation="lease")
+        pool = await self._ensure_lease_pool()
+        read = sql.SQL("SELECT doc::text, revision FROM {}.tether_sessions WHERE id = {}").format(
+            sql.SQL(self._s), sql.Literal(session_id))
+        async with hold_postgres_lease(pool, self.schema, session_id, timeout=timeout, errors=self._errors,
+                                       read=read) as lease:
+            rows = lease.found or []
+
+            def first() -> Session | None:
+                return self._decode(session_id, rows[0][0], rows[0][1]) if rows else None
+
+            held = Leased(session_id, first, lambda: self.load(session_id), lease.release)
+            held.backend = lease
+            yield held
+
+    async def save_and_release(
+        self, session: Session, expected_revision: int, records: TurnRecords | None, held: Leased
+    ) -> Session:
+        """The save on the lease's connection, committed and then unlocked in the same round trip
+        (a save that schedules or cancels wakes saves, then releases)."""
+        lease = held.backend
+        if (held.released or not isinstance(lease, PostgresLease) or lease.pool is not self._lease_pool
+                or not one_statement_save(records)):
+            return await super().save_and_release(session, expected_revision, records, held)
+        stored, text = self._prepare(session, revision=expected_revision + 1, operation="save")
+        row = (stored.id, stored.agent, stored.status, stored.revision, stored.saved_at, text)
+        with backend_errors(self._errors, "save", stored.id):
+            if not await save_in_one_statement(lease.conn, self._s, row, expected_revision, records, lease.key):
+                await self._explain_failed_save(lease.conn, stored, expected_revision)
+        held.mark_released()
+        await lease.released_by_save()
+        return stored
 
     # ------------------------------------------------------------------ the document
 

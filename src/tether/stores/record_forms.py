@@ -145,8 +145,12 @@ def _event(item: Any, run_id: Any, flow: Any, at_text: str) -> dict[str, Any]:
     if isinstance(item, dict):
         return item
     kind, *values = item
+    layout = LAYOUTS.get(kind)
+    if layout is None:  # written by a tether that knows an event type this one does not
+        raise StoreError(f"a stored event row holds a compact {kind!r} event, a type this tether does not know; "
+                         "upgrade tether to read it", operation="events")
     event: dict[str, Any] = {"type": kind, "run_id": run_id, "flow": flow, "at": at_text}
-    for index, (name, default) in enumerate(LAYOUTS[kind]):
+    for index, (name, default) in enumerate(layout):
         if index < len(values):
             event[name] = values[index]
         else:  # a trailing default left out (or a field added to the class since)

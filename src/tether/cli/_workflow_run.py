@@ -1,0 +1,310 @@
+"""What ``tether workflow`` runs (:mod:`tether.cli._workflow` holds the commands, which import
+this module when they run): a workflow file's run with live progress, its graph, its checks.
+
+``tether workflow run FILE --input k=v`` drains the run, showing a table of node states (live on
+a terminal); with a model (``--model``, ``TETHER_MODEL``, or scripted replies with ``--script``)
+it runs subprompt nodes and gives the agent its turns. At a pending approval it asks approve /
+reject / quit and a feedback line; at an agent's input request it asks for the typed answer;
+quitting leaves the run parked in the store, and ``--run ID`` resumes it. Exit status: 0 when the run
+completed or was left parked on purpose, 1 when it failed or cannot progress.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import typer
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from tether.cli._chat import pick_model
+from tether.cli._output import CliError, fail, one_line, stdout_console
+from tether.cli._workflow_prompts import ask_answer
+from tether.errors import TetherError, WorkflowDefinitionError
+from tether.models import resolve_model
+from tether.models.types import Model, ModelResponse, ToolCall
+from tether.stores import open_store
+from tether.testing import ScriptedModel, ScriptExhausted
+from tether.workflow import WorkflowGraph, WorkflowSnapshot
+from tether.workflow._contract import RouterRun
+from tether.workflow_host import WorkflowRun, check_subflows, load_workflow_file, workflow_directory_resolver
+
+__all__ = ["check_workflow_file", "load_graph", "mermaid", "run_workflow"]
+
+_STYLES = {"complete": "green", "failed": "red", "skipped": "dim", "running": "cyan", "available": "cyan",
+           "awaiting_approval": "yellow", "awaiting_input": "yellow"}
+
+
+def load_graph(path: str) -> WorkflowGraph:
+    """The workflow file at ``path``; its definition problems are printed (exit 1)."""
+    try:
+        return load_workflow_file(path)
+    except WorkflowDefinitionError as exc:
+        for issue in exc.issues:
+            typer.echo(f"error [{issue.code}] {issue.path or '<root>'}: {one_line(issue.message)}", err=True)
+        typer.echo(f"error: {path} has {len(exc.issues)} definition problem(s)", err=True)
+        raise typer.Exit(1) from None
+
+
+def check_workflow_file(path: str) -> None:
+    """``tether check FILE.yaml``: print each problem (``path: message``) and exit 1, or say ok."""
+    try:
+        graph = load_workflow_file(path)
+        check_subflows(graph, workflow_directory_resolver(Path(path).parent))
+    except WorkflowDefinitionError as exc:
+        for issue in exc.issues:
+            where = f"{issue.flow}: " if issue.flow and issue.code.startswith("subflow") else ""
+            typer.echo(f"{where}{issue.path or '<root>'}: {one_line(issue.message)}")
+        typer.echo(f"{len(exc.issues)} problem(s)")
+        raise typer.Exit(1) from None
+    workflow = graph.workflow
+    typer.echo(f"ok: workflow {workflow.id!r} ({len(workflow.nodes)} node(s), {len(workflow.edges)} edge(s))")
+
+
+def _inputs(pairs: list[str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        if not sep or not name:
+            raise CliError(f"--input takes name=value, got {pair!r}")
+        try:
+            values[name] = json.loads(text)
+        except json.JSONDecodeError:
+            values[name] = text
+    return values
+
+
+def _detail(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: str) -> str:
+    state = snapshot.nodes[node_id]
+    if state.approval is not None and state.status == "awaiting_approval":
+        decided = f" [{state.approval.decision}]" if state.approval.decision else ""
+        return f"{state.approval.summary}{decided}"
+    if state.error and state.status in ("failed", "skipped"):
+        return one_line(state.error)[:120]
+    if isinstance(graph.nodes[node_id].run, RouterRun) and state.output is not None:
+        return f"-> {', '.join(state.output.selected or []) or 'nothing'}"
+    if state.failed_conditions:
+        return "; ".join(state.failed_conditions)
+    if state.skip_reason == "pruned":
+        return "branch not taken"
+    return ""
+
+
+def render(graph: WorkflowGraph, snapshot: WorkflowSnapshot) -> Table:
+    """The table of node states."""
+    table = Table(title=f"workflow {graph.id} · run {snapshot.run_id} · {snapshot.status}", title_justify="left")
+    for column in ("node", "kind", "status", "detail"):
+        table.add_column(column)
+    for node_id in graph.order:
+        state = snapshot.nodes[node_id]
+        style = _STYLES.get(state.status, "")
+        status = f"[{style}]{state.status}[/]" if style else state.status
+        table.add_row(node_id, graph.nodes[node_id].run.kind, status, _detail(graph, snapshot, node_id))
+    return table
+
+
+async def _drain(run: WorkflowRun, console: Console, *, agent: bool) -> None:
+    with Live(render(run.graph, run.snapshot), console=console, auto_refresh=False) as live:
+        run.on_change = lambda snapshot: live.update(render(run.graph, snapshot), refresh=True)
+        try:
+            await (run.advance() if agent else run.drain())
+        finally:
+            run.on_change = None
+    if not console.is_terminal:
+        console.line()
+
+
+def _pending_input(run: WorkflowRun) -> str | None:
+    return next((n for n in run.graph.order if run.snapshot.nodes[n].status == "awaiting_input"), None)
+
+
+async def _answer(run: WorkflowRun, node_id: str, console: Console) -> bool:
+    """Ask the terminal for ``node_id``'s requested input; ``False`` when the user quits."""
+    request = run.node(node_id).input_request
+    assert request is not None
+    console.print(f"[bold]{node_id}[/] asks: {request.prompt}")
+    while True:
+        try:
+            answer = ask_answer(request.schema_, "answer")
+        except typer.Abort:
+            return False
+        try:
+            await run.apply_input(node_id, answer, provided_by="cli")
+        except TetherError as exc:
+            console.print(f"[red]refused:[/] {exc.message}")
+            continue
+        return True
+
+
+def load_script(path: Path) -> ScriptedModel:
+    """A scripted model from a JSON file: ``{"agent": [...], "subprompt": [...]}``, each reply a
+    text or ``{"tool_calls": [{"name": ..., "arguments": {...}}], "text": ...}``."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CliError(f"cannot read the script {str(path)!r}: {exc}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+        raise CliError(f"script {str(path)!r}: expected an object of reply lists by call name")
+    scripted = ScriptedModel(name=f"script:{path.name}")
+    for call, replies in data.items():
+        for index, reply in enumerate(replies):
+            if isinstance(reply, dict) and "tool_calls" in reply:
+                calls = tuple(ToolCall(id=f"{call}-{index}-{n}", name=c["name"], arguments=c.get("arguments", {}))
+                              for n, c in enumerate(reply["tool_calls"]))
+                reply = ModelResponse(text=reply.get("text", ""), tool_calls=calls, finish_reason="tool_calls")
+            scripted.add(call, reply)
+    return scripted
+
+
+def _model(model: str | None, script: Path | None) -> Model | None:
+    if script is not None:
+        if model is not None:
+            raise CliError("--script and --model cannot be used together")
+        return load_script(script)
+    chosen = pick_model(model)
+    if chosen is None:
+        return None
+    try:
+        return resolve_model(chosen)
+    except TetherError as exc:
+        raise CliError(f"invalid model {chosen!r}: {one_line(exc.message)}") from None
+
+
+def _pending_approval(run: WorkflowRun) -> str | None:
+    for node_id in run.graph.order:
+        state = run.snapshot.nodes[node_id]
+        if state.status == "awaiting_approval" and state.approval is not None and state.approval.decision is None:
+            return node_id
+    return None
+
+
+async def _decide(run: WorkflowRun, node_id: str, console: Console) -> bool:
+    """Ask about ``node_id``'s approval; ``False`` when the user quits."""
+    approval = run.node(node_id).approval
+    assert approval is not None
+    console.print(f"[bold]{node_id}[/]: {approval.summary}")
+    if approval.check:
+        console.print(f"  evidence: {json.dumps(approval.check)}")
+    while True:
+        try:
+            answer = typer.prompt("approve, reject or quit? [a/r/q]", default="q").strip().lower()
+        except typer.Abort:
+            return False
+        if answer in ("q", "quit"):
+            return False
+        if answer not in ("a", "approve", "r", "reject"):
+            continue
+        decision: Literal["approved", "rejected"] = "approved" if answer.startswith("a") else "rejected"
+        try:
+            response = None
+            if decision == "approved" and (approval.schema_ or {}).get("kind", "text") != "text":
+                response = ask_answer(approval.schema_, "response")
+            feedback = typer.prompt("feedback", default="", show_default=False)
+        except typer.Abort:
+            return False
+        try:
+            await run.apply_approval(node_id, decision, feedback=feedback or None, decided_by="cli",
+                                     response=response)
+        except TetherError as exc:
+            console.print(f"[red]refused:[/] {exc.message}")
+            continue
+        if decision == "rejected" and run.node(node_id).status == "awaiting_approval":
+            console.print(f"{node_id} stays parked with the rejection; resume with a fresh request later")
+            return False
+        return True
+
+
+async def _run(graph: WorkflowGraph, *, path: Path, inputs: dict[str, Any], run_id: str | None, db: str,
+               workspace: Path, autonomous: bool, console: Console, model: Model | None) -> int:
+    if "://" not in db:
+        Path(db).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    store = open_store(db if "://" in db else str(Path(db).expanduser()))
+    options: dict[str, Any] = {"workspace": workspace, "resolve": workflow_directory_resolver(path.parent),
+                               "model": model}
+    try:
+        if run_id is not None:
+            if inputs:
+                raise CliError("--input cannot change a run that already exists (--run)")
+            run = await WorkflowRun.load(store, run_id, graph, **options)
+            if autonomous and not run.snapshot.autonomous:
+                await run.set_autonomous_mode(True)
+        else:
+            run = WorkflowRun(graph, store=store, input=inputs, autonomous=autonomous, **options)
+        while True:
+            await _drain(run, console, agent=model is not None)
+            pending = _pending_approval(run)
+            if pending is not None:
+                if not await _decide(run, pending, console):
+                    break
+                continue
+            asking = _pending_input(run)
+            if asking is None or not await _answer(run, asking, console):
+                break
+        return _report(run, console)
+    finally:
+        await store.close()
+
+
+def _report(run: WorkflowRun, console: Console) -> int:
+    snapshot = run.snapshot
+    if snapshot.model_calls:
+        tokens = ", ".join(f"{name.replace('_', ' ')} {value}" for name, value in sorted(snapshot.usage.items()))
+        console.print(f"[dim]{snapshot.model_calls} model call(s){': ' + tokens if tokens else ''}[/]")
+    if snapshot.status == "complete":
+        console.print(f"run {snapshot.run_id} complete")
+        if snapshot.output:
+            console.print(json.dumps(snapshot.output, indent=2))
+        return 0
+    if snapshot.status == "waiting":
+        agents = [n for n, s in snapshot.nodes.items() if s.status == "available"]
+        if agents and _pending_approval(run) is None and _pending_input(run) is None:
+            console.print(f"run {snapshot.run_id} needs agent work at {', '.join(agents)}: set TETHER_MODEL, "
+                          "--model or --script to run it")
+            return 1
+        console.print(f"run {snapshot.run_id} is parked; resume with: --run {snapshot.run_id}")
+        return 0
+    console.print(f"run {snapshot.run_id} {snapshot.status}")
+    return 1
+
+
+def run_workflow(file: Path, input: list[str] | None, run_id: str | None, db: str, workspace: Path,
+                 autonomous: bool, model: str | None, script: Path | None) -> None:
+    """``tether workflow run``: run FILE (or resume ``run_id``), showing node states."""
+    graph = load_graph(str(file))
+    try:
+        chosen = _model(model, script)
+        code = asyncio.run(_run(graph, path=file, inputs=_inputs(input or []), run_id=run_id, db=db,
+                                workspace=workspace, autonomous=autonomous, console=stdout_console(), model=chosen))
+    except CliError as exc:
+        fail(exc.message, exc.code)
+    except TetherError as exc:
+        fail(exc.message, 1)
+    except ScriptExhausted as exc:
+        fail(f"the script ran out of replies: {exc}", 1)
+    if code:
+        raise typer.Exit(code)
+
+
+def mermaid(graph: WorkflowGraph) -> str:
+    """The workflow as a mermaid flowchart: flow edges solid, optional dotted, parallel labelled,
+    router routes labelled with their condition."""
+    names = {node_id: f"n{index}" for index, node_id in enumerate(graph.order)}
+    lines = ["flowchart TD"]
+    for node_id in graph.order:
+        node = graph.nodes[node_id]
+        shape = ("{{", "}}") if node.run.kind == "router" else ("[/", "/]") if node.run.kind == "gate" else ("[", "]")
+        label = f"{node_id}: {node.label} ({node.run.kind})".replace('"', "'")
+        lines.append(f'    {names[node_id]}{shape[0]}"{label}"{shape[1]}')
+    for edge in graph.workflow.edges:
+        arrow = {"flow": "-->", "optional": "-.->", "parallel": "-. parallel .->"}[edge.type]
+        lines.append(f"    {names[edge.source]} {arrow} {names[edge.target]}")
+    for node_id, routes in graph.routes.items():
+        for route in routes:
+            if route.target is not None:
+                when = (route.when.source if route.when else "default").replace('"', "'")
+                lines.append(f'    {names[node_id]} -. "{when}" .-> {names[route.target]}')
+    return "\n".join(lines)
