@@ -20,6 +20,10 @@ ACYCLIC = {
     "tether.engine.agent_step", "tether.engine.step_context", "tether.engine.step_batch",
     "tether.engine.step_children", "tether.engine.step_loop", "tether.engine.step_tools",
     "tether.engine.step_view", "tether.engine.agent_memory",
+    # the collect node and the speak call: dispatch, then the speaker, the prompt parts, the
+    # reuse confirmation, the fields, the extraction call, the identity text
+    "tether.engine.collect", "tether.engine.speak", "tether.engine.prompt_parts", "tether.engine.reuse",
+    "tether.engine.collect_fields", "tether.engine.extract", "tether.engine.identity",
 }
 
 

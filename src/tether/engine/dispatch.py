@@ -15,6 +15,7 @@ from tether.engine.batching import segment_for, take_held
 from tether.engine.choices import constrained_schema, decide_by_choice
 from tether.engine.collect import dispatch_collect, question_first
 from tether.engine.conditions import holds
+from tether.engine.identity import identity
 from tether.engine.moves import silenced
 from tether.engine.pauses import ASKING, Pause, Static
 from tether.engine.prompt_parts import without_default_titles
@@ -139,8 +140,6 @@ async def _dispatch_decide(ts: TurnState, run: Run, flow: Flow, node: Decide) ->
         instructions = render(node.instructions, state, run.input, ts.options.context, where="instructions")
     schema = constrained_schema(node, without_default_titles(node.schema.model_json_schema(),
                                                              node.schema.__name__))
-    from tether.engine.speak import identity
-
     request = ModelRequest(call="decide", system=f"{identity(ts)}\n\n{DECIDE_ORDERS}",
                            instructions=instructions or f"Decide for step {node.id!r}.",
                            messages=tuple(ts.history(run, recent=DECIDE_RECENT)),

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from tether.engine.identity import identity
 from tether.engine.reply_check import check_reply, coerce_field_values, report_dropped
 from tether.engine.session import Run
 from tether.engine.state import TurnState
@@ -114,8 +115,6 @@ async def extract_values(ts: TurnState, run: Run, node: Collect, names: list[str
         steer = steer(names, ts.state_view(run))
     elif steer is not None:
         steer = render(steer, ts.state_view(run), run.input, ts.options.context, where="instructions")
-    from tether.engine.speak import identity  # speak -> collect -> extract: imported when called
-
     request = ModelRequest(
         call="extract", system=f"{identity(ts)}\n\n{EXTRACT_ORDERS}",  # stable: a prompt cache's prefix
         instructions=(steer or "Extract the requested fields from the conversation. Do not reply to the user."),

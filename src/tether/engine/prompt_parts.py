@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tether.engine.collect import value_of
+from tether.engine.collect_fields import value_of
 from tether.engine.session import Run
 from tether.engine.state import TurnState
 from tether.flow.agent_def import AgentDefinition

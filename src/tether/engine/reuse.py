@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tether.engine.collect_fields import merge_values, resolve
 from tether.engine.pauses import ASKING
 from tether.engine.session import Run
 from tether.engine.state import TurnState
@@ -67,8 +68,6 @@ def _settled(run: Run, name: str) -> None:
 
 def confirm_reused(ts: TurnState, run: Run, flow: Flow, node: Collect) -> Any | None:
     """Confirm the first reused field ``node`` gathers; returns ``ASKING`` when it asked, None to go on."""
-    from tether.engine.collect import merge_values, resolve  # collect calls this module: imported when called
-
     names = _unconfirmed(ts, run, node)
     if not names:
         return None

@@ -19,7 +19,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from tether.engine.choices import announce_choices
-from tether.engine.collect import clear_caches
+from tether.engine.collect_fields import clear_caches
 from tether.engine.degrade import FAILURES, as_node_failure, degrade, recover_or_degrade
 from tether.engine.dispatch import dispatch
 from tether.engine.events import ErrorEvent, FlowEnter, NodeEnter

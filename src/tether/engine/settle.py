@@ -14,7 +14,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from tether.engine.batching import hold
-from tether.engine.collect import complete, merge_values, missing, pending
+from tether.engine.collect import complete
+from tether.engine.collect_fields import merge_values, missing, pending
 from tether.engine.degrade import user_code
 from tether.engine.dispatch import reply_next
 from tether.engine.events import ErrorEvent

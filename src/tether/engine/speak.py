@@ -29,9 +29,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from tether.engine.collect import ask_text
+from tether.engine.collect_fields import ask_text
 from tether.engine.events import ErrorEvent
 from tether.engine.extract import collect_field_schema
+from tether.engine.identity import identity
 from tether.engine.prompt_parts import catalogue, run_facts, session_facts
 from tether.engine.session import Run
 from tether.engine.state import SpeakRequest, TurnState
@@ -76,19 +77,6 @@ class SpeakResult:
     interrupted: bool = False
     no_model: bool = False
     fallback: bool = False
-
-
-def identity(ts: TurnState) -> str:
-    agent = ts.agent
-    parts = [f"You are {agent.name}."]
-    if agent.persona:
-        parts.append(agent.persona)
-    if agent.goal:
-        parts.append(f"Your goal: {agent.goal}")
-    if agent.knowledge:
-        knowledge = agent.knowledge if isinstance(agent.knowledge, str) else json.dumps(agent.knowledge, indent=1)
-        parts.append(f"Knowledge base:\n{knowledge}")
-    return "\n\n".join(parts)
 
 
 def _instruction_lines(ts: TurnState, run: Run | None, items: tuple[Any, ...]) -> list[str]:

@@ -24,13 +24,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tether.engine.collect_fields import missing_names
 from tether.engine.conditions import holds
+from tether.engine.identity import identity
 from tether.engine.judgement import Judgement
 from tether.engine.keywords import keyword_scores
 from tether.engine.prompt_parts import catalogue
 from tether.engine.reply_check import check_reply, coerce_field_values, report_dropped
 from tether.engine.session import Run
-from tether.engine.speak import identity
 from tether.engine.state import TurnState
 from tether.flow.fields import is_known
 from tether.flow.flow import Flow
@@ -189,8 +190,6 @@ def find_judgeables(ts: TurnState, floor: Run | None) -> Judgeables:
 
 
 def _add_collect(ts: TurnState, found: Judgeables, owner: str, node: Collect, run: Run | None) -> None:
-    from tether.engine.collect import missing_names
-
     names = missing_names(ts, run, node)
     if names:
         found.collect[f"c{len(found.collect) + 1}"] = (owner, node.id, names)
