@@ -4,10 +4,17 @@ issue."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import httpx
-from server_client import ACME
+from server_agents import echo_agent
+from server_client import ACME, KEYS, app_client
+
+from tether.runtime import Runtime
+from tether.server import create_app
+from tether.stores import SQLiteStore
+from tether.testing import FakeClock
 
 ECHO = "/v1/agents/Echo"
 
@@ -55,3 +62,23 @@ async def test_a_bad_flow_is_refused_with_every_issue(client: httpx.AsyncClient)
     assert (mismatch.status_code, mismatch.json()["code"]) == (422, "flow-id-mismatch")
     unknown = await client.put("/v1/agents/Nobody/flows/visit", json=flow("1", "hi"), headers=ACME)
     assert unknown.status_code == 404
+
+
+async def test_a_flow_put_before_a_restart_is_served_after_it(tmp_path: Path) -> None:
+    clock = FakeClock("2026-01-05T09:00:00Z")
+
+    def runtime() -> Runtime:
+        return Runtime([echo_agent()], store=SQLiteStore(tmp_path / "t.db", clock=clock), clock=clock)
+
+    before = runtime()
+    async for client in app_client(create_app(before, api_keys=KEYS)):
+        put = await client.put(f"{ECHO}/flows/visit", json=flow("3", "stored"), headers=ACME)
+        assert put.status_code == 200, put.text
+    await before.close()
+    after = runtime()  # a restart: a new process on the same database
+    assert "visit" not in after.agents["Echo"].flows_by_id
+    async for client in app_client(create_app(after, api_keys=KEYS)):
+        listed = (await client.get("/v1/agents", headers=ACME)).json()["agents"]
+        assert "visit" in {f["id"] for a in listed for f in a["flows"]}
+        assert after.agents["Echo"].flows_by_id["visit"].version == "3"
+    await after.close()

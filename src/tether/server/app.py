@@ -29,6 +29,7 @@ from tether.errors import FlowDefinitionError
 from tether.flow.mermaid import flow_to_mermaid
 from tether.runtime.runtime import Runtime
 from tether.runtime.scheduler import WakeScheduler
+from tether.runtime.stored_flows import load_stored_flows, publish_flows
 from tether.server.auth import KeyRing, keys_from_env
 from tether.server.bodies import FlowBody, FlowRegistered
 from tether.server.inspector import inspector_routes
@@ -155,7 +156,7 @@ def create_app(
         if body.flow.get("id") != flow_id:
             raise ApiError(422, "flow-id-mismatch", f"the body's flow id {body.flow.get('id')!r} is not {flow_id!r}")
         try:
-            agent = runtime.register_flows(agent_id, [{"flow": body.flow}], flow_registry)
+            agent = await publish_flows(runtime, agent_id, [{"flow": body.flow}], flow_registry)
         except FlowDefinitionError as exc:
             issues = [i.as_dict() for i in exc.issues]
             raise ApiError(422, "invalid-flow", f"flow {flow_id!r} was refused with {len(issues)} issue(s)",
@@ -188,6 +189,7 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await load_stored_flows(runtime, flow_registry)  # flows PUT before a restart, or by another worker
         if scheduler:
             wakes.start()
         try:

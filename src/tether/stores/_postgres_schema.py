@@ -11,6 +11,7 @@ import re
 from typing import TYPE_CHECKING
 
 from tether.errors import StoreError
+from tether.stores.flow_versions import POSTGRES_TABLE
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -65,6 +66,7 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "CREATE INDEX IF NOT EXISTS tether_wakes_at ON {s}.tether_wakes (at)",
         ],
     ),
+    (2, POSTGRES_TABLE),  # stored flow versions (hot registration)
 ]
 """``(version, statements)`` in ascending order; every statement is safe to run twice."""
 

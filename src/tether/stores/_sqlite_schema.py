@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 
 from tether.errors import StoreError
+from tether.stores.flow_versions import SQLITE_TABLE
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
 
@@ -71,6 +72,7 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             ) WITHOUT ROWID""",
         ],
     ),
+    (3, SQLITE_TABLE),  # stored flow versions (hot registration)
 ]
 """``(version, statements)`` in ascending order; every statement is safe to run twice."""
 

@@ -20,6 +20,7 @@ from pydantic_core import PydanticSerializationError
 from tether.engine.ports import Clock
 from tether.engine.session import SESSION_SCHEMA_VERSION, Session, TranscriptMessage
 from tether.errors import SessionConflict, SessionFlowInvariant, SessionVersionUnsupported, StoreError
+from tether.stores.flow_versions import FlowVersion, StoredFlow
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased, LocalLeases
 from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
 
@@ -210,6 +211,18 @@ class Store(ABC):
     @abstractmethod
     async def close(self) -> None:
         """Release connections and threads. The store cannot be used afterwards."""
+
+    # ------------------------------------------------------------------ flow versions
+
+    async def put_flows(self, agent: str, bundle: Iterable[FlowVersion]) -> None:
+        """Store a bundle of flow versions for ``agent`` (hot registration) in one transaction:
+        each becomes the active version of its flow id and supersedes the previous active one.
+        A failure stores nothing of the bundle. See :mod:`tether.stores.flow_versions`."""
+        raise StoreError(f"{type(self).__name__} does not store flow versions", operation="put_flows")
+
+    async def active_flows(self, agent: str) -> builtins.list[StoredFlow]:
+        """The active stored flow versions of ``agent``, oldest first."""
+        raise StoreError(f"{type(self).__name__} does not store flow versions", operation="active_flows")
 
     # ------------------------------------------------------------------ shared helpers
 

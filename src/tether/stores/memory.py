@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import builtins
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import NamedTuple
@@ -24,6 +25,7 @@ from tether.stores.base import (
     messages_from_rows,
     utc,
 )
+from tether.stores.flow_versions import FlowVersion, StoredFlow, memory_put
 from tether.stores.record_forms import EventRow, event_row, events_from_row, journal_body, journal_from_row
 from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
 
@@ -66,6 +68,7 @@ class MemoryStore(Store):
         self._wakes: dict[tuple[str, str], str] = {}
         self._lock = asyncio.Lock()
         self._closed = False
+        self._flows: builtins.list[StoredFlow] = []
 
     def _check_open(self, operation: str) -> None:
         if self._closed:
@@ -219,6 +222,16 @@ class MemoryStore(Store):
             ]
         wakes.sort(key=lambda w: (w.at, w.session_id, w.key))
         return wakes
+
+    async def put_flows(self, agent: str, bundle: Iterable[FlowVersion]) -> None:
+        async with self._lock:
+            self._check_open("put_flows")
+            self._flows = memory_put(self._flows, agent, builtins.list(bundle), self.now())
+
+    async def active_flows(self, agent: str) -> builtins.list[StoredFlow]:
+        async with self._lock:
+            self._check_open("active_flows")
+            return [r for r in self._flows if r.agent == agent and r.status == "active"]
 
     async def close(self) -> None:
         async with self._lock:

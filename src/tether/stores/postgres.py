@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import select
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -24,6 +24,7 @@ from tether.stores._postgres_io import insert_records, one_statement_save, save_
 from tether.stores._postgres_lease import PostgresLease, hold_postgres_lease
 from tether.stores._postgres_schema import migrate, quote_schema
 from tether.stores.base import ClockLike, Store, backend_errors, messages_from_rows, utc
+from tether.stores.flow_versions import FlowVersion, StoredFlow, postgres_active, postgres_put
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
 from tether.stores.record_forms import events_from_row, journal_from_row
 from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
@@ -428,6 +429,17 @@ class PostgresStore(Store):
             {"sid": session_id},
         )
         return [wake_from_row(r) for r in rows]
+
+    async def put_flows(self, agent: str, bundle: Iterable[FlowVersion]) -> None:
+        rows = builtins.list(bundle)
+        async with self._transaction("put_flows") as conn:
+            await postgres_put(conn, self._s, agent, rows, self.now())
+
+    async def active_flows(self, agent: str) -> builtins.list[StoredFlow]:
+        async with self._connection("active_flows") as conn:
+            rows = await postgres_active(conn, self._s, agent)
+        return [StoredFlow(seq, agent_id, flow, version, digest, document, status, utc(at))
+                for seq, agent_id, flow, version, digest, document, status, at in rows]
 
     async def close(self) -> None:
         async with self._open_lock:

@@ -18,7 +18,7 @@ import functools
 import os
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -30,6 +30,7 @@ from tether.stores._sqlite_io import from_us, insert_records, to_us, wake_from_r
 from tether.stores._sqlite_lease import SQLiteLease, hold_sqlite_lease
 from tether.stores._sqlite_schema import migrate
 from tether.stores.base import ClockLike, Store, backend_errors, messages_from_rows, utc
+from tether.stores.flow_versions import FlowVersion, StoredFlow, sqlite_active, sqlite_put
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
 from tether.stores.record_forms import events_from_row, journal_from_row
 from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
@@ -403,6 +404,20 @@ class SQLiteStore(Store):
             ).fetchall()
 
         return [wake_from_row(r) for r in await self._call("pending_wakes", session_id, op)]
+
+    async def put_flows(self, agent: str, bundle: Iterable[FlowVersion]) -> None:
+        rows, now = builtins.list(bundle), to_us(self.now())
+
+        def op(conn: sqlite3.Connection) -> None:
+            with self._write(conn):
+                sqlite_put(conn, agent, rows, now)
+
+        await self._call("put_flows", None, op)
+
+    async def active_flows(self, agent: str) -> builtins.list[StoredFlow]:
+        rows = await self._call("active_flows", None, lambda conn: sqlite_active(conn, agent))
+        return [StoredFlow(seq, agent_id, flow, version, digest, document, status, from_us(at))
+                for seq, agent_id, flow, version, digest, document, status, at in rows]
 
     async def close(self) -> None:
         def op() -> None:

@@ -1,0 +1,126 @@
+"""Stored flow versions: what hot registration persists, so a restart (or another worker on the
+same store) serves the flows registered at run time.
+
+A row is one version of one flow of one agent: the flow-file document (JSON text, kept as
+written so a corrupt row can be reported and skipped, never crash a boot), its digest, and a
+status. Storing a bundle supersedes the previous active version of each of its flows and inserts
+the new ones as active, in one transaction: either the whole bundle is stored or none of it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+
+__all__ = ["FlowVersion", "StoredFlow", "memory_put", "postgres_active", "postgres_put", "sqlite_active",
+           "sqlite_put"]
+
+Status = Literal["active", "superseded"]
+
+
+@dataclass(frozen=True)
+class FlowVersion:
+    """One flow of a bundle to store: its id, version label, digest and document (JSON text)."""
+
+    flow: str
+    version: str | None
+    digest: str
+    document: str
+
+
+@dataclass(frozen=True)
+class StoredFlow:
+    """A stored flow version (``seq`` orders them, across flows)."""
+
+    seq: int
+    agent: str
+    flow: str
+    version: str | None
+    digest: str
+    document: str
+    status: Status
+    created_at: datetime
+
+
+def memory_put(rows: list[StoredFlow], agent: str, bundle: list[FlowVersion], now: datetime) -> list[StoredFlow]:
+    """The rows after storing ``bundle`` (a new list: the caller swaps it in whole)."""
+    ids = {f.flow for f in bundle}
+    out = [replace(r, status="superseded") if r.agent == agent and r.flow in ids and r.status == "active" else r
+           for r in rows]
+    seq = max((r.seq for r in rows), default=0)
+    for offset, f in enumerate(bundle, start=1):
+        out.append(StoredFlow(seq + offset, agent, f.flow, f.version, f.digest, f.document, "active", now))
+    return out
+
+
+# --------------------------------------------------------------------------- SQLite
+
+SQLITE_TABLE = [
+    """CREATE TABLE IF NOT EXISTS tether_flows (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        agent TEXT NOT NULL,
+        flow TEXT NOT NULL,
+        version TEXT,
+        digest TEXT NOT NULL,
+        document TEXT NOT NULL,
+        status TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS tether_flows_active ON tether_flows (agent, status, flow)",
+]
+
+
+def sqlite_put(conn: sqlite3.Connection, agent: str, bundle: list[FlowVersion], now_us: int) -> None:
+    """Store ``bundle`` (call inside one write transaction)."""
+    for f in bundle:
+        conn.execute("UPDATE tether_flows SET status = 'superseded' WHERE agent = ? AND flow = ? AND status = 'active'",
+                     (agent, f.flow))
+        conn.execute("INSERT INTO tether_flows (agent, flow, version, digest, document, status, created_at) "
+                     "VALUES (?, ?, ?, ?, ?, 'active', ?)", (agent, f.flow, f.version, f.digest, f.document, now_us))
+
+
+def sqlite_active(conn: sqlite3.Connection, agent: str) -> list[tuple[Any, ...]]:
+    """The active rows of ``agent``, oldest first (``created_at`` in microseconds)."""
+    return conn.execute("SELECT seq, agent, flow, version, digest, document, status, created_at FROM tether_flows "
+                        "WHERE agent = ? AND status = 'active' ORDER BY seq", (agent,)).fetchall()
+
+
+# --------------------------------------------------------------------------- PostgreSQL
+
+POSTGRES_TABLE = [
+    """CREATE TABLE IF NOT EXISTS {s}.tether_flows (
+        seq bigserial PRIMARY KEY,
+        agent text NOT NULL,
+        flow text NOT NULL,
+        version text,
+        digest text NOT NULL,
+        document text NOT NULL,
+        status text NOT NULL,
+        created_at timestamptz NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS tether_flows_active ON {s}.tether_flows (agent, status, flow)",
+]
+
+
+async def postgres_put(conn: AsyncConnection[Any], schema: str, agent: str, bundle: list[FlowVersion],
+                       now: datetime) -> None:
+    """Store ``bundle`` (call inside one transaction)."""
+    for f in bundle:
+        await conn.execute(f"UPDATE {schema}.tether_flows SET status = 'superseded' "
+                           "WHERE agent = %s AND flow = %s AND status = 'active'", (agent, f.flow))
+        await conn.execute(f"INSERT INTO {schema}.tether_flows (agent, flow, version, digest, document, status, "
+                           "created_at) VALUES (%s, %s, %s, %s, %s, 'active', %s)",
+                           (agent, f.flow, f.version, f.digest, f.document, now))
+
+
+async def postgres_active(conn: AsyncConnection[Any], schema: str, agent: str) -> list[tuple[Any, ...]]:
+    """The active rows of ``agent``, oldest first."""
+    cur = await conn.execute(f"SELECT seq, agent, flow, version, digest, document, status, created_at "
+                             f"FROM {schema}.tether_flows WHERE agent = %s AND status = 'active' ORDER BY seq",
+                             (agent,))
+    return list(await cur.fetchall())
