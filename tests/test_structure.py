@@ -26,6 +26,9 @@ ACYCLIC = {
     "tether.engine.collect_fields", "tether.engine.extract", "tether.engine.identity",
     # the runtime calls the scheduler, which sees it only as a WakeHost
     "tether.runtime.runtime", "tether.runtime.scheduler",
+    # a workflow run calls its drivers (agent turns, sub-flows, subprompts), which see it as a RunHost
+    "tether.workflow_host._run", "tether.workflow_host._agent", "tether.workflow_host._subflow",
+    "tether.workflow_host._subprompt", "tether.workflow_host._host",
 }
 
 

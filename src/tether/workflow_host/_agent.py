@@ -29,7 +29,7 @@ from tether.workflow import ops
 from tether.workflow._contract import AgentRun, ModelTier
 
 if TYPE_CHECKING:
-    from tether.workflow_host._run import WorkflowRun
+    from tether.workflow_host._host import RunHost
 
 __all__ = ["DEFAULT_TOOL_ROUNDS", "FLOW_TOOLS", "AgentDriver", "TurnReport"]
 
@@ -96,7 +96,7 @@ class TurnReport:
 class AgentDriver:
     """Gives the model turns on one run's agent nodes, one at a time."""
 
-    def __init__(self, run: WorkflowRun) -> None:
+    def __init__(self, run: RunHost) -> None:
         self.run = run
         self._lock = asyncio.Lock()
 

@@ -128,7 +128,7 @@ class WorkflowRun:
         self._lock = asyncio.Lock()
         self.aborts: dict[str, asyncio.Event] = {}
         self._draining = False
-        self.subflows = SubflowHost(self)
+        self.subflows = SubflowHost(self, self._child)
         self.agent_nodes = frozenset(n for n, node in self.graph.nodes.items() if isinstance(node.run, AgentRun))
         self.agent = AgentDriver(self)
 
@@ -386,6 +386,14 @@ class WorkflowRun:
             return False
         await self.apply(change)
         return True
+
+    def _child(self, graph: WorkflowGraph, run_id: str, input: dict[str, Any]) -> WorkflowRun:
+        """A sub-flow's transient child run, sharing this run's executor, workspace, resolver,
+        budget and models (see :class:`~tether.workflow_host._subflow.SubflowHost`)."""
+        return WorkflowRun(graph, executor=self.executor, run_id=run_id, input=input,
+                           autonomous=self._snapshot.autonomous, workspace=self.workspace, resolve=self.resolver,
+                           budget=self.budget, model=self.models, max_tool_rounds=self.max_tool_rounds,
+                           _ancestry=self.ancestry)
 
     async def resolve_or_fail(self, node_id: str) -> dict[str, Binding] | None:
         """The node's bindings; ``None`` when a producer has not completed yet (the node waits)

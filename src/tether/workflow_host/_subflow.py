@@ -30,9 +30,13 @@ from tether.workflow._contract import SubflowRun
 from tether.workflow._state import Approval
 
 if TYPE_CHECKING:
-    from tether.workflow_host._run import WorkflowRun
+    from tether.workflow_host._host import RunHost
 
-__all__ = ["MAX_SUBFLOW_DEPTH", "SubflowHost", "check_subflows"]
+__all__ = ["MAX_SUBFLOW_DEPTH", "Spawn", "SubflowHost", "check_subflows"]
+
+Spawn = Callable[[WorkflowGraph, str, dict[str, Any]], "RunHost"]
+"""Makes a sub-flow's child run: ``(child graph, child run id, child input)``; the parent run
+passes it down, sharing its executor, workspace, resolver, budget, models and ancestry."""
 
 MAX_SUBFLOW_DEPTH = 16
 """The most workflows one chain of inline sub-flows may hold (the root included)."""
@@ -112,9 +116,10 @@ def check_subflows(root: WorkflowGraph, resolve: Callable[[str], WorkflowGraph] 
 class SubflowHost:
     """The transient children of one parent run, by parent node id."""
 
-    def __init__(self, parent: WorkflowRun) -> None:
+    def __init__(self, parent: RunHost, spawn: Spawn) -> None:
         self.parent = parent
-        self.children: dict[str, tuple[int, WorkflowRun]] = {}
+        self.spawn = spawn
+        self.children: dict[str, tuple[int, RunHost]] = {}
 
     def drop_all(self) -> None:
         """Forget every child (cancel, hydrate)."""
@@ -130,8 +135,6 @@ class SubflowHost:
 
     async def start(self, node_id: str) -> bool:
         """Start the child of available node ``node_id``; ``False`` when it must wait for a binding."""
-        from tether.workflow_host._run import WorkflowRun
-
         parent = self.parent
         run = parent.graph.nodes[node_id].run
         assert isinstance(run, SubflowRun)
@@ -156,11 +159,7 @@ class SubflowHost:
         )
         child_input.update({name: binding.value for name, binding in bindings.items()})
         try:
-            child = WorkflowRun(child_graph, executor=parent.executor, run_id=f"{parent.run_id}/{node_id}",
-                                input=child_input, autonomous=parent.snapshot.autonomous,
-                                workspace=parent.workspace, resolve=parent.resolver, budget=parent.budget,
-                                model=parent.models, max_tool_rounds=parent.max_tool_rounds,
-                                _ancestry=parent.ancestry)
+            child = self.spawn(child_graph, f"{parent.run_id}/{node_id}", child_input)
         except TetherError as exc:
             await parent.apply(ops.fail_node(parent.graph, node_id, f"sub-flow {run.flow!r}: {exc.message}"))
             return True

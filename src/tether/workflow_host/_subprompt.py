@@ -33,7 +33,7 @@ from tether.workflow._expr import Wait
 from tether.workflow_host._process import complete_or_park, record_attempt
 
 if TYPE_CHECKING:
-    from tether.workflow_host._run import WorkflowRun
+    from tether.workflow_host._host import RunHost
 
 __all__ = ["JSON_DIRECTIVE", "parse_reply", "run_subprompt", "subprompt_prompt"]
 
@@ -87,7 +87,7 @@ class _Stopped(Exception):
     pass
 
 
-async def run_subprompt(run: WorkflowRun, node_id: str) -> bool:
+async def run_subprompt(run: RunHost, node_id: str) -> bool:
     """Run available subprompt ``node_id`` to its end; ``False`` while a producer it reads is not
     complete (it waits)."""
     graph = run.graph
