@@ -29,6 +29,10 @@ ACYCLIC = {
     # a workflow run calls its drivers (agent turns, sub-flows, subprompts), which see it as a RunHost
     "tether.workflow_host._run", "tether.workflow_host._agent", "tether.workflow_host._subflow",
     "tether.workflow_host._subprompt", "tether.workflow_host._host",
+    # flows: nodes name transitions (a transition sees a node as a NamedNode); a flow draws itself
+    # through mermaid, which sees flows and agents as DrawnFlow / DrawnAgent
+    "tether.flow.nodes", "tether.flow.transitions", "tether.flow.flow", "tether.flow.mermaid",
+    "tether.flow.agent_def", "tether.flow.placeholders",
 }
 
 

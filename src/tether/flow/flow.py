@@ -17,6 +17,7 @@ from tether.errors import DefinitionIssue, FlowDefinitionError, TransitionError
 from tether.flow.choices import choice_problems
 from tether.flow.durations import parse_duration
 from tether.flow.gates import GATE_ROOTS, Gate, JudgeGate, PredicateGate
+from tether.flow.mermaid import flow_to_mermaid
 from tether.flow.nodes import (
     CONTEXT_STRATEGIES,
     Action,
@@ -192,8 +193,6 @@ class Flow:
 
     def to_mermaid(self) -> str:
         """The flow's graph as a mermaid ``flowchart``."""
-        from tether.flow.mermaid import flow_to_mermaid
-
         return flow_to_mermaid(self)
 
     def __repr__(self) -> str:

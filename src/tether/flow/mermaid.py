@@ -9,16 +9,38 @@ edge to the started flow: to its start node when the agent's flows are drawn tog
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
-from tether.flow.transitions import End, Escalate, Goto, Handoff, StartFlow, Stay
+from tether.flow.nodes import Node
+from tether.flow.transitions import End, Escalate, Goto, Handoff, StartFlow, Stay, Transition
 
-if TYPE_CHECKING:
-    from tether.flow.agent_def import AgentDefinition
-    from tether.flow.flow import Flow
+__all__ = ["DrawnAgent", "DrawnFlow", "agent_to_mermaid", "flow_to_mermaid"]
 
-__all__ = ["agent_to_mermaid", "flow_to_mermaid"]
+
+class DrawnFlow(Protocol):
+    """What a chart needs of a flow (:class:`tether.flow.flow.Flow` is one; ``Flow.to_mermaid``
+    calls this module, so it names no ``Flow``)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def start(self) -> str: ...
+    @property
+    def nodes(self) -> Sequence[Node]: ...
+
+    def resolve_static(self, node_id: str, target: Any) -> Transition:
+        """The transition a static target of ``node_id`` stands for."""
+        ...
+
+
+class DrawnAgent(Protocol):
+    """What a chart of every flow needs of an agent (:class:`tether.flow.agent_def.AgentDefinition`)."""
+
+    @property
+    def flows(self) -> Sequence[DrawnFlow]: ...
+    @property
+    def flows_by_id(self) -> Mapping[str, DrawnFlow]: ...
 
 _SHAPES = {
     "reply": ('["', '"]'),
@@ -41,12 +63,12 @@ def _text(text: str) -> str:
     return text.replace('"', "'")
 
 
-def flow_to_mermaid(flow: Flow) -> str:
+def flow_to_mermaid(flow: DrawnFlow) -> str:
     """The mermaid source for ``flow`` alone."""
     return "\n".join(["flowchart TD", *_flow_lines(flow, "", lambda _: None)]) + "\n"
 
 
-def agent_to_mermaid(agent: AgentDefinition) -> str:
+def agent_to_mermaid(agent: DrawnAgent) -> str:
     """The mermaid source for every flow of ``agent`` in one chart: a subgraph per flow, and an
     edge from each ``start_flow`` to the start of the flow it starts."""
     prefixes = {flow.id: f"{_safe(flow.id)}__" for flow in agent.flows}
@@ -64,7 +86,7 @@ def agent_to_mermaid(agent: AgentDefinition) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _flow_lines(flow: Flow, prefix: str, link: FlowLink) -> list[str]:
+def _flow_lines(flow: DrawnFlow, prefix: str, link: FlowLink) -> list[str]:
     def node_id(node: str) -> str:
         return f"{prefix}n_{_safe(node)}"
 

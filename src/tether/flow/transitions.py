@@ -24,13 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 from tether.errors import TransitionError
 
 if TYPE_CHECKING:
     from tether.flow.moves import StepMove
-    from tether.flow.nodes import Node
 
 __all__ = [
     "NEXT",
@@ -50,6 +49,13 @@ __all__ = [
     "start_flow",
     "stay",
 ]
+
+
+class NamedNode(Protocol):
+    """What a transition needs of a node: its id (every :class:`tether.flow.nodes.Node` is one)."""
+
+    @property
+    def id(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +142,8 @@ def is_code(value: Any) -> TypeGuard[Callable[..., Any]]:
     return callable(value) and not isinstance(value, Stay)
 
 
-def goto(target: str | Node, data: Mapping[str, Any] | None = None, *, clear: tuple[str, ...] | list[str] = ()) -> Goto:
+def goto(target: str | NamedNode, data: Mapping[str, Any] | None = None, *,
+         clear: tuple[str, ...] | list[str] = ()) -> Goto:
     """Move to ``target`` (a node id, or a node registered in the flow), merging ``data``.
 
     A node object is kept with the goto: if it is not the very node the flow registers under its
@@ -177,7 +184,7 @@ def describe(value: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def normalize(value: Any, *, flow: str, node: str, nodes: Mapping[str, Node]) -> Transition:
+def normalize(value: Any, *, flow: str, node: str, nodes: Mapping[str, NamedNode]) -> Transition:
     """Normalise what a node returned into a transition.
 
     Accepts the transition objects above, a node registered in the flow (by identity), the
