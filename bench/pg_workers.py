@@ -234,7 +234,8 @@ def verdict(ones: list[Run], fours: list[Run], ratio: float, cores: int) -> str:
     client = four.wait_share("waiting for the client")
     flush = four.wait_share("IO:WALSync", "IO:WALWrite", "LWLock:WALWrite")
     if need > free:
-        return (f"CPU: 1.8x one worker needs {need:.2f} cores ({1.8 * one.rate:.0f} turns/s x "
+        return (f"CPU: one worker alone kept {one.bench_cores:.2f} cores busy; "
+                f"1.8x one worker needs {need:.2f} cores ({1.8 * one.rate:.0f} turns/s x "
                 f"{cpu_per_turn * 1000:.2f} ms), others left {free:.2f} of {cores} "
                 f"(idle {four.machine_idle:.2f}); backends waited on the client {100 * client:.0f}% of the time, "
                 f"on WAL flushes {100 * flush:.0f}%")
