@@ -24,6 +24,8 @@ ACYCLIC = {
     # reuse confirmation, the fields, the extraction call, the identity text
     "tether.engine.collect", "tether.engine.speak", "tether.engine.prompt_parts", "tether.engine.reuse",
     "tether.engine.collect_fields", "tether.engine.extract", "tether.engine.identity",
+    # the runtime calls the scheduler, which sees it only as a WakeHost
+    "tether.runtime.runtime", "tether.runtime.scheduler",
 }
 
 

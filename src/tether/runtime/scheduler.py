@@ -5,6 +5,9 @@ store (``Store.due_wakes``: leased to one worker; with PostgreSQL claimed with
 ``FOR UPDATE SKIP LOCKED``, so several workers never receive one wake twice), runs each as a
 ``wake`` input through ``Runtime.run`` (the agent comes from the stored session) and completes it.
 The engine ignores a stale wake (its run no longer waits on that key).
+
+The functions here take the runtime as a :class:`WakeHost` (what they use of it), so this module
+sits below :mod:`tether.runtime.runtime`, which calls it.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol
 
 from tether.errors import (
     SessionConflict,
@@ -27,9 +31,12 @@ from tether.stores.records import TurnRecords, Wake, WakeRequest
 
 if TYPE_CHECKING:
     from tether.agent import Agent
-    from tether.runtime.runtime import Runtime
+    from tether.engine.ports import Clock
+    from tether.runtime.envelope import RunResponse
+    from tether.runtime.locks import SessionLocks
+    from tether.stores.base import Store
 
-__all__ = ["WakeScheduler", "fire_due_wakes", "rebuild_schedule"]
+__all__ = ["WakeHost", "WakeScheduler", "fire_due_wakes", "rebuild_schedule"]
 
 log = logging.getLogger("tether.runtime")
 
@@ -37,7 +44,33 @@ _RETRY_LATER = (SessionConflict.code, StoreError.code, SessionLeaseTimeout.code,
 """Failures that leave a wake scheduled: the session was busy or unreadable here, not done with."""
 
 
-async def fire_due_wakes(runtime: Runtime, *, limit: int = 100, lease: float = 30.0) -> int:
+class WakeHost(Protocol):
+    """What firing wakes and rebuilding the schedule use of a runtime
+    (:class:`tether.runtime.runtime.Runtime` is one)."""
+
+    @property
+    def store(self) -> Store: ...
+    @property
+    def clock(self) -> Clock: ...
+    @property
+    def worker_id(self) -> str: ...
+    @property
+    def agents(self) -> Mapping[str, Agent]: ...
+    @property
+    def locks(self) -> SessionLocks: ...
+    @property
+    def lease_timeout(self) -> float: ...
+
+    async def run(self, agent_id: str, *, session_id: str | None = None, wake: str | None = None) -> RunResponse:
+        """Run one turn of ``agent_id`` for ``session_id`` (here: a ``wake`` input) and persist it."""
+        ...
+
+    async def fire_due_wakes(self, limit: int = 100, *, lease: float = 30.0) -> int:
+        """Claim, run and complete due wakes; returns how many ran."""
+        ...
+
+
+async def fire_due_wakes(runtime: WakeHost, *, limit: int = 100, lease: float = 30.0) -> int:
     """Claim up to ``limit`` wakes due at ``runtime.clock.now()`` (leased for ``lease`` seconds
     to ``runtime.worker_id``), run them concurrently (one session's wakes still one at a time) and
     complete each one that ran. Returns how many ran.
@@ -51,7 +84,7 @@ async def fire_due_wakes(runtime: Runtime, *, limit: int = 100, lease: float = 3
     return sum(fired)
 
 
-async def _fire(runtime: Runtime, wake: Wake) -> bool:
+async def _fire(runtime: WakeHost, wake: Wake) -> bool:
     try:
         doc = await runtime.store.load(wake.session_id)
     except SessionFlowInvariant:
@@ -73,7 +106,7 @@ async def _fire(runtime: Runtime, wake: Wake) -> bool:
     return True
 
 
-async def rebuild_schedule(runtime: Runtime, *, limit: int = 10_000) -> int:
+async def rebuild_schedule(runtime: WakeHost, *, limit: int = 10_000) -> int:
     """Re-derive wakes from stored sessions: for every running session (at most ``limit``) of a
     registered agent, the wakes the engine says it waits on (``agent.pending_wakes(session)``:
     each parked run's deadline, and the silence wake of every silence flow that could still start).
@@ -96,7 +129,7 @@ async def rebuild_schedule(runtime: Runtime, *, limit: int = 10_000) -> int:
     return written
 
 
-async def _rebuild_one(runtime: Runtime, agent: Agent, session_id: str) -> int:
+async def _rebuild_one(runtime: WakeHost, agent: Agent, session_id: str) -> int:
     doc = await runtime.store.load(session_id)
     if doc is None or doc.status != "running":
         return 0
@@ -117,7 +150,7 @@ class WakeScheduler:
     """A background asyncio task calling ``fire_due_wakes`` every ``interval`` seconds (at once
     again while full batches keep coming). Errors are logged, never raised."""
 
-    def __init__(self, runtime: Runtime, *, interval: float = 1.0, limit: int = 100) -> None:
+    def __init__(self, runtime: WakeHost, *, interval: float = 1.0, limit: int = 100) -> None:
         self.runtime = runtime
         self.interval = interval
         self.limit = limit
