@@ -204,3 +204,23 @@ async def test_a_turn_continued_after_a_crash_mid_walk_waits_at_the_member_it_re
     assert node_of(continued) == "b"
     after = await say(agent, continued.session, "and?")
     assert len(model.calls) == 2 and "Say b.\n\nSay c." in prompt_of(model) and after.ended[0].reason == "done"
+
+
+async def test_with_no_model_a_segment_says_every_member_fallback_in_one_message() -> None:
+    nodes = [gen(n, nxt, fallback=f"Fallback {n}.") for n, nxt in (("a", "b"), ("b", {"goto": "c"}),
+                                                                   ("c", {"end": "done"}))]
+    result = await say(file_agent(*nodes, model=None), None)  # type: ignore[arg-type]
+    assert [m.text for m in result.messages] == ["Fallback a.\n\nFallback b.\n\nFallback c."]
+    assert [e.node for e in result.events if e.type == "node-enter"] == ["a", "b", "c"]
+    assert result.ended[0].reason == "done" and result.llm_calls == 0
+
+
+async def test_with_no_model_a_segment_with_a_member_lacking_a_fallback_is_spoken_one_node_at_a_time() -> None:
+    nodes = [gen("a", "b", fallback="Fallback a."), gen("b", {"goto": "c"}), gen("c", {"end": "done"},
+                                                                                  fallback="Fallback c.")]
+    agent = file_agent(*nodes, model=None)  # type: ignore[arg-type]
+    first = await say(agent, None)
+    assert first.text == "Fallback a." and node_of(first) == "b"  # b waits: the turn has spoken
+    second = await say(agent, first.session, "ok")  # b has no fallback: loud, as without batching
+    assert second.text == agent.failure_reply
+    assert any(e.type == "error" and "needs a language model" in e.error for e in second.events)

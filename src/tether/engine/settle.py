@@ -62,8 +62,9 @@ async def settle(ts: TurnState, request: SpeakRequest, result: SpeakResult) -> N
         ts.outcome(run, code=None if result.fallback else "no-model", status="ok" if result.fallback else "skipped",
                    kind="talk", node_id=node.id)
         if result.fallback and isinstance(node, Reply):
-            await resume(ts, run, flow, user_code(flow, node, reply_next, ts, run, node,
-                                                  ReplyTurn(result.text, "engine", {})))
+            turn = ReplyTurn(result.text, "engine", {})
+            hold(ts, run, result.covers, turn)  # a batched segment's fallbacks were said together
+            await resume(ts, run, flow, user_code(flow, node, reply_next, ts, run, node, turn))
         return
     if result.error is not None:
         _defer(ts, run, flow, node.id, result.error)

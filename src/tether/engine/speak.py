@@ -77,6 +77,8 @@ class SpeakResult:
     interrupted: bool = False
     no_model: bool = False
     fallback: bool = False
+    covers: tuple[str, ...] = ()
+    """With no model, the batched segment whose fallbacks ``text`` joins (every member has one)."""
 
 
 def _instruction_lines(ts: TurnState, run: Run | None, items: tuple[Any, ...]) -> list[str]:
@@ -193,6 +195,15 @@ def _parse(text: str, data: Any) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {"message": text}
 
 
+def _fallback_text(ts: TurnState, run: Run, node: Node) -> str:
+    """What a reply says when no model is configured (its ``fallback``, rendered)."""
+    assert isinstance(node, Reply) and node.fallback is not None
+    state = ts.state_view(run)
+    if callable(node.fallback):
+        return str(node.fallback(state))
+    return render(node.fallback, state, run.input, ts.options.context, where="fallback")
+
+
 async def speak(ts: TurnState, request: SpeakRequest) -> SpeakResult:
     """Make the speak call(s) for ``request``."""
     run = ts.run(request.run_id) if request.run_id else None
@@ -203,10 +214,13 @@ async def speak(ts: TurnState, request: SpeakRequest) -> SpeakResult:
     if model is None:
         fallback = node.fallback if isinstance(node, Reply) else None
         if fallback is not None:
-            state = ts.state_view(run)
-            text = fallback(state) if callable(fallback) else render(fallback, state, run.input if run else None,
-                                                                     ts.options.context, where="fallback")
-            return SpeakResult(text=text, no_model=True, fallback=True)
+            assert run is not None and flow is not None and node is not None
+            members = [flow.by_id[m] for m in request.batch] if request.batch[:1] == (node.id,) else []
+            if len(members) > 1 and all(isinstance(m, Reply) and m.fallback is not None for m in members):
+                # a batched segment says every member's fallback, as its one model turn would have
+                texts = [_fallback_text(ts, run, m) for m in members]
+                return SpeakResult(text="\n\n".join(texts), no_model=True, fallback=True, covers=request.batch)
+            return SpeakResult(text=_fallback_text(ts, run, node), no_model=True, fallback=True)
         # the developer's hint goes to the log and an event; the customer hears the safe reply
         where = f"flow {flow.id!r}, node {node.id!r}" if flow is not None and node is not None else "the idle speaker"
         hint = f"{where}: {NO_MODEL_TEXT}"

@@ -9,7 +9,7 @@ Each store implements ``Store.lease``:
 
 * ``MemoryStore`` (and any store that does not override it): ``LocalLeases``, process-local.
 * ``SQLiteStore``: a lease row with an expiry, renewed while held (``_sqlite_lease``).
-* ``PostgresStore``: a transaction-level advisory lock on a dedicated connection
+* ``PostgresStore``: a session-level advisory lock on a dedicated connection
   (``_postgres_lease``); the server releases it when the holder's connection dies.
 
 A lease not obtained within the timeout raises ``SessionLeaseTimeout``
