@@ -98,14 +98,18 @@ def _step(annotation: Any, part: int | str) -> Any:
     return dicts[0] if len(dicts) == 1 else None
 
 
-def _allowed_keys(root: type[BaseModel], loc: Sequence[int | str]) -> list[str]:
+def _models_at(root: type[BaseModel], loc: Sequence[int | str]) -> list[type[BaseModel]]:
+    """The models the annotation at ``loc`` (from ``root``) accepts: one, or a union's members."""
     annotation: Any = root
     for part in loc:
         annotation = _step(annotation, part)
         if annotation is None:
             return []
-    models = [m for m in _members(annotation) if isinstance(m, type) and issubclass(m, BaseModel)]
-    return sorted({key for model in models for key in _keys(model)})
+    return [m for m in _members(annotation) if isinstance(m, type) and issubclass(m, BaseModel)]
+
+
+def _allowed_keys(root: type[BaseModel], loc: Sequence[int | str]) -> list[str]:
+    return sorted({key for model in _models_at(root, loc) for key in _keys(model)})
 
 
 def _closest_members(errors: list[Any]) -> list[Any]:
@@ -127,13 +131,7 @@ def _closest_members(errors: list[Any]) -> list[Any]:
 
 def _tags(root: type[BaseModel], loc: Sequence[int | str]) -> list[str]:
     """The ``kind``/``op`` values the union at ``loc`` accepts."""
-    annotation: Any = root
-    for part in loc:
-        annotation = _step(annotation, part)
-        if annotation is None:
-            return []
-    models = [m for m in _members(annotation) if isinstance(m, type) and issubclass(m, BaseModel)]
-    return [str(tag) for m in models for name in ("kind", "op") if name in m.model_fields
+    return [str(tag) for m in _models_at(root, loc) for name in ("kind", "op") if name in m.model_fields
             for tag in get_args(m.model_fields[name].annotation)]
 
 
