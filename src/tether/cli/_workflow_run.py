@@ -1,13 +1,6 @@
-"""What ``tether workflow`` runs (:mod:`tether.cli._workflow` holds the commands, which import
-this module when they run): a workflow file's run with live progress, its graph, its checks.
-
-``tether workflow run FILE --input k=v`` drains the run, showing a table of node states (live on
-a terminal); with a model (``--model``, ``TETHER_MODEL``, or scripted replies with ``--script``)
-it runs subprompt nodes and gives the agent its turns. At a pending approval it asks approve /
-reject / quit and a feedback line; at an agent's input request it asks for the typed answer;
-quitting leaves the run parked in the store, and ``--run ID`` resumes it. Exit status: 0 when the run
-completed or was left parked on purpose, 1 when it failed or cannot progress.
-"""
+"""What ``tether workflow`` runs (:mod:`tether.cli._workflow` holds the commands, and says what
+each does; they import this module when they run): a workflow file's run with live progress
+(the node table, approval and input prompts, parking and resuming), its graph, its checks."""
 
 from __future__ import annotations
 

@@ -67,7 +67,6 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from tether import tracing
@@ -95,6 +94,7 @@ from tether.errors import (
 )
 from tether.models.types import Model
 from tether.runtime import scheduler
+from tether.runtime.attempt import Attempt, DeltaSink, one_input
 from tether.runtime.commits import CommitSignal
 from tether.runtime.envelope import RunResponse, describe_error, error_code, failure, failure_for, success
 from tether.runtime.locks import SessionLocks
@@ -109,51 +109,17 @@ from tether.runtime.restore import (
 )
 from tether.runtime.selections import check_model_selections
 from tether.runtime.turn_log import input_label, log_turn
-from tether.runtime.window import Tail, WindowCache, attached, detach_window, read_tail, upgrade_v1, with_tail
+from tether.runtime.window import WindowCache, attached, detach_window, read_tail, upgrade_v1, with_tail
 from tether.stores import SQLiteStore, Store, TurnRecords
-from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
+from tether.stores.leases import DEFAULT_LEASE_TIMEOUT
 
 __all__ = ["ConflictPolicy", "Runtime", "turn_records"]
 
 LIVE_STATUSES = ("running", "handed_off")
 """Session statuses a request continues (a completed or aborted session is never resumed)."""
 
-DeltaSink = Callable[[str], Awaitable[None]]
-"""Receives a turn's visible text as deltas (``Runtime.run(on_delta=...)``)."""
-
 ConflictPolicy = Literal["replay", "reject"]
 """What a compare-and-swap conflict does: re-run the input on the fresh document, or fail."""
-
-
-def _turn_input(message: str | Message | None, wake: str | None, event: Event | None,
-                start: Start | None) -> TurnInput:
-    given = [value for value in (message, wake, event, start) if value is not None]
-    if len(given) != 1:
-        raise ValueError("give exactly one input: a message, wake=, event= or start=")
-    if isinstance(message, str):
-        return Message(message)
-    if wake is not None:
-        return Wake(wake)
-    value = given[0]
-    assert isinstance(value, Message | Event | Start)
-    return value
-
-
-@dataclass
-class _Attempt:
-    """What one attempt of a request has in hand, for the abort path and the final save."""
-
-    stored: Session | None = None  # the latest stored version of the session being worked on
-    fresh: Session | None = None  # a new session not written yet
-    created: str | None = None  # the id of a new session this attempt created (a replay continues it)
-    messages: int = 0  # how many of the turn's transcript messages are written
-    events: int = 0  # how many of the turn's events are written
-    journal: int = 0  # how many of the turn's journal entries are written
-    checkpointed: Session | None = None  # the working session as the last checkpoint wrote it
-    mine: OpenTurn | None = None  # the open-turn mark an earlier attempt of this request committed
-    on_delta: DeltaSink | None = None  # where the text this request's own turn says goes as it is said
-    tail: Tail | None = dataclasses.field(default_factory=lambda: Tail([], []))  # stored's records (None: unknown)
-    lease: Leased | None = None  # the request's lease; its document serves the first attempt's load
 
 
 class Runtime:
@@ -267,7 +233,7 @@ class Runtime:
         envelope's ``message`` is what counts.
         """
         try:
-            turn_input = _turn_input(message, wake, event, start)
+            turn_input = one_input(message, wake, event, start)
             check_input(turn_input)  # bad input is refused before any session I/O
         except InvalidInputError as exc:
             return failure(exc.message, session_id, exc.code)
@@ -305,7 +271,7 @@ class Runtime:
             target = session_id
             mine: OpenTurn | None = None  # the open-turn mark this request's last checkpoint wrote
             while True:
-                attempt = _Attempt(mine=mine, on_delta=on_delta, lease=lease)
+                attempt = Attempt(mine=mine, on_delta=on_delta, lease=lease)
                 try:
                     return await self._attempt(agent, target, turn_input, config, options, attempt)
                 except SessionConflict as exc:
@@ -328,7 +294,7 @@ class Runtime:
         """``run`` for scripts: runs it in a fresh event loop (``asyncio.run``)."""
         return asyncio.run(self.run(agent_id, message, **kwargs))
 
-    async def _load(self, agent: Agent, session_id: str | None, attempt: _Attempt) -> Session | None:
+    async def _load(self, agent: Agent, session_id: str | None, attempt: Attempt) -> Session | None:
         """The running session to continue (migrated and restored), or None for a new one."""
         if session_id is None:
             return None
@@ -364,7 +330,7 @@ class Runtime:
 
     async def _attempt(self, agent: Agent, session_id: str | None, turn_input: TurnInput,
                        config: Mapping[str, Any] | None, options: TurnOptions | None,
-                       attempt: _Attempt) -> RunResponse:
+                       attempt: Attempt) -> RunResponse:
         doc = await self._load(agent, session_id, attempt)
         if doc is None:
             if isinstance(turn_input, Wake | Approval | Signal | Resume):
@@ -384,7 +350,7 @@ class Runtime:
         return await self._turn(agent, doc, turn_input, options, attempt, on_delta=attempt.on_delta)
 
     async def _turn(self, agent: Agent, doc: Session, turn_input: TurnInput, options: TurnOptions | None,
-                    attempt: _Attempt, *, on_delta: DeltaSink | None = None, last: bool = True) -> RunResponse:
+                    attempt: Attempt, *, on_delta: DeltaSink | None = None, last: bool = True) -> RunResponse:
         """Run one turn on ``doc`` with the runtime's checkpoint and write what it produced (the
         request's ``last`` turn releases the lease with its final save)."""
 
@@ -424,7 +390,7 @@ class Runtime:
 
         return spawn
 
-    async def _write(self, session: Session, records: TurnRecords | None, attempt: _Attempt,
+    async def _write(self, session: Session, records: TurnRecords | None, attempt: Attempt,
                      expected: int | None = None, *, release: bool = False) -> None:
         """Create the new session (first write) or save it under compare-and-swap from
         ``expected`` (default: the revision the session carries; the engine keeps it current
@@ -447,7 +413,7 @@ class Runtime:
         attempt.stored = attached(stored, session.messages, session.inputs)
         self.commits.notify(stored.id)
 
-    async def _abort(self, attempt: _Attempt, exc: Exception, session_id: str | None) -> RunResponse:
+    async def _abort(self, attempt: Attempt, exc: Exception, session_id: str | None) -> RunResponse:
         """Mark the session aborted with the error logged, persist it, and build the envelope."""
         message, code = describe_error(exc), error_code(exc)
         target = attempt.stored or attempt.fresh
