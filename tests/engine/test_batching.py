@@ -192,7 +192,7 @@ async def test_a_turn_continued_after_a_crash_mid_walk_waits_at_the_member_it_re
     written: list[Session] = []
 
     async def checkpoint(snapshot: Session, *rest: Any) -> int:
-        written.append(snapshot)
+        written.append(snapshot.model_copy(deep=True))  # valid during the call only: keep a copy
         if snapshot.runs and snapshot.runs[0].node == "b":
             raise Crash()  # a -> b written, then the worker dies
         return snapshot.revision + 1

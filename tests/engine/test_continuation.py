@@ -34,7 +34,7 @@ def relay(ran: list[str]) -> Agent:
 async def _crashed(agent: Agent, written: list[Session]) -> Session:
     async def checkpoint(session: Session, transcript: Sequence[Any], events: Sequence[Any],
                          journal: Sequence[Any]) -> int:
-        written.append(session)
+        written.append(session.model_copy(deep=True))  # valid during the call only: keep a copy
         if len(written) == 2:  # first -> hello, then hello -> second: die after the second write
             raise Crash()
         return session.revision + 1

@@ -147,7 +147,7 @@ class SpyStore(Store):
 
     async def save(self, session: Session, expected_revision: int, records: TurnRecords | None = None) -> Session:
         self.calls.append(("save", session.id))
-        self.saves.append((session, expected_revision, records))
+        self.saves.append((session.model_copy(deep=True), expected_revision, records))  # the caller goes on changing it
         if self.fail_saves:
             raise StoreError(self.fail_saves, operation="save", session_id=session.id)
         if self.before_save is not None:

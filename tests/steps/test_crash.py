@@ -45,7 +45,7 @@ async def test_a_turn_that_died_after_a_write_continues_from_it(die_at: int) -> 
     written: list[tuple[Session, list[Any]]] = []
 
     async def checkpoint(session: Session, transcript: Any, events: Any, journal: Any) -> int:
-        written.append((session, list(journal)))
+        written.append((session.model_copy(deep=True), list(journal)))  # valid during the call only
         if len(written) == die_at:
             raise Died
         return session.revision + 1

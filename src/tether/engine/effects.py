@@ -8,10 +8,13 @@ keys in the same order (keep effect order stable: branch on journaled values onl
 A tool call, in order: its arguments are validated; a *finished* entry for its key returns the
 recorded value (the tool does not run), an *error* entry raises the recorded error again; else a
 *started* entry is committed (a host write) before the tool runs, and its value (or error,
-frozen) is committed after. A started entry with no result is *in doubt* (the worker died while
-the tool ran, or before its result was written): the tool's ``in_doubt`` policy decides —
-``retry`` (the default: run it again with the same ``idempotency_key``), ``fail`` (the effect
-fails with ``effect-in-doubt``) or ``ask`` (a human approves the retry, else it fails).
+frozen) is committed after. The started write is also a fence: under compare-and-swap it fails
+when another worker wrote the session since, before the tool runs. A started entry with no result
+is *in doubt* (the worker died while the tool ran, or before its result was written): the tool's
+``in_doubt`` policy decides — ``retry`` (the default: run it again with the same
+``idempotency_key``), ``fail`` (the effect fails with ``effect-in-doubt``) or ``ask`` (a human
+approves the retry, else it fails). A model call (``ctx.model``) has no effect outside the
+session and is simply made again when in doubt, so its started entry is written with its reply.
 
 ``now``/``uuid`` record their value without a started entry (they have no side effect); the
 value is committed with the next write, and a re-dispatch returns it.
@@ -139,7 +142,7 @@ class Effects:
             await self._in_doubt(tool, entry)
         self._ts.journal.record(self._entry(key, "tool", name=tool.name, request=request,
                                             idempotency_key=idempotency_key, attempt=attempt))
-        await self._commit()  # the started record is durable before the effect runs
+        await self._commit()  # the started record is durable before the effect runs (and fences it)
         try:
             result = await tool.call(validated, idempotency_key=idempotency_key)
         except Exception as exc:
@@ -184,16 +187,15 @@ class Effects:
 
     async def model(self, instructions: str, *, prompt: str | None = None, schema: type[BaseModel] | None = None,
                     tier: Literal["default", "small", "deep"] = "default") -> Any:
-        """One model call (``subprompt``), journaled like a tool: started, then its reply. A call
-        in doubt is simply made again (it has no effect outside the session). Returns the text, or
-        the validated ``schema`` instance."""
+        """One model call (``subprompt``), journaled like a tool: started, then its reply (one
+        write: a call in doubt is simply made again, it has no effect outside the session).
+        Returns the text, or the validated ``schema`` instance."""
         key = self._next_key()
         entry = self._recorded(key, "model", "subprompt")
         if entry is None or entry.status != "finished":
             attempt = entry.attempt + 1 if entry is not None else 1
             request = {"instructions": instructions, "prompt": prompt, "tier": tier}
             self._ts.journal.record(self._entry(key, "model", name="subprompt", request=request, attempt=attempt))
-            await self._commit()
             model = self._ts.model(tier, needed_for=f"ctx.model() in {self._where()}")
             response = await self._ts.call(model, ModelRequest(
                 call="subprompt", instructions=instructions, tier=tier,

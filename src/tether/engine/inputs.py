@@ -115,9 +115,12 @@ class TurnOptions:
             ``is_set()``, e.g. an ``asyncio.Event``): the stream stops, the reply node does not take
             ``next``, and the next message re-runs the same node.
         checkpoint: called after every committed move to another node (before that node runs) with
-            a copy of the working session and the transcript messages and events of the turn so
-            far; returns the session's new revision (the host saved it under compare-and-swap).
-            Effects call it too: an effect's started record and its result are written this way.
+            the working session (its open-turn mark set) and the transcript messages, events and
+            journal entries of the turn so far; returns the session's new revision (the host saved
+            it under compare-and-swap). Effects call it too: an effect's started record and its
+            result are written this way. The session passed shares its containers with the one
+            the engine goes on changing as soon as the call returns or raises: write it (or copy
+            it, ``model_copy(deep=True)``) during the call, never keep a reference to it.
         journal: the journal entries recorded before this turn for the session's live runs (the
             host loads them; a re-dispatched action gets their results instead of re-running).
         on_delta: receives every message's visible text as it is said (as ``run_turn``'s

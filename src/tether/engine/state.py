@@ -20,7 +20,7 @@ from tether.engine.judgement import Judgement
 from tether.engine.marks import input_mark
 from tether.engine.ports import Clock, Ids
 from tether.engine.results import HandoffRequest, OutMessage, RunEnded, RunStarted, ScheduledWake, Skipped
-from tether.engine.session import Outcome, Run, Session, TranscriptMessage, fork_session
+from tether.engine.session import Outcome, Run, Session, TranscriptMessage
 from tether.engine.storable import storable_response
 from tether.engine.streaming import ReplyStream
 from tether.errors import ModelConfigurationError, ModelError
@@ -226,12 +226,13 @@ class TurnState:
 
     async def checkpoint(self) -> None:
         """Let the host save the working session mid-turn (seed 004's cross-node checkpoint, and
-        every effect's started and result records). The saved copy carries the open-turn mark."""
+        every effect's started and result records), with the open-turn mark. The host gets a
+        shallow copy that shares the working session's containers (see ``TurnOptions.checkpoint``:
+        it writes it during the call, never keeps it), so a checkpoint copies nothing."""
         await self.flush_deltas()
         if self.options.checkpoint is None:
             return
-        snapshot = fork_session(self.session)
-        snapshot.turn = self.open_mark()
+        snapshot = self.session.model_copy(update={"turn": self.open_mark()})
         self.session.revision = await self.options.checkpoint(snapshot, list(self.transcript),
                                                               [e.as_dict() for e in self.events],
                                                               list(self.journal.written))

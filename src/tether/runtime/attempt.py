@@ -44,7 +44,7 @@ class Attempt:
     messages: int = 0  # how many of the turn's transcript messages are written
     events: int = 0  # how many of the turn's events are written
     journal: int = 0  # how many of the turn's journal entries are written
-    checkpointed: Session | None = None  # the working session as the last checkpoint wrote it
+    checkpointed: OpenTurn | None = None  # the open-turn mark the last checkpoint wrote
     mine: OpenTurn | None = None  # the open-turn mark an earlier attempt of this request committed
     on_delta: DeltaSink | None = None  # where the text this request's own turn says goes as it is said
     tail: Tail | None = dataclasses.field(default_factory=lambda: Tail([], []))  # stored's records (None: unknown)

@@ -277,7 +277,7 @@ class Runtime:
                 except SessionConflict as exc:
                     target = attempt.created or target  # a replay continues the session a checkpoint created
                     if attempt.checkpointed is not None:
-                        mine = attempt.checkpointed.turn
+                        mine = attempt.checkpointed
                     if self.conflict_policy == "reject" or replays >= self.max_replays:
                         return failure(exc.message, exc.session_id or target, exc.code)
                     replays += 1
@@ -362,7 +362,7 @@ class Runtime:
             await self._write(session, records, attempt)
             attempt.messages, attempt.events, attempt.journal = len(transcript), len(events), len(journal)
             assert attempt.stored is not None
-            attempt.checkpointed = session.model_copy(update={"revision": attempt.stored.revision})
+            attempt.checkpointed = session.turn
             return attempt.stored.revision
 
         recorded = [entry for run_id in journal_runs(agent, doc) for entry in await self.store.journal(doc.id,
@@ -374,9 +374,7 @@ class Runtime:
         after = result.session or doc
         records = turn_records(result, messages_from=attempt.messages, events_from=attempt.events,
                                journal_from=attempt.journal)
-        if attempt.fresh is not None or (
-                result.changed and (attempt.checkpointed is None or after != attempt.checkpointed
-                                    or not records.is_empty())):
+        if attempt.fresh is not None or result.changed:  # after a checkpoint, at least its mark to clear
             await self._write(after, records, attempt, release=last)
         stored = attempt.stored or doc
         result.session = stored

@@ -51,6 +51,9 @@ DEFAULT_WINDOW_CACHE = 256
 SEEN_HORIZON = 120
 """How many of the latest transcript records the seen message ids are read from."""
 
+_SEP = "\x00"
+_SIGNAL_MARK = _SEP + SIGNAL_IDS  # an id that starts with the prefix, in the ids joined by _SEP
+
 
 @dataclass(frozen=True)
 class Tail:
@@ -144,8 +147,16 @@ def detach_window(session: Session) -> Session:
     if session.window_from is not None:
         return session
     start = session.messages[0].seq if session.messages else session.message_seq + 1
-    kept = [i for i in session.inputs if i.startswith(SIGNAL_IDS)]  # what no transcript record carries
+    kept = _signal_ids(session.inputs)  # what no transcript record carries
     return session.model_copy(update={"messages": [], "window_from": start, "inputs": kept})
+
+
+def _signal_ids(inputs: list[str]) -> list[str]:
+    """The delivered signal ids among the seen ids (most sessions have none: one substring search
+    over the joined ids says so, before any id is looked at one by one)."""
+    if not inputs or _SIGNAL_MARK not in _SEP + _SEP.join(inputs):
+        return []
+    return [i for i in inputs if i.startswith(SIGNAL_IDS)]
 
 
 def attached(stored: Session, window: list[TranscriptMessage], inputs: list[str]) -> Session:
