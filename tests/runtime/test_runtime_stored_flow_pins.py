@@ -97,21 +97,22 @@ async def test_a_run_parked_on_the_code_defined_version_finishes_on_it_after_a_r
     assert await finish(after, await park(after), "Cid") == "v2: welcome Cid"
 
 
-async def corrupt_version(backend: Backend, store: Any, version: str) -> None:
+async def corrupt_version(backend: Backend, store: Any, version: str, document: str) -> None:
     """Overwrite the stored document of ``greet`` version ``version`` behind the store's back."""
     if backend.name == "memory":
         assert isinstance(store, MemoryStore)
         from dataclasses import replace
 
-        store._flows = [replace(r, document="{not json") if r.version == version else r for r in store._flows]
+        store._flows = [replace(r, document=document) if r.version == version else r for r in store._flows]
     elif backend.name == "sqlite":
-        backend.execute("UPDATE tether_flows SET document = '{not json' WHERE version = ?", (version,))  # type: ignore[attr-defined]
+        backend.execute("UPDATE tether_flows SET document = ? WHERE version = ?", (document, version))  # type: ignore[attr-defined]
     else:
         await backend.execute(  # type: ignore[attr-defined]
-            f'UPDATE "{backend.schema}".tether_flows SET document = %s WHERE version = %s', ("{not json", version))
+            f'UPDATE "{backend.schema}".tether_flows SET document = %s WHERE version = %s', (document, version))
 
 
-async def test_a_corrupt_superseded_row_is_skipped_with_a_warning(backend: Backend, clock: FakeClock,
+@pytest.mark.parametrize("document", ["{not json", '"greet.yaml"'], ids=["not-json", "not-an-object"])
+async def test_a_corrupt_superseded_row_is_skipped_with_a_warning(backend: Backend, clock: FakeClock, document: str,
                                                                    caplog: pytest.LogCaptureFixture) -> None:
     first = await runtime_on(backend, clock)
     await publish_flows(first, "Pia", [greet("1", "v1: hello ${state.name}")])
@@ -119,7 +120,7 @@ async def test_a_corrupt_superseded_row_is_skipped_with_a_warning(backend: Backe
     await publish_flows(first, "Pia", [greet("2", "v2: welcome ${state.name}")])
     on_v2 = await park(first)
     await publish_flows(first, "Pia", [greet("3", "v3: hey ${state.name}")])
-    await corrupt_version(backend, first.store, "1")
+    await corrupt_version(backend, first.store, "1", document)
 
     after = await runtime_on(backend, clock)
     with caplog.at_level(logging.WARNING, logger="tether.runtime"):

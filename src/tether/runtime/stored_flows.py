@@ -79,21 +79,28 @@ async def _load_agent(runtime: Runtime, agent_id: str, registry: Any) -> list[De
     superseded = await runtime.store.superseded_flows(agent_id)
     skipped: list[DefinitionIssue] = []
     try:  # one bundle: a flow may start one whose active row is newer (or in the same bundle)
-        runtime.register_flows(agent_id, [json.loads(row.document) for row in active], registry)
+        runtime.register_flows(agent_id, [_document(row) for row in active], registry)
     except _ROW_ERRORS:  # a bad row: each on its own, to serve the others and name it
         for row in active:
             try:
-                runtime.register_flows(agent_id, [json.loads(row.document)], registry)
+                runtime.register_flows(agent_id, [_document(row)], registry)
             except _ROW_ERRORS as exc:
                 skipped.append(_skipped(agent_id, row, exc))
     retired: list[Flow] = []
     for row in superseded:
         try:  # checked against the agent as it now stands: a parked run resumes in today's agent
-            retired += build_flows(runtime.agents[agent_id], [json.loads(row.document)], registry)
+            retired += build_flows(runtime.agents[agent_id], [_document(row)], registry)
         except _ROW_ERRORS as exc:
             skipped.append(_skipped(agent_id, row, exc))
     runtime.retire_flows(agent_id, retired)
     return skipped
+
+
+def _document(row: StoredFlow) -> dict[str, Any]:
+    document = json.loads(row.document)
+    if not isinstance(document, dict):  # a string would be read as a file path
+        raise ValueError(f"the stored document is a JSON {type(document).__name__}, not an object")
+    return document
 
 
 def _skipped(agent_id: str, row: StoredFlow, exc: Exception) -> DefinitionIssue:
@@ -101,8 +108,8 @@ def _skipped(agent_id: str, row: StoredFlow, exc: Exception) -> DefinitionIssue:
     if row.status == "active":
         what, hint = "stored version", "register a valid version of the flow (PUT it again)"
     else:
-        what, hint = "superseded stored version", ("runs parked on this version now meet the active one and fail "
-                                                   "with flow-drift, unless the flow declares on_drift")
+        what, hint = "superseded stored version", ("runs parked on this version meet the version served now and "
+                                                   "fail with flow-drift, unless the flow declares on_drift")
     issue = DefinitionIssue("stored-flow-skipped", f"agent {agent_id!r}: {what} {row.seq} of flow {row.flow!r} "
                             f"was skipped: {reason}", flow=row.flow, hint=hint, severity="warning")
     log.warning("%s", issue)
