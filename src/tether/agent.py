@@ -146,6 +146,15 @@ class Agent(AgentDefinition):
             raise FlowDefinitionError(issues, title=f"Agent {self.name!r}: the new flows failed validation")
         return clone
 
+    def with_retired_flows(self, *flows: Flow) -> Agent:
+        """A copy of this agent that keeps ``flows`` by digest, as :meth:`with_flows` keeps the
+        versions it replaces: a run parked on one finishes on it; new runs never start on one. A
+        flow this agent serves as it is (same digest) is not kept: its runs need no pin."""
+        served = {f.digest for f in self.flows}
+        clone = copy.copy(self)
+        clone.retired_flows = {**self.retired_flows, **{f.digest: f for f in flows if f.digest not in served}}
+        return clone
+
     def _pinned(self, session: Session | None) -> Agent:
         """This agent as ``session``'s parked runs see it: each run's flow at the version (digest)
         it started on, when that version was replaced by :meth:`with_flows`."""

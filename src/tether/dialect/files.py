@@ -27,8 +27,8 @@ from tether.dialect.validate import Surface, validate_flow, validate_spec
 from tether.errors import DefinitionIssue, FlowDefinitionError
 from tether.flow import Flow
 
-__all__ = ["FLOW_FILE_SUFFIXES", "is_flow_document", "is_flow_file", "line_of", "load", "load_registry",
-           "read_document", "register_flows"]
+__all__ = ["FLOW_FILE_SUFFIXES", "build_flows", "is_flow_document", "is_flow_file", "line_of", "load",
+           "load_registry", "read_document", "register_flows"]
 
 FLOW_FILE_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -153,6 +153,17 @@ def register_flows(agent: Agent, sources: Sequence[str | Path | Mapping[str, Any
     Raises:
         FlowDefinitionError: every problem of the bundle, each naming its source.
     """
+    return agent.with_flows(*build_flows(agent, sources, registry))
+
+
+def build_flows(agent: Agent, sources: Sequence[str | Path | Mapping[str, Any]],
+                registry: Registry | None = None) -> list[Flow]:
+    """The flows of ``sources``, validated as :func:`register_flows` validates a bundle, and built,
+    without adding them to ``agent``.
+
+    Raises:
+        FlowDefinitionError: every problem of the bundle, each naming its source.
+    """
     registry = registry or Registry()
     documents: list[tuple[str, Any, str | None]] = []
     for source in sources:
@@ -182,7 +193,7 @@ def register_flows(agent: Agent, sources: Sequence[str | Path | Mapping[str, Any
     if issues:
         raise FlowDefinitionError(issues, title=f"the bundle of {len(documents)} flow(s) was refused; "
                                                 f"agent {agent.name!r} is unchanged")
-    return agent.with_flows(*(build_flow(spec, registry) for _, _, spec in specs))
+    return [build_flow(spec, registry) for _, _, spec in specs]
 
 
 def _located(issue: DefinitionIssue, name: str, text: str | None) -> DefinitionIssue:

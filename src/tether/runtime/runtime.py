@@ -92,6 +92,7 @@ from tether.errors import (
     SessionVersionUnsupported,
     StoreError,
 )
+from tether.flow.flow import Flow
 from tether.models.types import Model
 from tether.runtime import scheduler
 from tether.runtime.attempt import Attempt, DeltaSink, one_input
@@ -180,6 +181,7 @@ class Runtime:
         self.migrations = migrations or MigrationRegistry()
         self.lease_timeout = lease_timeout
         self.locks = SessionLocks()
+        self.flow_locks = SessionLocks()  # by agent id: publishes of one agent's flows run one at a time
         self.commits = CommitSignal()
         self.windows = WindowCache()
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -202,6 +204,17 @@ class Runtime:
         from tether.dialect.files import register_flows
 
         updated = register_flows(self._agents[agent_id], documents, registry)
+        self._agents[agent_id] = updated
+        return updated
+
+    def retire_flows(self, agent_id: str, flows: Sequence[Flow]) -> Agent:
+        """Keep ``flows`` on agent ``agent_id`` as replaced versions, by digest: a run parked on one
+        finishes on it, new runs never start on one (:meth:`Agent.with_retired_flows`).
+
+        Raises:
+            KeyError: no agent ``agent_id`` is registered.
+        """
+        updated = self._agents[agent_id].with_retired_flows(*flows)
         self._agents[agent_id] = updated
         return updated
 

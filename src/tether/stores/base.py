@@ -224,6 +224,11 @@ class Store(ABC):
         """The active stored flow versions of ``agent``, oldest first."""
         raise StoreError(f"{type(self).__name__} does not store flow versions", operation="active_flows")
 
+    async def superseded_flows(self, agent: str) -> builtins.list[StoredFlow]:
+        """The superseded stored flow versions of ``agent`` (each replaced by a later one), oldest
+        first: the versions runs parked before a publish may still be pinned to."""
+        raise StoreError(f"{type(self).__name__} does not store flow versions", operation="superseded_flows")
+
     # ------------------------------------------------------------------ shared helpers
 
     def now(self) -> datetime:

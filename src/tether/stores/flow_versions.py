@@ -4,7 +4,8 @@ same store) serves the flows registered at run time.
 A row is one version of one flow of one agent: the flow-file document (JSON text, kept as
 written so a corrupt row can be reported and skipped, never crash a boot), its digest, and a
 status. Storing a bundle supersedes the previous active version of each of its flows and inserts
-the new ones as active, in one transaction: either the whole bundle is stored or none of it.
+the new ones as active, in one transaction: either the whole bundle is stored or none of it. A
+superseded row is kept: a run parked on that version after a restart is served it.
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
-__all__ = ["FlowVersion", "StoredFlow", "memory_put", "postgres_active", "postgres_put", "sqlite_active",
-           "sqlite_put"]
+__all__ = ["FlowVersion", "StoredFlow", "memory_put", "postgres_flows", "postgres_put", "sqlite_flows", "sqlite_put"]
 
 Status = Literal["active", "superseded"]
 
@@ -84,10 +84,10 @@ def sqlite_put(conn: sqlite3.Connection, agent: str, bundle: list[FlowVersion], 
                      "VALUES (?, ?, ?, ?, ?, 'active', ?)", (agent, f.flow, f.version, f.digest, f.document, now_us))
 
 
-def sqlite_active(conn: sqlite3.Connection, agent: str) -> list[tuple[Any, ...]]:
-    """The active rows of ``agent``, oldest first (``created_at`` in microseconds)."""
+def sqlite_flows(conn: sqlite3.Connection, agent: str, status: Status) -> list[tuple[Any, ...]]:
+    """The rows of ``agent`` with ``status``, oldest first (``created_at`` in microseconds)."""
     return conn.execute("SELECT seq, agent, flow, version, digest, document, status, created_at FROM tether_flows "
-                        "WHERE agent = ? AND status = 'active' ORDER BY seq", (agent,)).fetchall()
+                        "WHERE agent = ? AND status = ? ORDER BY seq", (agent, status)).fetchall()
 
 
 # --------------------------------------------------------------------------- PostgreSQL
@@ -118,9 +118,10 @@ async def postgres_put(conn: AsyncConnection[Any], schema: str, agent: str, bund
                            (agent, f.flow, f.version, f.digest, f.document, now))
 
 
-async def postgres_active(conn: AsyncConnection[Any], schema: str, agent: str) -> list[tuple[Any, ...]]:
-    """The active rows of ``agent``, oldest first."""
+async def postgres_flows(conn: AsyncConnection[Any], schema: str, agent: str,
+                         status: Status) -> list[tuple[Any, ...]]:
+    """The rows of ``agent`` with ``status``, oldest first."""
     cur = await conn.execute(f"SELECT seq, agent, flow, version, digest, document, status, created_at "
-                             f"FROM {schema}.tether_flows WHERE agent = %s AND status = 'active' ORDER BY seq",
-                             (agent,))
+                             f"FROM {schema}.tether_flows WHERE agent = %s AND status = %s ORDER BY seq",
+                             (agent, status))
     return list(await cur.fetchall())

@@ -233,6 +233,11 @@ class MemoryStore(Store):
             self._check_open("active_flows")
             return [r for r in self._flows if r.agent == agent and r.status == "active"]
 
+    async def superseded_flows(self, agent: str) -> builtins.list[StoredFlow]:
+        async with self._lock:
+            self._check_open("superseded_flows")
+            return [r for r in self._flows if r.agent == agent and r.status == "superseded"]
+
     async def close(self) -> None:
         async with self._lock:
             self._closed = True

@@ -24,7 +24,7 @@ from tether.stores._postgres_io import insert_records, one_statement_save, save_
 from tether.stores._postgres_lease import PostgresLease, hold_postgres_lease
 from tether.stores._postgres_schema import migrate, quote_schema
 from tether.stores.base import ClockLike, Store, backend_errors, messages_from_rows, utc
-from tether.stores.flow_versions import FlowVersion, StoredFlow, postgres_active, postgres_put
+from tether.stores.flow_versions import FlowVersion, Status, StoredFlow, postgres_flows, postgres_put
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
 from tether.stores.record_forms import events_from_row, journal_from_row
 from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
@@ -436,8 +436,14 @@ class PostgresStore(Store):
             await postgres_put(conn, self._s, agent, rows, self.now())
 
     async def active_flows(self, agent: str) -> builtins.list[StoredFlow]:
-        async with self._connection("active_flows") as conn:
-            rows = await postgres_active(conn, self._s, agent)
+        return await self._flows("active_flows", agent, "active")
+
+    async def superseded_flows(self, agent: str) -> builtins.list[StoredFlow]:
+        return await self._flows("superseded_flows", agent, "superseded")
+
+    async def _flows(self, operation: str, agent: str, wanted: Status) -> builtins.list[StoredFlow]:
+        async with self._connection(operation) as conn:
+            rows = await postgres_flows(conn, self._s, agent, wanted)
         return [StoredFlow(seq, agent_id, flow, version, digest, document, status, utc(at))
                 for seq, agent_id, flow, version, digest, document, status, at in rows]
 

@@ -30,7 +30,7 @@ from tether.stores._sqlite_io import from_us, insert_records, to_us, wake_from_r
 from tether.stores._sqlite_lease import SQLiteLease, hold_sqlite_lease
 from tether.stores._sqlite_schema import migrate
 from tether.stores.base import ClockLike, Store, backend_errors, messages_from_rows, utc
-from tether.stores.flow_versions import FlowVersion, StoredFlow, sqlite_active, sqlite_put
+from tether.stores.flow_versions import FlowVersion, Status, StoredFlow, sqlite_flows, sqlite_put
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
 from tether.stores.record_forms import events_from_row, journal_from_row
 from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
@@ -415,7 +415,13 @@ class SQLiteStore(Store):
         await self._call("put_flows", None, op)
 
     async def active_flows(self, agent: str) -> builtins.list[StoredFlow]:
-        rows = await self._call("active_flows", None, lambda conn: sqlite_active(conn, agent))
+        return await self._flows("active_flows", agent, "active")
+
+    async def superseded_flows(self, agent: str) -> builtins.list[StoredFlow]:
+        return await self._flows("superseded_flows", agent, "superseded")
+
+    async def _flows(self, operation: str, agent: str, wanted: Status) -> builtins.list[StoredFlow]:
+        rows = await self._call(operation, None, lambda conn: sqlite_flows(conn, agent, wanted))
         return [StoredFlow(seq, agent_id, flow, version, digest, document, status, from_us(at))
                 for seq, agent_id, flow, version, digest, document, status, at in rows]
 
