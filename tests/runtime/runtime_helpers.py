@@ -119,7 +119,8 @@ def silence_agent(name: str = "Nudger") -> Agent:
 class SpyStore(Store):
     """Delegates to ``inner`` and records every call; can fail or interfere with saves.
 
-    ``calls`` lists ``(method, session_id)``; ``saves`` lists ``(session, expected, records)``.
+    ``calls`` lists ``(method, session_id)``; ``saves`` lists ``(session, expected, records)``
+    (checkpoints too; ``unflushed`` lists the expected revisions of those saved as checkpoints).
     ``before_save(session, expected)`` runs before each delegated save (to simulate another
     writer); ``fail_saves`` makes every save and create raise ``StoreError``.
     """
@@ -129,6 +130,7 @@ class SpyStore(Store):
         self.inner = inner
         self.calls: builtins.list[tuple[str, str | None]] = []
         self.saves: builtins.list[tuple[Session, int, TurnRecords | None]] = []
+        self.unflushed: builtins.list[int] = []
         self.before_save: Callable[[Session, int], Awaitable[None]] | None = None
         self.fail_saves: str | None = None
 
@@ -146,13 +148,22 @@ class SpyStore(Store):
         return await self.inner.create(session, records)
 
     async def save(self, session: Session, expected_revision: int, records: TurnRecords | None = None) -> Session:
+        return await self._save(session, expected_revision, records, self.inner.save)
+
+    async def save_checkpoint(self, session: Session, expected_revision: int,
+                              records: TurnRecords | None = None) -> Session:
+        self.unflushed.append(expected_revision)
+        return await self._save(session, expected_revision, records, self.inner.save_checkpoint)
+
+    async def _save(self, session: Session, expected_revision: int, records: TurnRecords | None,
+                    write: Callable[[Session, int, TurnRecords | None], Awaitable[Session]]) -> Session:
         self.calls.append(("save", session.id))
         self.saves.append((session.model_copy(deep=True), expected_revision, records))  # the caller goes on changing it
         if self.fail_saves:
             raise StoreError(self.fail_saves, operation="save", session_id=session.id)
         if self.before_save is not None:
             await self.before_save(session, expected_revision)
-        return await self.inner.save(session, expected_revision, records)
+        return await write(session, expected_revision, records)
 
     def lease(self, session_id: str, *, timeout: float = 30.0) -> AbstractAsyncContextManager[None]:
         self.calls.append(("lease", session_id))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from journal_agents import charging_agent
 from runtime_helpers import SpyStore, msg, relay_agent, silence_agent, waiting_agent
 
 from tether import Message
@@ -59,6 +60,33 @@ async def test_a_multi_node_turn_writes_at_every_move_and_every_record_once(
     expected = [e.as_dict() for e in first.result.events] + [e.as_dict() for e in second.result.events]
     assert [(e.type, e.data.get("node")) for e in events] == [(e["type"], e.get("node")) for e in expected]
     assert [e.seq for e in events] == list(range(1, len(expected) + 1))  # none lost, none twice
+
+
+async def test_a_move_is_saved_as_a_checkpoint_and_the_turn_flushes_with_its_final_save(
+    make_runtime: Callable[..., Runtime], spy: SpyStore
+) -> None:
+    runtime = make_runtime(relay_agent())
+    first = await runtime.run("Relay", Message("a", id="a"))
+    spy.saves.clear()
+    spy.unflushed.clear()
+    second = await runtime.run("Relay", Message("b", id="b"), session_id=first.session)
+    assert second.success
+    # the two moves are checkpoints (no flush of their own); the final save is flushed, and with it both
+    assert [expected for _, expected, _ in spy.saves] == [2, 3, 4] and spy.unflushed == [2, 3]
+    stored = await spy.inner.load(first.session)
+    assert stored is not None and stored.revision == 5 and stored.turn is None
+
+
+async def test_a_write_that_carries_an_effect_is_flushed(make_runtime: Callable[..., Runtime], spy: SpyStore) -> None:
+    calls: list[str] = []
+    runtime = make_runtime(charging_agent(calls, [False], "retry"))
+    first = await runtime.run("Payer", Message("pay", id="m1"))
+    assert first.success and len(calls) == 1
+    # the started record creates the session (a create is always flushed), the result is a save
+    assert spy.writes()[0] == ("create", first.session)
+    journaled = [expected for _, expected, records in spy.saves if records is not None and records.journal]
+    assert journaled == [0]  # the result: durable before the action goes on
+    assert spy.unflushed == [1]  # only the move charge -> done, which carries no journal entry
 
 
 async def test_a_turn_that_never_moves_writes_once(make_runtime: Callable[..., Runtime], spy: SpyStore) -> None:

@@ -49,3 +49,4 @@ class Attempt:
     on_delta: DeltaSink | None = None  # where the text this request's own turn says goes as it is said
     tail: Tail | None = dataclasses.field(default_factory=lambda: Tail([], []))  # stored's records (None: unknown)
     lease: Leased | None = None  # the request's lease; its document serves the first attempt's load
+    traced: bool = False  # the request has a turn span: the engine's phases get spans inside it

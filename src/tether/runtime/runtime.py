@@ -259,14 +259,15 @@ class Runtime:
                        on_delta: DeltaSink | None = None) -> RunResponse:
         started = time.perf_counter()
         with tracing.turn_span(agent_id, session_id, input_label(turn_input)) as span:
-            response = await self._locked_request(agent_id, session_id, turn_input, config, options, on_delta)
+            response = await self._locked_request(agent_id, session_id, turn_input, config, options, on_delta,
+                                                  traced=span is not None)
             tracing.end_turn(span, response)
         log_turn(agent_id, session_id, turn_input, response, time.perf_counter() - started)
         return response
 
     async def _locked_request(self, agent_id: str, session_id: str | None, turn_input: TurnInput,
                               config: Mapping[str, Any] | None, options: TurnOptions | None,
-                              on_delta: DeltaSink | None) -> RunResponse:
+                              on_delta: DeltaSink | None, *, traced: bool = False) -> RunResponse:
         async with self.locks.hold(session_id), contextlib.AsyncExitStack() as held:
             agent = self._agents.get(agent_id)
             if agent is None:
@@ -284,7 +285,7 @@ class Runtime:
             target = session_id
             mine: OpenTurn | None = None  # the open-turn mark this request's last checkpoint wrote
             while True:
-                attempt = Attempt(mine=mine, on_delta=on_delta, lease=lease)
+                attempt = Attempt(mine=mine, on_delta=on_delta, lease=lease, traced=traced)
                 try:
                     return await self._attempt(agent, target, turn_input, config, options, attempt)
                 except SessionConflict as exc:
@@ -372,7 +373,7 @@ class Runtime:
             records = TurnRecords.model_construct(
                 messages=list(transcript[attempt.messages:]), events=list(events[attempt.events:]),
                 journal=list(journal[attempt.journal:]), wakes=[], cancel_wakes=[])
-            await self._write(session, records, attempt)
+            await self._write(session, records, attempt, checkpoint=not records.journal)
             attempt.messages, attempt.events, attempt.journal = len(transcript), len(events), len(journal)
             assert attempt.stored is not None
             attempt.checkpointed = session.turn
@@ -381,7 +382,7 @@ class Runtime:
         recorded = [entry for run_id in journal_runs(agent, doc) for entry in await self.store.journal(doc.id,
                                                                                                         run_id=run_id)]
         hooks: dict[str, Any] = {"checkpoint": checkpoint, "journal": recorded, "spawn": self._spawner(agent),
-                                 "phase": tracing.phase_span if tracing.recording() else None}
+                                 "phase": tracing.phase_span if attempt.traced else None}  # under the turn span
         turn_options = TurnOptions(**hooks) if options is None else dataclasses.replace(options, **hooks)
         result = await agent.turn(doc, turn_input, options=turn_options, on_delta=on_delta)
         after = result.session or doc
@@ -402,10 +403,11 @@ class Runtime:
         return spawn
 
     async def _write(self, session: Session, records: TurnRecords | None, attempt: Attempt,
-                     expected: int | None = None, *, release: bool = False) -> None:
+                     expected: int | None = None, *, release: bool = False, checkpoint: bool = False) -> None:
         """Create the new session (first write) or save it under compare-and-swap from
         ``expected`` (default: the revision the session carries; the engine keeps it current
-        across checkpoints), with ``release`` the request's lease released by the same call.
+        across checkpoints), with ``release`` the request's lease released by the same call, or
+        as a ``checkpoint`` (``Store.save_checkpoint``: a move's save, carrying no journal entry).
         The window cache learns the stored window and seen ids."""
         if attempt.fresh is not None:
             stored = await self.store.create(detach_window(session), records)
@@ -416,6 +418,8 @@ class Runtime:
             lease = attempt.lease
             if release and lease is not None and lease.session_id == session.id and not lease.released:
                 stored = await self.store.save_and_release(detach_window(session), revision, records, lease)
+            elif checkpoint:
+                stored = await self.store.save_checkpoint(detach_window(session), revision, records)
             else:
                 stored = await self.store.save(detach_window(session), revision, records)
         if attempt.tail is not None:

@@ -88,7 +88,8 @@ def one_statement_save(records: TurnRecords | None) -> bool:
 
 
 async def save_in_one_statement(conn: Conn, s: str, session: tuple[Any, ...], expected: int,
-                                records: TurnRecords | None, release: str | None = None) -> bool:
+                                records: TurnRecords | None, release: str | None = None, *,
+                                flush: bool = True) -> bool:
     """The compare-and-swap and the records in one autocommit statement (one round trip instead of
     ``BEGIN``, one per table and ``COMMIT``); True when the swap matched. Journal entries of one
     key are folded into the last (a final entry written after its started one in the same write).
@@ -104,6 +105,10 @@ async def save_in_one_statement(conn: Conn, s: str, session: tuple[Any, ...], ex
     before anyone can take the lock), and the unlock reads the setting. A failed statement skips
     the rest of the query: the lock stays held. The values are bound client-side (the simple
     protocol runs several statements; never prepared).
+
+    Without ``flush`` (a checkpoint, see ``Store.save_checkpoint``) the statement sets
+    ``synchronous_commit`` off for its own implicit transaction: it commits without waiting for
+    the WAL flush.
     """
     session_id, agent, status, revision, saved_at, text = session
     messages = message_rows(session_id, records) if records is not None else []
@@ -139,7 +144,8 @@ async def save_in_one_statement(conn: Conn, s: str, session: tuple[Any, ...], ex
 
     try:
         if release is None:
-            cur = await conn.execute(sql + " SELECT count(*) FROM swapped", params)
+            unflushed = "" if flush else ", set_config('synchronous_commit', 'off', true)"
+            cur = await conn.execute(sql + f" SELECT count(*){unflushed} FROM swapped", params)
         else:
             params["lock"] = release
             cur = psycopg.AsyncClientCursor(conn)

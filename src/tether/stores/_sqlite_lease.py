@@ -35,7 +35,7 @@ from typing import Any, Generic, TypeVar
 from tether.errors import SessionLeaseTimeout
 from tether.stores.leases import holder_is_dead, new_holder
 
-__all__ = ["SQLiteLease", "hold_sqlite_lease"]
+__all__ = ["SQLiteLease", "hold_sqlite_lease", "unsynced"]
 
 T = TypeVar("T")
 Call = Callable[[str, str | None, Callable[[sqlite3.Connection], Any]], Awaitable[Any]]
@@ -49,9 +49,10 @@ def _now_us() -> int:
 
 
 @contextlib.contextmanager
-def _unsynced(conn: sqlite3.Connection) -> Iterator[None]:
+def unsynced(conn: sqlite3.Connection) -> Iterator[None]:
     """Run the body's commits without an fsync (outside any transaction: SQLite refuses to change
-    the safety level inside one), then restore the store's ``FULL``."""
+    the safety level inside one), then restore the store's ``FULL``. Used for the lease rows and
+    the checkpoints (``SQLiteStore.save_checkpoint``)."""
     conn.execute("PRAGMA synchronous = NORMAL")
     try:
         yield
@@ -102,7 +103,7 @@ class SQLiteLease(Generic[T]):
         self._renewal: asyncio.Task[None] | None = None
 
     def _try_take(self, conn: sqlite3.Connection, read: Callable[[sqlite3.Connection], T] | None) -> str | None:
-        with _unsynced(conn):
+        with unsynced(conn):
             current = _take(conn, self.session_id, self.holder, self.ttl_us)
         if current is None and read is not None:
             self.found = read(conn)
@@ -129,7 +130,7 @@ class SQLiteLease(Generic[T]):
         conn.execute("DELETE FROM tether_leases WHERE session_id = ? AND holder = ?", (self.session_id, self.holder))
 
     def _release(self, conn: sqlite3.Connection) -> None:
-        with _unsynced(conn):
+        with unsynced(conn):
             self.release_in(conn)
 
     async def release(self) -> None:
@@ -161,7 +162,7 @@ class SQLiteLease(Generic[T]):
         self._renewal = asyncio.ensure_future(self._renew())
 
     def _renew_row(self, conn: sqlite3.Connection) -> bool:
-        with _unsynced(conn):
+        with unsynced(conn):
             cur = conn.execute(
                 "UPDATE tether_leases SET expires_at = ? WHERE session_id = ? AND holder = ?",
                 (_now_us() + self.ttl_us, self.session_id, self.holder),

@@ -109,6 +109,21 @@ class Store(ABC):
         raises ``SessionConflict`` and writes nothing.
         """
 
+    async def save_checkpoint(
+        self, session: Session, expected_revision: int, records: TurnRecords | None = None
+    ) -> Session:
+        """``save`` for a mid-turn checkpoint that needs no flush of its own.
+
+        The runtime saves a turn's cross-node checkpoints this way (never a write that carries
+        effect journal entries, nor the turn's final save). A durable store may commit it without
+        waiting for the disk: it survives a crash of this process at once, and a power loss from
+        the next flushed commit on, which makes every earlier commit durable too (SQLite's WAL and
+        PostgreSQL's WAL are written in order). A checkpoint lost to a power loss loses only a turn
+        that had not answered yet, as if the machine had stopped before it. This default is
+        ``save``.
+        """
+        return await self.save(session, expected_revision, records)
+
     @abstractmethod
     async def delete(self, session_id: str, expected_revision: int | None = None) -> None:
         """Delete a session with all its records and wakes.

@@ -266,14 +266,28 @@ class PostgresStore(Store):
     async def save(
         self, session: Session, expected_revision: int, records: TurnRecords | None = None
     ) -> Session:
+        return await self._save(session, expected_revision, records)
+
+    async def save_checkpoint(
+        self, session: Session, expected_revision: int, records: TurnRecords | None = None
+    ) -> Session:
+        """The save committed with ``synchronous_commit = off`` for its transaction (no wait for
+        the WAL flush: see ``Store.save_checkpoint``)."""
+        return await self._save(session, expected_revision, records, flush=False)
+
+    async def _save(
+        self, session: Session, expected_revision: int, records: TurnRecords | None, *, flush: bool = True
+    ) -> Session:
         stored, text = self._prepare(session, revision=expected_revision + 1, operation="save")
         if one_statement_save(records):
             row = (stored.id, stored.agent, stored.status, stored.revision, stored.saved_at, text)
             async with self._connection("save", stored.id) as conn:
-                if not await save_in_one_statement(conn, self._s, row, expected_revision, records):
+                if not await save_in_one_statement(conn, self._s, row, expected_revision, records, flush=flush):
                     await self._explain_failed_save(conn, stored, expected_revision)
             return stored
         async with self._transaction("save", stored.id) as conn:
+            if not flush:
+                await conn.execute("SET LOCAL synchronous_commit = off")
             cur = await conn.execute(
                 f"UPDATE {self._s}.tether_sessions "
                 "SET status = %s, revision = %s, saved_at = %s, doc = %s::json "

@@ -5,15 +5,15 @@ flushed to disk before it returns; only the lease rows skip the flush, see ``_sq
 Safe across processes on one host: every write runs inside ``BEGIN IMMEDIATE`` (one writer at a
 time, others wait up to ``busy_timeout``) and the compare-and-swap is
 ``UPDATE ... WHERE id = ? AND revision = ?`` with a rowcount check. The session lease is a row
-with an expiry in ``tether_leases`` (see ``_sqlite_lease``). sqlite3 calls run in a worker
-thread (``asyncio.to_thread``) on one connection guarded by a ``threading.Lock``, so any number of
-concurrent asyncio tasks may share a store.
+with an expiry in ``tether_leases`` (see ``_sqlite_lease``). sqlite3 calls run one at a time on
+the store's own thread (``_sqlite_thread``), on one connection, so any number of concurrent
+asyncio tasks may share a store.
 """
 
 from __future__ import annotations
 
-import asyncio
 import builtins
+import contextlib
 import functools
 import os
 import sqlite3
@@ -27,8 +27,9 @@ from typing import Any, TypeVar
 from tether.engine.session import Session, TranscriptMessage
 from tether.errors import SessionConflict, SessionFlowMismatch, StoreError
 from tether.stores._sqlite_io import from_us, insert_records, to_us, wake_from_row
-from tether.stores._sqlite_lease import SQLiteLease, hold_sqlite_lease
+from tether.stores._sqlite_lease import SQLiteLease, hold_sqlite_lease, unsynced
 from tether.stores._sqlite_schema import migrate
+from tether.stores._sqlite_thread import ConnectionThread
 from tether.stores.base import ClockLike, Store, backend_errors, messages_from_rows, utc
 from tether.stores.flow_versions import FlowVersion, Status, StoredFlow, sqlite_flows, sqlite_put
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
@@ -74,7 +75,8 @@ class SQLiteStore(Store):
         self._busy_ms = int(busy_timeout * 1000)
         self.lease_ttl = lease_ttl
         self._conn: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the connection's user (the thread; a caller on another thread waits)
+        self._thread = ConnectionThread(f"tether-sqlite {self.path.name}")
         self._closed = False
 
     @classmethod
@@ -94,7 +96,7 @@ class SQLiteStore(Store):
     # ------------------------------------------------------------------ plumbing
 
     async def _call(self, operation: str, session_id: str | None, fn: Callable[[sqlite3.Connection], T]) -> T:
-        return await asyncio.to_thread(self._run, operation, session_id, fn)
+        return await self._thread.run(functools.partial(self._run, operation, session_id, fn))
 
     def _run(self, operation: str, session_id: str | None, fn: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock, backend_errors(_ERRORS, operation, session_id):
@@ -217,8 +219,15 @@ class SQLiteStore(Store):
     ) -> Session:
         return await self._save(session, expected_revision, records, None)
 
+    async def save_checkpoint(
+        self, session: Session, expected_revision: int, records: TurnRecords | None = None
+    ) -> Session:
+        """The save committed at ``synchronous = NORMAL`` (no fsync: see ``Store.save_checkpoint``)."""
+        return await self._save(session, expected_revision, records, None, flush=False)
+
     async def _save(
-        self, session: Session, expected_revision: int, records: TurnRecords | None, lease: SQLiteLease[Any] | None
+        self, session: Session, expected_revision: int, records: TurnRecords | None, lease: SQLiteLease[Any] | None,
+        *, flush: bool = True,
     ) -> Session:
         stored, text = self._prepare(session, revision=expected_revision + 1, operation="save")
         assert stored.saved_at is not None
@@ -233,7 +242,7 @@ class SQLiteStore(Store):
         )
 
         def op(conn: sqlite3.Connection) -> None:
-            with self._write(conn):
+            with contextlib.nullcontext() if flush else unsynced(conn), self._write(conn):
                 cur = conn.execute(
                     "UPDATE tether_sessions SET status = ?, revision = ?, saved_at = ?, doc = ? "
                     "WHERE id = ? AND revision = ? AND agent = ?",
@@ -433,4 +442,7 @@ class SQLiteStore(Store):
                     self._conn.close()
                     self._conn = None
 
-        await asyncio.to_thread(op)
+        try:
+            await self._thread.run(op)
+        finally:
+            self._thread.stop()

@@ -1,0 +1,113 @@
+"""``Store.save_checkpoint``: a mid-turn save with the guarantees of ``save`` (compare-and-swap,
+records in the same transaction), committed without a flush of its own on the durable stores."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from store_backends import Backend
+
+from tether.engine.session import Session, TranscriptMessage
+from tether.errors import SessionConflict, StoreError
+from tether.stores import SQLiteStore, TurnRecords, WakeRequest
+
+NewSession = Callable[..., Session]
+
+
+def _said(seq: int, text: str) -> TranscriptMessage:
+    return TranscriptMessage(seq=seq, role="assistant", text=text, at=datetime(2026, 1, 1, tzinfo=UTC))
+
+
+async def test_a_checkpoint_is_a_save_with_its_records(backend: Backend, new_session: NewSession) -> None:
+    store = await backend.make()
+    created = await store.create(new_session(data={"step": 1}))
+    moved = created.model_copy(update={"data": {"step": 2}, "message_seq": 1})
+    stored = await store.save_checkpoint(moved, created.revision, TurnRecords(messages=[_said(1, "one")]))
+    assert stored.revision == 1 and stored.data == {"step": 2}
+    loaded = await store.load(created.id)
+    assert loaded is not None and loaded.revision == 1 and loaded.data == {"step": 2}
+    assert [m.text for m in await store.transcript(created.id)] == ["one"]
+    final = await store.save(loaded, loaded.revision)  # the turn's final save goes on from it
+    assert final.revision == 2
+
+
+async def test_a_checkpoint_that_schedules_a_wake_writes_it(backend: Backend, new_session: NewSession) -> None:
+    store = await backend.make()  # wakes take the transaction path on PostgreSQL (its own no-flush setting)
+    created = await store.create(new_session())
+    at = datetime(2026, 1, 2, tzinfo=UTC)
+    await store.save_checkpoint(created, created.revision, TurnRecords(wakes=[WakeRequest(key="k", at=at)]))
+    assert [(w.key, w.at) for w in await store.pending_wakes(created.id)] == [("k", at)]
+
+
+async def test_a_stale_checkpoint_conflicts_and_writes_nothing(backend: Backend, new_session: NewSession) -> None:
+    store = await backend.make()
+    created = await store.create(new_session(data={"step": 1}))
+    await store.save(created, created.revision)  # another writer moved the revision on
+    with pytest.raises(SessionConflict):
+        await store.save_checkpoint(created.model_copy(update={"data": {"step": 9}, "message_seq": 1}),
+                                    created.revision, TurnRecords(messages=[_said(1, "lost")]))
+    loaded = await store.load(created.id)
+    assert loaded is not None and loaded.revision == 1 and loaded.data == {"step": 1}
+    assert await store.transcript(created.id) == []
+
+
+def _statements(store: SQLiteStore) -> list[str]:
+    seen: list[str] = []
+    conn = store._connection("test")
+    conn.set_trace_callback(seen.append)
+    return seen
+
+
+async def test_sqlite_commits_a_checkpoint_without_an_fsync_and_a_save_with_one(tmp_path: Path,
+                                                                             new_session: NewSession) -> None:
+    store = await SQLiteStore.open(tmp_path / "t.db")
+    try:
+        created = await store.create(new_session())
+        seen = _statements(store)
+        checkpoint = await store.save_checkpoint(created, created.revision)
+        unsynced = seen.index("PRAGMA synchronous = NORMAL")
+        assert seen.index("BEGIN IMMEDIATE") > unsynced and seen.index("COMMIT") < seen.index("PRAGMA synchronous = FULL")
+        seen.clear()
+        await store.save(checkpoint, checkpoint.revision)
+        assert "BEGIN IMMEDIATE" in seen and not any(s.startswith("PRAGMA synchronous") for s in seen)
+        assert store._connection("test").execute("PRAGMA synchronous").fetchone() == (2,)  # FULL again
+    finally:
+        await store.close()
+
+
+async def test_a_failed_sqlite_checkpoint_leaves_the_connection_flushing(tmp_path: Path,
+                                                                      new_session: NewSession) -> None:
+    store = await SQLiteStore.open(tmp_path / "t.db")
+    try:
+        created = await store.create(new_session())
+        with pytest.raises(SessionConflict):
+            await store.save_checkpoint(created, created.revision + 5)
+        assert store._connection("test").execute("PRAGMA synchronous").fetchone() == (2,)
+        assert not store._connection("test").in_transaction
+    finally:
+        await store.close()
+
+
+def test_the_store_thread_is_one_thread_per_store(tmp_path: Path) -> None:
+    import asyncio
+    import threading
+
+    async def threads_used() -> set[str]:
+        store = await SQLiteStore.open(tmp_path / "t.db")
+        names: set[str] = set()
+        try:
+            for _ in range(5):
+                await store._call("probe", None, lambda conn: names.add(threading.current_thread().name))
+            with pytest.raises(StoreError) as caught:  # an error raised on the thread reaches the caller
+                await store._call("probe", None, lambda conn: conn.execute("SELECT * FROM no_such_table"))
+            assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
+        finally:
+            await store.close()
+        return names
+
+    names = asyncio.run(threads_used())
+    assert len(names) == 1 and next(iter(names)).startswith("tether-sqlite") and threading.current_thread().name not in names
