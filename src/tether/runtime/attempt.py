@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from tether.durable.turns import OpenTurn
 from tether.engine.inputs import Event, Message, Start, TurnInput, Wake
-from tether.engine.session import Session
+from tether.engine.session import Session, TranscriptMessage
 from tether.runtime.window import Tail
 from tether.stores.leases import Leased
 
@@ -48,5 +48,6 @@ class Attempt:
     mine: OpenTurn | None = None  # the open-turn mark an earlier attempt of this request committed
     on_delta: DeltaSink | None = None  # where the text this request's own turn says goes as it is said
     tail: Tail | None = dataclasses.field(default_factory=lambda: Tail([], []))  # stored's records (None: unknown)
+    unwindowed: list[TranscriptMessage] = dataclasses.field(default_factory=list)  # written since the tail
     lease: Leased | None = None  # the request's lease; its document serves the first attempt's load
     traced: bool = False  # the request has a turn span: the engine's phases get spans inside it

@@ -408,7 +408,8 @@ class Runtime:
         ``expected`` (default: the revision the session carries; the engine keeps it current
         across checkpoints), with ``release`` the request's lease released by the same call, or
         as a ``checkpoint`` (``Store.save_checkpoint``: a move's save, carrying no journal entry).
-        The window cache learns the stored window and seen ids."""
+        The window cache learns the stored window and seen ids (with the turn's final save: a turn
+        that stops after a checkpoint leaves the cache behind the store, and the next load reads)."""
         if attempt.fresh is not None:
             stored = await self.store.create(detach_window(session), records)
             attempt.fresh = None
@@ -422,8 +423,12 @@ class Runtime:
                 stored = await self.store.save_checkpoint(detach_window(session), revision, records)
             else:
                 stored = await self.store.save(detach_window(session), revision, records)
-        if attempt.tail is not None:
-            attempt.tail = attempt.tail.after(stored, records.messages if records else ())
+        written = records.messages if records else ()
+        if checkpoint:  # the window cache learns the turn's records with its final save
+            attempt.unwindowed += written
+        elif attempt.tail is not None:
+            attempt.tail = attempt.tail.after(stored, [*attempt.unwindowed, *written])
+            attempt.unwindowed = []
             self.windows.put(stored, attempt.tail)
         attempt.stored = attached(stored, session.messages, session.inputs)
         self.commits.notify(stored.id)
