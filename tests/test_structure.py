@@ -129,3 +129,15 @@ def test_no_import_cycle_anywhere_in_tether() -> None:
     """Arrows point down everywhere: a new cycle anywhere in ``src/tether`` fails here, not only
     one through the modules listed above."""
     assert _cycles(_graph(_modules())) == []
+
+
+def _is_cli(module: str) -> bool:
+    return module == "tether.cli" or module.startswith("tether.cli.")
+
+
+def test_only_the_cli_imports_the_cli() -> None:
+    """The ``tether`` command sits on top: every other package (``tether.testing`` too) is a
+    library it builds on, so no arrow points from one of them up into ``tether.cli``."""
+    upward = sorted(f"{name} -> {target}" for name, targets in _graph(_modules()).items() if not _is_cli(name)
+                    for target in targets if _is_cli(target))
+    assert not upward, f"modules outside tether.cli import it: {upward}"

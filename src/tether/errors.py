@@ -4,6 +4,7 @@ The tree::
 
     TetherError                              root of everything tether raises on purpose
     ├── FlowDefinitionError (TypeError, ValueError)   a flow/agent was defined wrongly (build time)
+    ├── AppLoadError                         an app (file, module or flow file) named no loadable agent
     ├── InvalidInputError (ValueError)       a turn input was refused before anything ran or was saved
     ├── FlowRuntimeError (RuntimeError)      a run failed while it was executing
     │   ├── TransitionError                  a node returned something that is not a transition
@@ -44,6 +45,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 __all__ = [
+    "AppLoadError",
     "DefinitionIssue",
     "EffectInDoubtError",
     "ExecutorError",
@@ -184,6 +186,14 @@ class FlowDefinitionError(TetherError, TypeError, ValueError):
         )
         lines = "\n".join(f"- {issue}" for issue in self.issues)
         super().__init__(f"{head}:\n{lines}", code=self.issues[0].code if self.issues else None)
+
+
+class AppLoadError(TetherError):
+    """An app (``path/to/file.py[:attr]``, ``package.module:attr`` or a flow file) could not be
+    loaded: the file or module is missing, does not import, or names no agent. The message is one
+    line naming the app and what is wrong."""
+
+    code = "app-load-error"
 
 
 # --------------------------------------------------------------------------- runtime errors

@@ -10,7 +10,7 @@ import sys
 from cli_helpers import child_env
 
 HEAVY = ("tether.workflow", "tether.workflow_host", "tether.dialect", "tether.stores", "tether.runtime",
-         "tether.server", "tether.testing", "tether.cli._chat", "tether.cli._loader", "tether.cli._workflow_run")
+         "tether.server", "tether.testing", "tether.cli._chat", "tether.apps", "tether.cli._workflow_run")
 
 
 def test_building_the_command_line_imports_no_command_body() -> None:

@@ -3,6 +3,7 @@ run_scenario, ``tether test`` and the pytest plugin."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -59,6 +60,14 @@ async def test_a_malformed_scenario_names_what_is_wrong(tmp_path: Path) -> None:
     path = tmp_path / "bad.scenario.yaml"
     path.write_text(f"scenario: x\nagent: {EXAMPLES / 'shipping.yaml'}\nsteps:\n  - {{user: hi, wake: true}}\n")
     with pytest.raises(ScenarioError, match=r"steps\.0: .*exactly one of user, event, clock, wake"):
+        await run_scenario(path)
+
+
+async def test_a_python_agent_file_that_names_no_agent_is_a_scenario_error(tmp_path: Path) -> None:
+    (tmp_path / "empty.py").write_text("x = 1\n")
+    path = tmp_path / "empty.scenario.yaml"
+    path.write_text("scenario: x\nagent: empty.py\nsteps:\n  - {user: hi}\n")
+    with pytest.raises(ScenarioError, match=rf"^{re.escape(str(path))}: no Agent found in .*empty\.py: define `agent`"):
         await run_scenario(path)
 
 

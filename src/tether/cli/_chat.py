@@ -23,12 +23,13 @@ from rich.console import Console
 from rich.text import Text
 
 from tether.agent import Agent
-from tether.cli._loader import LoadedApp
+from tether.apps import LoadedApp
 from tether.cli._output import CliError, one_line
 from tether.cli._render import active_run, info_line, print_failure, print_reply, state_json
 from tether.cli._stream import ReplyPrinter, opening
 from tether.engine.inputs import Event, Message, Start, TurnInput, TurnOptions
 from tether.engine.session import Session
+from tether.errors import AppLoadError
 from tether.models import UncatalogedModelWarning, default_model_from_env
 from tether.runtime import Runtime, check_model_selections
 from tether.stores import Store, open_store
@@ -285,7 +286,10 @@ def run_chat(app: LoadedApp, *, agent_id: str | None, session: str | None, model
     Ctrl-C: 0, or 1 when a scripted ``messages`` turn failed.
     """
     agents = serve_agents(app, pick_model(model))
-    chosen = app.agent(agent_id)
+    try:
+        chosen = app.agent(agent_id)
+    except AppLoadError as exc:
+        raise CliError(exc.message) from None
     agent = next(a for a in agents if a.id == chosen.id)
     store = open_db(db)
     with asyncio.Runner() as runner:

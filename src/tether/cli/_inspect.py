@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from tether.cli._output import CliError, fail, format_issue, one_line
-from tether.errors import DefinitionIssue, FlowDefinitionError
+from tether.cli._output import fail, format_issue, one_line
+from tether.errors import AppLoadError, DefinitionIssue, FlowDefinitionError
 
 if TYPE_CHECKING:
-    from tether.cli._loader import LoadedApp
+    from tether.apps import LoadedApp
 
 __all__ = ["check", "graph", "load_or_exit"]
 
@@ -22,12 +22,12 @@ def load_or_exit(spec: str) -> LoadedApp:
     A bad ``APP`` is a one-line error (exit 2); definition problems are printed one per line on
     stderr (exit 1).
     """
-    from tether.cli._loader import load_app
+    from tether.apps import load_app
 
     try:
         return load_app(spec)
-    except CliError as exc:
-        fail(exc.message, exc.code)
+    except AppLoadError as exc:
+        fail(exc.message)
     except FlowDefinitionError as exc:
         for issue in exc.issues:
             typer.echo(format_issue(issue), err=True)
@@ -63,8 +63,8 @@ def check(app_spec: str = typer.Argument(..., metavar="APP",
                                        "(each with its repair action)")) -> None:
     """Load APP and validate every flow, or validate a workflow .yaml/.json file; print each
     definition problem (exit 1 if any)."""
+    from tether.apps import load_app
     from tether.cli._dialect import check_flow_file
-    from tether.cli._loader import load_app
     from tether.cli._workflow import is_workflow_file
     from tether.cli._workflow_run import check_workflow_file
     from tether.dialect.files import is_flow_document
@@ -79,8 +79,8 @@ def check(app_spec: str = typer.Argument(..., metavar="APP",
         return
     try:
         app = load_app(app_spec)
-    except CliError as exc:
-        fail(exc.message, exc.code)
+    except AppLoadError as exc:
+        fail(exc.message)
     except FlowDefinitionError as exc:
         issues = exc.issues or [DefinitionIssue(exc.code, one_line(exc.message))]
         for issue in issues:

@@ -11,7 +11,7 @@ import re
 from typing import TYPE_CHECKING
 
 from tether.errors import StoreError
-from tether.stores.flow_versions import POSTGRES_TABLE
+from tether.stores.flow_versions import POSTGRES_ONE_ACTIVE, POSTGRES_TABLE
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -67,6 +67,7 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
         ],
     ),
     (2, POSTGRES_TABLE),  # stored flow versions (hot registration)
+    (3, POSTGRES_ONE_ACTIVE),  # one active stored version per agent and flow
 ]
 """``(version, statements)`` in ascending order; every statement is safe to run twice."""
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 
 from tether.errors import StoreError
-from tether.stores.flow_versions import SQLITE_TABLE
+from tether.stores.flow_versions import SQLITE_ONE_ACTIVE, SQLITE_TABLE
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
 
@@ -73,6 +73,7 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
         ],
     ),
     (3, SQLITE_TABLE),  # stored flow versions (hot registration)
+    (4, SQLITE_ONE_ACTIVE),  # one active stored version per agent and flow
 ]
 """``(version, statements)`` in ascending order; every statement is safe to run twice."""
 

@@ -232,7 +232,9 @@ class Store(ABC):
     async def put_flows(self, agent: str, bundle: Iterable[FlowVersion]) -> None:
         """Store a bundle of flow versions for ``agent`` (hot registration) in one transaction:
         each becomes the active version of its flow id and supersedes the previous active one.
-        A failure stores nothing of the bundle. See :mod:`tether.stores.flow_versions`."""
+        Concurrent bundles of one agent take turns (the later one wins); a flow never has two
+        active versions. A failure stores nothing of the bundle. See
+        :mod:`tether.stores.flow_versions`."""
         raise StoreError(f"{type(self).__name__} does not store flow versions", operation="put_flows")
 
     async def active_flows(self, agent: str) -> builtins.list[StoredFlow]:

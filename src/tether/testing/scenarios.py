@@ -171,12 +171,12 @@ def _load_agent(scenario: Scenario, path: Path) -> Agent:
         if not isinstance(loaded, Agent):
             raise ScenarioError(f"{path}: {scenario.agent} holds a flow, not an agent")
         return loaded
-    from tether.cli._loader import load_app
-    from tether.cli._output import CliError
+    from tether.apps import load_app
+    from tether.errors import AppLoadError
 
     try:
         return load_app(str(target)).agent()
-    except CliError as exc:
+    except AppLoadError as exc:
         raise ScenarioError(f"{path}: {exc.message}") from None
 
 

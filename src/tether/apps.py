@@ -1,10 +1,11 @@
-"""Loading the ``APP`` argument: ``path/to/file.py[:attr]``, ``package.module:attr``, or a flow
-file (``agent.yaml``: see :mod:`tether.dialect`).
+"""Loading an app: the agents named by ``path/to/file.py[:attr]``, ``package.module:attr``, or a
+flow file (``agent.yaml``: see :mod:`tether.dialect`). The ``tether`` command's ``APP`` argument
+and a scenario file's ``agent:`` are read here.
 
 Without ``:attr`` the module's ``agent`` attribute is taken, else ``agents``, else the single
-``Agent`` instance among its globals. Every failure becomes a one-line ``CliError`` (exit 2),
-except definition problems: a ``FlowDefinitionError`` raised while the module is imported
-propagates as it is, so ``tether check`` can print its issues.
+``Agent`` instance among its globals. Every failure is a one-line :class:`AppLoadError`, except
+definition problems: a ``FlowDefinitionError`` raised while the module is imported propagates as
+it is, so ``tether check`` can print its issues.
 """
 
 from __future__ import annotations
@@ -22,10 +23,9 @@ from types import ModuleType
 from typing import Any
 
 from tether.agent import Agent
-from tether.cli._output import CliError, one_line
 from tether.dialect.files import is_flow_document
 from tether.dialect.files import load as load_flow_file
-from tether.errors import FlowDefinitionError
+from tether.errors import AppLoadError, FlowDefinitionError
 
 __all__ = ["LoadedApp", "load_app", "split_app_spec"]
 
@@ -46,14 +46,14 @@ class LoadedApp:
         return sum(len(agent.flows) for agent in self.agents)
 
     def agent(self, agent_id: str | None = None) -> Agent:
-        """The agent with id ``agent_id`` (default: the first one); ``CliError`` when unknown."""
+        """The agent with id ``agent_id`` (default: the first one); ``AppLoadError`` when unknown."""
         if agent_id is None:
             return self.agents[0]
         for agent in self.agents:
             if agent.id == agent_id:
                 return agent
         known = ", ".join(repr(a.id) for a in self.agents)
-        raise CliError(f"{self.spec} has no agent {agent_id!r} (agents: {known})")
+        raise AppLoadError(f"{self.spec} has no agent {agent_id!r} (agents: {known})")
 
 
 def split_app_spec(spec: str) -> tuple[str, str | None, bool]:
@@ -66,13 +66,13 @@ def split_app_spec(spec: str) -> tuple[str, str | None, bool]:
     head, sep, tail = spec.rpartition(":")
     if sep:
         if not tail or not _ATTR.match(tail):
-            raise CliError(f"invalid APP {spec!r}: expected path/to/file.py[:attr] or package.module:attr")
+            raise AppLoadError(f"invalid APP {spec!r}: expected path/to/file.py[:attr] or package.module:attr")
         target, attr = head, tail
     if not target:
-        raise CliError(f"invalid APP {spec!r}: no file or module before ':'")
+        raise AppLoadError(f"invalid APP {spec!r}: no file or module before ':'")
     is_file = (target.endswith(".py") or "/" in target or os.sep in target or Path(target).is_file())
     if not is_file and not _MODULE.match(target):
-        raise CliError(f"invalid APP {spec!r}: {target!r} is neither a .py file nor a module name")
+        raise AppLoadError(f"invalid APP {spec!r}: {target!r} is neither a .py file nor a module name")
     return target, attr, is_file
 
 
@@ -83,21 +83,21 @@ def _module_name(path: Path) -> str:
 
 
 def _describe(exc: BaseException) -> str:
-    text = one_line(str(exc))
+    text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _syntax_error(exc: SyntaxError, fallback: str) -> CliError:
+def _syntax_error(exc: SyntaxError, fallback: str) -> AppLoadError:
     where = f"{exc.filename or fallback}:{exc.lineno}" if exc.lineno else (exc.filename or fallback)
-    return CliError(f"syntax error in {where}: {exc.msg}")
+    return AppLoadError(f"syntax error in {where}: {exc.msg}")
 
 
 def _import_file(target: str) -> ModuleType:
     path = Path(target).expanduser()
     if not path.exists():
-        raise CliError(f"no such file: {target}")
+        raise AppLoadError(f"no such file: {target}")
     if not path.is_file():
-        raise CliError(f"not a Python file: {target}")
+        raise AppLoadError(f"not a Python file: {target}")
     path = path.resolve()
     name = _module_name(path)
     if name in sys.modules:
@@ -107,7 +107,7 @@ def _import_file(target: str) -> ModuleType:
         sys.path.insert(0, directory)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        raise CliError(f"cannot load {target} as a Python module")
+        raise AppLoadError(f"cannot load {target} as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
@@ -120,7 +120,7 @@ def _import_file(target: str) -> ModuleType:
         raise _syntax_error(exc, target) from None
     except (Exception, SystemExit) as exc:
         sys.modules.pop(name, None)
-        raise CliError(f"cannot import {target}: {_describe(exc)}") from None
+        raise AppLoadError(f"cannot import {target}: {_describe(exc)}") from None
     return module
 
 
@@ -136,10 +136,10 @@ def _import_module(target: str) -> ModuleType:
         raise _syntax_error(exc, target) from None
     except ModuleNotFoundError as exc:
         if exc.name and (target == exc.name or target.startswith(exc.name + ".")):
-            raise CliError(f"no module named {target!r}") from None
-        raise CliError(f"cannot import {target}: {_describe(exc)}") from None
+            raise AppLoadError(f"no module named {target!r}") from None
+        raise AppLoadError(f"cannot import {target}: {_describe(exc)}") from None
     except (Exception, SystemExit) as exc:
-        raise CliError(f"cannot import {target}: {_describe(exc)}") from None
+        raise AppLoadError(f"cannot import {target}: {_describe(exc)}") from None
 
 
 def _as_agents(value: Any, what: str) -> tuple[Agent, ...]:
@@ -151,12 +151,12 @@ def _as_agents(value: Any, what: str) -> tuple[Agent, ...]:
     elif isinstance(value, list | tuple):
         items = list(value)
     if items is None:
-        raise CliError(f"{what} is a {type(value).__name__}, not an Agent (or a list of Agents)")
+        raise AppLoadError(f"{what} is a {type(value).__name__}, not an Agent (or a list of Agents)")
     if not items:
-        raise CliError(f"{what} holds no agents")
+        raise AppLoadError(f"{what} holds no agents")
     for item in items:
         if not isinstance(item, Agent):
-            raise CliError(f"{what} holds a {type(item).__name__}, not an Agent")
+            raise AppLoadError(f"{what} holds a {type(item).__name__}, not an Agent")
     return tuple(items)
 
 
@@ -165,7 +165,7 @@ def _find_agents(module: ModuleType, target: str, attr: str | None) -> tuple[Age
         value: Any = module
         for part in attr.split("."):
             if not hasattr(value, part):
-                raise CliError(f"{target} has no attribute {attr!r}")
+                raise AppLoadError(f"{target} has no attribute {attr!r}")
             value = getattr(value, part)
         return _as_agents(value, f"{target}:{attr}")
     for name in ("agent", "agents"):
@@ -176,10 +176,10 @@ def _find_agents(module: ModuleType, target: str, attr: str | None) -> tuple[Age
         if isinstance(value, Agent) and all(value is not other for _, other in found):
             found.append((name, value))
     if not found:
-        raise CliError(f"no Agent found in {target}: define `agent` or name one with {target}:ATTR")
+        raise AppLoadError(f"no Agent found in {target}: define `agent` or name one with {target}:ATTR")
     if len(found) > 1:
         names = ", ".join(name for name, _ in found)
-        raise CliError(f"several Agents in {target} ({names}): name one with {target}:ATTR")
+        raise AppLoadError(f"several Agents in {target} ({names}): name one with {target}:ATTR")
     return (found[0][1],)
 
 
@@ -187,15 +187,15 @@ def load_app(spec: str) -> LoadedApp:
     """Import the ``APP`` named by ``spec`` and return its agents.
 
     Raises:
-        CliError: a bad ``APP`` (missing file or module, import or syntax error, no such
-            attribute, not an Agent), one line, exit code 2.
+        AppLoadError: a bad ``spec`` (missing file or module, import or syntax error, no such
+            attribute, not an Agent), in one line.
         FlowDefinitionError: the app's flows or agents are defined wrongly.
     """
     target, attr, is_file = split_app_spec(spec)
     if is_file and attr is None and is_flow_document(target):
         loaded = load_flow_file(target)
         if not isinstance(loaded, Agent):
-            raise CliError(f"{target} holds a flow, not an agent: name it from an agent file")
+            raise AppLoadError(f"{target} holds a flow, not an agent: name it from an agent file")
         return LoadedApp(spec=spec, agents=(loaded,))
     module = _import_file(target) if is_file else _import_module(target)
     return LoadedApp(spec=spec, agents=_find_agents(module, target, attr))
