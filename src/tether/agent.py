@@ -264,11 +264,9 @@ class Agent(AgentDefinition):
 def _with_sleep(options: TurnOptions) -> TurnOptions:
     """The engine waits (between an agent step's model attempts) and runs parallel child steps
     through the host's asyncio."""
-    if options.sleep is None:
-        options = dataclasses.replace(options, sleep=asyncio.sleep)
-    if options.gather is None:
-        options = dataclasses.replace(options, gather=gather)
-    return options
+    if options.sleep is not None and options.gather is not None:
+        return options
+    return dataclasses.replace(options, sleep=options.sleep or asyncio.sleep, gather=options.gather or gather)
 
 
 async def gather(thunks: Sequence[Callable[[], Awaitable[Any]]], limit: int | None) -> None:

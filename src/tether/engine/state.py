@@ -238,17 +238,19 @@ class TurnState:
                                                               list(self.journal.written))
 
     def open_mark(self) -> OpenTurn:
-        """The open-turn mark of this turn as it stands (written with every mid-turn save)."""
+        """The open-turn mark of this turn as it stands (written with every mid-turn save). Built
+        without validation: every value comes typed from the turn's own state, and the store
+        validates the document the mark is written in."""
         speaker = self.speaker
-        return OpenTurn(
+        return OpenTurn.model_construct(
             input=self.open_input if self.open_input is not None else input_mark(self.input), at=self.now,
             user_seq=self.user_seq, floor=self.floor, floor_taken=self.floor_taken, consumed_by=dict(self.consumed_by),
             answered_by=sorted(self.answered_by), spoke=self.spoke,
-            speaker=None if speaker is None else SpeakerMark(run_id=speaker.run_id, node_id=speaker.node_id,
-                                                             fields=list(speaker.fields), then_ask=speaker.then_ask,
-                                                             batch=list(speaker.batch)),
-            said=[SaidMessage(text=m.text, kind=m.kind, key=m.key, run_id=m.run_id, node_id=m.node_id,
-                              after_ms=m.after_ms) for m in self.messages],
+            speaker=None if speaker is None else SpeakerMark.model_construct(
+                run_id=speaker.run_id, node_id=speaker.node_id, fields=list(speaker.fields), then_ask=speaker.then_ask,
+                batch=list(speaker.batch)),
+            said=[SaidMessage.model_construct(text=m.text, kind=m.kind, key=m.key, run_id=m.run_id, node_id=m.node_id,
+                                              after_ms=m.after_ms) for m in self.messages],
             schedule=[{"key": w.key, "at": w.at.isoformat(), "replaces": w.replaces} for w in self.schedule],
         )
 

@@ -70,7 +70,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from tether import tracing
-from tether.agent import Agent
+from tether.agent import Agent, gather
 from tether.clock import SystemClock, UuidIds
 from tether.durable.decisions import normalize_decision
 from tether.durable.entries import JournalEntry
@@ -172,6 +172,7 @@ class Runtime:
             registry = {key: agent if agent.gate_judge is not None else agent.with_gate_judge(gate_judge)
                         for key, agent in registry.items()}
         self._agents = registry
+        self._selections_checked: dict[str, Agent] = {}  # the definitions whose model selections passed
         self.clock: Clock = clock or SystemClock()
         self.ids: Ids = ids or UuidIds()
         self.store: Store = store if store is not None else SQLiteStore(".tether/tether.db", clock=clock)
@@ -272,10 +273,12 @@ class Runtime:
             agent = self._agents.get(agent_id)
             if agent is None:
                 return failure(f"Agent {agent_id!r} not registered.", session_id, "agent-not-registered")
-            try:
-                check_model_selections(agent)
-            except Exception as exc:
-                return failure_for(exc, session_id)
+            if self._selections_checked.get(agent_id) is not agent:  # once per agent definition
+                try:
+                    check_model_selections(agent)
+                except Exception as exc:
+                    return failure_for(exc, session_id)
+                self._selections_checked[agent_id] = agent
             try:  # other workers on this session (runtimes, processes, hosts) wait for this request
                 lease = None if session_id is None else await held.enter_async_context(
                     self.store.lease_and_load(session_id, timeout=self.lease_timeout))  # its take reads the doc
@@ -383,7 +386,8 @@ class Runtime:
                                                                                                         run_id=run_id)]
         hooks: dict[str, Any] = {"checkpoint": checkpoint, "journal": recorded, "spawn": self._spawner(agent),
                                  "phase": tracing.phase_span if attempt.traced else None}  # under the turn span
-        turn_options = TurnOptions(**hooks) if options is None else dataclasses.replace(options, **hooks)
+        turn_options = TurnOptions(**hooks, sleep=asyncio.sleep, gather=gather) if options is None \
+            else dataclasses.replace(options, **hooks)
         result = await agent.turn(doc, turn_input, options=turn_options, on_delta=on_delta)
         after = result.session or doc
         records = turn_records(result, messages_from=attempt.messages, events_from=attempt.events,

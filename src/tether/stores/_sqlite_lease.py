@@ -9,8 +9,7 @@ it. Releasing deletes the row if it is still ours.
 A lease row is coordination, not data: its commits skip the fsync (``synchronous = NORMAL`` for
 the lease's own statements; the store's connection is ``FULL`` for everything else). A power
 loss that drops a lease write also stopped every process that could hold it; the WAL stays
-consistent either way. So taking and releasing a lease costs no disk flush, and a turn's only
-durable commit is its save.
+consistent either way. So taking and releasing a lease costs no disk flush.
 
 A request's first and last store calls ride along: the take reads the session's document in the
 same worker call (``Store.lease_and_load``), and a save can delete the lease row inside its own

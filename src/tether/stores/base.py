@@ -11,7 +11,7 @@ import builtins
 import json
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 
 from pydantic import TypeAdapter, ValidationError
@@ -300,10 +300,22 @@ class Store(ABC):
 
 @asynccontextmanager
 async def _composed_lease(store: Store, session_id: str, timeout: float) -> AsyncIterator[Leased]:
-    """``Store.lease_and_load`` from ``lease`` and ``load``."""
-    async with AsyncExitStack() as stack:
-        await stack.enter_async_context(store.lease(session_id, timeout=timeout))
-        yield Leased(session_id, None, lambda: store.load(session_id), stack.aclose)
+    """``Store.lease_and_load`` from ``lease`` and ``load`` (the lease ends early with
+    ``held.release()``, else when the body is left)."""
+    lease = store.lease(session_id, timeout=timeout)
+    await lease.__aenter__()
+    ended = False
+
+    async def release() -> None:
+        nonlocal ended
+        if not ended:
+            ended = True
+            await lease.__aexit__(None, None, None)
+
+    try:
+        yield Leased(session_id, None, lambda: store.load(session_id), release)
+    finally:
+        await release()
 
 
 def _schema_version(text: str | bytes) -> int | None:

@@ -1,7 +1,8 @@
 """``SQLiteStore``: the embedded default, one database file in WAL mode.
 
 Durable: the connection runs ``synchronous = FULL`` (every commit of a document or its records is
-flushed to disk before it returns; only the lease rows skip the flush, see ``_sqlite_lease``).
+flushed to disk before it returns; the lease rows skip the flush, see ``_sqlite_lease``, and so
+do the checkpoints, see ``Store.save_checkpoint``).
 Safe across processes on one host: every write runs inside ``BEGIN IMMEDIATE`` (one writer at a
 time, others wait up to ``busy_timeout``) and the compare-and-swap is
 ``UPDATE ... WHERE id = ? AND revision = ?`` with a rowcount check. The session lease is a row
