@@ -4,8 +4,8 @@ records in the same transaction), committed without a flush of its own on the du
 from __future__ import annotations
 
 import sqlite3
-from datetime import UTC, datetime
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -70,7 +70,8 @@ async def test_sqlite_commits_a_checkpoint_without_an_fsync_and_a_save_with_one(
         seen = _statements(store)
         checkpoint = await store.save_checkpoint(created, created.revision)
         unsynced = seen.index("PRAGMA synchronous = NORMAL")
-        assert seen.index("BEGIN IMMEDIATE") > unsynced and seen.index("COMMIT") < seen.index("PRAGMA synchronous = FULL")
+        assert seen.index("BEGIN IMMEDIATE") > unsynced
+        assert seen.index("COMMIT") < seen.index("PRAGMA synchronous = FULL")
         seen.clear()
         await store.save(checkpoint, checkpoint.revision)
         assert "BEGIN IMMEDIATE" in seen and not any(s.startswith("PRAGMA synchronous") for s in seen)
@@ -110,4 +111,5 @@ def test_the_store_thread_is_one_thread_per_store(tmp_path: Path) -> None:
         return names
 
     names = asyncio.run(threads_used())
-    assert len(names) == 1 and next(iter(names)).startswith("tether-sqlite") and threading.current_thread().name not in names
+    (name,) = names
+    assert name.startswith("tether-sqlite") and name != threading.current_thread().name

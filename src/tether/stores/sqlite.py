@@ -19,6 +19,7 @@ import functools
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from datetime import datetime, timedelta
@@ -48,6 +49,21 @@ _ENDED = "status IN ('completed', 'aborted') AND saved_at < ?"
 def _read_doc(session_id: str, conn: sqlite3.Connection) -> tuple[str, int] | None:
     row = conn.execute("SELECT doc, revision FROM tether_sessions WHERE id = ?", (session_id,)).fetchone()
     return None if row is None else (row[0], row[1])
+
+
+def _enter_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """``PRAGMA journal_mode = WAL``, waiting up to ``timeout`` for other connections opening the
+    same new file: the switch needs the file to itself, and SQLite answers "database is locked"
+    at once instead of calling the busy handler."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.005)
 
 
 class SQLiteStore(Store):
@@ -114,7 +130,7 @@ class SQLiteStore(Store):
             )
             try:
                 conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
-                conn.execute("PRAGMA journal_mode = WAL")
+                _enter_wal(conn, self._busy_ms / 1000)
                 conn.execute("PRAGMA synchronous = FULL")  # SQLite's default, said: every commit is flushed
                 migrate(conn, str(self.path))
             except BaseException:
