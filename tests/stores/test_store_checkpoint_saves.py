@@ -4,6 +4,7 @@ records in the same transaction), committed without a flush of its own on the du
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -113,3 +114,25 @@ def test_the_store_thread_is_one_thread_per_store(tmp_path: Path) -> None:
     names = asyncio.run(threads_used())
     (name,) = names
     assert name.startswith("tether-sqlite") and name != threading.current_thread().name
+
+
+def test_the_store_thread_serves_every_event_loop_and_ends_with_the_store(tmp_path: Path) -> None:
+    import asyncio
+    import threading
+
+    path = tmp_path / f"loops-{uuid.uuid4().hex}.db"  # the thread's name is the file's: no other store's
+
+    def store_threads() -> list[str]:
+        return [t.name for t in threading.enumerate() if t.name == f"tether-sqlite {path.name}"]
+
+    store = SQLiteStore(path)
+    assert asyncio.run(store.list()) == [] and asyncio.run(store.list()) == []  # one loop, then another
+    assert len(store_threads()) == 1
+    asyncio.run(store.close())
+    with pytest.raises(StoreError, match="closed"):
+        asyncio.run(store.list())
+    for _ in range(100):  # the thread ends once its queue is drained
+        if not store_threads():
+            break
+        threading.Event().wait(0.01)
+    assert store_threads() == []

@@ -113,6 +113,8 @@ class SQLiteStore(Store):
     # ------------------------------------------------------------------ plumbing
 
     async def _call(self, operation: str, session_id: str | None, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self._closed:  # refused here: a closed store starts no thread again
+            raise StoreError("store is closed", operation=operation)
         return await self._thread.run(functools.partial(self._run, operation, session_id, fn))
 
     def _run(self, operation: str, session_id: str | None, fn: Callable[[sqlite3.Connection], T]) -> T:
