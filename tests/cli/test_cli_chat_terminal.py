@@ -89,10 +89,7 @@ def spawn(tmp_path: Path) -> Iterator[Spawn]:
 def exits(child: pexpect.spawn, after: str, *, saying: str = "") -> None:
     """The chat ends (within the spawn's timeout) after ``after``, its last words ``saying``, with
     exit status 0."""
-    try:
-        child.expect_exact(saying)
-        child.expect(pexpect.EOF)
-    except pexpect.TIMEOUT:
+    if child.expect_exact([saying, pexpect.TIMEOUT]) == 1 or child.expect([pexpect.EOF, pexpect.TIMEOUT]) == 1:
         pytest.fail(f"tether chat still ran {child.timeout}s after {after}; it last showed {child.before[-300:]!r}")
     child.close()
     assert child.exitstatus == 0, f"tether chat ended with {child.exitstatus or child.signalstatus} after {after}"

@@ -10,9 +10,9 @@ moment ends the wait, and its handler raises ``KeyboardInterrupt`` as the loop g
 
 The bytes are read from the descriptor as they come: a terminal in its canonical mode hands over
 one line per read (editing the line is still the terminal's), a pipe may hand over several (the
-rest is kept for the next prompt). When stdin has no descriptor (a test runner's stream) or this
-is not the main thread (the only one that may set the wake-up descriptor), lines come from
-``input()``.
+rest is kept for the next prompt). When stdin has no descriptor (a test runner's stream), this is
+not the main thread (the only one that may set the wake-up descriptor) or not a POSIX system
+(``select`` takes no console there), lines come from ``input()``.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class PromptReader:
         on Ctrl-C, whenever it is pressed.
         """
         fd = _descriptor(self._stdin)
-        if fd is None or threading.current_thread() is not threading.main_thread():
+        if fd is None or os.name != "posix" or threading.current_thread() is not threading.main_thread():
             return input(prompt)
         self._stdout.write(prompt)
         self._stdout.flush()
