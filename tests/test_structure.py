@@ -141,3 +141,38 @@ def test_only_the_cli_imports_the_cli() -> None:
     upward = sorted(f"{name} -> {target}" for name, targets in _graph(_modules()).items() if not _is_cli(name)
                     for target in targets if _is_cli(target))
     assert not upward, f"modules outside tether.cli import it: {upward}"
+
+
+LAYERS = (
+    # top first: a module imports only from its own room or from rooms of lower layers
+    ("tether.cli",),
+    ("tether.server", "tether.testing"),
+    ("tether.runtime", "tether.apps"),
+    ("tether", "tether.dialect", "tether.workflow_host"),
+    ("tether.stores", "tether.agent"),
+    ("tether.engine", "tether.tracing", "tether.workflow"),
+    ("tether.flow", "tether.models", "tether.pydantic_issues", "tether.executors"),
+    ("tether.durable", "tether.errors", "tether.clock", "tether.pyfiles"),
+)
+
+
+def _room(module: str) -> str:
+    """The room of ``module``: the longest name of ``LAYERS`` it is, or is inside of."""
+    rooms = [room for layer in LAYERS for room in layer if module == room or module.startswith(room + ".")]
+    return max(rooms, key=len)
+
+
+def _layer(room: str) -> int:
+    return next(depth for depth, layer in enumerate(LAYERS) if room in layer)
+
+
+def test_every_module_is_in_a_layer() -> None:
+    assert all(_room(name) for name in _modules())
+
+
+def test_arrows_point_down_the_layers() -> None:
+    """Each room holds one idea and builds only on the rooms below it: an import into a room of the
+    same or a higher layer (other than its own) fails here, naming the arrow."""
+    upward = sorted(f"{name} -> {target}" for name, targets in _graph(_modules()).items() for target in targets
+                    if _room(name) != _room(target) and _layer(_room(target)) <= _layer(_room(name)))
+    assert not upward, f"imports that do not point down the layers: {upward}"

@@ -26,6 +26,7 @@ from tether.agent import Agent
 from tether.dialect.files import is_flow_document
 from tether.dialect.files import load as load_flow_file
 from tether.errors import AppLoadError, FlowDefinitionError
+from tether.pyfiles import import_python_file
 
 __all__ = ["LoadedApp", "load_app", "split_app_spec"]
 
@@ -105,22 +106,16 @@ def _import_file(target: str) -> ModuleType:
     directory = str(path.parent)
     if directory not in sys.path:
         sys.path.insert(0, directory)
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise AppLoadError(f"cannot load {target} as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
-    except FlowDefinitionError:
-        sys.modules.pop(name, None)
+        module = import_python_file(name, path)
+    except FlowDefinitionError:  # a malformed flow's own error says more than "cannot import"
         raise
     except SyntaxError as exc:
-        sys.modules.pop(name, None)
         raise _syntax_error(exc, target) from None
     except (Exception, SystemExit) as exc:
-        sys.modules.pop(name, None)
         raise AppLoadError(f"cannot import {target}: {_describe(exc)}") from None
+    if module is None:
+        raise AppLoadError(f"cannot load {target} as a Python module")
     return module
 
 
@@ -130,7 +125,7 @@ def _import_module(target: str) -> ModuleType:
         sys.path.append(cwd)
     try:
         return importlib.import_module(target)
-    except FlowDefinitionError:
+    except FlowDefinitionError:  # a malformed flow's own error says more than "cannot import"
         raise
     except SyntaxError as exc:
         raise _syntax_error(exc, target) from None

@@ -23,12 +23,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from tether.models.types import Capabilities, Model, ModelRequest, ModelResponse, StreamChunk
-
-if TYPE_CHECKING:
-    from tether.runtime.envelope import RunResponse
 
 __all__ = ["TracedModel", "enabled", "end_turn", "phase_span", "recording", "traced", "traced_models", "turn_span"]
 
@@ -69,7 +66,22 @@ def turn_span(agent_id: str, session_id: str | None, input_label: str) -> contex
     return tracer.start_as_current_span("tether.turn", attributes=attributes)  # type: ignore[no-any-return]
 
 
-def end_turn(span: Any, response: RunResponse) -> None:
+class TurnEnvelope(Protocol):
+    """What :func:`end_turn` reads of a request's envelope (the runtime's ``RunResponse``)."""
+
+    @property
+    def success(self) -> bool: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def session(self) -> str: ...
+    @property
+    def code(self) -> str | None: ...
+    @property
+    def result(self) -> Any: ...
+
+
+def end_turn(span: Any, response: TurnEnvelope) -> None:
     """Record a request's envelope on its turn span."""
     if span is None or _trace is None:
         return

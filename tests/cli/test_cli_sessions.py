@@ -8,7 +8,11 @@ from pathlib import Path
 
 from cli_helpers import SHIPPING, chat, tether
 
+from tether.engine.session import LogEntry, Session, SessionUsage
+from tether.models.types import ModelResponse, Usage
 from tether.stores import SQLiteStore
+from tether.testing import ScriptedModel
+from tether.workflow_host import WorkflowRun
 
 
 def _made_by_chat(tmp_path: Path) -> tuple[Path, str]:
@@ -28,10 +32,41 @@ def test_list_and_show(tmp_path: Path) -> None:
     shown = tether("sessions", "show", session, "--db", db, process=True)
     assert shown.code == 0, shown.err
     assert f'"id": "{session}"' in shown.out and '"agent": "Shippy"' in shown.out
+    assert "usage: 0 model call(s), 0 prompt + 0 completion tokens\nlog: 0 log, 0 warn, 0 error\n" in shown.out
     assert "transcript (4 message(s)):" in shown.out
     assert "assistant/verbatim: Which address should the shipment go to?" in shown.out
     missing = tether("sessions", "show", "nope", "--db", db)
     assert missing.code == 1 and missing.err.startswith("error: no session 'nope'")
+
+
+def test_show_says_what_a_session_spent_and_how_much_it_logged(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    at = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+
+    async def made() -> None:
+        store = SQLiteStore(db)
+        usage = SessionUsage(llm_calls=7, agent_calls=2, workflow_calls=3, prompt_tokens=1200, completion_tokens=80,
+                             cached_input_tokens=1024)
+        warned = [LogEntry(at=at, level="warn", message=f"warned {i}") for i in range(2)]
+        failed = [LogEntry(at=at, level="error", message="failed", code="node-failed")]
+        await store.create(Session(id="s1", agent="Bot", created_at=at, usage=usage, warn=warned, error=failed))
+        run = WorkflowRun({"schemaVersion": 2, "id": "wf", "version": "1", "name": "Workflow", "edges": [],
+                           "nodes": [{"id": "a", "label": "A", "description": "a",
+                                      "run": {"kind": "subprompt", "instruction": "say hi"}}]},
+                          store=store, run_id="run-1", model=ScriptedModel(subprompt=[ModelResponse(
+                              text="hi", usage=Usage(prompt_tokens=40, completion_tokens=2, reasoning_tokens=9))]))
+        await run.drain()
+        await store.close()
+
+    asyncio.run(made())
+    shown = tether("sessions", "show", "s1", "--db", db)
+    assert shown.code == 0, shown.err
+    assert ("usage: 7 model call(s) (2 by agent steps, 3 by workflow runs), 1200 prompt + 80 completion tokens "
+            "(1024 cached input)\nlog: 0 log, 2 warn, 1 error\n") in shown.out
+    workflow = tether("sessions", "show", "run-1", "--db", db)
+    assert workflow.code == 0, workflow.err
+    assert "usage: 1 model call(s), 40 prompt + 2 completion tokens (9 reasoning)\nlog: 0 log, 0 warn, 0 error" in (
+        workflow.out)
 
 
 def test_list_without_a_store(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """The app the inspector's browser tests serve with ``tether serve``: the support example (its
-flows move node by node with no model), the refund agent (an approval) and a talker whose model
-streams its reply in small pieces."""
+flows move node by node with no model), the refund agent (an approval), a talker whose model
+streams its reply in small pieces, and a frugal agent whose model reports its tokens (its session
+has usage, warn entries and, in its ``boom`` flow, an error entry)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parents[1] / "examples")]
 
-from server_agents import refund_agent, talker_agent  # noqa: E402
+from server_agents import frugal_agent, refund_agent, talker_agent  # noqa: E402
 from support import agent as support_agent  # noqa: E402
 
 TALKER_REPLIES = ("Hello! I am streaming this reply to you in small pieces.",
                   "And this is the second reply, also streamed.")
 
-agents = [support_agent, refund_agent([]), talker_agent(*TALKER_REPLIES)]
+agents = [support_agent, refund_agent([]), talker_agent(*TALKER_REPLIES), frugal_agent()]

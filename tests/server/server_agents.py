@@ -6,9 +6,11 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from tether import Agent, Flow, action, end, escalate, goto, on_event, on_message, reply, wait
-from tether.models.types import ModelRequest, StreamChunk
-from tether.testing import ScriptedModel
+from pydantic import BaseModel
+
+from tether import Agent, Flow, action, collect, end, escalate, goto, on_event, on_message, reply, wait
+from tether.models.types import ModelRequest, ModelResponse, StreamChunk, Usage
+from tether.testing import FunctionModel, ScriptedModel
 
 
 def echo_agent(name: str = "Echo") -> Agent:
@@ -112,3 +114,33 @@ def waker_agent() -> Agent:
     pause = wait("pause", timer="3s", then=mark)
     first = reply("first", response="ok", next=pause)
     return Agent("Waker", flows=[Flow("nap", start=first, nodes=[first, pause, mark, woke], on=[on_message()])])
+
+
+class _Name(BaseModel):
+    name: str
+
+
+NOTHING_FOUND = Usage(prompt_tokens=321, completion_tokens=12, cached_input_tokens=256)
+"""What each extraction of :func:`frugal_agent` reports spending."""
+
+
+BOOM = "<img src=x onerror=\"document.body.dataset.pwned='yes'\"> broke"
+"""What the ``boom`` flow's action raises: markup that a page must show as text."""
+
+
+def frugal_agent() -> Agent:
+    """``name`` asks for a name; its model reports :data:`NOTHING_FOUND` tokens per call and never
+    finds the name, so every message costs one ``extract`` call and leaves a ``warn`` entry on the
+    session. ``boom`` (started by hand) fails with :data:`BOOM`: an ``error`` entry."""
+    ask = collect("ask_name", schema=_Name, required=["name"], ask="What is your name?", max_turns=50,
+                  on_complete=lambda data, state: goto("greet"))
+    greet = reply("greet", response=lambda state: f"Hello {state['name']}", next=end("greeted"))
+    flow = Flow("name", start=ask, nodes=[ask, greet], on=[on_message(repeat="always")])
+
+    @action("explode")
+    async def explode(state: dict[str, Any], ctx: Any) -> Any:
+        raise RuntimeError(BOOM)
+
+    boom = Flow("boom", start=explode, nodes=[explode])
+    model = FunctionModel(lambda request: ModelResponse(text="", usage=NOTHING_FOUND))
+    return Agent("Frugal", flows=[flow, boom]).with_model(model)

@@ -1,7 +1,7 @@
 """The web inspector in a real browser (Debian's chromium through Playwright) against a real
 ``tether serve`` subprocess: the key prompt and the session list, a streamed reply, the highlighted
-node moving, an approval decided and a signal sent from the page, and a turn run by another client
-showing up live. Screenshots go to ``test-artifacts/inspector/``."""
+node moving, an approval decided and a signal sent from the page, a turn run by another client
+showing up live, and what a session spent and logged. Screenshots go to ``test-artifacts/inspector/``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import httpx
 import pytest
 from inspector_app import TALKER_REPLIES
 from inspector_browser import ARTIFACTS, find_chromium, tether_serve
+from server_agents import BOOM, NOTHING_FOUND
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (dev extra)")
 expect = playwright_api.expect
@@ -202,3 +203,38 @@ def test_a_handed_off_session_is_given_back_to_the_bot_from_the_page(page: Any) 
     page.click("#s-release")
     expect(page.locator("#s-status")).to_have_text("running", timeout=WAIT)
     expect(page.locator("#s-release")).to_be_hidden()
+
+
+def test_the_session_page_shows_what_the_session_spent_and_logged(page: Any) -> None:
+    new_session(page, "Frugal")
+    expect(page.locator("#log")).to_contain_text("Nothing logged.")
+    expect(page.locator("#s-usage")).to_have_text("0 model calls")
+    say(page, "hi")
+    expect(page.locator(".msg.assistant .bubble", has_text="What is your name?")).to_have_count(1, timeout=WAIT)
+    say(page, "it is a secret")
+    expect(page.locator("#usage [data-usage=llm_calls]")).to_have_text("2", timeout=WAIT)
+    assert NOTHING_FOUND.prompt_tokens is not None and NOTHING_FOUND.completion_tokens is not None
+    assert NOTHING_FOUND.cached_input_tokens is not None
+    expect(page.locator("#usage [data-usage=prompt_tokens]")).to_have_text(str(2 * NOTHING_FOUND.prompt_tokens))
+    expect(page.locator("#usage [data-usage=completion_tokens]")).to_have_text(
+        str(2 * NOTHING_FOUND.completion_tokens))
+    expect(page.locator("#usage [data-usage=cached_input_tokens]")).to_have_text(
+        str(2 * NOTHING_FOUND.cached_input_tokens))
+    expect(page.locator("#usage [data-usage=workflow_calls]")).to_have_count(0)  # nothing to say
+    total = 2 * (NOTHING_FOUND.prompt_tokens + NOTHING_FOUND.completion_tokens)
+    expect(page.locator("#s-usage")).to_have_text(f"2 model calls · {total} tokens")
+    warns = page.locator("#log .entry.warn")
+    expect(warns).to_have_count(2)
+    expect(warns.first.locator(".message")).to_have_text("extraction for 'ask_name' returned no usable data")
+    expect(page.locator("#log-counts")).to_have_text("0 log · 2 warn · 0 error")
+    shot(page, "usage-and-log")
+
+
+def test_a_logged_error_is_shown_as_text_never_as_markup(page: Any) -> None:
+    new_session(page, "Frugal", flow="boom")
+    error = page.locator("#log .entry.error")
+    expect(error).to_have_count(1, timeout=WAIT)
+    expect(error.locator(".message")).to_contain_text(BOOM)
+    expect(error.locator("details pre")).to_contain_text('"node": "explode"')
+    assert page.locator("#log img").count() == 0
+    assert page.evaluate("document.body.dataset.pwned") is None

@@ -3,16 +3,18 @@ paging, the host operations, and JSON errors for bad input."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import quote
 
 import httpx
-from server_agents import echo_agent
+from server_agents import BOOM, NOTHING_FOUND, echo_agent, frugal_agent
 from server_client import ACME, KEYS, app_client
 
 from tether.engine.session import Session
 from tether.runtime import Runtime
 from tether.server import create_app
-from tether.stores import MemoryStore
+from tether.stores import MemoryStore, SQLiteStore
+from tether.testing import FakeClock
 
 ECHO = "/v1/agents/Echo/sessions"
 
@@ -161,4 +163,31 @@ async def test_an_unexpected_failure_is_a_500_json_without_details() -> None:
         assert response.status_code == 500
         assert response.json() == {"success": False, "code": "internal-error",
                                    "message": "the server failed; this is a bug"}
+    await runtime.close()
+
+
+async def test_session_state_says_what_the_session_spent_and_what_it_logged(tmp_path: Path) -> None:
+    clock = FakeClock("2026-01-05T09:00:00Z")
+    runtime = Runtime(frugal_agent(), store=SQLiteStore(tmp_path / "t.db", clock=clock), clock=clock)
+    async for client in app_client(create_app(runtime, api_keys=KEYS, scheduler=False)):
+        url = "/v1/agents/Frugal/sessions"
+        sid = await _session(client, "Frugal")
+        fresh = (await client.get(f"{url}/{sid}", headers=ACME)).json()
+        assert fresh["usage"]["llm_calls"] == 0 and (fresh["log"], fresh["warn"], fresh["error"]) == ([], [], [])
+        for text in ("hi", "hello?"):
+            sent = await client.post(f"{url}/{sid}/messages", json={"text": text}, headers=ACME)
+            assert sent.json()["message"] == "What is your name?"
+        state = (await client.get(f"{url}/{sid}", headers=ACME)).json()
+        assert state["usage"] == {"llm_calls": 2, "prompt_tokens": 2 * NOTHING_FOUND.prompt_tokens,
+                                  "completion_tokens": 2 * NOTHING_FOUND.completion_tokens,
+                                  "cached_input_tokens": 2 * NOTHING_FOUND.cached_input_tokens,
+                                  "cache_creation_tokens": 0, "reasoning_tokens": 0, "agent_calls": 0,
+                                  "workflow_calls": 0}
+        assert [(w["level"], w["message"], w["at"]) for w in state["warn"]] == [
+            ("warn", "extraction for 'ask_name' returned no usable data", "2026-01-05T09:00:00Z")] * 2
+        assert state["log"] == [] and state["error"] == []
+        failed = await _session(client, "Frugal", flow="boom")
+        [error] = (await client.get(f"{url}/{failed}", headers=ACME)).json()["error"]
+        assert error["level"] == "error" and BOOM in error["message"]
+        assert (error["code"], error["flow"], error["node"]) == ("node-failed", "boom", "explode")
     await runtime.close()

@@ -15,6 +15,7 @@ from tether.cli._output import CliError, fail, one_line, stdout_console
 from tether.flow import parse_duration
 
 if TYPE_CHECKING:  # opened when a command runs (``tether --help`` does not load the stores)
+    from tether.engine.session import Session, SessionUsage
     from tether.stores import Store
 
 __all__ = ["sessions_app"]
@@ -79,22 +80,44 @@ def list_sessions(
     stdout_console().print(table)
 
 
+def _usage_line(usage: SessionUsage) -> str:
+    """``usage: N model call(s) ..., P prompt + C completion tokens`` (other token counts when any)."""
+    line = f"usage: {usage.llm_calls} model call(s)"
+    among = [f"{count} by {what}" for count, what in ((usage.agent_calls, "agent steps"),
+                                                       (usage.workflow_calls, "workflow runs")) if count]
+    if among:
+        line += f" ({', '.join(among)})"
+    line += f", {usage.prompt_tokens} prompt + {usage.completion_tokens} completion tokens"
+    more = [f"{count} {what}" for count, what in ((usage.cached_input_tokens, "cached input"),
+                                                  (usage.cache_creation_tokens, "cache creation"),
+                                                  (usage.reasoning_tokens, "reasoning")) if count]
+    return line + (f" ({', '.join(more)})" if more else "")
+
+
+def _log_line(doc: Session) -> str:
+    """``log: N log, N warn, N error`` (the entries the document keeps)."""
+    return f"log: {len(doc.log)} log, {len(doc.warn)} warn, {len(doc.error)} error"
+
+
 @sessions_app.command("show")
 def show_session(session_id: str = typer.Argument(..., metavar="ID"), db: str = DbOption) -> None:
-    """The session document as JSON, then its transcript."""
+    """The session document as JSON, what it spent and how much it logged, then its transcript."""
 
-    async def work(store: Store) -> tuple[str, list[str]]:
+    async def work(store: Store) -> tuple[Session, list[str]]:
         doc = await store.load(session_id)
         if doc is None:
             raise CliError(f"no session {session_id!r} in {db}", 1)
         lines = [f"{m.seq:>4} {m.role}/{m.kind}: {m.text}" for m in await store.transcript(session_id)]
-        return doc.model_dump_json(indent=2), lines
+        return doc, lines
 
     try:
-        document, transcript = _with_store(db, work)
+        doc, transcript = _with_store(db, work)
     except CliError as exc:
         fail(exc.message, exc.code)
-    typer.echo(document)
+    typer.echo(doc.model_dump_json(indent=2))
+    typer.echo("")
+    typer.echo(_usage_line(doc.usage))
+    typer.echo(_log_line(doc))
     typer.echo("")
     typer.echo(f"transcript ({len(transcript)} message(s)):")
     for line in transcript:

@@ -26,6 +26,7 @@ from tether.dialect.text import parse_text
 from tether.dialect.validate import Surface, validate_flow, validate_spec
 from tether.errors import DefinitionIssue, FlowDefinitionError
 from tether.flow import Flow
+from tether.pyfiles import import_python_file
 
 __all__ = ["FLOW_FILE_SUFFIXES", "build_flows", "is_flow_document", "is_flow_file", "line_of", "load",
            "load_registry", "read_document", "register_flows"]
@@ -91,17 +92,10 @@ def load_registry(code: str, relative_to: Path) -> Registry:
         name = f"_tether_flow_code_{abs(hash(str(file)))}"
         module = sys.modules.get(name)
         if module is None:
-            spec = importlib.util.spec_from_file_location(name, file)
-            if spec is None or spec.loader is None or not file.exists():
+            module = import_python_file(name, file) if file.exists() else None
+            if module is None:
                 raise FlowDefinitionError(DefinitionIssue("unknown-code", f"no such code file: {file}",
                                                           path="agent.code"))
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            try:
-                spec.loader.exec_module(module)
-            except BaseException:
-                sys.modules.pop(name, None)
-                raise
     else:
         module = importlib.import_module(code)
     registry = getattr(module, "registry", None)

@@ -30,6 +30,7 @@ from tether.flow.durations import parse_duration
 from tether.flow.flow import Flow
 from tether.flow.nodes import Action
 from tether.flow.results import ActionResult
+from tether.models.types import Usage
 
 __all__ = ["ActionContext", "run_action"]
 
@@ -109,6 +110,20 @@ class ActionContext:
         journaled: a re-dispatch gets the recorded reply. Returns the reply's text, or an instance
         of ``schema`` when one is given (the reply must be JSON matching it)."""
         return await self._effects.model(instructions, prompt=prompt, schema=schema, tier=tier)
+
+    def count_model_calls(self, calls: int, usage: Usage | None = None, *, workflow: bool = False) -> None:
+        """Count model calls this action made without ``ctx.model`` (through a client of its own,
+        or, with ``workflow=True``, by a workflow run it drove) and their tokens: they join the
+        turn's ``llm_calls`` and ``usage`` and the session's ``usage`` (with ``workflow``, its
+        ``workflow_calls`` too). Not journaled: count what this dispatch spent (a re-dispatch
+        counts only the calls it makes again)."""
+        if isinstance(calls, bool) or not isinstance(calls, int) or calls < 0:
+            raise ValueError(f"flow {self._flow.id!r}, node {self._node.id!r}: count_model_calls: calls must be "
+                             f"an int >= 0, got {calls!r}")
+        if usage is not None and not isinstance(usage, Usage):
+            raise TypeError(f"flow {self._flow.id!r}, node {self._node.id!r}: count_model_calls: usage must be a "
+                            f"tether.models.Usage, got {type(usage).__name__}")
+        self._ts.count_calls(calls, usage or Usage(), workflow=workflow)
 
     async def approve(self, summary: str, *, payload: Any = None) -> ApprovalDecision:
         """Ask a human to approve: the run parks durably (``awaiting-approval``) with ``summary``

@@ -90,6 +90,8 @@ class TurnResult:
         llm_calls: model calls spent by this turn; ``usage`` their tokens.
         agent_calls: how many of them agent steps made (calls the author asked for, counted apart
             from the message-turn budget).
+        workflow_calls: how many of them workflow runs made that the turn's actions drove (a
+            ``WorkflowChat``'s subprompts and agent turns; also apart from the budget).
         content_type: what the reply is (the content type of the agent step that spoke last;
             ``text/plain`` otherwise).
         events: the flow events, in order.
@@ -108,6 +110,7 @@ class TurnResult:
     skipped: list[Skipped] = field(default_factory=list)
     llm_calls: int = 0
     agent_calls: int = 0
+    workflow_calls: int = 0
     content_type: str = "text/plain"
     usage: Usage = field(default_factory=Usage)
     events: list[FlowEvent] = field(default_factory=list)

@@ -30,5 +30,6 @@ def turn_result(ts: TurnState, original: Session | None) -> TurnResult:
     return TurnResult(session=session, changed=changed, status=status,  # type: ignore[arg-type]
                       messages=ts.messages, schedule=ts.schedule, outcomes=ts.outcomes, started=ts.started,
                       ended=ts.ended, skipped=ts.skipped, llm_calls=ts.llm_calls, agent_calls=ts.agent_calls,
+                      workflow_calls=ts.workflow_calls,
                       content_type=ts.content_type, usage=ts.usage, events=ts.events,
                       handoff=ts.handoff, new_transcript=list(ts.transcript), journal=list(ts.journal.written))

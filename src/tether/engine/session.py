@@ -197,7 +197,9 @@ class MemorySpace(BaseModel):
 
 
 class SessionUsage(BaseModel):
-    """Model calls and tokens spent over the whole session."""
+    """Model calls and tokens spent over the whole session: the turns' own calls, and the calls
+    its actions reported (``ctx.count_model_calls``), such as those of a workflow run a
+    conversation drove. A workflow run's own stored document carries the run's calls alone."""
 
     model_config = _STRICT
 
@@ -209,6 +211,9 @@ class SessionUsage(BaseModel):
     reasoning_tokens: int = 0
     agent_calls: int = 0
     """Model calls made by agent steps (calls the author asked for, apart from the turn budget)."""
+    workflow_calls: int = 0
+    """Model calls made by workflow runs this session's actions drove (``WorkflowChat``): their
+    subprompts and agent turns. Included in ``llm_calls`` and the token counts."""
 
 
 class Session(BaseModel):

@@ -104,6 +104,8 @@ class TurnState:
     """Child steps (``ctx.run_step``/``ctx.run_steps``) run this turn (capped)."""
     agent_calls: int = 0
     """Model calls of agent steps (asked for by the author: apart from the message-turn budget)."""
+    workflow_calls: int = 0
+    """Model calls of workflow runs the turn's actions drove (reported with ``count_calls``)."""
     content_type: str = "text/plain"
     """What the turn's reply is: the content type of the agent step that spoke last."""
     usage: Usage = field(default_factory=Usage)
@@ -289,11 +291,24 @@ class TurnState:
         else:
             response = await model.complete(request)
         response = storable_response(response)  # a reply echoing "\ud800" must not make the session unsaveable
-        self.usage = self.usage + response.usage
-        tally = self.session.usage
-        for name, value in response.usage.as_dict().items():
-            setattr(tally, name, getattr(tally, name) + value)
+        self._tally(response.usage)
         return response
+
+    def count_calls(self, calls: int, usage: Usage, *, workflow: bool = False) -> None:
+        """Count ``calls`` model calls made outside :meth:`call` (an action's own client, or a
+        workflow run it drove) and their tokens, on the turn and on the session."""
+        self.llm_calls += calls
+        self.session.usage.llm_calls += calls
+        if workflow:
+            self.workflow_calls += calls
+            self.session.usage.workflow_calls += calls
+        self._tally(usage)
+
+    def _tally(self, usage: Usage) -> None:
+        self.usage = self.usage + usage
+        tally = self.session.usage
+        for name, value in usage.as_dict().items():
+            setattr(tally, name, getattr(tally, name) + value)
 
     @staticmethod
     async def _stream(model: Model, request: ModelRequest, on_delta: Callable[[str], Awaitable[None]],

@@ -4,7 +4,9 @@
 registry lookup, model validation before any session I/O, load or create, agent-match and
 invariant checks, migrations and the restore hook, the turn (saved at every move to another node),
 the compare-and-swap save with the rest of the turn's records, and a ``RunResponse`` envelope
-(``run`` never raises). It also fires due wakes (``fire_due_wakes``, ``start_scheduler``) and
+(``run`` never raises). It also ends, releases and deletes sessions and delivers decisions and
+signals to parked runs (``complete``, ``release``, ``delete``, ``approve``, ``signal``: see
+:mod:`tether.runtime.lifecycle`), fires due wakes (``fire_due_wakes``, ``start_scheduler``) and
 re-derives them (``rebuild_schedule``).
 """
 

@@ -54,7 +54,9 @@ hands it to a human (``handed_off``: messages are recorded, nobody answers, unti
 ``complete``/``end_session`` marks it ``completed``, and an unexpected error marks it ``aborted``
 (a checkpoint committed before the error stays: the aborted document is the last one written). A
 completed or aborted session is never resumed: the next request with its id gets a new session
-with a new id.
+with a new id. The calls that change a session outside a turn (``complete``, ``release``,
+``delete``) and deliver decisions and signals to parked runs (``approve``, ``signal``) live in
+:mod:`tether.runtime.lifecycle`; the wake calls in :mod:`tether.runtime.scheduler`.
 """
 
 from __future__ import annotations
@@ -72,7 +74,6 @@ from typing import Any, Literal
 from tether import tracing
 from tether.agent import Agent, gather
 from tether.clock import SystemClock, UuidIds
-from tether.durable.decisions import normalize_decision
 from tether.durable.entries import JournalEntry
 from tether.durable.turns import OpenTurn
 from tether.engine.continuation import is_retry
@@ -94,10 +95,11 @@ from tether.errors import (
 )
 from tether.flow.flow import Flow
 from tether.models.types import Model
-from tether.runtime import scheduler
+from tether.runtime import lifecycle, scheduler
 from tether.runtime.attempt import Attempt, DeltaSink, one_input
 from tether.runtime.commits import CommitSignal
 from tether.runtime.envelope import RunResponse, describe_error, error_code, failure, failure_for, success
+from tether.runtime.lifecycle import LIVE_STATUSES
 from tether.runtime.locks import SessionLocks
 from tether.runtime.records import turn_records
 from tether.runtime.registry import agent_registry
@@ -115,9 +117,6 @@ from tether.stores import SQLiteStore, Store, TurnRecords
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT
 
 __all__ = ["ConflictPolicy", "Runtime", "turn_records"]
-
-LIVE_STATUSES = ("running", "handed_off")
-"""Session statuses a request continues (a completed or aborted session is never resumed)."""
 
 ConflictPolicy = Literal["replay", "reject"]
 """What a compare-and-swap conflict does: re-run the input on the fresh document, or fail."""
@@ -455,13 +454,7 @@ class Runtime:
             message += f"; failed to persist aborted session: {describe_error(save_exc)}"
         return failure(message, aborted.id, code)
 
-    # ------------------------------------------------------------------ sessions
-
-    def _lease(self, session_id: str | None) -> contextlib.AbstractAsyncContextManager[None]:
-        """The store's lease on ``session_id`` (nothing for a new session: nobody knows its id yet)."""
-        if session_id is None:
-            return contextlib.nullcontext()
-        return self.store.lease(session_id, timeout=self.lease_timeout)
+    # ------------------------------------------------------------------ sessions (see tether.runtime.lifecycle)
 
     async def complete(self, session_id: str) -> Session | None:
         """Mark a running session ``completed`` (kept in the store; never resumed again).
@@ -470,18 +463,7 @@ class Runtime:
         Conflicts are retried ``max_replays`` times, then ``SessionConflict`` is raised; a
         document from a newer tether raises ``SessionVersionUnsupported`` and stays as it is.
         """
-        async with self.locks.hold(session_id), self._lease(session_id):
-            for _ in range(self.max_replays + 1):
-                doc = await self.store.load(session_id)
-                if doc is not None:
-                    check_supported(doc)
-                if doc is None or doc.status not in LIVE_STATUSES:
-                    return doc
-                try:
-                    return await self.store.save(doc.model_copy(update={"status": "completed"}), doc.revision)
-                except SessionConflict:
-                    continue
-            raise SessionConflict(session_id, operation="complete")
+        return await lifecycle.complete(self, session_id)
 
     end_session = complete
 
@@ -493,65 +475,33 @@ class Runtime:
         ``SessionLeaseTimeout`` when another worker keeps the session longer than
         ``lease_timeout``.
         """
-        async with self.locks.hold(session_id), self._lease(session_id):
-            self.windows.forget(session_id)
-            await self.store.delete(session_id)
-        self.commits.notify(session_id)
+        await lifecycle.delete(self, session_id)
 
     async def release(self, session_id: str) -> Session | None:
         """Give a ``handed_off`` session back to the bot (status ``running``); returns the stored
         document (unchanged when it was missing or not handed off). Conflicts are retried
         ``max_replays`` times, then ``SessionConflict`` is raised."""
-        async with self.locks.hold(session_id), self._lease(session_id):
-            for _ in range(self.max_replays + 1):
-                doc = await self.store.load(session_id)
-                if doc is None or doc.status != "handed_off":
-                    return doc
-                try:
-                    return await self.store.save(doc.model_copy(update={"status": "running"}), doc.revision)
-                except SessionConflict:
-                    continue
-            raise SessionConflict(session_id, operation="release")
-
-    # ------------------------------------------------------------------ approvals and signals
+        return await lifecycle.release(self, session_id)
 
     async def approve(self, session_id: str, approval_id: str, decision: bool | str, *, feedback: str | None = None,
                       decided_by: str | None = None, options: TurnOptions | None = None) -> RunResponse:
         """Decide the approval ``approval_id`` a run of the session parked on (``ctx.approve``):
         ``decision`` is ``approved``/``rejected`` (or a bool). The parked action runs again and
         sees the decision; the response carries what the turn said. Never raises."""
-        try:
-            normalized = normalize_decision(decision)
-        except ValueError as exc:
-            return failure(str(exc), session_id, "invalid-request")
-        return await self._deliver(session_id, Approval(approval_id, normalized, feedback, decided_by), options)
+        return await lifecycle.approve(self, self._request, session_id, approval_id, decision, feedback=feedback,
+                                       decided_by=decided_by, options=options)
 
     async def signal(self, session_id: str, name: str, payload: Any = None, *, signal_id: str | None = None,
                      options: TurnOptions | None = None) -> RunResponse:
         """Deliver signal ``name`` with ``payload`` to the runs of the session waiting for it
         (``ctx.signal``); a ``signal_id`` seen before is ignored (``duplicate-input``). Never raises."""
-        return await self._deliver(session_id, Signal(name, payload, signal_id), options)
+        return await lifecycle.signal(self, self._request, session_id, name, payload, signal_id=signal_id,
+                                      options=options)
 
     async def pending_approvals(self, session_id: str) -> list[JournalEntry]:
         """The started journal entries of the approvals the session's runs wait on (their
         ``key`` is the approval id, their ``request`` the frozen summary and payload)."""
-        doc = await self.store.load(session_id)
-        if doc is None:
-            return []
-        waiting = {r.waiting.key: r.id for r in doc.runs if r.waiting is not None and r.waiting.kind == "approval"}
-        found: list[JournalEntry] = []
-        for run_id in sorted(set(waiting.values())):
-            found += [e for e in await self.store.journal(session_id, run_id=run_id) if e.key in waiting]
-        return found
-
-    async def _deliver(self, session_id: str, turn_input: TurnInput, options: TurnOptions | None) -> RunResponse:
-        try:
-            doc = await self.store.load(session_id)
-        except Exception as exc:
-            return failure_for(exc, session_id)
-        if doc is None or doc.status not in LIVE_STATUSES:
-            return RunResponse(success=True, completed=True, message="", session="", code="no-session")
-        return await self._request(doc.agent, session_id, turn_input, None, options)
+        return await lifecycle.pending_approvals(self, session_id)
 
     # ------------------------------------------------------------------ wakes
 

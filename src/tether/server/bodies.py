@@ -135,8 +135,15 @@ class SessionCreated(BaseModel):
 
 
 class SessionState(BaseModel):
-    """``GET .../{id}``: the session document's state (without its transcript window), its runs and
-    the approvals its runs wait on."""
+    """``GET .../{id}``: the session document's state (without its transcript window), its runs,
+    the approvals its runs wait on, what it spent and its log entries.
+
+    ``usage`` holds ``llm_calls``, ``agent_calls``, ``workflow_calls`` and the token counts
+    (``prompt_tokens``, ``completion_tokens``, ``cached_input_tokens``, ``cache_creation_tokens``,
+    ``reasoning_tokens``). ``log``, ``warn`` and ``error`` are the entries the session keeps (the
+    engine keeps the newest 100 of each), oldest first: ``at``, ``level``, ``message`` and any details (``code``,
+    ``flow``, ``node``, ...).
+    """
 
     id: str
     agent: str
@@ -149,6 +156,10 @@ class SessionState(BaseModel):
     runs: list[dict[str, Any]]
     pending_approvals: list[dict[str, Any]]
     waiting: list[dict[str, Any]]
+    usage: dict[str, int]
+    log: list[dict[str, Any]]
+    warn: list[dict[str, Any]]
+    error: list[dict[str, Any]]
 
 
 class SessionList(BaseModel):

@@ -42,7 +42,8 @@ def _approval_view(entry: JournalEntry) -> dict[str, Any]:
 
 def session_state(session: Session, approvals: list[JournalEntry]) -> dict[str, Any]:
     """``GET .../{id}``: the document without its transcript window, plus pending approvals and what
-    each run waits on."""
+    each run waits on, what the session spent (``usage``) and its kept ``log``/``warn``/``error``
+    entries."""
     runs = [run.model_dump(mode="json", exclude_none=True) for run in session.runs]
     waiting = [{"run": run.id, "flow": run.flow, **run.waiting.model_dump(mode="json", exclude_none=True)}
                for run in session.runs if run.waiting is not None]
@@ -58,4 +59,8 @@ def session_state(session: Session, approvals: list[JournalEntry]) -> dict[str, 
         "runs": runs,
         "pending_approvals": [_approval_view(entry) for entry in approvals],
         "waiting": waiting,
+        "usage": session.usage.model_dump(mode="json"),
+        "log": [entry.model_dump(mode="json") for entry in session.log],
+        "warn": [entry.model_dump(mode="json") for entry in session.warn],
+        "error": [entry.model_dump(mode="json") for entry in session.error],
     }

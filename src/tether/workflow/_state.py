@@ -150,7 +150,7 @@ class WorkflowSnapshot(BaseModel):
 
     ``stimuli`` are what the agent's next turn starts with (``input_received``,
     ``approval_received``); ``model_calls`` and ``usage`` count every model call the run made
-    (subprompts and agent turns).
+    (subprompts and agent turns, its sub-flow children's included).
     """
 
     model_config = _CONFIG

@@ -141,7 +141,7 @@ class AgentDriver:
                 request = ModelRequest(call="agent", system=SYSTEM_PROMPT, messages=tuple(messages),
                                        tools=self.tools(), tier=tier)
                 response = await model.complete(request)
-                await run.count_model_call(response)
+                await run.count_model_call(response.usage)
                 report.text = response.text
                 if not response.tool_calls:
                     await run.flush_journal()

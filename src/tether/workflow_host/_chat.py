@@ -13,6 +13,10 @@
   advances the run and asks the next question; a refused answer is said, and asked again;
 - ``<prefix>_done`` (a reply) says how the run ended.
 
+The model calls the run makes while an action drives it (its subprompts and agent turns) are
+counted on the conversation too: in the turn's ``llm_calls``/``usage`` and the session's
+``usage`` (``workflow_calls`` among them), besides the run's own ``model_calls``/``usage``.
+
 The conversation's data carries ``workflow_run``, ``workflow_status``, ``workflow_question`` and
 ``workflow_output``; declare :meth:`WorkflowChat.fields` on the agent, and clear
 ``workflow_request``/``workflow_answer`` on the flow's start to run it again.
@@ -20,6 +24,7 @@ The conversation's data carries ``workflow_run``, ``workflow_status``, ``workflo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -30,7 +35,7 @@ from tether.errors import TetherError
 from tether.executors import Executor
 from tether.flow import Field, action, collect, goto, reply, whole_message
 from tether.models.tiers import ModelTiers
-from tether.models.types import Model
+from tether.models.types import Model, Usage
 from tether.stores.base import Store
 from tether.workflow import WorkflowGraph, load_workflow
 from tether.workflow_host._run import Definition, Resolver, WorkflowRun
@@ -94,18 +99,26 @@ class WorkflowChat:
         else:
             given = self.input(state) if callable(self.input) else dict(self.input or {})
             run = WorkflowRun(self.graph, store=self.snapshots, run_id=run_id, input=given, **self.options)
-        await run.advance()
+        before = _spent(run)
+        try:
+            await run.advance()
+        finally:
+            _count(ctx, run, before)
         return self._next(run)
 
     async def answer(self, state: dict[str, Any], ctx: Any) -> Any:
         """Apply the human's answer to the pending gate, approval or input request, and advance."""
         run = await self._run(str(state["workflow_run"]))
         text = str(state.get("workflow_answer") or "")
+        before = _spent(run)
         try:
-            await self._apply(run, text)
-        except TetherError as exc:
-            return self._next(run, refused=exc.message)
-        await run.advance()
+            try:
+                await self._apply(run, text)
+            except TetherError as exc:
+                return self._next(run, refused=exc.message)
+            await run.advance()
+        finally:
+            _count(ctx, run, before)
         return self._next(run)
 
     async def _apply(self, run: WorkflowRun, text: str) -> None:
@@ -146,6 +159,23 @@ class WorkflowChat:
         data["workflow_output"] = dict(run.snapshot.output or {})
         data["workflow_summary"] = _summary(run)
         return goto(f"{self.prefix}_done", data=data)
+
+
+def _spent(run: WorkflowRun) -> tuple[int, dict[str, int]]:
+    return run.snapshot.model_calls, dict(run.snapshot.usage)
+
+
+def _count(ctx: Any, run: WorkflowRun, before: tuple[int, dict[str, int]]) -> None:
+    """Count the model calls ``run`` made since ``before`` on the conversation (its turn and its
+    session's usage), also when the run raised: they were spent."""
+    calls, tokens = before
+    made = run.snapshot.model_calls - calls
+    if made > 0:
+        grown = {name: max(0, value - tokens.get(name, 0)) for name, value in run.snapshot.usage.items()}
+        ctx.count_model_calls(made, Usage(**{n: v for n, v in grown.items() if n in _TOKENS}), workflow=True)
+
+
+_TOKENS = frozenset(field.name for field in dataclasses.fields(Usage))
 
 
 class _Unclear(TetherError):

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     from tether.executors.provenance import Binding
-    from tether.models.types import Model, ModelResponse
+    from tether.models.types import Model, Usage
     from tether.workflow import NodeState, WorkflowGraph, WorkflowSnapshot, ops
 
 __all__ = ["RunHost"]
@@ -51,8 +51,8 @@ class RunHost(Protocol):
         """The workflow ``flow`` for a sub-flow node (``KeyError`` when unknown)."""
         ...
 
-    async def count_model_call(self, response: ModelResponse) -> None:
-        """Count one model call and its tokens on the run."""
+    async def count_model_call(self, usage: Usage) -> None:
+        """Count one model call and its tokens on the run (and on a sub-flow's parent)."""
         ...
 
     async def apply(self, *changes: ops.Change) -> WorkflowSnapshot:

@@ -36,7 +36,7 @@ from pydantic import ValidationError
 from tether.errors import SpawnError, WorkflowExpressionError, WorkflowOperationError
 from tether.executors import DEFAULT_SETTLE_BUDGET, Binding, Executor, SubprocessExecutor, retry
 from tether.models.tiers import ModelTiers
-from tether.models.types import Model, ModelResponse
+from tether.models.types import Model, Usage
 from tether.stores.base import Store
 from tether.workflow import (
     NodeState,
@@ -105,6 +105,7 @@ class WorkflowRun:
         model: Model | ModelTiers | str | None = None,
         max_tool_rounds: int = DEFAULT_TOOL_ROUNDS,
         _ancestry: tuple[str, ...] = (),
+        _parent: WorkflowRun | None = None,
         _snapshot: WorkflowSnapshot | None = None,
         _revision: int | None = None,
     ) -> None:
@@ -119,6 +120,7 @@ class WorkflowRun:
         self._models: dict[str, Model | None] = {}
         self.journal: list[dict[str, Any]] = []  # tool calls waiting for the next save (JournalEntry fields)
         self.ancestry = (*_ancestry, self.graph.id)
+        self._parent = _parent
         self.resolver = resolve
         if not _ancestry:
             check_subflows(self.graph, self.resolve)
@@ -165,13 +167,16 @@ class WorkflowRun:
             self._models[tier] = self.models.resolve(tier)
         return self._models[tier]
 
-    async def count_model_call(self, response: ModelResponse) -> None:
-        """Count one model call and its tokens on the run."""
+    async def count_model_call(self, usage: Usage) -> None:
+        """Count one model call and its tokens on the run; a sub-flow's child also counts it on
+        its parent (the child is never saved: the parent's snapshot is where its cost is kept)."""
         def count(snapshot: WorkflowSnapshot) -> None:
             snapshot.model_calls += 1
-            for name, value in response.usage.as_dict().items():
+            for name, value in usage.as_dict().items():
                 snapshot.usage[name] = snapshot.usage.get(name, 0) + value
         await self.apply(count)
+        if self._parent is not None:
+            await self._parent.count_model_call(usage)
 
     def resolve(self, flow: str) -> WorkflowGraph:
         """The workflow ``flow`` for a sub-flow node (``KeyError`` when unknown)."""
@@ -389,11 +394,12 @@ class WorkflowRun:
 
     def _child(self, graph: WorkflowGraph, run_id: str, input: dict[str, Any]) -> WorkflowRun:
         """A sub-flow's transient child run, sharing this run's executor, workspace, resolver,
-        budget and models (see :class:`~tether.workflow_host._subflow.SubflowHost`)."""
+        budget and models, and counting its model calls on this run too (see
+        :class:`~tether.workflow_host._subflow.SubflowHost`)."""
         return WorkflowRun(graph, executor=self.executor, run_id=run_id, input=input,
                            autonomous=self._snapshot.autonomous, workspace=self.workspace, resolve=self.resolver,
                            budget=self.budget, model=self.models, max_tool_rounds=self.max_tool_rounds,
-                           _ancestry=self.ancestry)
+                           _ancestry=self.ancestry, _parent=self)
 
     async def resolve_or_fail(self, node_id: str) -> dict[str, Binding] | None:
         """The node's bindings; ``None`` when a producer has not completed yet (the node waits)

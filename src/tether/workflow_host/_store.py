@@ -4,7 +4,9 @@ A run is saved as one session document (``id`` = run id, ``agent`` = ``workflow:
 ``metadata.kind = "workflow"``) whose ``data.workflow_run`` holds the snapshot. That reuses every
 store as it is (memory, SQLite, PostgreSQL): compare-and-swap on ``revision``, events written in
 the same transaction, listing and pruning. The session ``status`` follows the run: ``completed``
-once the run completes, ``aborted`` once it is cancelled, ``running`` otherwise.
+once the run completes, ``aborted`` once it is cancelled, ``running`` otherwise; the document's
+``usage`` is the run's (``model_calls`` and its token counts), so ``tether sessions show`` says
+what the run cost.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from tether.durable.entries import JournalEntry
-from tether.engine.session import Session
+from tether.engine.session import Session, SessionUsage
 from tether.errors import SessionFlowInvariant
 from tether.stores.base import Store
 from tether.stores.records import TurnRecords
@@ -38,6 +40,7 @@ class SnapshotStore:
             id=snapshot.run_id, revision=revision, agent=f"{WORKFLOW_AGENT_PREFIX}{snapshot.workflow_id}",
             status=status, created_at=self._created.setdefault(snapshot.run_id, self.store.now()),
             data={_KEY: snapshot.model_dump(mode="json", by_alias=True)},
+            usage=_usage(snapshot),
             metadata={"kind": "workflow", "workflow": snapshot.workflow_id, "version": snapshot.workflow_version},
         )
 
@@ -76,3 +79,11 @@ class SnapshotStore:
             raise SessionFlowInvariant(f"session {run_id!r} is not a workflow run", operation="load",
                                        session_id=run_id)
         return WorkflowSnapshot.model_validate(raw), document.revision
+
+
+def _usage(snapshot: WorkflowSnapshot) -> SessionUsage:
+    """The run's calls and tokens as a document's usage (a token count of another name, which a
+    hydrated snapshot may carry, has no place there and is left out)."""
+    tokens = {name: value for name, value in snapshot.usage.items()
+              if name in SessionUsage.model_fields and name.endswith("_tokens")}
+    return SessionUsage(llm_calls=snapshot.model_calls, **tokens)

@@ -14,6 +14,8 @@
 - ``control.retries``, ``timeoutSec`` and ``optional`` work as for function nodes: attempts run
   one after the other, a timeout or an abort cancels the call and waits for it to end before
   anything else happens, and a stale result (cancel, retry, hydrate) is discarded.
+- Every call made is counted on the run (``model_calls``, ``usage``), a failed or stopped one too
+  (with no tokens: none were reported).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import TYPE_CHECKING
 from tether.errors import ModelConfigurationError, TetherError, WorkflowExpressionError
 from tether.executors.provenance import Binding
 from tether.models.parsing import ReplyParseError, extract_json, storable_text, storable_value
-from tether.models.types import ChatMessage, Model, ModelRequest, ModelResponse
+from tether.models.types import ChatMessage, Model, ModelRequest, ModelResponse, Usage
 from tether.workflow import Attempt, NodeOutput, WorkflowGraph, ops
 from tether.workflow._agent import instruction_text, output_problem
 from tether.workflow._contract import SubpromptRun
@@ -124,8 +126,12 @@ async def run_subprompt(run: RunHost, node_id: str) -> bool:
         for _ in range(node.control.retries + 1):
             reply = None
             try:
-                response = await _call(model, request, node.control.timeout_sec, abort)
-                await run.count_model_call(response)
+                try:
+                    response = await _call(model, request, node.control.timeout_sec, abort)
+                except (_Stopped, TetherError):
+                    await run.count_model_call(Usage())  # the call was made; its tokens are unknown
+                    raise
+                await run.count_model_call(response.usage)
                 reply = storable_text(response.text)
                 output = parse_reply(graph, node_id, response.text)
                 break

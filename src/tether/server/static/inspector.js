@@ -399,6 +399,8 @@ class SessionPage {
     this.renderApprovals(state.pending_approvals);
     this.renderInputs(state.waiting);
     this.renderFields(state.data);
+    this.renderUsage(state.usage || {});
+    this.renderLog(state);
     this.renderEvents();
     const closed = state.status === "completed" || state.status === "aborted";
     $("#chat-input").disabled = closed;
@@ -482,6 +484,38 @@ class SessionPage {
     $("#fields").replaceChildren(...(entries.length ? entries.flatMap(([name, value]) =>
       [el("dt", {}, name), el("dd", {}, typeof value === "string" ? value : JSON.stringify(value))])
       : [el("p", { class: "empty" }, "No fields yet.")]));
+  }
+
+  renderUsage(usage) {
+    const count = (name) => Number(usage[name] || 0);
+    const tokens = count("prompt_tokens") + count("completion_tokens");
+    $("#s-usage").textContent = `${count("llm_calls")} model call${count("llm_calls") === 1 ? "" : "s"}`
+      + (tokens ? ` · ${tokens.toLocaleString()} tokens` : "");
+    const rows = [["model calls", "llm_calls"], ["by agent steps", "agent_calls"], ["by workflow runs", "workflow_calls"],
+      ["prompt tokens", "prompt_tokens"], ["completion tokens", "completion_tokens"],
+      ["cached input tokens", "cached_input_tokens"], ["cache creation tokens", "cache_creation_tokens"],
+      ["reasoning tokens", "reasoning_tokens"]]
+      // the call and prompt/completion counts always; the others once there is something to say
+      .filter(([, name]) => ["llm_calls", "prompt_tokens", "completion_tokens"].includes(name) || count(name));
+    $("#usage").replaceChildren(...rows.flatMap(([label, name]) =>
+      [el("dt", {}, label), el("dd", { "data-usage": name }, count(name).toLocaleString())]));
+  }
+
+  // The session's kept log, warn and error entries, newest first.
+  renderLog(state) {
+    const levels = ["log", "warn", "error"];
+    const entries = levels.flatMap((level) => (state[level] || []).map((entry, index) => ({ ...entry, level, index })))
+      .sort((a, b) => (Date.parse(b.at) - Date.parse(a.at)) || (b.index - a.index));
+    $("#log-counts").textContent = levels.map((level) => `${(state[level] || []).length} ${level}`).join(" · ");
+    $("#log").replaceChildren(...entries.map((entry) => {
+      const { at, level, message, index, ...details } = entry;
+      return el("li", { class: `entry ${level}` },
+        el("span", { class: "level" }, level), el("span", { class: "at" }, when(at)),
+        el("span", { class: "message" }, String(message ?? "")),
+        Object.keys(details).length
+          ? el("details", {}, el("summary", {}, short(details)), el("pre", {}, JSON.stringify(details, null, 2))) : null);
+    }));
+    if (!entries.length) $("#log").append(el("li", { class: "empty" }, "Nothing logged."));
   }
 
   renderEvents() {
