@@ -5,11 +5,14 @@ which every command keeps at least one test on."""
 from __future__ import annotations
 
 import os
+import queue
 import re
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from typer.testing import CliRunner
 
@@ -60,16 +63,57 @@ def tether(*args: str | Path, stdin: str = "", cwd: Path | None = None, timeout:
     subprocess (``python -m tether.cli``) when ``process``."""
     if not process:
         return _in_process([str(a) for a in args], stdin, cwd, env or {})
-    proc = subprocess.run(
-        [sys.executable, "-m", "tether.cli", *map(str, args)],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**child_env(), **(env or {})},
-        timeout=timeout,
-    )
+    command = [sys.executable, "-m", "tether.cli", *map(str, args)]
+    try:
+        proc = subprocess.run(command, input=stdin, capture_output=True, text=True, cwd=cwd,
+                              env={**child_env(), **(env or {})}, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:  # the child is killed by then
+        raise AssertionError(f"tether {' '.join(command[3:])} still ran after {timeout}s (killed); "
+                             f"stdout so far: {_text(exc.stdout)!r}; stderr: {_text(exc.stderr)!r}") from None
     return Done(proc.returncode, proc.stdout, proc.stderr)
+
+
+def _text(captured: str | bytes | None) -> str:
+    if isinstance(captured, bytes):
+        return captured.decode(errors="replace")
+    return captured or ""
+
+
+class Lines:
+    """The lines a child writes to a pipe, read on a thread of their own, so that a test waits
+    for each one with a bound: a child that hangs fails the test with what it wrote so far."""
+
+    def __init__(self, stream: IO[str], name: str) -> None:
+        self.name = name
+        self.seen: list[str] = []
+        self._lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        threading.Thread(target=self._pump, args=(stream,), name=f"lines of {name}", daemon=True).start()
+
+    def _pump(self, stream: IO[str]) -> None:
+        with stream:
+            for line in stream:
+                self._lines.put(line)
+        self._lines.put(None)
+
+    def next(self, timeout: float = 30) -> str:
+        """The next line ("" at the end of the stream)."""
+        try:
+            line = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no line on {self.name} within {timeout}s; "
+                                 f"it wrote {''.join(self.seen)!r}") from None
+        if line is None:
+            self._lines.put(None)  # the end, for every later call too
+            return ""
+        self.seen.append(line)
+        return line
+
+    def rest(self, timeout: float = 30) -> str:
+        """Every line up to the end of the stream."""
+        lines = []
+        while line := self.next(timeout):
+            lines.append(line)
+        return "".join(lines)
 
 
 def _in_process(args: list[str], stdin: str, cwd: Path | None, env: dict[str, str]) -> Done:

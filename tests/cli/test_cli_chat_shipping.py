@@ -10,7 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from cli_helpers import SHIPPING, chat, child_env, tether
+import pytest
+from cli_helpers import SHIPPING, Lines, chat, child_env, tether
 
 ASK = "Which address should the shipment go to?"
 
@@ -126,16 +127,23 @@ def test_ctrl_c_at_the_prompt_exits_cleanly(tmp_path: Path) -> None:
         [sys.executable, "-m", "tether.cli", "chat", str(SHIPPING), "--db", str(tmp_path / "t.db")],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(),
     )
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = Lines(proc.stdout, "stdout"), Lines(proc.stderr, "stderr")
     try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline().startswith("tether chat · Shippy")  # the banner
-        assert proc.stdout.readline().startswith("session ")
-        time.sleep(0.3)  # now blocked at the prompt
+        assert out.next().startswith("tether chat · Shippy")  # the banner
+        assert out.next().startswith("session ")
+        time.sleep(0.3)  # now blocked at the prompt (or about to be: a Ctrl-C must end the chat either way)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
+        try:
+            proc.wait(timeout=30)  # stdin stays open: the Ctrl-C alone ends the chat
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"tether chat still ran 30s after a Ctrl-C at the prompt; it wrote {''.join(out.seen)!r}")
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.communicate()
-    assert proc.returncode == 0, err
-    assert "Traceback" not in err
+            proc.wait(timeout=30)
+        assert proc.stdin is not None
+        proc.stdin.close()
+    errors = err.rest()
+    assert proc.returncode == 0, errors
+    assert "Traceback" not in errors

@@ -1,16 +1,19 @@
 """``tether chat`` in a real pseudo-terminal (pexpect): the banner, the agent speaking first, an
 empty line that does not quit, replies streaming as they are generated, the resumed session's last
-bot message, and waits and handoffs in the status line."""
+bot message, waits and handoffs in the status line, and Ctrl-C leaving at once, at the prompt or
+during a model call. Every wait for the child is bounded: a hang fails with what it showed."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from cli_helpers import ROOT, child_env
 
 pexpect = pytest.importorskip("pexpect")
+Spawn = Callable[..., "pexpect.spawn"]
 
 APP = '''
 import asyncio
@@ -63,18 +66,38 @@ def app(tmp_path: Path) -> Path:
     return path
 
 
-def spawn(tmp_path: Path, *args: str | Path) -> pexpect.spawn:
-    env = child_env()
-    env["GATE"] = str(tmp_path / "gate")
-    env["TERM"] = "dumb"  # plain text: no styles to match around
-    child = pexpect.spawn(sys.executable, ["-m", "tether.cli", "chat", *map(str, args)], env=env, cwd=str(ROOT),
-                          encoding="utf-8", timeout=30, dimensions=(40, 200))
-    return child
+@pytest.fixture
+def spawn(tmp_path: Path) -> Iterator[Spawn]:
+    """Starts ``tether chat ARGS`` in a pseudo-terminal. Every wait for its output is bounded (the
+    spawn's ``timeout``), and every child is closed after the test (killed if it still runs)."""
+    children: list[pexpect.spawn] = []
+
+    def start(*args: str | Path) -> pexpect.spawn:
+        env = child_env()
+        env["GATE"] = str(tmp_path / "gate")
+        env["TERM"] = "dumb"  # plain text: no styles to match around
+        child = pexpect.spawn(sys.executable, ["-m", "tether.cli", "chat", *map(str, args)], env=env,
+                              cwd=str(ROOT), encoding="utf-8", timeout=30, dimensions=(40, 200))
+        children.append(child)
+        return child
+
+    yield start
+    for child in children:
+        child.close(force=True)
 
 
-def test_banner_opening_stream_empty_line_and_resume(tmp_path: Path, app: Path) -> None:
+def exits(child: pexpect.spawn, after: str, *, saying: str = "") -> None:
+    """The chat ends (within the spawn's timeout) after ``after``, its last words ``saying``, with
+    exit status 0."""
+    if child.expect_exact([saying, pexpect.TIMEOUT]) == 1 or child.expect([pexpect.EOF, pexpect.TIMEOUT]) == 1:
+        pytest.fail(f"tether chat still ran {child.timeout}s after {after}; it last showed {child.before[-300:]!r}")
+    child.close()
+    assert child.exitstatus == 0, f"tether chat ended with {child.exitstatus or child.signalstatus} after {after}"
+
+
+def test_banner_opening_stream_empty_line_and_resume(tmp_path: Path, app: Path, spawn: Spawn) -> None:
     db = tmp_path / "chat.db"
-    child = spawn(tmp_path, app, "--agent", "Gus", "--db", db)
+    child = spawn(app, "--agent", "Gus", "--db", db)
     child.expect(r"tether chat · Gus \(Gus\) · /help for commands, /quit to leave")
     child.expect(r"session ([0-9a-f-]{36})")
     session = child.match.group(1)
@@ -90,32 +113,29 @@ def test_banner_opening_stream_empty_line_and_resume(tmp_path: Path, app: Path) 
     child.expect(r"\[talk/talk · 1 call")
     child.expect_exact("you> ")
     child.sendline("/quit")
-    child.expect_exact(f"resume with: tether chat {app} --session {session}")
-    child.expect(pexpect.EOF)
+    exits(child, "/quit", saying=f"resume with: tether chat {app} --session {session}")
 
-    again = spawn(tmp_path, app, "--agent", "Gus", "--db", db, "--session", session)
+    again = spawn(app, "--agent", "Gus", "--db", db, "--session", session)
     again.expect_exact(f"session {session} (resumed)")
     again.expect_exact("Gus> Hello there, friend!")  # the last bot message, reprinted
     again.expect_exact("you> ")
     again.sendeof()  # Ctrl-D leaves
-    again.expect(pexpect.EOF)
-    again.close()
-    assert again.exitstatus == 0
+    exits(again, "Ctrl-D")
 
 
-def test_a_wait_shows_in_the_status_line(tmp_path: Path, app: Path) -> None:
-    child = spawn(tmp_path, f"{app}:waiter", "--db", tmp_path / "wait.db")
+def test_a_wait_shows_in_the_status_line(tmp_path: Path, app: Path, spawn: Spawn) -> None:
+    child = spawn(f"{app}:waiter", "--db", tmp_path / "wait.db")
     child.expect_exact("you> ")  # no opening: the agent waits for the user
     child.sendline("where is my parcel?")
     child.expect_exact("Wendy> One moment, checking.")
     child.expect(r"\[pause/hold · 0 calls · pause waits for timer until \d{4}-\d\d-\d\d \d\d:\d\d\]")
     child.expect_exact("you> ")
-    child.sendcontrol("c")  # Ctrl-C leaves
-    child.expect(pexpect.EOF)
+    child.sendcontrol("c")  # Ctrl-C leaves, however soon after the prompt it comes
+    exits(child, "Ctrl-C at the prompt", saying="resume with: tether chat ")
 
 
-def test_a_handoff_shows_in_the_status_line_and_then_the_bot_is_quiet(tmp_path: Path, app: Path) -> None:
-    child = spawn(tmp_path, f"{app}:passer", "--db", tmp_path / "handoff.db")
+def test_a_handoff_shows_in_the_status_line_and_then_the_bot_is_quiet(tmp_path: Path, app: Path, spawn: Spawn) -> None:
+    child = spawn(f"{app}:passer", "--db", tmp_path / "handoff.db")
     child.expect_exact("you> ")
     child.sendline("I want a person")
     child.expect_exact("Hank> A person will take it from here.")
@@ -125,4 +145,26 @@ def test_a_handoff_shows_in_the_status_line_and_then_the_bot_is_quiet(tmp_path: 
     child.expect_exact("[- · 0 calls · handed off to a human: the bot stays quiet]")
     child.expect_exact("you> ")
     child.sendline("/quit")
-    child.expect(pexpect.EOF)
+    exits(child, "/quit")
+
+
+def test_ctrl_c_during_a_model_call_leaves_and_the_session_resumes(tmp_path: Path, app: Path, spawn: Spawn) -> None:
+    db = tmp_path / "chat.db"
+    child = spawn(app, "--agent", "Gus", "--db", db)
+    child.expect(r"session ([0-9a-f-]{36})")
+    session = child.match.group(1)
+    child.expect_exact("you> ")
+    child.sendline("hello")
+    child.expect_exact("Gus> Hello there")  # the model holds the rest of its reply
+    child.sendcontrol("c")
+    exits(child, "Ctrl-C during a model call", saying=f"resume with: tether chat {app} --session {session}")
+
+    again = spawn(app, "--agent", "Gus", "--db", db, "--session", session)
+    again.expect_exact(f"session {session} (resumed)")
+    again.expect_exact("you> ")
+    (tmp_path / "gate").touch()
+    again.sendline("hello again")
+    again.expect_exact("Gus> Hello there, friend!")
+    again.expect_exact("you> ")
+    again.sendeof()
+    exits(again, "Ctrl-D")

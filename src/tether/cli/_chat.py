@@ -1,7 +1,8 @@
 """``tether chat``: a terminal conversation with an agent through the ``Runtime``.
 
-Lines are read with plain ``input()`` outside the event loop (so Ctrl-C and Ctrl-D interrupt a
-prompt at once and stdin may be a pipe); each turn runs on one long-lived ``asyncio.Runner``.
+Lines are read outside the event loop (``_prompt.PromptReader``: Ctrl-C and Ctrl-D end the prompt
+at once, whenever they are pressed; stdin may be a pipe); each turn runs on one long-lived
+``asyncio.Runner``.
 Wakes of the session that fell due while the user was away (a "still there?" timer) are fired
 before the next message is sent, so the store never keeps stale wakes.
 
@@ -25,6 +26,7 @@ from rich.text import Text
 from tether.agent import Agent
 from tether.apps import LoadedApp
 from tether.cli._output import CliError, one_line
+from tether.cli._prompt import PromptReader
 from tether.cli._render import active_run, info_line, print_failure, print_reply, state_json
 from tether.cli._stream import ReplyPrinter, opening
 from tether.engine.inputs import Event, Message, Start, TurnInput, TurnOptions
@@ -267,9 +269,10 @@ def _handle(chat: Chat, runner: asyncio.Runner, line: str) -> bool:
 
 def _lines(echo: bool) -> Iterable[str]:
     """Lines typed at the ``you>`` prompt until EOF; echoed when stdin is not a terminal."""
+    reader = PromptReader()
     while True:
         try:
-            line = input(PROMPT)
+            line = reader.read(PROMPT)
         except EOFError:
             print()
             return
