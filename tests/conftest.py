@@ -3,6 +3,7 @@ for the adapter tests' local provider server)."""
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 
 import pytest
@@ -16,6 +17,12 @@ settings.register_profile(
     "ci", derandomize=True, deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile("ci")
+
+# A suite started in the background by a non-interactive shell inherits SIGINT ignored, and so would
+# every `tether chat` it spawns: the Ctrl-C tests need Python's default KeyboardInterrupt (children
+# get the default disposition back at exec, since only an ignored signal is inherited).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
