@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins
 import json
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 
@@ -271,6 +271,18 @@ class Store(ABC):
                 session_id=session_id,
             ) from exc
         return stored, text
+
+    def _leased(self, session_id: str, found: tuple[str | bytes, int] | None,
+                release: Callable[[], Awaitable[None]], backend: object) -> Leased:
+        """The ``Leased`` of a durable store's ``lease_and_load``: ``found`` is the ``(doc, revision)``
+        row read with the take (None: no such session), decoded on the first ``load()``."""
+
+        def first() -> Session | None:
+            return None if found is None else self._decode(session_id, found[0], found[1])
+
+        held = Leased(session_id, first, lambda: self.load(session_id), release)
+        held.backend = backend
+        return held
 
     @staticmethod
     def _decode(session_id: str, text: str | bytes, revision: int | None = None) -> Session:

@@ -212,13 +212,7 @@ class PostgresStore(Store):
         async with hold_postgres_lease(pool, self.schema, session_id, timeout=timeout, errors=self._errors,
                                        read=read) as lease:
             rows = lease.found or []
-
-            def first() -> Session | None:
-                return self._decode(session_id, rows[0][0], rows[0][1]) if rows else None
-
-            held = Leased(session_id, first, lambda: self.load(session_id), lease.release)
-            held.backend = lease
-            yield held
+            yield self._leased(session_id, (rows[0][0], rows[0][1]) if rows else None, lease.release, lease)
 
     async def save_and_release(
         self, session: Session, expected_revision: int, records: TurnRecords | None, held: Leased

@@ -174,14 +174,7 @@ class SQLiteStore(Store):
         read = functools.partial(_read_doc, session_id)
         async with hold_sqlite_lease(self._call, session_id, timeout=timeout, ttl=self.lease_ttl,
                                      read=read) as lease:
-            found = lease.found
-
-            def first() -> Session | None:
-                return None if found is None else self._decode(session_id, found[0], found[1])
-
-            held = Leased(session_id, first, lambda: self.load(session_id), lease.release)
-            held.backend = lease
-            yield held
+            yield self._leased(session_id, lease.found, lease.release, lease)
 
     async def save_and_release(
         self, session: Session, expected_revision: int, records: TurnRecords | None, held: Leased
