@@ -5,7 +5,8 @@ a terminal); with a model (``--model``, ``TETHER_MODEL``, or scripted replies wi
 it runs subprompt nodes and gives the agent its turns. At a pending approval it asks approve /
 reject / quit and a feedback line; at an agent's input request it asks for the typed answer;
 quitting leaves the run parked in the store, and ``--run ID`` resumes it. Exit status: 0 when the run
-completed or was left parked on purpose, 1 when it failed or cannot progress.
+completed or was left parked on purpose, 1 when it failed or cannot progress. ``tether workflow
+runs`` lists the stored runs, what each waits on and the command that resumes it.
 
 The commands import what they run (:mod:`tether.cli._workflow_run`) when they run, so that
 ``tether --help`` and the other commands do not load the workflow engine.
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import typer
 
-from tether.cli._sessions import DEFAULT_DB
+from tether.cli._store import DEFAULT_DB
 
 __all__ = ["is_workflow_file", "workflow_app"]
 
@@ -47,6 +48,20 @@ def run_command(
     from tether.cli._workflow_run import run_workflow
 
     run_workflow(file, input, run_id, db, workspace, autonomous, model, script)
+
+
+@workflow_app.command("runs")
+def runs_command(
+    db: str = typer.Option(DEFAULT_DB, "--db", help="the store: a SQLite path or a store URL"),
+    workflow: str | None = typer.Option(None, "--workflow", help="only the runs of this workflow id"),
+    status: str | None = typer.Option(None, "--status", help="running, waiting, blocked, complete, failed or "
+                                      "cancelled"),
+    limit: int = typer.Option(100, "--limit", min=1, help="at most this many runs"),
+) -> None:
+    """The stored runs, newest first: what each waits on, when it was saved, how to resume it."""
+    from tether.cli._workflow_runs import list_runs
+
+    list_runs(db, workflow, status, limit)
 
 
 @workflow_app.command("graph")
