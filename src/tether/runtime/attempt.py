@@ -7,6 +7,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from tether.agent import Agent
 from tether.durable.turns import OpenTurn
 from tether.engine.inputs import Event, Message, Start, TurnInput, Wake
 from tether.engine.session import Session, TranscriptMessage
@@ -51,3 +52,4 @@ class Attempt:
     unwindowed: list[TranscriptMessage] = dataclasses.field(default_factory=list)  # written since the tail
     lease: Leased | None = None  # the request's lease; its document serves the first attempt's load
     traced: bool = False  # the request has a turn span: the engine's phases get spans inside it
+    agent: Agent | None = None  # the agent a stored flow reload of this request left (none reloads again)

@@ -67,8 +67,8 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from typing import Any, Literal, Protocol
 
 from tether import tracing
 from tether.agent import Agent, gather
@@ -80,7 +80,7 @@ from tether.engine.input_checks import check_input
 from tether.engine.inputs import Approval, Event, Message, Resume, Signal, Start, TurnInput, TurnOptions, Wake
 from tether.engine.journal_runs import journal_runs
 from tether.engine.ports import Clock, Ids
-from tether.engine.session import LogEntry, Session, TranscriptMessage
+from tether.engine.session import LogEntry, Run, Session, TranscriptMessage
 from tether.errors import (
     FlowDriftError,
     InvalidInputError,
@@ -119,6 +119,16 @@ __all__ = ["ConflictPolicy", "Runtime", "turn_records"]
 
 ConflictPolicy = Literal["replay", "reject"]
 """What a compare-and-swap conflict does: re-run the input on the fresh document, or fail."""
+
+
+class StoredFlowSource(Protocol):
+    """Where a runtime reloads an agent's stored flows from (``Runtime.stored_flows``; see
+    :class:`tether.runtime.stored_flows.StoredFlows`)."""
+
+    async def reload(self, agent_id: str, digests: Collection[str]) -> bool:
+        """Reload the agent's stored flows for runs pinned to ``digests`` it does not serve;
+        False when nothing was reloaded."""
+        ...
 
 
 class Runtime:
@@ -185,6 +195,10 @@ class Runtime:
         self.windows = WindowCache()
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._scheduler: scheduler.WakeScheduler | None = None
+        self.stored_flows: StoredFlowSource | None = None
+        """The agents' stored flows, once ``load_stored_flows`` or ``publish_flows`` ran on this
+        runtime: a loaded run pinned to a version its agent does not serve (another worker
+        published it) reloads them before the turn. None: this runtime serves no stored flows."""
 
     @property
     def agents(self) -> Mapping[str, Agent]:
@@ -298,11 +312,13 @@ class Runtime:
         replays = 0
         target = session_id
         mine: OpenTurn | None = None  # the open-turn mark this request's last checkpoint wrote
+        reloaded: Agent | None = None  # the agent as the request's stored flow reload left it
         while True:
-            attempt = Attempt(mine=mine, on_delta=on_delta, lease=lease, traced=traced)
+            attempt = Attempt(mine=mine, on_delta=on_delta, lease=lease, traced=traced, agent=reloaded)
             try:
-                return await self._attempt(agent, target, turn_input, config, options, attempt)
+                return await self._attempt(reloaded or agent, target, turn_input, config, options, attempt)
             except SessionConflict as exc:
+                reloaded = attempt.agent
                 target = attempt.created or target  # a replay continues the session a checkpoint created
                 if attempt.checkpointed is not None:
                     mine = attempt.checkpointed
@@ -360,6 +376,10 @@ class Runtime:
                        config: Mapping[str, Any] | None, options: TurnOptions | None,
                        attempt: Attempt) -> RunResponse:
         doc = await self._load(agent, session_id, attempt)
+        if doc is not None and attempt.agent is None and self.stored_flows is not None:
+            unknown = _unknown_pins(agent, doc.runs)  # a dict lookup per run: every turn passes here
+            if unknown:
+                agent = attempt.agent = await self._reload_flows(agent, unknown)
         if doc is None:
             if isinstance(turn_input, Wake | Approval | Signal | Resume):
                 return RunResponse(success=True, completed=True, message="", session="", code="no-session")
@@ -408,6 +428,18 @@ class Runtime:
         stored = attempt.stored or doc
         result.session = stored
         return success(result, stored.id, session_running=stored.status in LIVE_STATUSES)
+
+    async def _reload_flows(self, agent: Agent, digests: set[str]) -> Agent:
+        """The agent after reloading its stored flows for runs pinned to ``digests`` (another
+        worker published them), its model selections checked."""
+        assert self.stored_flows is not None
+        if not await self.stored_flows.reload(agent.id, digests):
+            return agent
+        agent = self._agents[agent.id]
+        if self._selections_checked.get(agent.id) is not agent:
+            check_model_selections(agent)  # ModelConfigurationError: the request fails, nothing saved
+            self._selections_checked[agent.id] = agent
+        return agent
 
     def _spawner(self, agent: Agent) -> Callable[[str, Any, Mapping[str, Any] | None], Awaitable[RunResponse]]:
         """What ``ctx.batch`` starts sessions with: ``flow`` in a new session of ``agent``."""
@@ -548,6 +580,20 @@ class Runtime:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
+
+
+def _unknown_pins(agent: Agent, runs: Sequence[Run]) -> set[str] | None:
+    """The digests ``runs`` are pinned to that ``agent`` serves neither as its flow's current
+    version nor as a retired one (None when it knows them all)."""
+    served, retired = agent.flows_by_id, agent.retired_flows
+    unknown: set[str] | None = None
+    for run in runs:
+        flow = served.get(run.flow)
+        if flow is None or (run.digest != flow.digest and run.digest and run.digest not in retired):
+            if unknown is None:
+                unknown = set()
+            unknown.add(run.digest)
+    return unknown
 
 
 def _is_mine(found: OpenTurn, mine: OpenTurn | None) -> bool:
