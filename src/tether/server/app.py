@@ -3,8 +3,9 @@
 Every ``/v1`` route resolves the caller's tenant first (401 without a valid key when keys are
 configured), and every error is JSON with a stable code: an ``ApiError`` keeps its status, an
 unknown route is 404 ``not-found``, a wrong method 405 ``method-not-allowed``, and anything else is
-logged and answered 500 ``internal-error`` (a 500 is a bug). The app's lifespan runs the wake
-scheduler and, when the app built the runtime, closes it.
+logged and answered 500 ``internal-error`` (a 500 is a bug). The app's lifespan loads the stored
+flows, runs the wake scheduler and the stored flow refresh (other workers' publishes) and, when the
+app built the runtime, closes it.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from tether.errors import FlowDefinitionError
 from tether.flow.mermaid import flow_to_mermaid
 from tether.runtime.runtime import Runtime
 from tether.runtime.scheduler import WakeScheduler
-from tether.runtime.stored_flows import load_stored_flows, publish_flows
+from tether.runtime.stored_flows import StoredFlowRefresh, load_stored_flows, publish_flows
 from tether.server.auth import KeyRing, keys_from_env
 from tether.server.bodies import FlowBody, FlowRegistered
 from tether.server.inspector import inspector_routes
@@ -93,6 +94,7 @@ def create_app(
     scheduler_interval: float = 1.0,
     cors_origins: Sequence[str] = (),
     flow_registry: Registry | None = None,
+    flow_refresh: float = 5.0,
     stream_poll: float = POLL,
     stream_keepalive: float = KEEPALIVE,
 ) -> Starlette:
@@ -110,6 +112,9 @@ def create_app(
         cors_origins: origins allowed by CORS; none (CORS off) by default.
         flow_registry: the registered actions, conditions and events that flows registered over
             ``PUT /v1/agents/{agent}/flows/{flow}`` may name (tools are the agent's own).
+        flow_refresh: seconds between reads of the agents' active stored flow versions, so new
+            runs here take what another worker on the store published that late at most (0: only
+            at boot; a run that started on another worker's version continues here regardless).
         stream_poll: seconds between the session event stream's re-reads of the store (it sees
             turns of other processes that late at most; this process's turns wake it at once).
         stream_keepalive: seconds between the event stream's ``: keepalive`` comments.
@@ -123,6 +128,7 @@ def create_app(
         runtime = Runtime(runtime_or_agents, store=store)
     keys = KeyRing(api_keys if api_keys is not None else keys_from_env())
     wakes = WakeScheduler(runtime, interval=scheduler_interval)
+    refresh = StoredFlowRefresh(runtime, interval=flow_refresh)
     routes = SessionRoutes(runtime, max_body=max_body, stream_poll=stream_poll, stream_keepalive=stream_keepalive)
     openai_routes = OpenAIRoutes(runtime, routes.busy, max_body=max_body)
     document = openapi_document(_version("tether"))
@@ -192,9 +198,11 @@ def create_app(
         await load_stored_flows(runtime, flow_registry)  # flows PUT before a restart, or by another worker
         if scheduler:
             wakes.start()
+        refresh.start()  # and flows PUT on another worker since
         try:
             yield
         finally:
+            await refresh.stop()
             await wakes.stop()
             if owned:
                 await runtime.close()
@@ -212,4 +220,5 @@ def create_app(
     app.state.runtime = runtime
     app.state.keys = keys
     app.state.busy = routes.busy
+    app.state.flow_refresh = refresh
     return app
