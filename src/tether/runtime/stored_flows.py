@@ -21,10 +21,10 @@ documents are read with and, per agent, the active digests it last read.
 
 - A run pinned to a digest the agent serves neither as current nor as retired (it started on
   another worker, on a version published there) makes the runtime reload that agent's stored
-  flows before the turn (:meth:`StoredFlows.reload`, at most once per request); a digest still
-  unknown after a reload is remembered and never reloaded for again (the store does not hold it:
-  a version registered only in another process, or another deploy's code), and the turn meets the
-  flow's drift policy as before. A turn whose runs are all pinned to known versions reads nothing.
+  flows before the turn (:meth:`StoredFlows.reload`, at most once per request, and once per
+  digest: a digest still unknown after a reload is not in the store, being a version registered
+  only in another process or another deploy's code), and the turn meets the flow's drift policy
+  as before. A turn whose runs are all pinned to known versions reads nothing.
 - New runs take another worker's publish after the next refresh (:func:`refresh_stored_flows`,
   every ``interval`` seconds in :class:`StoredFlowRefresh`, which the server runs): it reads each
   agent's active versions, and reloads the agent only when they differ from those it last read.
@@ -61,7 +61,7 @@ class StoredFlows:
         self.runtime = runtime
         self.registry = registry
         self._active: dict[str, dict[str, str]] = {}  # agent -> flow -> the digest last read active
-        self._absent: dict[str, set[str]] = {}  # agent -> digests a reload did not find
+        self._reloaded_for: dict[str, set[str]] = {}  # agent -> digests a reload was made for
 
     @classmethod
     def of(cls, runtime: Runtime, registry: Any = None) -> StoredFlows:
@@ -77,21 +77,21 @@ class StoredFlows:
 
     async def reload(self, agent_id: str, digests: Collection[str]) -> bool:
         """Reload agent ``agent_id``'s stored flows for runs pinned to ``digests``, versions it
-        does not serve; False, with no store call, when an earlier reload found none of them (and
-        when the store fails: logged). A digest still unknown after the reload is remembered."""
-        absent = self._absent.setdefault(agent_id, set())
-        if absent.issuperset(digests):
+        does not serve (True: the agent may have changed). Once per digest: a digest a reload was
+        made for is never reloaded for again (False, no store call); still unknown, the store does
+        not hold it. A store failure is logged (False), and the next request tries again."""
+        done = self._reloaded_for.setdefault(agent_id, set())
+        if done.issuperset(digests):
             return False
         try:
             async with self.runtime.flow_locks.hold(agent_id):
-                await self._load(agent_id)
+                if not done.issuperset(digests) and self._unknown(agent_id, digests):
+                    await self._load(agent_id)  # else the reload this one waited for brought them
+                done.update(digests)
         except Exception as exc:  # the turn goes on as without the reload: its drift policy decides
             log.warning("reloading the stored flows of agent %r failed: %s", agent_id, _reason(exc),
                         exc_info=not isinstance(exc, StoreError))
             return False
-        agent = self.runtime.agents[agent_id]
-        known = {flow.digest for flow in agent.flows}
-        absent.update(d for d in digests if d not in known and d not in agent.retired_flows)
         return True
 
     async def refresh(self) -> list[str]:
@@ -111,6 +111,11 @@ class StoredFlows:
                 continue
             changed.append(agent_id)
         return changed
+
+    def _unknown(self, agent_id: str, digests: Collection[str]) -> bool:
+        agent = self.runtime.agents[agent_id]
+        served = {flow.digest for flow in agent.flows}
+        return any(d not in served and d not in agent.retired_flows for d in digests)
 
     async def _load(self, agent_id: str) -> list[DefinitionIssue]:
         """Load ``agent_id``'s stored flows (hold its flow lock)."""
