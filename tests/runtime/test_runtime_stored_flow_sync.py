@@ -10,6 +10,7 @@ A turn whose runs are all pinned to known versions reads no stored flow. On ever
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -157,6 +158,18 @@ async def test_known_digests_read_no_stored_flow_and_an_unknown_one_reloads_once
     again = await b.run("Pia", "Dan", session_id=on_v9)
     assert not again.success and again.code == "flow-drift", again
     assert reads.counts == (2, 2)  # a digest the store does not hold is not reloaded again
+
+
+async def test_concurrent_requests_meeting_one_unknown_digest_reload_once(
+        backend: Backend, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = await workers(backend, clock, coded_agent)
+    await publish_flows(a, "Pia", [greet("1", "v1: hello ${state.name}")])
+    sessions = [await park(a) for _ in range(3)]
+    reads = Reads(b, monkeypatch)
+    names = ("Ann", "Bea", "Cid")
+    done = await asyncio.gather(*(finish(b, s, name) for s, name in zip(sessions, names, strict=True)))
+    assert done == [f"v1: hello {name}" for name in names]
+    assert reads.counts == (1, 1)  # the others waited for the first reload and found the version
 
 
 async def test_a_store_failure_during_the_reload_leaves_the_turn_as_it_was(

@@ -125,9 +125,8 @@ class StoredFlowSource(Protocol):
     """Where a runtime reloads an agent's stored flows from (``Runtime.stored_flows``; see
     :class:`tether.runtime.stored_flows.StoredFlows`)."""
 
-    async def reload(self, agent_id: str, digests: Collection[str]) -> bool:
-        """Reload the agent's stored flows for runs pinned to ``digests`` it does not serve;
-        False when nothing was reloaded."""
+    async def reload(self, agent_id: str, digests: Collection[str]) -> None:
+        """Reload the agent's stored flows for runs pinned to ``digests`` it does not serve."""
         ...
 
 
@@ -431,10 +430,10 @@ class Runtime:
 
     async def _reload_flows(self, agent: Agent, digests: set[str]) -> Agent:
         """The agent after reloading its stored flows for runs pinned to ``digests`` (another
-        worker published them), its model selections checked."""
+        worker published them; another request may have reloaded them already), its model
+        selections checked."""
         assert self.stored_flows is not None
-        if not await self.stored_flows.reload(agent.id, digests):
-            return agent
+        await self.stored_flows.reload(agent.id, digests)
         agent = self._agents[agent.id]
         if self._selections_checked.get(agent.id) is not agent:
             check_model_selections(agent)  # ModelConfigurationError: the request fails, nothing saved

@@ -75,14 +75,14 @@ class StoredFlows:
             stored.registry = registry
         return stored
 
-    async def reload(self, agent_id: str, digests: Collection[str]) -> bool:
+    async def reload(self, agent_id: str, digests: Collection[str]) -> None:
         """Reload agent ``agent_id``'s stored flows for runs pinned to ``digests``, versions it
-        does not serve (True: the agent may have changed). Once per digest: a digest a reload was
-        made for is never reloaded for again (False, no store call); still unknown, the store does
-        not hold it. A store failure is logged (False), and the next request tries again."""
+        does not serve. Once per digest: a digest a reload was made for is never reloaded for
+        again (no store call; still unknown, the store does not hold it). A store failure is
+        logged, and the next request tries again."""
         done = self._reloaded_for.setdefault(agent_id, set())
         if done.issuperset(digests):
-            return False
+            return
         try:
             async with self.runtime.flow_locks.hold(agent_id):
                 if not done.issuperset(digests) and self._unknown(agent_id, digests):
@@ -91,8 +91,6 @@ class StoredFlows:
         except Exception as exc:  # the turn goes on as without the reload: its drift policy decides
             log.warning("reloading the stored flows of agent %r failed: %s", agent_id, _reason(exc),
                         exc_info=not isinstance(exc, StoreError))
-            return False
-        return True
 
     async def refresh(self) -> list[str]:
         """Reload every agent whose active stored versions differ from those last read (read
