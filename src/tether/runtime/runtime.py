@@ -5,7 +5,10 @@ selections validated (before any session I/O); the session's cross-worker lease
 (``Store.lease``, held to the end of the request, so another runtime, process or host on the same
 store waits instead of loading this turn's mid-turn checkpoints); load or create (a document from
 a newer tether fails with ``SESSION_VERSION_UNSUPPORTED``, untouched); the agent-match and invariant
-checks; migrations and the restore hook (existing sessions only); the turn, with a checkpoint save
+checks; migrations and the restore hook (existing sessions only); when a run of the session is
+pinned to a flow version the agent does not serve and the runtime uses stored flows, one reload of
+the agent's stored flows (another worker published that version: see
+:mod:`tether.runtime.stored_flows`); the turn, with a checkpoint save
 at every move to another node; the final compare-and-swap save with the rest of the turn's records
 in the same transaction; the response envelope. ``run`` never raises: every failure becomes a
 failed ``RunResponse``.
