@@ -120,7 +120,8 @@ def test_sessions_list_and_show_point_a_workflow_run_to_the_workflow_commands(tm
     listed = tether("sessions", "list", "--db", db)
     assert listed.code == 0, listed.err
     assert "workflow:release" in _row(listed.out, run_id)
-    assert listed.out.rstrip().endswith(f"workflow runs: tether workflow runs --db {db} says what each waits on")
+    assert listed.out.rstrip().endswith(
+        f"workflow runs: (status) is the run's own; tether workflow runs --db {db} says what each waits on")
     shown = tether("sessions", "show", run_id, "--db", db, process=True)  # the real path
     assert shown.code == 0, shown.err
     assert f'"id": "{run_id}"' in shown.out and "usage: 0 model call(s)" in shown.out
