@@ -16,7 +16,7 @@ from tether.flow import parse_duration
 
 if TYPE_CHECKING:  # opened when a command runs (``tether --help`` does not load the stores)
     from tether.engine.session import Session, SessionUsage
-    from tether.stores import Store
+    from tether.stores import SessionSummary, Store
 
 __all__ = ["DEFAULT_DB", "sessions_app"]
 
@@ -36,7 +36,8 @@ def list_sessions(
     limit: int = typer.Option(100, "--limit", min=1, help="at most this many rows"),
 ) -> None:
     """A table of the stored sessions, newest first: id, agent, status, revision, saved (a
-    workflow run's agent is ``workflow:<id>``; ``tether workflow runs`` says what it waits on)."""
+    workflow run's agent is ``workflow:<id>``, and its own status follows its stored one in
+    brackets when it says more; ``tether workflow runs`` says what it waits on)."""
     from tether.engine.session import SessionStatus
 
     if status is not None and status not in get_args(SessionStatus):
@@ -48,8 +49,13 @@ def list_sessions(
     if "://" not in db and not Path(db).expanduser().is_file():
         typer.echo(f"no sessions (no store at {db})")
         return
+
+    async def work(store: Store) -> tuple[list[SessionSummary], dict[str, str]]:
+        rows = await store.list(agent=agent, status=status, limit=limit)
+        return rows, await _run_statuses(store, rows)
+
     try:
-        rows = with_store(db, lambda store: store.list(agent=agent, status=status, limit=limit))
+        rows, runs = with_store(db, work)
     except CliError as exc:
         fail(exc.message, exc.code)
     if not rows:
@@ -57,14 +63,40 @@ def list_sessions(
         return
     table = Table("id", "agent", "status", "revision", "saved")
     for row in rows:
-        table.add_row(Text(row.id), Text(row.agent), row.status, str(row.revision), saved_when(row.saved_at))
+        run = runs.get(row.id, _SAME[row.status])
+        shown = row.status if run == _SAME[row.status] else f"{row.status} ({run})"
+        table.add_row(Text(row.id), Text(row.agent), shown, str(row.revision), saved_when(row.saved_at))
     console = stdout_console()
     console.print(table)
     if any(row.agent.startswith(_WORKFLOW_AGENT) for row in rows):
         from tether.cli._workflow_runs import db_argument
 
-        console.print(f"workflow runs: tether workflow runs --db {shlex.quote(db_argument(db))} says what each "
-                      "waits on", markup=False)
+        console.print(f"workflow runs: (status) is the run's own; tether workflow runs --db "
+                      f"{shlex.quote(db_argument(db))} says what each waits on", markup=False)
+
+
+# the run status a workflow run's document status says without saying it again
+_SAME = {"running": "running", "completed": "complete", "aborted": "cancelled", "handed_off": "-"}
+
+
+async def _run_statuses(store: Store, rows: list[SessionSummary]) -> dict[str, str]:
+    """The run status of each workflow run among ``rows``, by id (a document that no longer
+    loads as a run is left out: its row shows the stored status alone)."""
+    from tether.errors import TetherError
+    from tether.workflow_host._store import stored_run
+
+    found: dict[str, str] = {}
+    for row in rows:
+        if not row.agent.startswith(_WORKFLOW_AGENT):
+            continue
+        try:
+            document = await store.load(row.id)
+            snapshot = stored_run(document) if document is not None else None
+        except (TetherError, ValueError):
+            continue
+        if snapshot is not None:
+            found[row.id] = snapshot.status
+    return found
 
 
 def _usage_line(usage: SessionUsage) -> str:

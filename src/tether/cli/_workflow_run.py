@@ -218,7 +218,9 @@ async def _decide(run: WorkflowRun, node_id: str, console: Console) -> bool:
 
 
 async def _run(graph: WorkflowGraph, *, path: Path, inputs: dict[str, Any], run_id: str | None, db: str,
-               workspace: Path, autonomous: bool, console: Console, model: Model | None) -> int:
+               workspace: Path, autonomous: bool, console: Console, model: Model | None, retry: list[str]) -> int:
+    if retry and run_id is None:
+        raise CliError("--retry retries a failed node of a stored run: give the run with --run")
     if "://" not in db:
         if run_id is not None and not Path(db).expanduser().is_file():
             raise CliError(f"no store at {db} (--run resumes a run stored there)", 1)
@@ -241,6 +243,8 @@ async def _run(graph: WorkflowGraph, *, path: Path, inputs: dict[str, Any], run_
                                1) from None
             if autonomous and not run.snapshot.autonomous:
                 await run.set_autonomous_mode(True)
+            for node_id in retry:  # a refusal (not failed, a rejected check, unknown) names the node
+                await run.retry_node(node_id)
         else:
             run = WorkflowRun(graph, store=snapshots, input=inputs, autonomous=autonomous, **options)
         while True:
@@ -284,13 +288,15 @@ def _report(run: WorkflowRun, console: Console, *, has_model: bool) -> int:
 
 
 def run_workflow(file: Path, input: list[str] | None, run_id: str | None, db: str, workspace: Path,
-                 autonomous: bool, model: str | None, script: Path | None) -> None:
-    """``tether workflow run``: run FILE (or resume ``run_id``), showing node states."""
+                 autonomous: bool, model: str | None, script: Path | None, retry: list[str] | None = None) -> None:
+    """``tether workflow run``: run FILE (or resume ``run_id``, retrying the failed nodes ``retry``
+    names first), showing node states."""
     graph = load_graph(str(file))
     try:
         chosen = _model(model, script)
         code = asyncio.run(_run(graph, path=file, inputs=_inputs(input or []), run_id=run_id, db=db,
-                                workspace=workspace, autonomous=autonomous, console=stdout_console(), model=chosen))
+                                workspace=workspace, autonomous=autonomous, console=stdout_console(), model=chosen,
+                                retry=retry or []))
     except CliError as exc:
         fail(exc.message, exc.code)
     except TetherError as exc:

@@ -19,11 +19,11 @@ from rich.text import Text
 
 from tether.cli._output import CliError, fail, one_line, stdout_console
 from tether.cli._store import saved_when, with_store
-from tether.engine.session import Session
+from tether.engine.session import Session, SessionStatus
 from tether.stores import SessionSummary, Store
-from tether.workflow import WorkflowSnapshot
+from tether.workflow import WorkflowSnapshot, ops
 from tether.workflow._state import RunStatus
-from tether.workflow_host._store import WORKFLOW_AGENT_PREFIX, document_status, stored_run
+from tether.workflow_host._store import WORKFLOW_AGENT_PREFIX, stored_run
 
 __all__ = ["RUN_STATUSES", "db_argument", "list_runs", "run_lines", "waits_on"]
 
@@ -81,8 +81,9 @@ def db_argument(db: str) -> str:
 
 
 def _resume(document: Session, snapshot: WorkflowSnapshot, db: str) -> str | None:
-    """The command that resumes the run (``None`` once it has ended)."""
-    if snapshot.status in _ENDED:
+    """The command that resumes the run (``None`` once it has ended); a failed run's retries its
+    failed nodes first (``--retry``)."""
+    if ops.run_ended(snapshot):
         return None
     launch = document.metadata.get("launch")
     launch = launch if isinstance(launch, dict) else {}
@@ -90,6 +91,9 @@ def _resume(document: Session, snapshot: WorkflowSnapshot, db: str) -> str | Non
     words = ["tether", "workflow", "run", file, "--run", snapshot.run_id, "--db", db_argument(db)]
     if launch.get("workspace"):
         words += ["--workspace", str(launch["workspace"])]
+    if snapshot.status == "failed":
+        for node_id in ops.retryable(snapshot):
+            words += ["--retry", node_id]
     return " ".join(word if word == _NO_FILE else shlex.quote(word) for word in words)
 
 
@@ -108,10 +112,17 @@ def run_lines(document: Session, db: str) -> list[str]:
     return lines
 
 
+# The document status a run of each status is stored with; a failed run is stored ``running``
+# while a node can be retried and ``aborted`` after, and a document saved before blocked and failed
+# runs were stored ``aborted`` has them ``running``: those two are looked for under any status.
+_STORED: dict[str, SessionStatus] = {"running": "running", "waiting": "running", "complete": "completed",
+                                     "cancelled": "aborted"}
+
+
 async def _runs(store: Store, workflow: str | None, status: str | None, limit: int) -> list[Found]:
     """The newest ``limit`` runs (of ``workflow``, in ``status``), newest first."""
     agent = f"{WORKFLOW_AGENT_PREFIX}{workflow}" if workflow else None
-    stored = document_status(status) if status else None
+    stored = _STORED.get(status) if status else None
     loaded: dict[str, tuple[Session, WorkflowSnapshot] | None] = {}
     asked = limit
     while True:

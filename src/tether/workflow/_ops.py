@@ -32,6 +32,8 @@ __all__ = [
     "request_approval",
     "request_input",
     "retry_node",
+    "retryable",
+    "run_ended",
     "set_autonomous",
     "settle_router",
     "start_node",
@@ -262,19 +264,48 @@ def apply_input(snapshot: WorkflowSnapshot, node_id: str, response: Any, provide
     return change
 
 
+def _retry_refusal(snapshot: WorkflowSnapshot, node_id: str) -> WorkflowOperationError | None:
+    """Why :func:`retry_node` refuses ``node_id`` (``None``: it can be retried)."""
+    state = snapshot.nodes[node_id]
+    if state.status != "failed":
+        return _refuse(f"node {node_id!r} is {state.status}; only a failed node can be retried", "node-not-retryable",
+                       node_id)
+    if state.approval is not None and state.approval.kind == "check" and state.approval.decision == "rejected":
+        return _refuse(f"node {node_id!r}: a rejected escalation is terminal (seed 001: no way back to available)",
+                       "node-not-retryable", node_id)
+    if snapshot.status == "cancelled":
+        return _refuse("the run was cancelled", "run-cancelled", node_id)
+    return None
+
+
+def retryable(snapshot: WorkflowSnapshot) -> list[str]:
+    """The failed nodes :func:`retry_node` would take, in definition order."""
+    return [node_id for node_id in snapshot.nodes if _retry_refusal(snapshot, node_id) is None]
+
+
+def run_ended(snapshot: WorkflowSnapshot) -> bool:
+    """Whether the run has ended: no operation can move it on any more.
+
+    ``complete`` and ``cancelled`` runs have ended. A ``blocked`` run has no failed node, no
+    pending approval or input and no available work, so no host or agent operation moves it (only
+    a cancel, which ends it too). A ``failed`` run is still open while one of its failed nodes can
+    be retried (seed 001's ``retryNode``: a failed node goes back to admission); it has ended when
+    every failed node is terminal (a check whose escalation a human rejected). A ``running`` or
+    ``waiting`` run is open. (Loading an ended run under a changed definition derives it afresh,
+    and may open it again: that is a new definition's doing, not an operation of this one.)
+    """
+    if snapshot.status == "failed":
+        return not retryable(snapshot)
+    return snapshot.status in ("complete", "cancelled", "blocked")
+
+
 def retry_node(snapshot: WorkflowSnapshot, node_id: str) -> Change:
     """Return a failed node to admission under a new generation (a skipped node, and a check whose
     escalation a human rejected, are not retryable)."""
     _known(snapshot, node_id)
-    state = snapshot.nodes[node_id]
-    if state.status != "failed":
-        raise _refuse(f"node {node_id!r} is {state.status}; only a failed node can be retried", "node-not-retryable",
-                      node_id)
-    if state.approval is not None and state.approval.kind == "check" and state.approval.decision == "rejected":
-        raise _refuse(f"node {node_id!r}: a rejected escalation is terminal (seed 001: no way back to available)",
-                      "node-not-retryable", node_id)
-    if snapshot.status == "cancelled":
-        raise _refuse("the run was cancelled", "run-cancelled", node_id)
+    refusal = _retry_refusal(snapshot, node_id)
+    if refusal is not None:
+        raise refusal
 
     def change(snap: WorkflowSnapshot) -> None:
         node = snap.nodes[node_id]

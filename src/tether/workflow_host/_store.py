@@ -3,8 +3,12 @@
 A run is saved as one session document (``id`` = run id, ``agent`` = ``workflow:<workflow id>``,
 ``metadata.kind = "workflow"``) whose ``data.workflow_run`` holds the snapshot. That reuses every
 store as it is (memory, SQLite, PostgreSQL): compare-and-swap on ``revision``, events written in
-the same transaction, listing and pruning. The session ``status`` follows the run: ``completed``
-once the run completes, ``aborted`` once it is cancelled, ``running`` otherwise; the document's
+the same transaction, listing and pruning. The session ``status`` follows the run
+(:func:`document_status`): ``completed`` once the run completes, ``aborted`` once it ended any
+other way (cancelled, blocked, or failed with no node left to retry), ``running`` while it is
+open, so ``Store.prune`` and every check of a live status treat an ended run as ended. A document
+saved before that rule stored a blocked or failed run as ``running``: it loads as it is, and
+its run's own status says what it is (``tether sessions list`` shows both). The document's
 ``usage`` is the run's (``model_calls`` and its token counts), so ``tether sessions show`` says
 what the run cost. ``metadata.launch`` says how the run was started (``tether workflow run`` writes
 the workflow ``file`` and the ``workspace``), so ``tether workflow runs`` can print the command that
@@ -22,7 +26,7 @@ from tether.engine.session import Session, SessionStatus, SessionUsage
 from tether.errors import SessionFlowInvariant
 from tether.stores.base import Store
 from tether.stores.records import TurnRecords
-from tether.workflow import WorkflowSnapshot
+from tether.workflow import WorkflowSnapshot, ops
 
 __all__ = ["WORKFLOW_AGENT_PREFIX", "SnapshotStore", "document_status", "stored_run"]
 
@@ -30,9 +34,14 @@ WORKFLOW_AGENT_PREFIX = "workflow:"
 _KEY = "workflow_run"
 
 
-def document_status(run_status: str) -> SessionStatus:
-    """The status of the document that stores a run of ``run_status``."""
-    return "completed" if run_status == "complete" else "aborted" if run_status == "cancelled" else "running"
+def document_status(snapshot: WorkflowSnapshot) -> SessionStatus:
+    """The status of the document that stores ``snapshot``: ``completed`` for a complete run,
+    ``aborted`` for a run that ended otherwise (:func:`tether.workflow.ops.run_ended`: it stopped
+    short of its end, so it did not complete), ``running`` while the run is open (a failed run
+    whose failed node can still be retried is open)."""
+    if snapshot.status == "complete":
+        return "completed"
+    return "aborted" if ops.run_ended(snapshot) else "running"
 
 
 def stored_run(document: Session) -> WorkflowSnapshot | None:
@@ -64,7 +73,7 @@ class SnapshotStore:
             metadata["launch"] = launch
         return Session(
             id=snapshot.run_id, revision=revision, agent=f"{WORKFLOW_AGENT_PREFIX}{snapshot.workflow_id}",
-            status=document_status(snapshot.status),
+            status=document_status(snapshot),
             created_at=self._created.setdefault(snapshot.run_id, self.store.now()),
             data={_KEY: snapshot.model_dump(mode="json", by_alias=True)},
             usage=_usage(snapshot), metadata=metadata,
