@@ -45,6 +45,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         raise pytest.UsageError(f"tests sharing a node id (only one would run under -n): {shared[:5]}")
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Drop the PostgreSQL schemas the store tests kept for reuse (``tests/stores/store_backends.py``)."""
+    backends = sys.modules.get("store_backends")
+    if backends is not None:
+        backends.SCHEMAS.drop_all()
+
+
 @pytest.fixture(autouse=True)
 def _no_real_models() -> Iterator[None]:
     with block_network_models():
