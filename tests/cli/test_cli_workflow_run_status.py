@@ -183,3 +183,28 @@ def test_waits_on_never_calls_a_router_that_matched_no_route_agent_work() -> Non
     asyncio.run(run.drain())
     assert run.status == "waiting"
     assert waits_on(run.snapshot) == "agent work at w (needs --model or TETHER_MODEL)"
+
+
+def test_resuming_a_run_with_its_file_changed_is_a_one_line_error_naming_both_digests(tmp_path: Path) -> None:
+    from tether.workflow import load_workflow
+
+    db, path = tmp_path / "runs.db", tmp_path / "flaky.yaml"
+    path.write_text(FLAKY)
+    done = tether("workflow", "run", path, "--db", db, "--workspace", tmp_path)
+    found = re.search(r"run (\S+) failed", done.out)
+    assert done.code == 1 and found, done.out + done.err
+    run_id = found.group(1)
+
+    path.write_text(FLAKY.replace("never runs", "never runs either"))
+    before, after = load_workflow(FLAKY).digest, load_workflow(path.read_text()).digest
+    refused = tether("workflow", "run", path, "--run", run_id, "--db", db, "--workspace", tmp_path, "--retry", "a")
+    assert refused.code == 1 and refused.out == "", refused.out
+    assert refused.err.strip() == (
+        f"error: run {run_id!r} of workflow 'fails' was started with definition {before}, not {after} (the "
+        "definition given now): a run is pinned to the definition it started with. Resume it with that "
+        "definition, or start a new run of the changed one"), refused.err
+
+    path.write_text(FLAKY)
+    (tmp_path / "ready").touch()
+    resumed = tether("workflow", "run", path, "--run", run_id, "--db", db, "--workspace", tmp_path, "--retry", "a")
+    assert resumed.code == 0 and f"run {run_id} complete" in resumed.out, resumed.out + resumed.err

@@ -69,7 +69,8 @@ def new_snapshot(graph: WorkflowGraph, run_id: str, run_input: dict[str, Any] | 
             f"workflow {graph.id!r} declares no input {', '.join(map(repr, unknown))} "
             f"(declared: {', '.join(graph.workflow.input) or 'none'})", code="unknown-input")
     snapshot = WorkflowSnapshot(
-        run_id=run_id, workflow_id=graph.id, workflow_version=graph.workflow.version, autonomous=autonomous,
+        run_id=run_id, workflow_id=graph.id, workflow_version=graph.workflow.version,
+        workflow_digest=graph.digest, autonomous=autonomous,
         input={**graph.workflow.input, **(run_input or {})}, nodes={node_id: NodeState() for node_id in graph.order},
     )
     derive(graph, snapshot)

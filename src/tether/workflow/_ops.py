@@ -281,8 +281,8 @@ def run_ended(snapshot: WorkflowSnapshot) -> bool:
     a cancel, which ends it too). A ``failed`` run is still open while one of its failed nodes can
     be retried (seed 001's ``retryNode``: a failed node goes back to admission); it has ended when
     every failed node is terminal (a check whose escalation a human rejected). A ``running`` or
-    ``waiting`` run is open. (Loading an ended run under a changed definition derives it afresh,
-    and may open it again: that is a new definition's doing, not an operation of this one.)
+    ``waiting`` run is open. (A changed definition cannot open an ended run again: a run is pinned
+    to the digest of its definition, and ``WorkflowRun.load`` refuses any other.)
     """
     if snapshot.status == "failed":
         return not retryable(snapshot)
