@@ -91,3 +91,15 @@ def test_a_router_that_can_decide_is_runtime_work_until_it_settles() -> None:
                                      input={"n": 1}))
     snapshot = new_snapshot(graph, "r1")
     assert snapshot.status == "running" and snapshot.nodes["r"].failed_conditions == []
+
+
+async def test_a_sub_flow_whose_child_matches_no_route_fails_its_node_saying_why() -> None:
+    child = definition([router("r", ("input.n > 10", "a")), fn("a")], [("r", "a")], input={"n": 1})
+    child["id"] = "child"
+    parent = definition([node("sub", {"kind": "sub-flow", "flow": "child"})])
+    run = WorkflowRun(parent, resolve={"child": child})
+    await run.drain()
+    assert run.status == "failed"
+    assert run.node("sub").error == (
+        "sub-flow 'child' ended blocked without completing (r: router 'r' matched no route and has no default: "
+        'input.n > 10 is false (input = {"n": 1}))')
