@@ -144,6 +144,7 @@ class Agent(AgentDefinition):
         issues = clone._validate()
         if issues:
             raise FlowDefinitionError(issues, title=f"Agent {self.name!r}: the new flows failed validation")
+        clone.reads_window = clone._reads_window((*clone.flows, *retired.values()))
         return clone
 
     def with_retired_flows(self, *flows: Flow) -> Agent:
@@ -153,6 +154,7 @@ class Agent(AgentDefinition):
         served = {f.digest for f in self.flows}
         clone = copy.copy(self)
         clone.retired_flows = {**self.retired_flows, **{f.digest: f for f in flows if f.digest not in served}}
+        clone.reads_window = clone._reads_window((*clone.flows, *clone.retired_flows.values()))
         return clone
 
     def _pinned(self, session: Session | None) -> Agent:

@@ -147,3 +147,27 @@ def test_ctrl_c_at_the_prompt_exits_cleanly(tmp_path: Path) -> None:
     errors = err.rest()
     assert proc.returncode == 0, errors
     assert "Traceback" not in errors
+
+
+def test_a_second_ctrl_c_while_the_chat_closes_leaves_without_a_traceback(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tether.cli import _chat
+
+    closing: list[str] = []
+
+    async def interrupted_close(self: _chat.Chat) -> None:
+        closing.append("close")
+        raise KeyboardInterrupt  # what asyncio.Runner raises when Ctrl-C cancels the closing task
+
+    monkeypatch.setattr(_chat.Chat, "close", interrupted_close)
+    done = tether("chat", SHIPPING, "--db", tmp_path / "t.db", "--message", "hi")  # raises if it escapes
+    assert closing == ["close"]
+    assert done.code == 0 and "resume with: tether chat " in done.out
+    again = tether("chat", SHIPPING, "--db", tmp_path / "t.db", "--session", _session(done.out), "--message", "hi")
+    assert again.code == 0 and "(resumed)" in again.out  # what the first chat said was saved before it closed
+
+
+def _session(out: str) -> str:
+    found = re.search(r"--session ([0-9a-f-]{36})", out)
+    assert found is not None, out
+    return found.group(1)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from runtime_helpers import counter_agent, msg
 
 from tether import TurnOptions
+from tether.errors import SessionLeaseTimeout
 from tether.runtime import Runtime, SessionLocks
 from tether.stores import MemoryStore
 from tether.testing import FakeClock
@@ -66,3 +68,38 @@ async def test_requests_without_an_id_take_no_lock() -> None:
     async with locks.hold("s"):
         assert locks.busy("s")
     assert not locks.busy("s")
+
+
+async def test_a_waiter_that_times_out_or_is_cancelled_leaves_the_holder_alone_and_nothing_behind() -> None:
+    locks = SessionLocks()
+    entered: list[str] = []
+
+    async def wait_for_it(name: str) -> None:
+        async with locks.hold("s"):
+            entered.append(name)
+
+    async with locks.hold("s"):
+        with pytest.raises(SessionLeaseTimeout) as caught:
+            async with locks.hold("s", timeout=0.01):
+                pytest.fail("entered a lock another request holds")
+        assert caught.value.session_id == "s"
+        cancelled = asyncio.create_task(wait_for_it("cancelled"))
+        queued = asyncio.create_task(wait_for_it("queued"))
+        await asyncio.sleep(0.01)  # both wait
+        cancelled.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await cancelled
+        assert locks.busy("s") and entered == []
+    await asyncio.wait_for(queued, 5)
+    assert entered == ["queued"]
+    assert not locks.busy("s") and len(locks) == 0  # no entry left for a session nobody holds
+
+
+async def test_a_body_that_raises_releases_the_lock() -> None:
+    locks = SessionLocks()
+    with pytest.raises(ZeroDivisionError):
+        async with locks.hold("s"):
+            raise ZeroDivisionError
+    assert len(locks) == 0
+    async with locks.hold("s", timeout=1):
+        pass

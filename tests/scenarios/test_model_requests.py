@@ -9,11 +9,12 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
+import pytest
 from harness import Conversation
 from pydantic import BaseModel
 
 from example_modules import load_example as shared_load_example
-from tether import Agent, Field, Flow, collect, decide, end, on_message, reply, tool, whole_message
+from tether import Agent, Compaction, Field, Flow, collect, decide, end, goto, on_message, reply, tool, whole_message
 from tether.errors import ModelError
 from tether.models.types import ModelRequest
 from tether.testing import ScriptedModel
@@ -227,6 +228,86 @@ async def test_when_the_summary_fails_the_window_slides_and_still_opens_with_the
     for request in requests(model, "speak"):
         chat = [m for m in request.messages if m.role != "system"]
         assert chat[0].role == "user"
+
+
+class _Urgency(BaseModel):
+    priority: str
+
+
+REPORTS = [("the printer", "it jams"), ("my phone", "it is cracked"), ("the router", "it drops"),
+           ("my laptop", "it is slow"), ("the monitor", "it flickers")]
+
+
+def _ticket_form(opened: Any = None, **kw: Any) -> Agent:
+    """One catch-all flow: a collect that asks a fixed question (extract calls), a decide call,
+    and a fixed ticket reply unless ``opened`` replaces it."""
+    fields = {"device": Field("string", description="The device", extract="asked"),
+              "problem": Field("string", description="What is wrong", extract="asked")}
+    intake = Flow("intake", "Report a broken device", nodes=[
+        collect("details", fields=["device", "problem"], ask="Which device, and what is wrong?"),
+        decide("triage", schema=_Urgency, instructions="How urgent is the {device}: {problem}?",
+               decide=lambda d, s: goto("opened")),
+        opened or reply("opened", response="Ticket opened for your {device}.", next=end("opened")),
+    ], on=[on_message(repeat="always")], clear_on_start=["device", "problem"])
+    return Agent("Iris", fields=fields, flows=[intake], idle="silent", **kw)
+
+
+def _ticket_model() -> ScriptedModel:
+    extract = [value for device, problem in REPORTS for value in ({"device": device}, {"problem": problem})]
+    return ScriptedModel(extract=extract, decide=[{"priority": "low"}] * len(REPORTS),
+                         speak=[f"Ticket {i} is open." for i in range(len(REPORTS))],
+                         summary=["Earlier, the customer reported broken devices."] * 20)
+
+
+async def _report_all(convo: Conversation) -> list[Any]:
+    results = []
+    for device, problem in REPORTS:
+        results.append(await convo.say(device))
+        results.append(await convo.say(problem))
+    return results
+
+
+@pytest.mark.parametrize("compaction", [None, Compaction(max_tokens=30, preserve_recent=2)],
+                         ids=["history-window", "token-budget"])
+async def test_a_summary_no_call_would_read_is_never_made(compaction: Compaction | None) -> None:
+    # extract and decide calls read the latest four messages, never the summary note: the window
+    # slides (or is truncated under a token budget) without a summary call
+    model = _ticket_model()
+    convo = Conversation(_ticket_form(history_window=6, compaction=compaction), model)
+    results = await _report_all(convo)
+    assert convo.session is not None and convo.session.messages[0].seq > 1  # the window slid
+    assert model.count("summary") == 0 and convo.session.summary is None
+    assert sum(r.llm_calls for r in results) == model.count() == 3 * len(REPORTS)  # extract x2 + decide a report
+    for request in requests(model, "extract") + requests(model, "decide"):
+        chat = [m for m in request.messages if m.role != "system"]
+        assert chat[0].role == "user" and len(chat) <= 4 and chat[-1].content in {t for r in REPORTS for t in r}
+    last = [(m.role, m.content) for m in requests(model, "extract")[-1].messages if m.role != "system"]
+    assert last == [("user", "the monitor"), ("assistant", "Which device, and what is wrong?"),
+                    ("user", "it flickers")]  # what an extraction reads, window or not
+    if compaction is not None:
+        assert any(o.detail == "truncated the oldest messages" for r in results for o in r.outcomes)
+    assert model.unused() == {"speak": len(REPORTS), "summary": 20}
+
+
+@pytest.mark.parametrize("compaction", [None, Compaction(max_tokens=30, preserve_recent=2)],
+                         ids=["history-window", "token-budget"])
+async def test_a_speak_call_in_the_same_form_gets_its_summary_before_the_window_slides(
+        compaction: Compaction | None) -> None:
+    # the same form with a ticket reply the model phrases: its speak calls read the window
+    opened = reply("opened", instructions="Confirm the ticket for the {device}.", next=end("opened"))
+    model = _ticket_model()
+    convo = Conversation(_ticket_form(opened, history_window=6, compaction=compaction), model)
+    for device, problem in REPORTS:
+        await convo.say(device)
+        assert convo.session is not None
+        # nothing left the window without a summary: it still starts at the first message, or a summary covers it
+        assert convo.session.messages[0].seq == 1 or convo.session.summary is not None
+        await convo.say(problem)
+        assert convo.session.messages[0].seq == 1 or convo.session.summary is not None
+    assert model.count("summary") >= 1
+    speak = requests(model, "speak")[-1]
+    assert speak.messages[0].content == "Summary of the earlier conversation: Earlier, the customer reported " \
+                                        "broken devices."
 
 
 async def test_history_never_opens_with_an_assistant_message() -> None:

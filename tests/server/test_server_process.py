@@ -21,7 +21,7 @@ from store_backends import require_postgres
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[tuple[str, list[str]]]:
     """A running ``tether serve`` with one key; yields its base URL and the lines it printed."""
-    with tether_serve([str(app_file(tmp_path)), "--store", str(tmp_path / "s.db")], cwd=tmp_path,
+    with tether_serve([str(app_file(tmp_path)), "--db", str(tmp_path / "s.db")], cwd=tmp_path,
                       env={"TETHER_API_KEYS": "acme:k1"}) as served:
         yield served.base, served.lines
 

@@ -225,3 +225,21 @@ async def test_a_closed_store_refuses_work(backend: Backend, new_session: NewSes
     with pytest.raises(StoreError) as caught:
         await store.load("anything")
     assert caught.value.code == "SESSION_STORE_ERROR"
+
+
+async def test_every_load_and_save_returns_a_new_object_the_caller_owns(store: Store, new_session: NewSession) -> None:
+    """The runtime attaches the window to what ``load`` and ``save`` return, in place: a store must
+    never hand out an object it keeps, or the one it was given."""
+    draft = new_session(data={"name": "Ada"})
+    created = await store.create(draft)
+    assert created is not draft and created.data is not draft.data
+    first, second = await store.load(draft.id), await store.load(draft.id)
+    assert first is not None and second is not None and first is not second
+    first.data["name"] = "changed"
+    first.messages = []
+    assert second.data == {"name": "Ada"}
+    saved = await store.save(second, second.revision)
+    assert saved is not second and saved.data is not second.data
+    saved.data["name"] = "changed after the save"
+    loaded = await store.load(draft.id)
+    assert loaded is not None and loaded.data == {"name": "Ada"} and loaded.revision == 1

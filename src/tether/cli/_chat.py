@@ -311,7 +311,10 @@ def run_chat(app: LoadedApp, *, agent_id: str | None, session: str | None, model
         except KeyboardInterrupt:
             print()
         finally:
-            runner.run(chat.close())
+            try:
+                runner.run(chat.close())
+            except KeyboardInterrupt:  # a second Ctrl-C while closing: every turn is saved already
+                print()
         if chat.session is not None:
             console.print(Text(f"resume with: tether chat {app.spec} --session {chat.session_id}", style="dim"))
     return 1 if messages and chat.failures else 0

@@ -64,7 +64,8 @@ def worker_app() -> Starlette:
 
 def serve(
     app_spec: str = typer.Argument(..., metavar="APP", help=APP_HELP),
-    store: str = typer.Option(DEFAULT_DB, "--store", help="the session store: a SQLite path or a store URL"),
+    store: str = typer.Option(DEFAULT_DB, "--db", "--store", help="the session store: a SQLite path or a store URL "
+                              "(--store: its older name)"),
     host: str = typer.Option("127.0.0.1", "--host", help="the address to bind (non-loopback needs API keys)"),
     port: int = typer.Option(8000, "--port", min=0, max=65535, help="the port to bind"),
     workers: int = typer.Option(1, "--workers", min=1, help="server processes sharing the socket and the store"),

@@ -17,14 +17,21 @@ from rich.table import Table
 from tether.cli._chat import pick_model
 from tether.cli._output import CliError, fail, one_line, stdout_console
 from tether.cli._workflow_prompts import ask_answer
-from tether.errors import TetherError, WorkflowDefinitionError
+from tether.cli._workflow_runs import stuck
+from tether.errors import TetherError, WorkflowDefinitionError, WorkflowOperationError
 from tether.models import resolve_model
 from tether.models.types import Model, ModelResponse, ToolCall
 from tether.stores import open_store
 from tether.testing import ScriptedModel, ScriptExhausted
 from tether.workflow import WorkflowGraph, WorkflowSnapshot
 from tether.workflow._contract import RouterRun
-from tether.workflow_host import WorkflowRun, check_subflows, load_workflow_file, workflow_directory_resolver
+from tether.workflow_host import (
+    SnapshotStore,
+    WorkflowRun,
+    check_subflows,
+    load_workflow_file,
+    workflow_directory_resolver,
+)
 
 __all__ = ["check_workflow_file", "load_graph", "mermaid", "run_workflow"]
 
@@ -212,21 +219,35 @@ async def _decide(run: WorkflowRun, node_id: str, console: Console) -> bool:
 
 
 async def _run(graph: WorkflowGraph, *, path: Path, inputs: dict[str, Any], run_id: str | None, db: str,
-               workspace: Path, autonomous: bool, console: Console, model: Model | None) -> int:
+               workspace: Path, autonomous: bool, console: Console, model: Model | None, retry: list[str]) -> int:
+    if retry and run_id is None:
+        raise CliError("--retry retries a failed node of a stored run: give the run with --run")
     if "://" not in db:
+        if run_id is not None and not Path(db).expanduser().is_file():
+            raise CliError(f"no store at {db} (--run resumes a run stored there)", 1)
         Path(db).expanduser().parent.mkdir(parents=True, exist_ok=True)
     store = open_store(db if "://" in db else str(Path(db).expanduser()))
+    # stored with the run, so that `tether workflow runs` prints the command that resumes it
+    snapshots = SnapshotStore(store, launch={"file": str(path.resolve()), "workspace": str(workspace.resolve())})
     options: dict[str, Any] = {"workspace": workspace, "resolve": workflow_directory_resolver(path.parent),
                                "model": model}
     try:
         if run_id is not None:
             if inputs:
                 raise CliError("--input cannot change a run that already exists (--run)")
-            run = await WorkflowRun.load(store, run_id, graph, **options)
+            try:
+                run = await WorkflowRun.load(snapshots, run_id, graph, **options)
+            except WorkflowOperationError as exc:
+                if exc.code != "unknown-run":
+                    raise
+                raise CliError(f"no workflow run {run_id!r} in {db} (tether workflow runs --db {db} lists them)",
+                               1) from None
             if autonomous and not run.snapshot.autonomous:
                 await run.set_autonomous_mode(True)
+            for node_id in retry:  # a refusal (not failed, a rejected check, unknown) names the node
+                await run.retry_node(node_id)
         else:
-            run = WorkflowRun(graph, store=store, input=inputs, autonomous=autonomous, **options)
+            run = WorkflowRun(graph, store=snapshots, input=inputs, autonomous=autonomous, **options)
         while True:
             await _drain(run, console, agent=model is not None)
             pending = _pending_approval(run)
@@ -237,12 +258,12 @@ async def _run(graph: WorkflowGraph, *, path: Path, inputs: dict[str, Any], run_
             asking = _pending_input(run)
             if asking is None or not await _answer(run, asking, console):
                 break
-        return _report(run, console)
+        return _report(run, console, has_model=model is not None)
     finally:
         await store.close()
 
 
-def _report(run: WorkflowRun, console: Console) -> int:
+def _report(run: WorkflowRun, console: Console, *, has_model: bool) -> int:
     snapshot = run.snapshot
     if snapshot.model_calls:
         tokens = ", ".join(f"{name.replace('_', ' ')} {value}" for name, value in sorted(snapshot.usage.items()))
@@ -252,26 +273,33 @@ def _report(run: WorkflowRun, console: Console) -> int:
         if snapshot.output:
             console.print(json.dumps(snapshot.output, indent=2))
         return 0
-    if snapshot.status == "waiting":
-        agents = [n for n, s in snapshot.nodes.items() if s.status == "available"]
+    if snapshot.status == "waiting" or (snapshot.status == "running" and not has_model):
+        # without a model, an agent node the answer to its input request set running again is agent work too
+        agents = [n for n, s in snapshot.nodes.items()
+                  if s.status in ("available", "running") and n in run.agent_nodes]
         if agents and _pending_approval(run) is None and _pending_input(run) is None:
             console.print(f"run {snapshot.run_id} needs agent work at {', '.join(agents)}: set TETHER_MODEL, "
                           "--model or --script to run it")
             return 1
+    if snapshot.status == "waiting":
         console.print(f"run {snapshot.run_id} is parked; resume with: --run {snapshot.run_id}")
         return 0
-    console.print(f"run {snapshot.run_id} {snapshot.status}")
+    held = stuck(snapshot) if snapshot.status == "blocked" else []
+    console.print(f"run {snapshot.run_id} {snapshot.status}" + (f": {'; '.join(held)}" if held else ""),
+                  markup=False, highlight=False)
     return 1
 
 
 def run_workflow(file: Path, input: list[str] | None, run_id: str | None, db: str, workspace: Path,
-                 autonomous: bool, model: str | None, script: Path | None) -> None:
-    """``tether workflow run``: run FILE (or resume ``run_id``), showing node states."""
+                 autonomous: bool, model: str | None, script: Path | None, retry: list[str] | None = None) -> None:
+    """``tether workflow run``: run FILE (or resume ``run_id``, retrying the failed nodes ``retry``
+    names first), showing node states."""
     graph = load_graph(str(file))
     try:
         chosen = _model(model, script)
         code = asyncio.run(_run(graph, path=file, inputs=_inputs(input or []), run_id=run_id, db=db,
-                                workspace=workspace, autonomous=autonomous, console=stdout_console(), model=chosen))
+                                workspace=workspace, autonomous=autonomous, console=stdout_console(), model=chosen,
+                                retry=retry or []))
     except CliError as exc:
         fail(exc.message, exc.code)
     except TetherError as exc:

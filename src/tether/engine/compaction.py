@@ -4,7 +4,10 @@ The window (``history_window`` messages) compacts into a summary before it slide
 turn could push it past its size, the older messages are folded into the session's summary note
 (one ``summary`` call) and only the most recent ones stay (``preserve_recent`` with a
 ``Compaction``, else a quarter of the window), cut so that the window opens with a customer message.
-Without a model (or when the summary fails) the window slides as before.
+Without a model (or when the summary fails) the window slides as before. A summary is made only
+when a request will read it: an agent none of whose calls reads the window beyond its latest
+messages (``AgentDefinition.reads_window`` is False: only ``extract`` and ``decide`` calls, agent
+steps, ``ctx.model``) never folds; its window slides, and no call is paid for a note nothing reads.
 
 With a ``Compaction`` the window is also kept under a token budget. Layers, cheapest first, each
 only when the estimate (about 4 characters a token) is still over ``threshold * max_tokens``:
@@ -12,8 +15,8 @@ only when the estimate (about 4 characters a token) is still over ``threshold * 
 1. micro-compaction: long older messages are shortened (the transcript in the store keeps them);
 2. a written summary (one ``summary`` model call, counted in ``llm_calls``): the older messages
    are folded into the session's summary note and leave the window;
-3. truncation: when no model is configured or the summary fails, the oldest messages leave the
-   window until it fits (the most recent ``preserve_recent`` always stay).
+3. truncation: when no model is configured, the summary fails or nothing would read it, the
+   oldest messages leave the window until it fits (the most recent ``preserve_recent`` always stay).
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ async def compact(ts: TurnState, config: Compaction | None) -> None:
 async def _fold_before_slide(ts: TurnState, config: Compaction | None) -> None:
     window = ts.session.messages
     limit = ts.agent.history_window
-    if len(window) + HEADROOM <= limit:
+    if len(window) + HEADROOM <= limit or not ts.agent.reads_window:
         return
     keep = config.preserve_recent if config is not None else max(2, limit // 4)
     cut = len(window) - keep
@@ -87,7 +90,7 @@ async def _over_budget(ts: TurnState, config: Compaction) -> bool:
     window[: len(older)] = older
     if estimate(window, session.summary) <= budget or not older:
         return True
-    summary = await _summarise(ts, older)
+    summary = await _summarise(ts, older) if ts.agent.reads_window else ""
     if summary:
         session.summary = summary
         del window[: len(older)]

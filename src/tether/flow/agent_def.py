@@ -6,7 +6,7 @@ defined here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, get_args
 
@@ -14,11 +14,12 @@ from tether.errors import DefinitionIssue, FlowDefinitionError
 from tether.flow.choices import Choice
 from tether.flow.fields import Field, FieldType, ItemType
 from tether.flow.flow import Flow
-from tether.flow.nodes import Action, Collect, Reply, Router
+from tether.flow.nodes import Action, Collect, Decide, Reply, Router, Wait
 from tether.flow.placeholders import placeholder_issues
 from tether.flow.steps import TERMINATE_TOOL, AgentNode
 from tether.flow.tools import Tool
 from tether.flow.transitions import StartFlow
+from tether.flow.triggers import MentionTrigger, MessageTrigger
 
 __all__ = ["BUSY_POLICIES", "DEFAULT_FAILURE_REPLY", "AgentDefinition", "Compaction", "Idle"]
 
@@ -35,6 +36,9 @@ DEFAULT_FAILURE_REPLY = "I'm sorry — something went wrong on my side. Let me t
 @dataclass(frozen=True)
 class Compaction:
     """Keep the history under ``threshold * max_tokens`` (about 4 characters a token).
+
+    Older messages are shortened, then folded into a summary (one ``summary`` call), else
+    truncated; the summary only for an agent whose calls read it (``reads_window``).
 
     Attributes:
         max_tokens: the model's budget for history.
@@ -133,6 +137,42 @@ class AgentDefinition:
         issues = self._validate()
         if issues:
             raise FlowDefinitionError(issues, title=f"Agent {name!r} failed validation with {len(issues)} issue(s)")
+        self.reads_window = self._reads_window(self.flows)
+        """Whether some model call of this agent can read the conversation window beyond its latest
+        messages, and with it the compaction summary: decided once, from the definition
+        (:meth:`_reads_window`). When none can, the window slides without a ``summary`` call."""
+
+    def _reads_window(self, flows: Iterable[Flow]) -> bool:
+        """Can a model call read the conversation window beyond its latest messages (and the
+        compaction summary)? Only ``understand`` and ``speak`` calls do; ``extract`` and ``decide``
+        read the latest four messages, agent steps their own memory, ``ctx.model`` its prompt. So
+        True, erring on the side of a summary nobody reads rather than a window that slides
+        unsummarised under a call that reads it, when the agent has an idle voice, or a flow of
+        ``flows``:
+
+        - may be judged by an understand call: a message trigger with phrases (scored), a mention
+          trigger, a ``when`` branch, an agent field it lists that is extracted ``anywhere``;
+        - may speak: a reply without a fixed ``response``, a collect the model phrases, ``on_end="stay"``
+          (a staying step answers with a speak call);
+        - has a node of a kind not known here to read only the latest messages.
+        """
+        if self.idle is not None:
+            return True
+        for flow in flows:
+            if flow.on_end == "stay" or any(isinstance(t, MentionTrigger) or (
+                    isinstance(t, MessageTrigger) and not t.catch_all) for t in flow.on):
+                return True
+            listed = [*flow.collect, *(n for node in flow.nodes if isinstance(node, Collect) for n in node.fields)]
+            if any(name in self.fields and self.fields[name].extract_mode == "anywhere" for name in listed):
+                return True
+            for node in flow.nodes:
+                if isinstance(node, Reply | Collect):
+                    if any(b.when for b in node.branches) or (isinstance(node, Reply) and node.response is None) or (
+                            isinstance(node, Collect) and node.phrased_by_model):
+                        return True
+                elif not isinstance(node, Action | Decide | Router | Wait | AgentNode):
+                    return True
+        return False
 
     def _validate(self) -> list[DefinitionIssue]:
         issues: list[DefinitionIssue] = []

@@ -1,59 +1,28 @@
 """``SessionLocks``: one FIFO lock per session id, inside one process.
 
 Requests carrying the same session id run one after another, in arrival order; requests for
-different ids run concurrently. The lock is process-local: across processes the store's
-compare-and-swap on ``revision`` is what keeps writers from losing updates.
+different ids run concurrently. The lock is process-local: across processes the store's lease
+and its compare-and-swap on ``revision`` keep workers from losing updates. The mechanism is the
+stores' process-local lease (:class:`tether.stores.leases.LocalLeases`), held with no timeout.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
+
+from tether.stores.leases import LocalLeases
 
 __all__ = ["SessionLocks"]
 
 
-class _Entry:
-    __slots__ = ("lock", "users")
-
-    def __init__(self) -> None:
-        self.lock = asyncio.Lock()
-        self.users = 0
-
-
-class SessionLocks:
+class SessionLocks(LocalLeases):
     """Per-session FIFO mutexes; an entry is dropped as soon as nobody holds or waits for it."""
 
-    def __init__(self) -> None:
-        self._entries: dict[str, _Entry] = {}
-
-    @asynccontextmanager
-    async def hold(self, session_id: str | None) -> AsyncIterator[None]:
-        """Hold the lock of ``session_id`` for the body (no id: no lock at all).
-
-        ``asyncio.Lock`` wakes its waiters first-in first-out and a newcomer never overtakes a
-        waiter, so same-id requests run in the order they arrived.
-        """
-        if session_id is None:
-            yield
-            return
-        entry = self._entries.get(session_id)
-        if entry is None:
-            entry = self._entries[session_id] = _Entry()
-        entry.users += 1
-        try:
-            async with entry.lock:
-                yield
-        finally:
-            entry.users -= 1
-            if entry.users == 0 and self._entries.get(session_id) is entry:
-                del self._entries[session_id]
-
-    def __len__(self) -> int:
-        """How many session ids are currently held or awaited."""
-        return len(self._entries)
+    def hold(self, key: str | None, timeout: float | None = None) -> AbstractAsyncContextManager[None]:
+        """Hold the lock of ``key`` (a session id; None: no lock at all) for the body, waiting as
+        long as it takes unless a ``timeout`` is given."""
+        return super().hold(key, timeout)
 
     def busy(self, session_id: str) -> bool:
         """True when a request for ``session_id`` holds or waits for its lock."""
-        return session_id in self._entries
+        return self.held(session_id)

@@ -62,7 +62,6 @@ with a new id. The calls that change a session outside a turn (``complete``, ``r
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import os
 import socket
@@ -114,7 +113,7 @@ from tether.runtime.selections import check_model_selections
 from tether.runtime.turn_log import input_label, log_turn
 from tether.runtime.window import WindowCache, attached, detach_window, read_tail, upgrade_v1, with_tail
 from tether.stores import SQLiteStore, Store, TurnRecords
-from tether.stores.leases import DEFAULT_LEASE_TIMEOUT
+from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
 
 __all__ = ["ConflictPolicy", "Runtime", "turn_records"]
 
@@ -268,7 +267,7 @@ class Runtime:
     async def _locked_request(self, agent_id: str, session_id: str | None, turn_input: TurnInput,
                               config: Mapping[str, Any] | None, options: TurnOptions | None,
                               on_delta: DeltaSink | None, *, traced: bool = False) -> RunResponse:
-        async with self.locks.hold(session_id), contextlib.AsyncExitStack() as held:
+        async with self.locks.hold(session_id):
             agent = self._agents.get(agent_id)
             if agent is None:
                 return failure(f"Agent {agent_id!r} not registered.", session_id, "agent-not-registered")
@@ -278,33 +277,46 @@ class Runtime:
                 except Exception as exc:
                     return failure_for(exc, session_id)
                 self._selections_checked[agent_id] = agent
-            try:  # other workers on this session (runtimes, processes, hosts) wait for this request
-                lease = None if session_id is None else await held.enter_async_context(
-                    self.store.lease_and_load(session_id, timeout=self.lease_timeout))  # its take reads the doc
+            if session_id is None:
+                return await self._attempts(agent, None, turn_input, config, options, on_delta, None, traced)
+            # other workers on this session (runtimes, processes, hosts) wait for this request
+            leasing = self.store.lease_and_load(session_id, timeout=self.lease_timeout)
+            try:
+                lease = await leasing.__aenter__()  # its take reads the document
             except StoreError as exc:
                 return failure(exc.message, session_id, exc.code)
-            replays = 0
-            target = session_id
-            mine: OpenTurn | None = None  # the open-turn mark this request's last checkpoint wrote
-            while True:
-                attempt = Attempt(mine=mine, on_delta=on_delta, lease=lease, traced=traced)
-                try:
-                    return await self._attempt(agent, target, turn_input, config, options, attempt)
-                except SessionConflict as exc:
-                    target = attempt.created or target  # a replay continues the session a checkpoint created
-                    if attempt.checkpointed is not None:
-                        mine = attempt.checkpointed
-                    if self.conflict_policy == "reject" or replays >= self.max_replays:
-                        return failure(exc.message, exc.session_id or target, exc.code)
-                    replays += 1
-                except (SessionFlowMismatch, SessionFlowInvariant, SessionVersionUnsupported, FlowDriftError) as exc:
-                    return failure(exc.message, session_id, exc.code)  # nothing saved: fix the deploy, not the session
-                except (ModelError, ModelConfigurationError) as exc:
-                    # a provider failure, or a step needing a model the deploy lacks, fails the turn:
-                    # nothing of it saved, the session stays usable
-                    return failure(describe_error(exc), attempt.created or session_id, exc.code)
-                except Exception as exc:
-                    return await self._abort(attempt, exc, session_id)
+            try:
+                return await self._attempts(agent, session_id, turn_input, config, options, on_delta, lease, traced)
+            finally:
+                await leasing.__aexit__(None, None, None)
+
+    async def _attempts(self, agent: Agent, session_id: str | None, turn_input: TurnInput,
+                        config: Mapping[str, Any] | None, options: TurnOptions | None,
+                        on_delta: DeltaSink | None, lease: Leased | None, traced: bool) -> RunResponse:
+        """The request's attempts: a conflict replays the input (``conflict_policy``, at most
+        ``max_replays`` times); every failure becomes the request's envelope."""
+        replays = 0
+        target = session_id
+        mine: OpenTurn | None = None  # the open-turn mark this request's last checkpoint wrote
+        while True:
+            attempt = Attempt(mine=mine, on_delta=on_delta, lease=lease, traced=traced)
+            try:
+                return await self._attempt(agent, target, turn_input, config, options, attempt)
+            except SessionConflict as exc:
+                target = attempt.created or target  # a replay continues the session a checkpoint created
+                if attempt.checkpointed is not None:
+                    mine = attempt.checkpointed
+                if self.conflict_policy == "reject" or replays >= self.max_replays:
+                    return failure(exc.message, exc.session_id or target, exc.code)
+                replays += 1
+            except (SessionFlowMismatch, SessionFlowInvariant, SessionVersionUnsupported, FlowDriftError) as exc:
+                return failure(exc.message, session_id, exc.code)  # nothing saved: fix the deploy, not the session
+            except (ModelError, ModelConfigurationError) as exc:
+                # a provider failure, or a step needing a model the deploy lacks, fails the turn:
+                # nothing of it saved, the session stays usable
+                return failure(describe_error(exc), attempt.created or session_id, exc.code)
+            except Exception as exc:
+                return await self._abort(attempt, exc, session_id)
 
     def run_sync(self, agent_id: str, message: str | Message | None = None, **kwargs: Any) -> RunResponse:
         """``run`` for scripts: runs it in a fresh event loop (``asyncio.run``)."""

@@ -33,6 +33,7 @@ and :func:`upgrade_v1` stamps them version 2 (nothing else changes).
 from __future__ import annotations
 
 import bisect
+import operator
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -88,12 +89,8 @@ def _tail(doc: Session, records: list[TranscriptMessage], seen: list[tuple[int, 
     return Tail(window, seen[bisect.bisect_right(seen, horizon, key=_first):][-KEEP_INPUTS:])
 
 
-def _seq(message: TranscriptMessage) -> int:
-    return message.seq
-
-
-def _first(seen: tuple[int, str]) -> int:
-    return seen[0]
+_seq = operator.attrgetter("seq")  # bisect keys (C functions: a window is searched every save)
+_first = operator.itemgetter(0)
 
 
 class WindowCache:
@@ -160,8 +157,13 @@ def _signal_ids(inputs: list[str]) -> list[str]:
 
 
 def attached(stored: Session, window: list[TranscriptMessage], inputs: list[str]) -> Session:
-    """``stored`` (as a store returned it) with the window and seen ids the engine had in hand."""
-    return stored.model_copy(update={"messages": list(window), "window_from": None, "inputs": list(inputs)})
+    """``stored`` with the window and seen ids the engine had in hand, set in place and returned:
+    ``stored`` is a document its caller owns (a store's ``load`` and ``save`` return a new object
+    every call), so no copy is made."""
+    stored.messages = list(window)
+    stored.window_from = None
+    stored.inputs = list(inputs)
+    return stored
 
 
 async def read_tail(store: Store, doc: Session, cache: WindowCache | None = None) -> Tail:
@@ -177,7 +179,8 @@ async def read_tail(store: Store, doc: Session, cache: WindowCache | None = None
 
 
 def with_tail(doc: Session, tail: Tail) -> Session:
-    """The detached ``doc`` attached: its window, and the seen message ids before its own ids."""
+    """The detached ``doc`` (as a store returned it: the caller's own) attached in place: its
+    window, and the seen message ids before its own ids."""
     ids = tail.ids
     if doc.inputs:  # signal ids (and, in a document written before, its message ids)
         known = set(ids)
@@ -186,7 +189,7 @@ def with_tail(doc: Session, tail: Tail) -> Session:
 
 
 async def attach_window(store: Store, doc: Session, cache: WindowCache | None = None) -> Session:
-    """``doc`` (as loaded) with its window and seen message ids (see :func:`read_tail`)."""
+    """A copy of ``doc`` (as loaded) with its window and seen message ids (see :func:`read_tail`)."""
     if doc.window_from is None:
         return doc
-    return with_tail(doc, await read_tail(store, doc, cache))
+    return with_tail(doc.model_copy(), await read_tail(store, doc, cache))

@@ -10,8 +10,8 @@ from __future__ import annotations
 import builtins
 import json
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from contextlib import AbstractAsyncContextManager, contextmanager
 from datetime import UTC, datetime
 
 from pydantic import TypeAdapter, ValidationError
@@ -86,6 +86,9 @@ class Store(ABC):
     @abstractmethod
     async def load(self, session_id: str) -> Session | None:
         """The stored document, or None. No policy: ended or old documents load as they are.
+
+        Every call returns a new object the caller owns (and may change: the runtime attaches the
+        window to it in place); ``create`` and ``save`` return new objects too, never the one given.
 
         Raises ``SessionFlowInvariant`` when the stored row no longer validates.
         """
@@ -169,7 +172,7 @@ class Store(ABC):
         ``save_and_release`` ends it with a save. This default composes ``lease`` and ``load``
         (the first ``load()`` reads); durable stores read in the same call as the take.
         """
-        return _composed_lease(self, session_id, timeout)
+        return _ComposedLease(self, session_id, timeout)
 
     async def save_and_release(
         self, session: Session, expected_revision: int, records: TurnRecords | None, held: Leased
@@ -310,24 +313,26 @@ class Store(ABC):
         return session
 
 
-@asynccontextmanager
-async def _composed_lease(store: Store, session_id: str, timeout: float) -> AsyncIterator[Leased]:
-    """``Store.lease_and_load`` from ``lease`` and ``load`` (the lease ends early with
-    ``held.release()``, else when the body is left)."""
-    lease = store.lease(session_id, timeout=timeout)
-    await lease.__aenter__()
-    ended = False
+class _ComposedLease:
+    """``Store.lease_and_load`` from ``lease`` and ``load``: the body gets a ``Leased`` whose first
+    ``load()`` reads; the lease ends early with ``held.release()``, else when the body is left.
+    (A class, not a generator: every request of a store that does not override it enters one.)"""
 
-    async def release() -> None:
-        nonlocal ended
-        if not ended:
-            ended = True
-            await lease.__aexit__(None, None, None)
+    __slots__ = ("_held", "_lease")
 
-    try:
-        yield Leased(session_id, None, lambda: store.load(session_id), release)
-    finally:
-        await release()
+    def __init__(self, store: Store, session_id: str, timeout: float) -> None:
+        self._lease = store.lease(session_id, timeout=timeout)
+        self._held = Leased(session_id, None, lambda: store.load(session_id), self._end)
+
+    async def __aenter__(self) -> Leased:
+        await self._lease.__aenter__()
+        return self._held
+
+    async def _end(self) -> None:
+        await self._lease.__aexit__(None, None, None)
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._held.release()  # nothing when the body released it already
 
 
 def _schema_version(text: str | bytes) -> int | None:

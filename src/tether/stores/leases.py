@@ -27,8 +27,8 @@ import asyncio
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING
 
 from tether.errors import SessionLeaseTimeout
@@ -128,36 +128,68 @@ class _Entry:
         self.users = 0
 
 
+class _Hold:
+    """One holding of a key's lock, as an async context manager (a class, not a generator: every
+    request enters two of them)."""
+
+    __slots__ = ("_entry", "_key", "_locks", "_timeout")
+
+    def __init__(self, locks: LocalLeases, key: str | None, timeout: float | None) -> None:
+        self._locks, self._key, self._timeout = locks, key, timeout
+        self._entry: _Entry | None = None
+
+    async def __aenter__(self) -> None:
+        key = self._key
+        if key is None:
+            return
+        entries = self._locks._entries
+        entry = entries.get(key)
+        if entry is None:
+            entry = entries[key] = _Entry()
+        entry.users += 1
+        try:
+            if self._timeout is not None and entry.lock.locked():  # wait_for costs a task: only when waiting
+                await asyncio.wait_for(entry.lock.acquire(), self._timeout)
+            else:
+                await entry.lock.acquire()
+        except TimeoutError:
+            self._locks._leave(key, entry)
+            raise SessionLeaseTimeout(key, timeout=self._timeout or 0.0,
+                                      holder="another task of this process") from None
+        except BaseException:
+            self._locks._leave(key, entry)
+            raise
+        self._entry = entry
+
+    async def __aexit__(self, *exc: object) -> None:
+        entry, self._entry = self._entry, None
+        if entry is not None:
+            entry.lock.release()
+            self._locks._leave(self._key, entry)
+
+
 class LocalLeases:
-    """Process-local leases: one FIFO ``asyncio.Lock`` per session id, dropped when unused."""
+    """Process-local leases: one FIFO ``asyncio.Lock`` per key, dropped as soon as nobody holds or
+    waits for it. ``asyncio.Lock`` wakes its waiters first-in first-out and a newcomer never
+    overtakes a waiter, so the holders of one key take turns in arrival order."""
 
     def __init__(self) -> None:
         self._entries: dict[str, _Entry] = {}
 
-    @asynccontextmanager
-    async def hold(self, session_id: str, timeout: float = DEFAULT_LEASE_TIMEOUT) -> AsyncIterator[None]:
-        """Hold the lease of ``session_id`` for the body; ``SessionLeaseTimeout`` after ``timeout``."""
-        entry = self._entries.get(session_id)
-        if entry is None:
-            entry = self._entries[session_id] = _Entry()
-        entry.users += 1
-        try:
-            try:
-                if entry.lock.locked():  # wait_for costs a task: only when there is something to wait for
-                    await asyncio.wait_for(entry.lock.acquire(), timeout)
-                else:
-                    await entry.lock.acquire()
-            except TimeoutError:
-                raise SessionLeaseTimeout(session_id, timeout=timeout, holder="another task of this process") from None
-            try:
-                yield
-            finally:
-                entry.lock.release()
-        finally:
-            entry.users -= 1
-            if entry.users == 0 and self._entries.get(session_id) is entry:
-                del self._entries[session_id]
+    def hold(self, key: str | None, timeout: float | None = DEFAULT_LEASE_TIMEOUT) -> AbstractAsyncContextManager[None]:
+        """Hold the lease of ``key`` for the body (None: no lock at all); ``SessionLeaseTimeout``
+        after ``timeout`` seconds of waiting (None: wait as long as it takes)."""
+        return _Hold(self, key, timeout)
 
-    def held(self, session_id: str) -> bool:
-        """True when a task holds or awaits the lease of ``session_id``."""
-        return session_id in self._entries
+    def _leave(self, key: str | None, entry: _Entry) -> None:
+        entry.users -= 1
+        if entry.users == 0 and key is not None and self._entries.get(key) is entry:
+            del self._entries[key]
+
+    def held(self, key: str) -> bool:
+        """True when a task holds or awaits the lease of ``key``."""
+        return key in self._entries
+
+    def __len__(self) -> int:
+        """How many keys are currently held or awaited."""
+        return len(self._entries)

@@ -1,12 +1,12 @@
 """``MemoryStore``: everything in one process's memory, for tests and throwaway runs.
 
 Documents and records are kept as JSON strings, so mutating an object a store returned (or
-passed to it) never changes what is stored. An ``asyncio.Lock`` serializes every operation.
+passed to it) never changes what is stored. No operation awaits between its first read and its last
+write, so operations never interleave on the event loop: no lock is needed.
 """
 
 from __future__ import annotations
 
-import asyncio
 import bisect
 import builtins
 from collections.abc import Iterable
@@ -66,7 +66,6 @@ class MemoryStore(Store):
         self._summaries: dict[str, _Summary] = {}
         self._records: dict[str, _Records] = {}
         self._wakes: dict[tuple[str, str], str] = {}
-        self._lock = asyncio.Lock()
         self._closed = False
         self._flows: builtins.list[StoredFlow] = []
 
@@ -77,83 +76,77 @@ class MemoryStore(Store):
     # ------------------------------------------------------------------ the document
 
     async def load(self, session_id: str) -> Session | None:
-        async with self._lock:
-            self._check_open("load")
-            text = self._docs.get(session_id)
-            if text is None:
-                return None
-            return self._decode(session_id, text, self._summaries[session_id].revision)
+        self._check_open("load")
+        text = self._docs.get(session_id)
+        if text is None:
+            return None
+        return self._decode(session_id, text, self._summaries[session_id].revision)
 
     async def create(self, session: Session, records: TurnRecords | None = None) -> Session:
         stored, text = self._prepare(session, revision=0, operation="create")
-        async with self._lock:
-            self._check_open("create")
-            if stored.id in self._docs:
-                raise SessionConflict(
-                    stored.id, expected=None, actual=self._summaries[stored.id].revision, operation="create"
-                )
-            rows = self._check_records(stored.id, records)
-            self._put(stored, text)
-            self._write_records(stored.id, records, rows)
+        self._check_open("create")
+        if stored.id in self._docs:
+            raise SessionConflict(
+                stored.id, expected=None, actual=self._summaries[stored.id].revision, operation="create"
+            )
+        rows = self._check_records(stored.id, records)
+        self._put(stored, text)
+        self._write_records(stored.id, records, rows)
         return stored
 
     async def save(
         self, session: Session, expected_revision: int, records: TurnRecords | None = None
     ) -> Session:
         stored, text = self._prepare(session, revision=expected_revision + 1, operation="save")
-        async with self._lock:
-            self._check_open("save")
-            current = self._summaries.get(stored.id)
-            if current is None or current.revision != expected_revision:
-                raise SessionConflict(
-                    stored.id,
-                    expected=expected_revision,
-                    actual=current.revision if current else None,
-                    operation="save",
-                )
-            if current.agent != stored.agent:
-                raise SessionFlowMismatch(stored.id, bound=current.agent, requested=stored.agent)
-            rows = self._check_records(stored.id, records)
-            self._put(stored, text)
-            self._write_records(stored.id, records, rows)
+        self._check_open("save")
+        current = self._summaries.get(stored.id)
+        if current is None or current.revision != expected_revision:
+            raise SessionConflict(
+                stored.id,
+                expected=expected_revision,
+                actual=current.revision if current else None,
+                operation="save",
+            )
+        if current.agent != stored.agent:
+            raise SessionFlowMismatch(stored.id, bound=current.agent, requested=stored.agent)
+        rows = self._check_records(stored.id, records)
+        self._put(stored, text)
+        self._write_records(stored.id, records, rows)
         return stored
 
     async def delete(self, session_id: str, expected_revision: int | None = None) -> None:
-        async with self._lock:
-            self._check_open("delete")
-            current = self._summaries.get(session_id)
-            if expected_revision is not None and (current is None or current.revision != expected_revision):
-                raise SessionConflict(
-                    session_id,
-                    expected=expected_revision,
-                    actual=current.revision if current else None,
-                    operation="delete",
-                )
-            self._drop(session_id)
+        self._check_open("delete")
+        current = self._summaries.get(session_id)
+        if expected_revision is not None and (current is None or current.revision != expected_revision):
+            raise SessionConflict(
+                session_id,
+                expected=expected_revision,
+                actual=current.revision if current else None,
+                operation="delete",
+            )
+        self._drop(session_id)
 
     async def list(
         self, *, agent: str | None = None, status: str | None = None, limit: int = 100
     ) -> builtins.list[SessionSummary]:
-        async with self._lock:
-            self._check_open("list")
-            rows = [
-                s
-                for s in self._summaries.values()
-                if (agent is None or s.agent == agent) and (status is None or s.status == status)
-            ]
+        self._check_open("list")
+        rows = [
+            s
+            for s in self._summaries.values()
+            if (agent is None or s.agent == agent) and (status is None or s.status == status)
+        ]
         rows.sort(key=lambda s: s.id)
         rows.sort(key=lambda s: s.saved_at, reverse=True)
         return [SessionSummary.model_construct(**row._asdict()) for row in rows[:limit]]
 
     async def prune(self, *, older_than: datetime) -> int:
         cutoff = utc(older_than)
-        async with self._lock:
-            self._check_open("prune")
-            doomed = [
-                s.id for s in self._summaries.values() if s.status in ENDED_STATUSES and s.saved_at < cutoff
-            ]
-            for session_id in doomed:
-                self._drop(session_id)
+        self._check_open("prune")
+        doomed = [
+            s.id for s in self._summaries.values() if s.status in ENDED_STATUSES and s.saved_at < cutoff
+        ]
+        for session_id in doomed:
+            self._drop(session_id)
         return len(doomed)
 
     # ------------------------------------------------------------------ records
@@ -161,29 +154,26 @@ class MemoryStore(Store):
     async def transcript(
         self, session_id: str, *, after_seq: int = 0, limit: int | None = None
     ) -> builtins.list[TranscriptMessage]:
-        async with self._lock:
-            self._check_open("transcript")
-            bucket = self._records.get(session_id, _Records())
-            start = bisect.bisect_right(bucket.order, after_seq)
-            seqs = bucket.order[start:] if limit is None else bucket.order[start:start + limit]
-            return messages_from_rows(bucket.messages[seq] for seq in seqs)
+        self._check_open("transcript")
+        bucket = self._records.get(session_id, _Records())
+        start = bisect.bisect_right(bucket.order, after_seq)
+        seqs = bucket.order[start:] if limit is None else bucket.order[start:start + limit]
+        return messages_from_rows(bucket.messages[seq] for seq in seqs)
 
     async def events(self, session_id: str, *, after: int = 0) -> builtins.list[StoredEvent]:
-        async with self._lock:
-            self._check_open("events")
-            rows = self._records.get(session_id, _Records()).events
-            return [event for seq, at, body in rows if seq > after
-                    for event in events_from_row(seq, at, body, after=after)]
+        self._check_open("events")
+        rows = self._records.get(session_id, _Records()).events
+        return [event for seq, at, body in rows if seq > after
+                for event in events_from_row(seq, at, body, after=after)]
 
     async def journal(self, session_id: str, *, run_id: str | None = None) -> builtins.list[JournalEntry]:
-        async with self._lock:
-            self._check_open("journal")
-            entries = self._records.get(session_id, _Records()).journal.items()
-            return [
-                journal_from_row(session_id, key, rid, body)
-                for key, (rid, body, _) in entries
-                if run_id is None or rid == run_id
-            ]
+        self._check_open("journal")
+        entries = self._records.get(session_id, _Records()).journal.items()
+        return [
+            journal_from_row(session_id, key, rid, body)
+            for key, (rid, body, _) in entries
+            if run_id is None or rid == run_id
+        ]
 
     # ------------------------------------------------------------------ wakes
 
@@ -192,57 +182,50 @@ class MemoryStore(Store):
     ) -> builtins.list[Wake]:
         now = utc(now)
         until = now + timedelta(seconds=lease)
-        async with self._lock:
-            self._check_open("due_wakes")
-            wakes = [Wake.model_validate_json(text) for text in self._wakes.values()]
-            due = [w for w in wakes if w.at <= now and (w.leased_until is None or w.leased_until <= now)]
-            due.sort(key=lambda w: (w.at, w.session_id, w.key))
-            claimed = []
-            for wake in due[:limit]:
-                leased = wake.model_copy(update={"leased_until": until, "worker": worker})
-                self._wakes[(wake.session_id, wake.key)] = leased.model_dump_json()
-                claimed.append(leased)
-            return claimed
+        self._check_open("due_wakes")
+        wakes = [Wake.model_validate_json(text) for text in self._wakes.values()]
+        due = [w for w in wakes if w.at <= now and (w.leased_until is None or w.leased_until <= now)]
+        due.sort(key=lambda w: (w.at, w.session_id, w.key))
+        claimed = []
+        for wake in due[:limit]:
+            leased = wake.model_copy(update={"leased_until": until, "worker": worker})
+            self._wakes[(wake.session_id, wake.key)] = leased.model_dump_json()
+            claimed.append(leased)
+        return claimed
 
     async def complete_wake(self, wake: Wake) -> None:
-        async with self._lock:
-            self._check_open("complete_wake")
-            text = self._wakes.get((wake.session_id, wake.key))
-            stored = None if text is None else Wake.model_validate_json(text)
-            if stored is not None and stored.at == utc(wake.at) and stored.worker == wake.worker:
-                del self._wakes[(wake.session_id, wake.key)]
+        self._check_open("complete_wake")
+        text = self._wakes.get((wake.session_id, wake.key))
+        stored = None if text is None else Wake.model_validate_json(text)
+        if stored is not None and stored.at == utc(wake.at) and stored.worker == wake.worker:
+            del self._wakes[(wake.session_id, wake.key)]
 
     async def pending_wakes(self, session_id: str | None = None) -> builtins.list[Wake]:
-        async with self._lock:
-            self._check_open("pending_wakes")
-            wakes = [
-                Wake.model_validate_json(text)
-                for (sid, _), text in self._wakes.items()
-                if session_id is None or sid == session_id
-            ]
+        self._check_open("pending_wakes")
+        wakes = [
+            Wake.model_validate_json(text)
+            for (sid, _), text in self._wakes.items()
+            if session_id is None or sid == session_id
+        ]
         wakes.sort(key=lambda w: (w.at, w.session_id, w.key))
         return wakes
 
     async def put_flows(self, agent: str, bundle: Iterable[FlowVersion]) -> None:
-        async with self._lock:
-            self._check_open("put_flows")
-            self._flows = memory_put(self._flows, agent, builtins.list(bundle), self.now())
+        self._check_open("put_flows")
+        self._flows = memory_put(self._flows, agent, builtins.list(bundle), self.now())
 
     async def active_flows(self, agent: str) -> builtins.list[StoredFlow]:
-        async with self._lock:
-            self._check_open("active_flows")
-            return [r for r in self._flows if r.agent == agent and r.status == "active"]
+        self._check_open("active_flows")
+        return [r for r in self._flows if r.agent == agent and r.status == "active"]
 
     async def superseded_flows(self, agent: str) -> builtins.list[StoredFlow]:
-        async with self._lock:
-            self._check_open("superseded_flows")
-            return [r for r in self._flows if r.agent == agent and r.status == "superseded"]
+        self._check_open("superseded_flows")
+        return [r for r in self._flows if r.agent == agent and r.status == "superseded"]
 
     async def close(self) -> None:
-        async with self._lock:
-            self._closed = True
+        self._closed = True
 
-    # ------------------------------------------------------------------ internals (lock held)
+    # ------------------------------------------------------------------ internals
 
     def _put(self, stored: Session, text: str) -> None:
         assert stored.saved_at is not None

@@ -10,12 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-from tether.errors import WorkflowExpressionError, WorkflowOperationError
+from tether.errors import WorkflowOperationError
 from tether.executors.provenance import ObtainedBy, Origin
 from tether.workflow._answers import check_answer, coerce_input_schema
 from tether.workflow._contract import GateRun
-from tether.workflow._derive import contract_problem, origins_of, scope
-from tether.workflow._expr import Wait
+from tether.workflow._derive import contract_problem, origins_of, select_route
 from tether.workflow._graph import WorkflowGraph
 from tether.workflow._state import Approval, Attempt, InputRequest, NodeOutput, WorkflowSnapshot
 
@@ -32,6 +31,8 @@ __all__ = [
     "request_approval",
     "request_input",
     "retry_node",
+    "retryable",
+    "run_ended",
     "set_autonomous",
     "settle_router",
     "start_node",
@@ -106,29 +107,20 @@ def park(node_id: str, approval: Approval, *, output: NodeOutput | None = None,
 def settle_router(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: str) -> Change | None:
     """The change settling router ``node_id``, or ``None`` while it is undecidable.
 
-    Routes are tried in authored order; the first whose ``when`` holds (or the ``default``) wins.
-    A route reading an unfinished producer makes the router wait; no match leaves it available.
-    Raises :class:`WorkflowExpressionError` when a route fails to evaluate.
+    Routes are tried in authored order; the first whose ``when`` holds (or the ``default``) wins
+    (:func:`~tether.workflow._derive.select_route`). A route reading an unfinished producer makes
+    the router wait; no match leaves it available and unsettled (seed 001), with the reason in its
+    ``failed_conditions``. Raises :class:`WorkflowExpressionError` when a route fails to evaluate.
     """
-    view = scope(graph, snapshot)
-    origins: list[Origin] = []
-    for route in graph.routes[node_id]:
-        if route.when is not None:
-            value = route.when.evaluate(view, node=node_id)
-            if isinstance(value, Wait):
-                return None
-            if not isinstance(value, bool):
-                raise WorkflowExpressionError(
-                    f"route {route.when.source!r} of router {node_id!r} must be true or false, got {value!r}",
-                    node=node_id)
-            origins += origins_of(route.when, snapshot)
-            if not value:
-                continue
-        selected = [route.target] if route.target is not None else []
-        output = NodeOutput(fields={"target": route.target}, selected=selected)
-        return complete_node(node_id, output, obtained_by="runtime",
-                             input_origins={"when": tuple(origins or [Origin(kind="literal")])})
-    return None
+    choice = select_route(graph, snapshot, node_id)
+    if not isinstance(choice, int):
+        return None
+    taken = graph.routes[node_id][: choice + 1]
+    origins = [origin for route in taken if route.when is not None for origin in origins_of(route.when, snapshot)]
+    target = taken[-1].target
+    output = NodeOutput(fields={"target": target}, selected=[target] if target is not None else [])
+    return complete_node(node_id, output, obtained_by="runtime",
+                         input_origins={"when": tuple(origins or [Origin(kind="literal")])})
 
 
 def apply_approval(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: str, decision: Decision, *,
@@ -262,19 +254,48 @@ def apply_input(snapshot: WorkflowSnapshot, node_id: str, response: Any, provide
     return change
 
 
+def _retry_refusal(snapshot: WorkflowSnapshot, node_id: str) -> WorkflowOperationError | None:
+    """Why :func:`retry_node` refuses ``node_id`` (``None``: it can be retried)."""
+    state = snapshot.nodes[node_id]
+    if state.status != "failed":
+        return _refuse(f"node {node_id!r} is {state.status}; only a failed node can be retried", "node-not-retryable",
+                       node_id)
+    if state.approval is not None and state.approval.kind == "check" and state.approval.decision == "rejected":
+        return _refuse(f"node {node_id!r}: a rejected escalation is terminal (seed 001: no way back to available)",
+                       "node-not-retryable", node_id)
+    if snapshot.status == "cancelled":
+        return _refuse("the run was cancelled", "run-cancelled", node_id)
+    return None
+
+
+def retryable(snapshot: WorkflowSnapshot) -> list[str]:
+    """The failed nodes :func:`retry_node` would take, in definition order."""
+    return [node_id for node_id in snapshot.nodes if _retry_refusal(snapshot, node_id) is None]
+
+
+def run_ended(snapshot: WorkflowSnapshot) -> bool:
+    """Whether the run has ended: no operation can move it on any more.
+
+    ``complete`` and ``cancelled`` runs have ended. A ``blocked`` run has no failed node, no
+    pending approval or input and no available work, so no host or agent operation moves it (only
+    a cancel, which ends it too). A ``failed`` run is still open while one of its failed nodes can
+    be retried (seed 001's ``retryNode``: a failed node goes back to admission); it has ended when
+    every failed node is terminal (a check whose escalation a human rejected). A ``running`` or
+    ``waiting`` run is open. (A changed definition cannot open an ended run again: a run is pinned
+    to the digest of its definition, and ``WorkflowRun.load`` refuses any other.)
+    """
+    if snapshot.status == "failed":
+        return not retryable(snapshot)
+    return snapshot.status in ("complete", "cancelled", "blocked")
+
+
 def retry_node(snapshot: WorkflowSnapshot, node_id: str) -> Change:
     """Return a failed node to admission under a new generation (a skipped node, and a check whose
     escalation a human rejected, are not retryable)."""
     _known(snapshot, node_id)
-    state = snapshot.nodes[node_id]
-    if state.status != "failed":
-        raise _refuse(f"node {node_id!r} is {state.status}; only a failed node can be retried", "node-not-retryable",
-                      node_id)
-    if state.approval is not None and state.approval.kind == "check" and state.approval.decision == "rejected":
-        raise _refuse(f"node {node_id!r}: a rejected escalation is terminal (seed 001: no way back to available)",
-                      "node-not-retryable", node_id)
-    if snapshot.status == "cancelled":
-        raise _refuse("the run was cancelled", "run-cancelled", node_id)
+    refusal = _retry_refusal(snapshot, node_id)
+    if refusal is not None:
+        raise refusal
 
     def change(snap: WorkflowSnapshot) -> None:
         node = snap.nodes[node_id]

@@ -3,45 +3,80 @@
 A run is saved as one session document (``id`` = run id, ``agent`` = ``workflow:<workflow id>``,
 ``metadata.kind = "workflow"``) whose ``data.workflow_run`` holds the snapshot. That reuses every
 store as it is (memory, SQLite, PostgreSQL): compare-and-swap on ``revision``, events written in
-the same transaction, listing and pruning. The session ``status`` follows the run: ``completed``
-once the run completes, ``aborted`` once it is cancelled, ``running`` otherwise; the document's
+the same transaction, listing and pruning. The session ``status`` follows the run
+(:func:`document_status`): ``completed`` once the run completes, ``aborted`` once it ended any
+other way (cancelled, blocked, or failed with no node left to retry), ``running`` while it is
+open, so ``Store.prune`` and every check of a live status treat an ended run as ended. A document
+saved before that rule stored a blocked or failed run as ``running``: it loads as it is, and
+its run's own status says what it is (``tether sessions list`` shows both). The document's
 ``usage`` is the run's (``model_calls`` and its token counts), so ``tether sessions show`` says
-what the run cost.
+what the run cost. ``metadata.launch`` says how the run was started (``tether workflow run`` writes
+the workflow ``file`` and the ``workspace``), so ``tether workflow runs`` can print the command that
+resumes it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from tether.durable.entries import JournalEntry
-from tether.engine.session import Session, SessionUsage
+from tether.engine.session import Session, SessionStatus, SessionUsage
 from tether.errors import SessionFlowInvariant
 from tether.stores.base import Store
 from tether.stores.records import TurnRecords
-from tether.workflow import WorkflowSnapshot
+from tether.workflow import WorkflowSnapshot, ops
 
-__all__ = ["WORKFLOW_AGENT_PREFIX", "SnapshotStore"]
+__all__ = ["WORKFLOW_AGENT_PREFIX", "SnapshotStore", "document_status", "stored_run"]
 
 WORKFLOW_AGENT_PREFIX = "workflow:"
 _KEY = "workflow_run"
 
 
-class SnapshotStore:
-    """Loads and saves workflow snapshots in a :class:`~tether.stores.Store` with CAS."""
+def document_status(snapshot: WorkflowSnapshot) -> SessionStatus:
+    """The status of the document that stores ``snapshot``: ``completed`` for a complete run,
+    ``aborted`` for a run that ended otherwise (:func:`tether.workflow.ops.run_ended`: it stopped
+    short of its end, so it did not complete), ``running`` while the run is open (a failed run
+    whose failed node can still be retried is open)."""
+    if snapshot.status == "complete":
+        return "completed"
+    return "aborted" if ops.run_ended(snapshot) else "running"
 
-    def __init__(self, store: Store) -> None:
+
+def stored_run(document: Session) -> WorkflowSnapshot | None:
+    """The workflow run ``document`` stores, or ``None`` when it is not a workflow run."""
+    raw = document.data.get(_KEY)
+    if not document.agent.startswith(WORKFLOW_AGENT_PREFIX) or not isinstance(raw, dict):
+        return None
+    return WorkflowSnapshot.model_validate(raw)
+
+
+class SnapshotStore:
+    """Loads and saves workflow snapshots in a :class:`~tether.stores.Store` with CAS.
+
+    ``launch`` (for example ``{"file": ..., "workspace": ...}``) is written to the document's
+    ``metadata.launch`` on every save; without it, a loaded run keeps the one it was stored with.
+    """
+
+    def __init__(self, store: Store, *, launch: Mapping[str, str] | None = None) -> None:
         self.store = store
+        self.launch = dict(launch) if launch else None
         self._created: dict[str, datetime] = {}
+        self._launched: dict[str, Any] = {}
 
     def _document(self, snapshot: WorkflowSnapshot, revision: int) -> Session:
-        status = {"complete": "completed", "cancelled": "aborted"}.get(snapshot.status, "running")
+        metadata: dict[str, Any] = {"kind": "workflow", "workflow": snapshot.workflow_id,
+                                    "version": snapshot.workflow_version}
+        launch = self.launch if self.launch is not None else self._launched.get(snapshot.run_id)
+        if launch:
+            metadata["launch"] = launch
         return Session(
             id=snapshot.run_id, revision=revision, agent=f"{WORKFLOW_AGENT_PREFIX}{snapshot.workflow_id}",
-            status=status, created_at=self._created.setdefault(snapshot.run_id, self.store.now()),
+            status=document_status(snapshot),
+            created_at=self._created.setdefault(snapshot.run_id, self.store.now()),
             data={_KEY: snapshot.model_dump(mode="json", by_alias=True)},
-            usage=_usage(snapshot),
-            metadata={"kind": "workflow", "workflow": snapshot.workflow_id, "version": snapshot.workflow_version},
+            usage=_usage(snapshot), metadata=metadata,
         )
 
     def _records(self, events: list[dict[str, Any]], journal: list[dict[str, Any]], revision: int) -> TurnRecords:
@@ -73,12 +108,14 @@ class SnapshotStore:
         document = await self.store.load(run_id)
         if document is None:
             return None
-        self._created[run_id] = document.created_at
-        raw = document.data.get(_KEY)
-        if not document.agent.startswith(WORKFLOW_AGENT_PREFIX) or not isinstance(raw, dict):
+        snapshot = stored_run(document)
+        if snapshot is None:
             raise SessionFlowInvariant(f"session {run_id!r} is not a workflow run", operation="load",
                                        session_id=run_id)
-        return WorkflowSnapshot.model_validate(raw), document.revision
+        self._created[run_id] = document.created_at
+        if "launch" in document.metadata:
+            self._launched[run_id] = document.metadata["launch"]
+        return snapshot, document.revision
 
 
 def _usage(snapshot: WorkflowSnapshot) -> SessionUsage:
