@@ -137,3 +137,74 @@ def test_a_failed_run_stays_open_and_its_resume_command_retries_the_failed_node(
     resumed = tether(*command.split()[1:])
     assert resumed.code == 0 and f"run {run_id} complete" in resumed.out, resumed.out + resumed.err
     assert _status(tether("sessions", "list", "--db", db).out, run_id) == "completed"
+
+
+UNMATCHED = """\
+schemaVersion: 2
+id: routed
+version: "1"
+name: Routed
+input: {tier: min}
+nodes:
+  - {id: r, label: R, description: by tier, run: {kind: router, routes: [{when: "input.tier == 'max'", target: a}]}}
+  - {id: a, label: A, description: the max branch, run: {kind: function, command: "true"}}
+  - {id: w, label: W, description: agent work, run: {kind: agent, instruction: write it}}
+edges:
+  - {id: ra, source: r, target: a, type: flow}
+  - {id: aw, source: a, target: w, type: flow}
+"""
+
+
+def test_a_router_that_matches_no_route_blocks_the_run_and_the_commands_say_why(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    (tmp_path / "routed.yaml").write_text(UNMATCHED)
+    done = tether("workflow", "run", tmp_path / "routed.yaml", "--db", db, "--workspace", tmp_path)
+    found = re.search(r"run (\S+) blocked", done.out)
+    assert done.code == 1 and found, done.out + done.err
+    assert "needs agent work" not in done.out, done.out  # the router is not agent work, w never became available
+    said = " ".join(done.out.split())  # the table may wrap; the last line may not
+    assert (f"run {found.group(1)} blocked: r: router 'r' matched no route and has no default: "
+            """input.tier == 'max' is false (input = {"tier": "min"})""") in said, done.out
+
+    runs = tether("workflow", "runs", "--db", db).out
+    row = next(line for line in runs.splitlines() if f"│ {found.group(1)} " in line)
+    assert "│ blocked " in row and "blocked at r: router 'r' matched no route" in row, runs
+    assert "--run" not in runs  # nothing moves it: no resume command
+
+
+def test_waits_on_never_calls_a_router_that_matched_no_route_agent_work() -> None:
+    from tether.cli._workflow_runs import waits_on
+
+    routed = _workflow("routed", [
+        _node("r", {"kind": "router", "routes": [{"when": "input.n > 10", "target": "a"}]}),
+        _node("a", {"kind": "function", "command": "true"}), _node("w", {"kind": "agent", "instruction": "write"})],
+        (("r", "a"),), input={"n": 1})
+    run = WorkflowRun(routed)
+    asyncio.run(run.drain())
+    assert run.status == "waiting"
+    assert waits_on(run.snapshot) == "agent work at w (needs --model or TETHER_MODEL)"
+
+
+def test_resuming_a_run_with_its_file_changed_is_a_one_line_error_naming_both_digests(tmp_path: Path) -> None:
+    from tether.workflow import load_workflow
+
+    db, path = tmp_path / "runs.db", tmp_path / "flaky.yaml"
+    path.write_text(FLAKY)
+    done = tether("workflow", "run", path, "--db", db, "--workspace", tmp_path)
+    found = re.search(r"run (\S+) failed", done.out)
+    assert done.code == 1 and found, done.out + done.err
+    run_id = found.group(1)
+
+    path.write_text(FLAKY.replace("never runs", "never runs either"))
+    before, after = load_workflow(FLAKY).digest, load_workflow(path.read_text()).digest
+    refused = tether("workflow", "run", path, "--run", run_id, "--db", db, "--workspace", tmp_path, "--retry", "a")
+    assert refused.code == 1 and refused.out == "", refused.out
+    assert refused.err.strip() == (
+        f"error: run {run_id!r} of workflow 'fails' was started with definition {before}, not {after} (the "
+        "definition given now): a run is pinned to the definition it started with. Resume it with that "
+        "definition, or start a new run of the changed one"), refused.err
+
+    path.write_text(FLAKY)
+    (tmp_path / "ready").touch()
+    resumed = tether("workflow", "run", path, "--run", run_id, "--db", db, "--workspace", tmp_path, "--retry", "a")
+    assert resumed.code == 0 and f"run {run_id} complete" in resumed.out, resumed.out + resumed.err

@@ -21,6 +21,16 @@ from tether.stores import SQLiteStore
 from tether.testing import FakeClock
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """schemathesis makes one test per API operation, each named ``test[GET /path]``, but under
+    pytest 9 they all share the bare function's node id; pytest-xdist schedules by node id and would
+    run only one of them. Each gets the node id its name says."""
+    for item in items:
+        label = getattr(item, "operation_label", None)
+        if label and type(item).__name__ == "SchemathesisFunction" and not item.nodeid.endswith("]"):
+            item._id = item.parent.id.child(item.name)  # type: ignore[attr-defined,union-attr]
+
+
 @pytest.fixture
 def refunds() -> list[int]:
     return []

@@ -40,7 +40,8 @@ def tether_serve(app: Path, store: Path, env: dict[str, str]) -> Iterator[str]:
     assert process.stderr is not None
     stderr = process.stderr
     lines: Queue[str] = Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in stderr], daemon=True).start()
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in stderr], daemon=True)
+    reader.start()
     seen: list[str] = []
     try:
         while True:
@@ -56,4 +57,6 @@ def tether_serve(app: Path, store: Path, env: dict[str, str]) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=30)
-        stderr.close()
+        reader.join(timeout=10)  # it reads to the end of the pipe: closing under it would raise in the thread
+        if not reader.is_alive():
+            stderr.close()

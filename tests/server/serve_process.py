@@ -44,7 +44,8 @@ def tether_serve(args: list[str], *, cwd: Path, env: dict[str, str] | None = Non
     queue: Queue[str] = Queue()
     assert process.stderr is not None
     stderr = process.stderr
-    threading.Thread(target=lambda: [queue.put(line) for line in stderr], daemon=True).start()
+    reader = threading.Thread(target=lambda: [queue.put(line) for line in stderr], daemon=True)
+    reader.start()
     lines: list[str] = []
 
     def drain() -> None:
@@ -70,5 +71,7 @@ def tether_serve(args: list[str], *, cwd: Path, env: dict[str, str] | None = Non
     finally:
         process.terminate()
         process.wait(timeout=60)
+        reader.join(timeout=10)  # it reads to the end of the pipe: closing under it would raise in the thread
         drain()
-        stderr.close()
+        if not reader.is_alive():
+            stderr.close()

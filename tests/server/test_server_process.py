@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import threading
 import time
 import uuid
 from collections import Counter
@@ -63,8 +64,19 @@ def test_workers_refuse_a_memory_store(tmp_path: Path) -> None:
     assert done.returncode == 2 and "--workers needs a store the processes share" in done.stderr
 
 
+@pytest.fixture(scope="session")
+def _dropping() -> Iterator[list[threading.Thread]]:
+    """Databases being dropped: awaited when the session ends (a DROP DATABASE waits for a
+    checkpoint, seconds the tests after it need not wait)."""
+    threads: list[threading.Thread] = []
+    yield threads
+    for thread in threads:
+        thread.join(timeout=120)
+        assert not thread.is_alive(), "a test database was still being dropped after 120 s"
+
+
 @pytest.fixture
-def fresh_database() -> Iterator[str]:
+def fresh_database(_dropping: list[threading.Thread]) -> Iterator[str]:
     """The URL of a new PostgreSQL database, dropped afterwards."""
     import psycopg
 
@@ -72,11 +84,16 @@ def fresh_database() -> Iterator[str]:
     name = f"tether_wakes_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
+
+    def drop() -> None:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
     try:
         yield url.rsplit("/", 1)[0] + "/" + name
     finally:
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        _dropping.append(threading.Thread(target=drop, name=f"drop {name}"))
+        _dropping[-1].start()
 
 
 @pytest.mark.postgres

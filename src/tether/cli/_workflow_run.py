@@ -17,6 +17,7 @@ from rich.table import Table
 from tether.cli._chat import pick_model
 from tether.cli._output import CliError, fail, one_line, stdout_console
 from tether.cli._workflow_prompts import ask_answer
+from tether.cli._workflow_runs import stuck
 from tether.errors import TetherError, WorkflowDefinitionError, WorkflowOperationError
 from tether.models import resolve_model
 from tether.models.types import Model, ModelResponse, ToolCall
@@ -275,7 +276,7 @@ def _report(run: WorkflowRun, console: Console, *, has_model: bool) -> int:
     if snapshot.status == "waiting" or (snapshot.status == "running" and not has_model):
         # without a model, an agent node the answer to its input request set running again is agent work too
         agents = [n for n, s in snapshot.nodes.items()
-                  if s.status == "available" or (s.status == "running" and n in run.agent_nodes)]
+                  if s.status in ("available", "running") and n in run.agent_nodes]
         if agents and _pending_approval(run) is None and _pending_input(run) is None:
             console.print(f"run {snapshot.run_id} needs agent work at {', '.join(agents)}: set TETHER_MODEL, "
                           "--model or --script to run it")
@@ -283,7 +284,9 @@ def _report(run: WorkflowRun, console: Console, *, has_model: bool) -> int:
     if snapshot.status == "waiting":
         console.print(f"run {snapshot.run_id} is parked; resume with: --run {snapshot.run_id}")
         return 0
-    console.print(f"run {snapshot.run_id} {snapshot.status}")
+    held = stuck(snapshot) if snapshot.status == "blocked" else []
+    console.print(f"run {snapshot.run_id} {snapshot.status}" + (f": {'; '.join(held)}" if held else ""),
+                  markup=False, highlight=False)
     return 1
 
 

@@ -25,7 +25,7 @@ from tether.workflow import WorkflowSnapshot, ops
 from tether.workflow._state import RunStatus
 from tether.workflow_host._store import WORKFLOW_AGENT_PREFIX, stored_run
 
-__all__ = ["RUN_STATUSES", "db_argument", "list_runs", "run_lines", "waits_on"]
+__all__ = ["RUN_STATUSES", "db_argument", "list_runs", "run_lines", "stuck", "waits_on"]
 
 RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
 _ENDED = ("complete", "cancelled")
@@ -44,6 +44,28 @@ def _at(snapshot: WorkflowSnapshot, status: str) -> list[str]:
     return [node_id for node_id, state in snapshot.nodes.items() if state.status == status]
 
 
+def _movable(snapshot: WorkflowSnapshot) -> list[str]:
+    """The available nodes nothing holds (a router that matched no route, or a node waiting on a
+    producer, is available but cannot move: see :func:`stuck`)."""
+    return [node_id for node_id, state in snapshot.nodes.items()
+            if state.status == "available" and not (state.blocked_by or state.failed_conditions)]
+
+
+def stuck(snapshot: WorkflowSnapshot, short: bool = False) -> list[str]:
+    """``node: why`` for each node that cannot move and says why: a false guard, a router that
+    matched no route and has no default, an available node waiting on a producer."""
+    text = _short if short else one_line
+    found: list[str] = []
+    for node_id, state in snapshot.nodes.items():
+        if state.status not in ("pending", "available"):
+            continue
+        if state.failed_conditions:
+            found.append(f"{node_id}: {text('; '.join(state.failed_conditions))}")
+        elif state.status == "available" and state.blocked_by:
+            found.append(f"{node_id}: waits for {', '.join(state.blocked_by)}")
+    return found
+
+
 def waits_on(snapshot: WorkflowSnapshot) -> str:
     """What the run waits on: its pending approvals and input requests, else the agent work left,
     the nodes running or failed, what blocks it, or ``-`` once it has ended."""
@@ -59,20 +81,19 @@ def waits_on(snapshot: WorkflowSnapshot) -> str:
     if snapshot.status in _ENDED:
         return "-"
     if snapshot.status == "waiting":  # only agent nodes are left available (the run's roll-up)
-        return f"agent work at {', '.join(_at(snapshot, 'available'))} (needs --model or TETHER_MODEL)"
+        return f"agent work at {', '.join(_movable(snapshot))} (needs --model or TETHER_MODEL)"
     if snapshot.status == "running":
         running = _at(snapshot, "running")
         answered = {stimulus.get("node") for stimulus in snapshot.stimuli}  # the agent's next turn starts with them
         if running and all(node_id in answered for node_id in running):
             return f"agent work at {', '.join(running)} (needs --model or TETHER_MODEL)"
-        return f"running at {', '.join(running or _at(snapshot, 'available'))} (resume to continue)"
+        return f"running at {', '.join(running or _movable(snapshot))} (resume to continue)"
     failed = [f"failed at {node_id}: {_short(snapshot.nodes[node_id].error or 'no error recorded')}"
               for node_id in _at(snapshot, "failed")]
     if failed:
         return "; ".join(failed)
-    guarded = [f"{node_id}: {_short('; '.join(state.failed_conditions))}"
-               for node_id, state in snapshot.nodes.items() if state.status == "pending" and state.failed_conditions]
-    return f"blocked at {'; '.join(guarded)}" if guarded else "nothing it can run"
+    held = stuck(snapshot, short=True)
+    return f"blocked at {'; '.join(held)}" if held else "nothing it can run"
 
 
 def db_argument(db: str) -> str:

@@ -15,25 +15,36 @@ Admission of a node that is neither settled nor in progress:
    waits, a false guard is reported in ``failed_conditions`` (apart from ``blocked_by``), a
    guard reading a skipped producer is an ``expression_error`` the host fails the node with;
 5. otherwise it is ``available``.
+
+An available node the runtime owns (router, function, check, subprompt, sub-flow) may still be
+unable to move (:func:`_diagnose`): a route, binding or instruction reading a producer that has not
+completed waits for it (``blocked_by`` names the producer), and a router whose routes are all false
+and that has no ``default`` never settles (seed 001 keeps it unsettled; ``failed_conditions`` says
+which routes were false and what they read). Neither is work for the run's roll-up: a run left with
+only such nodes is ``waiting`` (agent work), ``failed`` (a failed node) or ``blocked``, never
+``running``.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from jsonschema import Draft202012Validator
 
 from tether.errors import WorkflowExpressionError
 from tether.executors.provenance import Binding, Origin
-from tether.workflow._contract import AgentRun
+from tether.workflow._contract import AgentRun, GateRun, RouterRun, SubpromptRun
 from tether.workflow._expr import Expression, Template, Wait
 from tether.workflow._graph import WorkflowGraph
 from tether.workflow._state import SETTLED, NodeState, RunStatus, WorkflowSnapshot
 
 __all__ = [
     "ACTIVE",
+    "Unmatched",
     "clone_snapshot",
     "contract_problem",
     "derive",
@@ -42,6 +53,7 @@ __all__ = [
     "origins_of",
     "resolve_bindings",
     "scope",
+    "select_route",
 ]
 
 ACTIVE = frozenset({"running", "awaiting_approval", "awaiting_input"})
@@ -57,7 +69,8 @@ def new_snapshot(graph: WorkflowGraph, run_id: str, run_input: dict[str, Any] | 
             f"workflow {graph.id!r} declares no input {', '.join(map(repr, unknown))} "
             f"(declared: {', '.join(graph.workflow.input) or 'none'})", code="unknown-input")
     snapshot = WorkflowSnapshot(
-        run_id=run_id, workflow_id=graph.id, workflow_version=graph.workflow.version, autonomous=autonomous,
+        run_id=run_id, workflow_id=graph.id, workflow_version=graph.workflow.version,
+        workflow_digest=graph.digest, autonomous=autonomous,
         input={**graph.workflow.input, **(run_input or {})}, nodes={node_id: NodeState() for node_id in graph.order},
     )
     derive(graph, snapshot)
@@ -132,6 +145,91 @@ def _admit(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: str, view:
     state.status = "pending" if blocked else "available"
 
 
+@dataclass(frozen=True)
+class Unmatched:
+    """No route of a router holds and it has no ``default``: ``reason`` names the router, the
+    false routes and the values they read. Final: every producer a false route read has
+    completed, so the routes can never change their answer."""
+
+    reason: str
+
+
+def select_route(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: str,
+                 view: dict[str, Any] | None = None) -> int | Wait | Unmatched:
+    """The index of the route router ``node_id`` takes (routes in authored order, the first whose
+    ``when`` holds, or the ``default``); :class:`Wait` while a route reads an unfinished producer;
+    :class:`Unmatched` when no route holds and there is no default.
+
+    Raises :class:`WorkflowExpressionError` when a route fails to evaluate or is not a boolean.
+    """
+    view = scope(graph, snapshot) if view is None else view
+    routes = graph.routes[node_id]
+    for index, route in enumerate(routes):
+        if route.when is None:
+            return index
+        value = route.when.evaluate(view, node=node_id)
+        if isinstance(value, Wait):
+            return value
+        if not isinstance(value, bool):
+            raise WorkflowExpressionError(
+                f"route {route.when.source!r} of router {node_id!r} must be true or false, got {value!r}",
+                node=node_id)
+        if value:
+            return index
+    return Unmatched(_no_route(graph, snapshot, node_id, view))
+
+
+_SEEN = 200  # characters of one value a no-route reason shows
+
+
+def _no_route(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: str, view: dict[str, Any]) -> str:
+    exprs = [route.when for route in graph.routes[node_id] if route.when is not None]
+    sources = [expr.source for expr in exprs]
+    false = (f"{', '.join(sources[:-1])} and {sources[-1]} are false" if len(sources) > 1
+             else f"{sources[0]} is false" if sources else "it has no routes")
+    seen: dict[str, Any] = {}
+    if any(expr.reads_input for expr in exprs):
+        seen["input"] = snapshot.input
+    if any(expr.reads_defaults for expr in exprs):
+        seen["defaults"] = view["defaults"]
+    for producer in sorted({p for expr in exprs for p in expr.reads_nodes}):
+        seen[f"{producer}.output.fields"] = view["nodes"][producer]["output"]["fields"]
+    shown = []
+    for name, value in seen.items():
+        text = json.dumps(value, sort_keys=True, default=str)
+        shown.append(f"{name} = {text if len(text) <= _SEEN else text[: _SEEN - 1] + '…'}")
+    values = f" ({'; '.join(shown)})" if shown else ""
+    return f"router {node_id!r} matched no route and has no default: {false}{values}"
+
+
+def _diagnose(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: str, view: dict[str, Any]) -> None:
+    """Why available node ``node_id``, which the runtime owns, cannot run now (nothing when it
+    can): a producer it reads waits (``blocked_by``), or a router matched no route
+    (``failed_conditions``). An expression that fails is left to the host, which fails the node."""
+    run = graph.nodes[node_id].run
+    state = snapshot.nodes[node_id]
+    if isinstance(run, AgentRun | GateRun):
+        return
+    try:
+        if isinstance(run, RouterRun):
+            choice = select_route(graph, snapshot, node_id, view)
+            if isinstance(choice, Wait):
+                state.blocked_by = [choice.producer]
+            elif isinstance(choice, Unmatched):
+                state.failed_conditions = [choice.reason]
+            return
+        templates = list(graph.bindings[node_id].values())
+        if isinstance(run, SubpromptRun) and node_id in graph.instructions:
+            templates.append(graph.instructions[node_id])  # the host resolves it after the bindings
+        for template in templates:
+            value = template.resolve(view, node=node_id)
+            if isinstance(value, Wait):
+                state.blocked_by = [value.producer]
+                return
+    except WorkflowExpressionError:
+        return
+
+
 def _roll_up(graph: WorkflowGraph, snapshot: WorkflowSnapshot) -> RunStatus:
     if snapshot.status == "cancelled":
         return "cancelled"
@@ -143,11 +241,13 @@ def _roll_up(graph: WorkflowGraph, snapshot: WorkflowSnapshot) -> RunStatus:
     if {"awaiting_approval", "awaiting_input"} & set(statuses.values()):
         return "waiting"
     available = [n for n, s in statuses.items() if s == "available"]
-    if any(not isinstance(graph.nodes[n].run, AgentRun) for n in available):
-        return "running"
+    agents = [n for n in available if isinstance(graph.nodes[n].run, AgentRun)]
+    if any(not (snapshot.nodes[n].blocked_by or snapshot.nodes[n].failed_conditions)
+           for n in available if n not in agents):
+        return "running"  # runtime work the host does next
     if any(snapshot.nodes[n].expression_error for n in statuses):
         return "running"  # the host fails those nodes next
-    if available:
+    if agents:
         return "waiting"  # agent work: the agent's next turn
     return "failed" if "failed" in statuses.values() else "blocked"
 
@@ -171,6 +271,8 @@ def derive(graph: WorkflowGraph, snapshot: WorkflowSnapshot) -> None:
     for node_id in graph.order:
         if snapshot.nodes[node_id].status in _OPEN:
             _admit(graph, snapshot, node_id, view)
+            if snapshot.nodes[node_id].status == "available":
+                _diagnose(graph, snapshot, node_id, view)
     snapshot.status = _roll_up(graph, snapshot)
     snapshot.output = _run_output(graph, snapshot, view) if snapshot.status == "complete" else None
 

@@ -9,9 +9,12 @@ compiled expressions. Every problem is collected and raised at once as
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from tether.errors import DefinitionIssue, WorkflowDefinitionError
 from tether.workflow._answers import form_problems
@@ -63,6 +66,15 @@ class WorkflowGraph:
     def id(self) -> str:
         """The workflow id."""
         return self.workflow.id
+
+    @cached_property
+    def digest(self) -> str:
+        """``sha256:`` of the normalized definition (canonical JSON): the same for the same
+        definition whatever its text (YAML or JSON, comments, key order, v1 or v2 form), different
+        once anything in it changes. A run is pinned to it (``WorkflowSnapshot.workflow_digest``)."""
+        data = self.workflow.model_dump(mode="json", by_alias=True, exclude_none=True)
+        canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 
     def reads(self, node_id: str) -> frozenset[str]:
         """Every node whose output ``node_id``'s guards, bindings or routes read."""

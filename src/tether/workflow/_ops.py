@@ -10,12 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-from tether.errors import WorkflowExpressionError, WorkflowOperationError
+from tether.errors import WorkflowOperationError
 from tether.executors.provenance import ObtainedBy, Origin
 from tether.workflow._answers import check_answer, coerce_input_schema
 from tether.workflow._contract import GateRun
-from tether.workflow._derive import contract_problem, origins_of, scope
-from tether.workflow._expr import Wait
+from tether.workflow._derive import contract_problem, origins_of, select_route
 from tether.workflow._graph import WorkflowGraph
 from tether.workflow._state import Approval, Attempt, InputRequest, NodeOutput, WorkflowSnapshot
 
@@ -108,29 +107,20 @@ def park(node_id: str, approval: Approval, *, output: NodeOutput | None = None,
 def settle_router(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: str) -> Change | None:
     """The change settling router ``node_id``, or ``None`` while it is undecidable.
 
-    Routes are tried in authored order; the first whose ``when`` holds (or the ``default``) wins.
-    A route reading an unfinished producer makes the router wait; no match leaves it available.
-    Raises :class:`WorkflowExpressionError` when a route fails to evaluate.
+    Routes are tried in authored order; the first whose ``when`` holds (or the ``default``) wins
+    (:func:`~tether.workflow._derive.select_route`). A route reading an unfinished producer makes
+    the router wait; no match leaves it available and unsettled (seed 001), with the reason in its
+    ``failed_conditions``. Raises :class:`WorkflowExpressionError` when a route fails to evaluate.
     """
-    view = scope(graph, snapshot)
-    origins: list[Origin] = []
-    for route in graph.routes[node_id]:
-        if route.when is not None:
-            value = route.when.evaluate(view, node=node_id)
-            if isinstance(value, Wait):
-                return None
-            if not isinstance(value, bool):
-                raise WorkflowExpressionError(
-                    f"route {route.when.source!r} of router {node_id!r} must be true or false, got {value!r}",
-                    node=node_id)
-            origins += origins_of(route.when, snapshot)
-            if not value:
-                continue
-        selected = [route.target] if route.target is not None else []
-        output = NodeOutput(fields={"target": route.target}, selected=selected)
-        return complete_node(node_id, output, obtained_by="runtime",
-                             input_origins={"when": tuple(origins or [Origin(kind="literal")])})
-    return None
+    choice = select_route(graph, snapshot, node_id)
+    if not isinstance(choice, int):
+        return None
+    taken = graph.routes[node_id][: choice + 1]
+    origins = [origin for route in taken if route.when is not None for origin in origins_of(route.when, snapshot)]
+    target = taken[-1].target
+    output = NodeOutput(fields={"target": target}, selected=[target] if target is not None else [])
+    return complete_node(node_id, output, obtained_by="runtime",
+                         input_origins={"when": tuple(origins or [Origin(kind="literal")])})
 
 
 def apply_approval(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: str, decision: Decision, *,
@@ -291,8 +281,8 @@ def run_ended(snapshot: WorkflowSnapshot) -> bool:
     a cancel, which ends it too). A ``failed`` run is still open while one of its failed nodes can
     be retried (seed 001's ``retryNode``: a failed node goes back to admission); it has ended when
     every failed node is terminal (a check whose escalation a human rejected). A ``running`` or
-    ``waiting`` run is open. (Loading an ended run under a changed definition derives it afresh,
-    and may open it again: that is a new definition's doing, not an operation of this one.)
+    ``waiting`` run is open. (A changed definition cannot open an ended run again: a run is pinned
+    to the digest of its definition, and ``WorkflowRun.load`` refuses any other.)
     """
     if snapshot.status == "failed":
         return not retryable(snapshot)

@@ -148,6 +148,9 @@ class NodeState(BaseModel):
 class WorkflowSnapshot(BaseModel):
     """The whole state of one workflow run.
 
+    ``workflow_digest`` is the digest of the definition the run was started with
+    (:attr:`~tether.workflow.WorkflowGraph.digest`): the run is pinned to it, and a host refuses to
+    load it under another definition. ``None``: unknown (a run saved before runs were pinned).
     ``stimuli`` are what the agent's next turn starts with (``input_received``,
     ``approval_received``); ``model_calls`` and ``usage`` count every model call the run made
     (subprompts and agent turns, its sub-flow children's included).
@@ -158,6 +161,7 @@ class WorkflowSnapshot(BaseModel):
     run_id: str
     workflow_id: str
     workflow_version: str
+    workflow_digest: str | None = None
     status: RunStatus = "running"
     autonomous: bool = False
     input: dict[str, JsonValue] = Field(default_factory=dict)

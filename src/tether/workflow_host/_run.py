@@ -266,9 +266,12 @@ class WorkflowRun:
 
     async def hydrate(self, snapshot: WorkflowSnapshot | Mapping[str, Any]) -> WorkflowSnapshot:
         """Replace the live state with ``snapshot`` (cloned): in-flight attempts are aborted and
-        discarded, children dropped, and running work returns to admission."""
+        discarded, children dropped, and running work returns to admission. A snapshot of another
+        workflow, or pinned to another definition of this one, is refused and changes nothing
+        (see :meth:`load`)."""
         loaded = WorkflowSnapshot.model_validate(snapshot if isinstance(snapshot, Mapping)
                                                  else snapshot.model_dump(by_alias=True))
+        _check_pinned(loaded, self.graph)
         for abort in self.aborts.values():
             abort.set()
         self.subflows.drop_all()
@@ -288,17 +291,20 @@ class WorkflowRun:
     async def load(cls, store: Store | SnapshotStore, run_id: str, definition: Definition,
                    **options: Any) -> WorkflowRun:
         """A run restored from ``store`` after a restart or crash (cold hydrate): work that was
-        running and never committed returns to admission under a new generation."""
+        running and never committed returns to admission under a new generation.
+
+        ``definition`` must be the one the run was started with: another workflow is refused
+        (``wrong-workflow``), and so is a changed definition of its workflow, whose digest is not
+        the one the run is pinned to (``definition-changed``, naming both digests). A run saved
+        before runs were pinned has no digest and loads under any definition of its workflow.
+        """
         snapshots = SnapshotStore(store) if isinstance(store, Store) else store
         found = await snapshots.load(run_id)
         if found is None:
             raise WorkflowOperationError(f"no workflow run {run_id!r} in the store", code="unknown-run")
         snapshot, revision = found
         graph = _graph(definition)
-        if snapshot.workflow_id != graph.id:
-            raise WorkflowOperationError(
-                f"run {run_id!r} is a run of workflow {snapshot.workflow_id!r}, not {graph.id!r}",
-                code="wrong-workflow")
+        _check_pinned(snapshot, graph)
         derive(graph, snapshot)
         run = cls(graph, store=snapshots, _snapshot=snapshot, _revision=revision, **options)
         if any((state.status == "running" and node_id not in run.agent_nodes)
@@ -436,6 +442,21 @@ class WorkflowRun:
             return True  # stale: cancelled, retried or hydrated while it ran
         await self.apply(*settle_outcome(self.graph, self._snapshot, node_id, generation, request, outcome))
         return True
+
+
+def _check_pinned(snapshot: WorkflowSnapshot, graph: WorkflowGraph) -> None:
+    """Refuse ``snapshot`` under ``graph`` unless it is a run of that workflow and was started
+    with that definition (an unknown digest, from before runs were pinned, is not checked)."""
+    if snapshot.workflow_id != graph.id:
+        raise WorkflowOperationError(
+            f"run {snapshot.run_id!r} is a run of workflow {snapshot.workflow_id!r}, not {graph.id!r}",
+            code="wrong-workflow")
+    if snapshot.workflow_digest is not None and snapshot.workflow_digest != graph.digest:
+        raise WorkflowOperationError(
+            f"run {snapshot.run_id!r} of workflow {graph.id!r} was started with definition "
+            f"{snapshot.workflow_digest}, not {graph.digest} (the definition given now): a run is pinned to the "
+            "definition it started with. Resume it with that definition, or start a new run of the changed one",
+            code="definition-changed")
 
 
 def _events(before: WorkflowSnapshot | None, after: WorkflowSnapshot) -> list[dict[str, Any]]:

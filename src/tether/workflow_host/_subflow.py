@@ -249,4 +249,8 @@ def _ending(snapshot: WorkflowSnapshot) -> str:
         return f"failed at node {node!r}: {error}"
     if snapshot.status == "waiting":
         return "is waiting for agent work and no model is configured"
-    return f"ended {snapshot.status} without completing"
+    held = [f"{n}: {'; '.join(s.failed_conditions)}" if s.failed_conditions else f"{n} waits for {s.blocked_by[0]}"
+            for n, s in snapshot.nodes.items()
+            if (s.status in ("pending", "available") and s.failed_conditions)
+            or (s.status == "available" and s.blocked_by)]
+    return f"ended {snapshot.status} without completing" + (f" ({'; '.join(held)})" if held else "")
