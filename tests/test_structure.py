@@ -24,8 +24,8 @@ ACYCLIC = {
     # reuse confirmation, the fields, the extraction call, the identity text
     "tether.engine.collect", "tether.engine.speak", "tether.engine.prompt_parts", "tether.engine.reuse",
     "tether.engine.collect_fields", "tether.engine.extract", "tether.engine.identity",
-    # the runtime calls the scheduler, which sees it only as a WakeHost
-    "tether.runtime.runtime", "tether.runtime.scheduler",
+    # the runtime calls the request path and the scheduler, which see it only as a RequestHost / WakeHost
+    "tether.runtime.runtime", "tether.runtime.request", "tether.runtime.scheduler",
     # a workflow run calls its drivers (agent turns, sub-flows, subprompts), which see it as a RunHost
     "tether.workflow_host._run", "tether.workflow_host._agent", "tether.workflow_host._subflow",
     "tether.workflow_host._subprompt", "tether.workflow_host._host",

@@ -1,5 +1,5 @@
 """One request's attempt at a turn: its input, and what the attempt has in hand for the abort
-path and the final save (:class:`tether.runtime.Runtime` makes one per try of a request)."""
+path and the final save (:class:`tether.runtime.request.RequestPath` makes one per try of a request)."""
 
 from __future__ import annotations
 
