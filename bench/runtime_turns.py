@@ -11,7 +11,9 @@ Every figure comes with its floor, measured in the same run:
   committed the way the store commits: on a connection the store itself opened (same WAL mode,
   ``synchronous = FULL``, same busy timeout; both printed), in the same directory, one
   ``BEGIN IMMEDIATE`` / small insert / ``COMMIT`` after every SQLite turn, so disk load changes
-  hit the floor and the turns alike;
+  hit the floor and the turns alike; with where the limit is: the hosted turn alone and the
+  hand-off of a call to the store's thread and back (median await minus the call's work), against
+  that commit;
 * the same kinds of turn at turns 197-200 vs turns 1-4: the summed per-turn minimums of each
   window of four (goal: <= 1.1x);
 * PostgreSQL (``TETHER_TEST_POSTGRES_URL``): booking turns per second with 4 worker processes
@@ -95,16 +97,43 @@ async def hosted(make_store: object, conversations: int, turns: int, clock_of: C
     return out
 
 
-def counted(store: SQLiteStore, calls: list[str]) -> SQLiteStore:
-    """``store`` with every call on its worker thread noted in ``calls`` (the thread hops)."""
-    call = store._call
+class Calls:
+    """The calls a ``SQLiteStore`` made on its worker thread: each call's operation, the time its
+    caller awaited it and the time its work took on the thread (the difference is the hand-off:
+    waking the thread, then waking the event loop with the result)."""
 
-    async def counting(operation: str, session_id: str | None, fn: Callable[[Any], Any]) -> Any:
-        calls.append(operation)
-        return await call(operation, session_id, fn)
+    def __init__(self) -> None:
+        self.operations: list[str] = []
+        self.awaited: list[float] = []
+        self.worked: list[float] = []
 
-    store._call = counting  # type: ignore[method-assign]
-    return store
+    def count(self, store: SQLiteStore) -> SQLiteStore:
+        """``store`` with every call on its worker thread noted here."""
+        call = store._call
+
+        async def counting(operation: str, session_id: str | None, fn: Callable[[Any], Any]) -> Any:
+            took: list[float] = []
+
+            def timed(conn: Any) -> Any:
+                started = time.perf_counter()
+                try:
+                    return fn(conn)
+                finally:
+                    took.append((time.perf_counter() - started) * 1000)
+
+            started = time.perf_counter()
+            result = await call(operation, session_id, timed)
+            self.awaited.append((time.perf_counter() - started) * 1000)
+            self.worked.append(took[0])
+            self.operations.append(operation)
+            return result
+
+        store._call = counting  # type: ignore[method-assign]
+        return store
+
+    def handoff(self) -> float:
+        """The median hand-off of a call (ms)."""
+        return statistics.median(a - w for a, w in zip(self.awaited, self.worked, strict=True))
 
 
 class CommitFloor:
@@ -154,8 +183,8 @@ async def main(conversations: int, turns: int, pg_rounds: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         commits = CommitFloor(directory)
-        calls: list[str] = []
-        sqlite = await hosted(lambda c: counted(SQLiteStore(directory / f"bench{c}.db"), calls), conversations, turns,
+        calls = Calls()
+        sqlite = await hosted(lambda c: calls.count(SQLiteStore(directory / f"bench{c}.db")), conversations, turns,
                               after_turn=commits.commit)
         settings = commits.settings()
         await commits.store.close()
@@ -169,8 +198,14 @@ async def main(conversations: int, turns: int, pg_rounds: int) -> None:
     rows.append(("Runtime + SQLiteStore", f"{sqlite_ms:.3f} ms", f"{sqlite_ms / commit:.2f}x commit (goal <= 3)"))
     store_ms = sqlite_ms - per_turn(memory_wall)
     rows.append(("  of which the store (SQLite - memory)", f"{store_ms:.3f} ms",
-                 f"{store_ms / commit:.2f}x commit; {len(calls) / (conversations * turns):.2f} worker calls per turn "
-                 f"(a collect turn: 2, the take with the load and the save with the release)"))
+                 f"{store_ms / commit:.2f}x commit; {len(calls.operations) / (conversations * turns):.2f} worker calls "
+                 f"per turn (a collect turn: 2, the take with the load and the save with the release)"))
+    handoff, hosted_ms = calls.handoff(), per_turn(memory_wall)
+    rows.append(("  where the limit is", "",
+                 f"the hosted turn alone is {hosted_ms / commit:.2f}x commit ({hosted_ms:.3f} ms); a call's hand-off "
+                 f"to the store's thread and back is {handoff:.3f} ms (median: await minus work), so a collect turn's "
+                 f"two calls and one flushed commit put it at {(hosted_ms + 2 * handoff + commit) / commit:.2f}x "
+                 f"commit before any statement runs"))
     last = turns - 3
     for name, timings in (("pure", floor), ("memory", memory), ("sqlite", sqlite)):
         a, b = window(timings, 1, 4), window(timings, last, turns)

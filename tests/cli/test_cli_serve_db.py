@@ -22,3 +22,20 @@ def test_serve_reads_the_store_from_db_and_from_store(option: str, tmp_path: Pat
     done = tether("serve", SUPPORT, option, "memory:", "--workers", "2", cwd=tmp_path)
     assert done.code == 2, done.out + done.err
     assert "--workers needs a store the processes share (a SQLite file or PostgreSQL), not memory:" in done.err
+
+
+def test_serve_takes_the_flow_refresh_interval_for_every_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tether.cli import _serve
+
+    done = tether("serve", "--help", env={"COLUMNS": "200"})
+    assert re.search(r"--flow-refresh\s+<float range> \[x>=0.0\]\s+seconds between reads of the stored flow versions",
+                     done.out), done.out
+    refused = tether("serve", SUPPORT, "--flow-refresh", "-1")
+    assert refused.code == 2 and "--flow-refresh" in refused.err
+    assert _serve._app(str(SUPPORT), "memory:", 0.25).state.flow_refresh.interval == 0.25  # one process
+    monkeypatch.setenv(_serve.APP_ENV, str(SUPPORT))  # a --workers process reads what tether serve set
+    monkeypatch.setenv(_serve.STORE_ENV, "memory:")
+    monkeypatch.setenv(_serve.REFRESH_ENV, "0")
+    assert _serve.worker_app().state.flow_refresh.interval == 0
+    monkeypatch.delenv(_serve.REFRESH_ENV)
+    assert _serve.worker_app().state.flow_refresh.interval == _serve.DEFAULT_FLOW_REFRESH

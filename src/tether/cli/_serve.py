@@ -32,6 +32,8 @@ APP_HELP = "path/to/file.py[:attr] or package.module:attr naming an Agent (or a 
 
 APP_ENV = "TETHER_SERVE_APP"
 STORE_ENV = "TETHER_SERVE_STORE"
+REFRESH_ENV = "TETHER_SERVE_FLOW_REFRESH"
+DEFAULT_FLOW_REFRESH = 5.0
 
 
 def _log_turns() -> None:
@@ -44,22 +46,25 @@ def _log_turns() -> None:
     logger.setLevel(logging.INFO)
 
 
-def _app(app_spec: str, store: str) -> Starlette:
+def _app(app_spec: str, store: str, flow_refresh: float) -> Starlette:
     from tether.server import create_app, keys_from_env
     from tether.stores import open_store
 
     loaded = load_or_exit(app_spec)
     try:
-        return create_app(list(loaded.agents), store=open_store(store), api_keys=keys_from_env())
+        return create_app(list(loaded.agents), store=open_store(store), api_keys=keys_from_env(),
+                          flow_refresh=flow_refresh)
     except Exception as exc:
         fail(f"cannot serve {app_spec}: {exc}")
 
 
 def worker_app() -> Starlette:
-    """The app of one ``--workers`` process (a uvicorn factory): the app file and store come from
-    ``TETHER_SERVE_APP`` and ``TETHER_SERVE_STORE``, set by ``tether serve``."""
+    """The app of one ``--workers`` process (a uvicorn factory): the app file, store and flow refresh
+    come from ``TETHER_SERVE_APP``, ``TETHER_SERVE_STORE`` and ``TETHER_SERVE_FLOW_REFRESH``, set by
+    ``tether serve``."""
     _log_turns()
-    return _app(os.environ[APP_ENV], os.environ[STORE_ENV])
+    return _app(os.environ[APP_ENV], os.environ[STORE_ENV],
+                float(os.environ.get(REFRESH_ENV, DEFAULT_FLOW_REFRESH)))
 
 
 def serve(
@@ -69,6 +74,9 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="the address to bind (non-loopback needs API keys)"),
     port: int = typer.Option(8000, "--port", min=0, max=65535, help="the port to bind"),
     workers: int = typer.Option(1, "--workers", min=1, help="server processes sharing the socket and the store"),
+    flow_refresh: float = typer.Option(DEFAULT_FLOW_REFRESH, "--flow-refresh", min=0.0,
+                                       help="seconds between reads of the stored flow versions, so a flow another "
+                                            "worker published reaches new runs here (0: never)"),
 ) -> None:
     """Serve the app's agents over HTTP (routes under /v1, OpenAPI at /openapi.json).
 
@@ -101,11 +109,13 @@ def serve(
         typer.echo(f"tether serve: {len(keys)} API key(s) configured", err=True)
     _log_turns()
     if workers == 1:
-        config = uvicorn.Config(_app(app_spec, store), host=host, port=port, lifespan="on", log_level="info")
+        config = uvicorn.Config(_app(app_spec, store, flow_refresh), host=host, port=port, lifespan="on",
+                                log_level="info")
         uvicorn.Server(config).run()
         return
     file, sep, attr = app_spec.partition(":")
     os.environ[APP_ENV] = str(Path(file).resolve()) + sep + attr if Path(file).is_file() else app_spec
     os.environ[STORE_ENV] = store
+    os.environ[REFRESH_ENV] = str(flow_refresh)
     uvicorn.run("tether.cli._serve:worker_app", factory=True, host=host, port=port, workers=workers,
                 lifespan="on", log_level="info")
