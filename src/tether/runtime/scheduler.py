@@ -13,7 +13,6 @@ sits below :mod:`tether.runtime.runtime`, which calls it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol
@@ -25,6 +24,7 @@ from tether.errors import (
     SessionVersionUnsupported,
     StoreError,
 )
+from tether.runtime.background import BackgroundTask
 from tether.runtime.restore import check_supported
 from tether.stores.base import utc
 from tether.stores.records import TurnRecords, Wake, WakeRequest
@@ -146,33 +146,17 @@ async def _rebuild_one(runtime: WakeHost, agent: Agent, session_id: str) -> int:
     return len(missing)
 
 
-class WakeScheduler:
+class WakeScheduler(BackgroundTask):
     """A background asyncio task calling ``fire_due_wakes`` every ``interval`` seconds (at once
     again while full batches keep coming). Errors are logged, never raised."""
 
+    name = "tether-wake-scheduler"
+
     def __init__(self, runtime: WakeHost, *, interval: float = 1.0, limit: int = 100) -> None:
+        super().__init__()
         self.runtime = runtime
         self.interval = interval
         self.limit = limit
-        self._task: asyncio.Task[None] | None = None
-
-    @property
-    def running(self) -> bool:
-        """True while the task runs."""
-        return self._task is not None and not self._task.done()
-
-    def start(self) -> None:
-        """Start the task in the running event loop (no-op when already running)."""
-        if not self.running:
-            self._task = asyncio.get_running_loop().create_task(self._loop(), name="tether-wake-scheduler")
-
-    async def stop(self) -> None:
-        """Cancel the task and wait for it."""
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
     async def _loop(self) -> None:
         while True:

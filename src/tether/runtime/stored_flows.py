@@ -33,13 +33,13 @@ documents are read with and, per agent, the active digests it last read.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tether.errors import DefinitionIssue, FlowDefinitionError, StoreError
+from tether.runtime.background import BackgroundTask
 from tether.stores.flow_versions import FlowVersion, StoredFlow
 
 if TYPE_CHECKING:
@@ -174,34 +174,23 @@ async def refresh_stored_flows(runtime: Runtime) -> list[str]:
     return await StoredFlows.of(runtime).refresh()
 
 
-class StoredFlowRefresh:
+class StoredFlowRefresh(BackgroundTask):
     """A background asyncio task calling :func:`refresh_stored_flows` every ``interval`` seconds
     (the server runs one; ``interval`` 0 runs none). Errors are logged, never raised."""
+
+    name = "tether-flow-refresh"
 
     def __init__(self, runtime: Runtime, *, interval: float = 5.0) -> None:
         if interval < 0:
             raise ValueError(f"the stored flow refresh interval must be >= 0 seconds (0: none), not {interval!r}")
+        super().__init__()
         self.runtime = runtime
         self.interval = interval
-        self._task: asyncio.Task[None] | None = None
-
-    @property
-    def running(self) -> bool:
-        """True while the task runs."""
-        return self._task is not None and not self._task.done()
 
     def start(self) -> None:
         """Start the task in the running event loop (no-op when running already, or ``interval`` is 0)."""
-        if self.interval and not self.running:
-            self._task = asyncio.get_running_loop().create_task(self._loop(), name="tether-flow-refresh")
-
-    async def stop(self) -> None:
-        """Cancel the task and wait for it."""
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        if self.interval:
+            super().start()
 
     async def _loop(self) -> None:
         while True:
