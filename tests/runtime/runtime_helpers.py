@@ -9,7 +9,7 @@ from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any
 
-from tether import Agent, Flow, Message, action, end, on_message, on_silence, reply, stay, wait
+from tether import Agent, Field, Flow, Message, action, end, on_message, on_silence, reply, stay, wait
 from tether.engine.session import Session, TranscriptMessage
 from tether.errors import StoreError
 from tether.stores import Store, TurnRecords
@@ -206,3 +206,18 @@ class SpyStore(Store):
 
     async def close(self) -> None:
         await self.inner.close()
+
+
+def greet(version: str, done: str) -> dict[str, Any]:
+    """A stored flow document: ``greet`` parks at a collect until the customer gives a name (3
+    characters or more), then says ``done``."""
+    return {"flow": {"id": "greet", "version": version, "on": [{"kind": "message"}], "nodes": [
+        {"kind": "collect", "id": "ask_name", "fields": ["name"], "ask": "Your name?",
+         "resolvers": [{"kind": "whole_message", "field": "name", "min_length": 3}]},
+        {"kind": "reply", "id": "hello", "response": {"template": done}, "next": {"end": "greeted"}},
+    ]}}
+
+
+def plain_agent() -> Agent:
+    """The agent ``greet`` documents are published to: no flows of its own."""
+    return Agent("Pia", fields={"name": Field("string")})

@@ -15,28 +15,16 @@ import logging
 from typing import Any
 
 import pytest
+from runtime_helpers import greet, plain_agent
 from store_backends import Backend
 
-from tether import Agent, Field, Flow
+from tether import Agent, Flow
 from tether.dialect import register_flows
 from tether.errors import StoreError
 from tether.runtime import Runtime
 from tether.runtime.stored_flows import load_stored_flows, publish_flows, refresh_stored_flows
 from tether.stores.flow_versions import StoredFlow
 from tether.testing import FakeClock
-
-
-def greet(version: str, done: str) -> dict[str, Any]:
-    """A flow that parks at a collect until the customer gives a name (3 characters or more)."""
-    return {"flow": {"id": "greet", "version": version, "on": [{"kind": "message"}], "nodes": [
-        {"kind": "collect", "id": "ask_name", "fields": ["name"], "ask": "Your name?",
-         "resolvers": [{"kind": "whole_message", "field": "name", "min_length": 3}]},
-        {"kind": "reply", "id": "hello", "response": {"template": done}, "next": {"end": "greeted"}},
-    ]}}
-
-
-def plain_agent() -> Agent:
-    return Agent("Pia", fields={"name": Field("string")})
 
 
 def coded_agent(on_drift: Any = "error") -> Agent:
