@@ -221,3 +221,12 @@ def greet(version: str, done: str) -> dict[str, Any]:
 def plain_agent() -> Agent:
     """The agent ``greet`` documents are published to: no flows of its own."""
     return Agent("Pia", fields={"name": Field("string")})
+
+
+async def park(runtime: Any) -> str:
+    """Start a new session of ``greet`` on a runtime serving it and leave it waiting for a name;
+    its id."""
+    parked = await runtime.run("Pia", "hi")  # too short to be a name: the collect asks and waits
+    assert parked.success and not parked.completed and parked.message == "Your name?", parked
+    return str(parked.session)
+

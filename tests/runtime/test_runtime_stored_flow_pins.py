@@ -10,7 +10,7 @@ import logging
 from typing import Any
 
 import pytest
-from runtime_helpers import greet, plain_agent
+from runtime_helpers import greet, park, plain_agent
 from store_backends import Backend
 
 from tether import Agent
@@ -29,13 +29,6 @@ def coded_agent() -> Agent:
 
 async def runtime_on(backend: Backend, clock: FakeClock, agent: Agent | None = None) -> Runtime:
     return Runtime(agent or plain_agent(), store=await backend.make(), clock=clock)
-
-
-async def park(runtime: Runtime) -> str:
-    """Start a new session of ``greet`` and leave it waiting for a name; its id."""
-    parked = await runtime.run("Pia", "hi")  # too short to be a name: the collect asks and waits
-    assert parked.success and not parked.completed and parked.message == "Your name?", parked
-    return parked.session
 
 
 async def finish(runtime: Runtime, session: str, name: str) -> str:

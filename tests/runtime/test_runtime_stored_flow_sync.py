@@ -15,7 +15,7 @@ import logging
 from typing import Any
 
 import pytest
-from runtime_helpers import greet, plain_agent
+from runtime_helpers import greet, park, plain_agent
 from store_backends import Backend
 
 from tether import Agent, Flow
@@ -72,13 +72,6 @@ async def workers(backend: Backend, clock: FakeClock, agent: Any = plain_agent) 
         assert await load_stored_flows(runtime) == []
         pair.append(runtime)
     return pair[0], pair[1]
-
-
-async def park(runtime: Runtime) -> str:
-    """Start a new session of ``greet`` and leave it waiting for a name; its id."""
-    parked = await runtime.run("Pia", "hi")  # too short to be a name: the collect asks and waits
-    assert parked.success and not parked.completed and parked.message == "Your name?", parked
-    return parked.session
 
 
 async def finish(runtime: Runtime, session: str, name: str) -> str:
