@@ -18,7 +18,6 @@ import sys
 import uuid
 import warnings
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 from rich.console import Console
 from rich.text import Text
@@ -28,15 +27,16 @@ from tether.apps import LoadedApp
 from tether.cli._output import CliError, one_line
 from tether.cli._prompt import PromptReader
 from tether.cli._render import active_run, info_line, print_failure, print_reply, state_json
+from tether.cli._store import open_db
 from tether.cli._stream import ReplyPrinter, opening
 from tether.engine.inputs import Event, Message, Start, TurnInput, TurnOptions
 from tether.engine.session import Session
 from tether.errors import AppLoadError
 from tether.models import UncatalogedModelWarning, default_model_from_env
 from tether.runtime import Runtime, check_model_selections
-from tether.stores import Store, open_store
+from tether.stores import Store
 
-__all__ = ["HELP", "Chat", "PresetIds", "open_db", "pick_model", "run_chat"]
+__all__ = ["HELP", "Chat", "PresetIds", "pick_model", "run_chat"]
 
 PROMPT = "you> "
 HELP = """commands:
@@ -90,17 +90,6 @@ def pick_model(model: str | None) -> str | None:
     if caught:
         warnings.filterwarnings("ignore", category=UncatalogedModelWarning)
     return chosen
-
-
-def open_db(db: str) -> Store:
-    """The store at ``db`` (a path or a store URL); a SQLite file's directory is created."""
-    if "://" not in db and db not in ("memory:",):
-        Path(db).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        db = str(Path(db).expanduser())
-    try:
-        return open_store(db)
-    except Exception as exc:
-        raise CliError(f"cannot open store {db!r}: {one_line(str(exc))}") from None
 
 
 def serve_agents(app: LoadedApp, model: str | None) -> list[Agent]:

@@ -14,11 +14,24 @@ from tether.cli._output import CliError, one_line
 if TYPE_CHECKING:  # opened when a command runs (``tether --help`` does not load the stores)
     from tether.stores import Store
 
-__all__ = ["DEFAULT_DB", "saved_when", "with_store"]
+__all__ = ["DEFAULT_DB", "open_db", "saved_when", "with_store"]
 
 DEFAULT_DB = ".tether/tether.db"
 
 T = TypeVar("T")
+
+
+def open_db(db: str) -> Store:
+    """The store at ``db`` (a path or a store URL); a SQLite file's directory is created."""
+    from tether.stores import open_store
+
+    if "://" not in db and db != "memory:":
+        Path(db).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        db = str(Path(db).expanduser())
+    try:
+        return open_store(db)
+    except Exception as exc:
+        raise CliError(f"cannot open store {db!r}: {one_line(str(exc))}") from None
 
 
 def with_store(db: str, work: Callable[[Store], Awaitable[T]], *, what: str = "session store") -> T:

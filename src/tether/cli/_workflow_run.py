@@ -16,12 +16,12 @@ from rich.table import Table
 
 from tether.cli._chat import pick_model
 from tether.cli._output import CliError, fail, one_line, stdout_console
+from tether.cli._store import open_db
 from tether.cli._workflow_prompts import ask_answer
 from tether.cli._workflow_runs import stuck
 from tether.errors import TetherError, WorkflowDefinitionError, WorkflowOperationError
 from tether.models import resolve_model
 from tether.models.types import Model, ModelResponse, ToolCall
-from tether.stores import open_store
 from tether.testing import ScriptedModel, ScriptExhausted
 from tether.workflow import WorkflowGraph, WorkflowSnapshot
 from tether.workflow._contract import RouterRun
@@ -222,11 +222,9 @@ async def _run(graph: WorkflowGraph, *, path: Path, inputs: dict[str, Any], run_
                workspace: Path, autonomous: bool, console: Console, model: Model | None, retry: list[str]) -> int:
     if retry and run_id is None:
         raise CliError("--retry retries a failed node of a stored run: give the run with --run")
-    if "://" not in db:
-        if run_id is not None and not Path(db).expanduser().is_file():
-            raise CliError(f"no store at {db} (--run resumes a run stored there)", 1)
-        Path(db).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    store = open_store(db if "://" in db else str(Path(db).expanduser()))
+    if run_id is not None and "://" not in db and not Path(db).expanduser().is_file():
+        raise CliError(f"no store at {db} (--run resumes a run stored there)", 1)
+    store = open_db(db)
     # stored with the run, so that `tether workflow runs` prints the command that resumes it
     snapshots = SnapshotStore(store, launch={"file": str(path.resolve()), "workspace": str(workspace.resolve())})
     options: dict[str, Any] = {"workspace": workspace, "resolve": workflow_directory_resolver(path.parent),
