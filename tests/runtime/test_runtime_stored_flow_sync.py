@@ -153,18 +153,24 @@ async def test_concurrent_requests_meeting_one_unknown_digest_reload_once(
     assert reads.counts == (1, 1)  # the others waited for the first reload and found the version
 
 
-async def test_a_store_failure_during_the_reload_leaves_the_turn_as_it_was(
+@pytest.mark.parametrize("on_drift", ["error", "restart"])
+async def test_a_store_failure_during_the_reload_fails_the_request_and_saves_nothing(
         backend: Backend, clock: FakeClock, monkeypatch: pytest.MonkeyPatch,
-        caplog: pytest.LogCaptureFixture) -> None:
-    a, b = await workers(backend, clock, coded_agent)
+        caplog: pytest.LogCaptureFixture, on_drift: str) -> None:
+    a, b = await workers(backend, clock, lambda: coded_agent(on_drift=on_drift))
     await publish_flows(a, "Pia", [greet("1", "v1: hello ${state.name}")])
     on_v1 = await park(a)
+    before = await b.store.load(on_v1)
     reads = Reads(b, monkeypatch)
     reads.fail = True
     with caplog.at_level(logging.WARNING, logger="tether.runtime"):
         failed = await b.run("Pia", "Ann", session_id=on_v1)
-    assert not failed.success and failed.code == "flow-drift", failed  # the drift policy, as without the reload
+    # not the drift policy: a restart would throw the run's progress away for a version the store holds
+    assert not failed.success and failed.code == "SESSION_STORE_ERROR", failed
+    assert failed.session == on_v1 and "the database is down" in failed.message
     assert "the database is down" in caplog.text
+    after = await b.store.load(on_v1)
+    assert after is not None and before is not None and after.revision == before.revision  # nothing saved
     reads.fail = False
     assert await finish(b, on_v1, "Ann") == "v1: hello Ann"  # the next request reloads
 

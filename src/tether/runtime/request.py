@@ -287,7 +287,10 @@ class RequestPath:
         if doc is not None and attempt.agent is None and self.runtime.stored_flows is not None:
             unknown = _unknown_pins(agent, doc.runs)  # a dict lookup per run: every turn passes here
             if unknown:
-                agent = attempt.agent = await self._reload_flows(agent, unknown)
+                try:
+                    agent = attempt.agent = await self._reload_flows(agent, unknown)
+                except StoreError as exc:  # nothing done yet: the next request reloads
+                    return failure(exc.message, session_id, exc.code)
         if doc is None:
             if isinstance(turn_input, Wake | Approval | Signal | Resume):
                 return RunResponse(success=True, completed=True, message="", session="", code="no-session")

@@ -79,7 +79,9 @@ class StoredFlows:
         """Reload agent ``agent_id``'s stored flows for runs pinned to ``digests``, versions it
         does not serve. Once per digest: a digest a reload was made for is never reloaded for
         again (no store call; still unknown, the store does not hold it). A store failure is
-        logged, and the next request tries again."""
+        raised (``StoreError``): the request fails with nothing saved and the next one tries
+        again, rather than meeting the drift policy (``on_drift="restart"`` would start the run
+        over) for a version the store may well hold. Any other failure is logged."""
         done = self._reloaded_for.setdefault(agent_id, set())
         if done.issuperset(digests):
             return
@@ -88,9 +90,11 @@ class StoredFlows:
                 if not done.issuperset(digests) and self._unknown(agent_id, digests):
                     await self._load(agent_id)  # else the reload this one waited for brought them
                 done.update(digests)
-        except Exception as exc:  # the turn goes on as without the reload: its drift policy decides
-            log.warning("reloading the stored flows of agent %r failed: %s", agent_id, _reason(exc),
-                        exc_info=not isinstance(exc, StoreError))
+        except StoreError as exc:
+            log.warning("reloading the stored flows of agent %r failed: %s", agent_id, _reason(exc))
+            raise
+        except Exception:  # a bug: the turn goes on as without the reload, its drift policy decides
+            log.exception("reloading the stored flows of agent %r failed", agent_id)
 
     async def refresh(self) -> list[str]:
         """Reload every agent whose active stored versions differ from those last read (read
