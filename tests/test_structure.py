@@ -17,13 +17,14 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 ACYCLIC = {
     # the agent step: entry, context, nested steps, loop, tools, view (arrows point down this list)
-    "tether.engine.agent_step", "tether.engine.step_context", "tether.engine.step_batch",
-    "tether.engine.step_children", "tether.engine.step_loop", "tether.engine.step_tools",
-    "tether.engine.step_view", "tether.engine.agent_memory",
+    "tether.engine.step.agent_step", "tether.engine.step.context", "tether.engine.step.batch",
+    "tether.engine.step.children", "tether.engine.step.loop", "tether.engine.step.tools",
+    "tether.engine.step.view", "tether.engine.step.memory",
     # the collect node and the speak call: dispatch, then the speaker, the prompt parts, the
     # reuse confirmation, the fields, the extraction call, the identity text
-    "tether.engine.collect", "tether.engine.speak", "tether.engine.prompt_parts", "tether.engine.reuse",
-    "tether.engine.collect_fields", "tether.engine.extract", "tether.engine.identity",
+    "tether.engine.graph.collect", "tether.engine.turn.speak", "tether.engine.graph.prompt_parts",
+    "tether.engine.graph.reuse", "tether.engine.graph.collect_fields", "tether.engine.graph.extract",
+    "tether.engine.graph.identity",
     # the runtime calls the request path and the scheduler, which see it only as a RequestHost / WakeHost
     "tether.runtime.runtime", "tether.runtime.request", "tether.runtime.scheduler",
     # a workflow run calls its drivers (agent turns, sub-flows, subprompts), which see it as a RunHost
@@ -176,3 +177,4 @@ def test_arrows_point_down_the_layers() -> None:
     upward = sorted(f"{name} -> {target}" for name, targets in _graph(_modules()).items() for target in targets
                     if _room(name) != _room(target) and _layer(_room(target)) <= _layer(_room(name)))
     assert not upward, f"imports that do not point down the layers: {upward}"
+
