@@ -178,3 +178,42 @@ def test_arrows_point_down_the_layers() -> None:
                     if _room(name) != _room(target) and _layer(_room(target)) <= _layer(_room(name)))
     assert not upward, f"imports that do not point down the layers: {upward}"
 
+
+ENGINE_PACKAGES = (
+    # top first (docs/architecture.md): the turn's phases, the graph runner, the agent step, and the
+    # session document with the types they all share; each imports only the packages below it
+    "tether.engine.turn",
+    "tether.engine.graph",
+    "tether.engine.step",
+    "tether.engine.core",
+)
+
+
+def _engine_package(module: str) -> str | None:
+    return next((p for p in ENGINE_PACKAGES if module == p or module.startswith(p + ".")), None)
+
+
+def test_every_engine_module_is_in_an_engine_package() -> None:
+    """``tether.engine`` itself is only the package's face (its ``__init__`` re-exports); every
+    module of the engine lives in one of its packages."""
+    loose = sorted(name for name in _modules() if name.startswith("tether.engine.") and not _engine_package(name))
+    assert not loose, f"engine modules outside {ENGINE_PACKAGES}: {loose}"
+
+
+def _upward_engine_arrows(edges: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{name} -> {target}" for name, targets in edges.items() if (here := _engine_package(name))
+        for target in targets if (there := _engine_package(target)) and there != here
+        and ENGINE_PACKAGES.index(there) < ENGINE_PACKAGES.index(here)
+    )
+
+
+def test_the_engine_rule_sees_an_arrow_that_points_up() -> None:
+    edges = {"tether.engine.core.state": {"tether.engine.graph.runner"},
+             "tether.engine.turn.turn": {"tether.engine.core.state", "tether.engine.turn.settle"}}
+    assert _upward_engine_arrows(edges) == ["tether.engine.core.state -> tether.engine.graph.runner"]
+
+
+def test_engine_packages_import_only_the_packages_below_them() -> None:
+    upward = _upward_engine_arrows(_graph(_modules()))
+    assert not upward, f"engine imports that point up (turn > graph > step > core): {upward}"
