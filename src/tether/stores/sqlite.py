@@ -42,13 +42,20 @@ __all__ = ["SQLiteStore"]
 
 T = TypeVar("T")
 _ERRORS = (sqlite3.Error, OSError)
-_RECORD_TABLES = ("tether_messages", "tether_events", "tether_journal", "tether_wakes")
+_RECORD_TABLES = ("tether_messages", "tether_events", "tether_journal", "tether_wakes", "tether_parts")
 _ENDED = "status IN ('completed', 'aborted') AND saved_at < ?"
 
 
-def _read_doc(session_id: str, conn: sqlite3.Connection) -> tuple[str, int] | None:
-    row = conn.execute("SELECT doc, revision FROM tether_sessions WHERE id = ?", (session_id,)).fetchone()
-    return None if row is None else (row[0], row[1])
+# one statement, so the document and its parts are read from one snapshot of the database
+_READ_DOC = (
+    "SELECT doc, revision, (SELECT json_group_array(json_array(path, name, json(body))) FROM tether_parts "
+    "WHERE session_id = s.id) FROM tether_sessions AS s WHERE id = ?"
+)
+
+
+def _read_doc(session_id: str, conn: sqlite3.Connection) -> tuple[str, int, str | None] | None:
+    row = conn.execute(_READ_DOC, (session_id,)).fetchone()
+    return None if row is None else (row[0], row[1], None if row[2] == "[]" else row[2])
 
 
 def _enter_wal(conn: sqlite3.Connection, timeout: float) -> None:
@@ -69,6 +76,9 @@ def _enter_wal(conn: sqlite3.Connection, timeout: float) -> None:
 class SQLiteStore(Store):
     """A store in one SQLite file (created with its parent directory on first use).
 
+    Document parts (``TurnRecords.parts``) are rows of ``tether_parts``, read with the document
+    in one statement.
+
     Args:
         path: the database file.
         clock: stamps ``saved_at`` (default: the system clock, UTC).
@@ -76,6 +86,8 @@ class SQLiteStore(Store):
         lease_ttl: seconds a session lease lives without renewal (its holder renews it every
             third of that); after it a lease whose holder vanished without a trace is free.
     """
+
+    document_parts = True
 
     def __init__(
         self,
@@ -197,7 +209,7 @@ class SQLiteStore(Store):
 
     async def load(self, session_id: str) -> Session | None:
         found = await self._call("load", session_id, functools.partial(_read_doc, session_id))
-        return None if found is None else self._decode(session_id, found[0], found[1])
+        return None if found is None else self._decode(session_id, *found)
 
     async def create(self, session: Session, records: TurnRecords | None = None) -> Session:
         stored, text = self._prepare(session, revision=0, operation="create")

@@ -205,7 +205,8 @@ class WorkflowRun:
         if self._revision is None:
             self._revision = await self.snapshots.create(after, events, journal)
         else:
-            self._revision = await self.snapshots.save(after, self._revision, events, journal)
+            changed = frozenset() if before is after else changed_nodes(after) if before is not None else None
+            self._revision = await self.snapshots.save(after, self._revision, events, journal, changed=changed)
 
     async def flush_journal(self) -> None:
         """Save the journal entries waiting for the next change now (a save with no change)."""
