@@ -78,6 +78,9 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
                 body json NOT NULL,
                 PRIMARY KEY (session_id, path, name)
             )""",
+            # Store.list(agent_prefix=...): LIKE 'prefix%' on this index under any collation
+            "CREATE INDEX IF NOT EXISTS tether_sessions_agent_pattern ON {s}.tether_sessions "
+            "(agent text_pattern_ops)",
         ],
     ),
 ]

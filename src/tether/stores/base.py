@@ -27,6 +27,7 @@ from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, Tur
 
 __all__ = [
     "ENDED_STATUSES",
+    "prefix_bounds",
     "ClockLike",
     "Store",
     "backend_errors",
@@ -142,9 +143,12 @@ class Store(ABC):
 
     @abstractmethod
     async def list(
-        self, *, agent: str | None = None, status: str | None = None, limit: int = 100
+        self, *, agent: str | None = None, status: str | None = None, limit: int = 100,
+        agent_prefix: str | None = None,
     ) -> builtins.list[SessionSummary]:
-        """Summaries of the stored sessions, newest ``saved_at`` first."""
+        """Summaries of the stored sessions, newest ``saved_at`` first: of ``agent`` exactly, or of
+        every agent whose name starts with ``agent_prefix`` (``"workflow:"``: the workflow runs),
+        in ``status``; one query on the agent index."""
 
     @abstractmethod
     async def prune(self, *, older_than: datetime) -> int:
@@ -364,6 +368,15 @@ def _schema_version(text: str | bytes) -> int | None:
     except (ValueError, AttributeError):
         return None
     return version if isinstance(version, int) else None
+
+
+def prefix_bounds(prefix: str) -> tuple[str, str | None]:
+    """``(low, high)``: every string that starts with ``prefix`` is ``>= low`` and ``< high``
+    in code point order (``high`` is ``None`` when no string bounds them: ``prefix`` is empty or
+    ends with the last code point)."""
+    if not prefix or ord(prefix[-1]) == 0x10FFFF:
+        return prefix, None
+    return prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)
 
 
 def messages_from_rows(bodies: Iterable[str]) -> list[TranscriptMessage]:

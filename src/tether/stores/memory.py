@@ -132,13 +132,15 @@ class MemoryStore(Store):
         self._drop(session_id)
 
     async def list(
-        self, *, agent: str | None = None, status: str | None = None, limit: int = 100
+        self, *, agent: str | None = None, status: str | None = None, limit: int = 100,
+        agent_prefix: str | None = None,
     ) -> builtins.list[SessionSummary]:
         self._check_open("list")
         rows = [
             s
             for s in self._summaries.values()
             if (agent is None or s.agent == agent) and (status is None or s.status == status)
+            and (agent_prefix is None or s.agent.startswith(agent_prefix))
         ]
         rows.sort(key=lambda s: s.id)
         rows.sort(key=lambda s: s.saved_at, reverse=True)

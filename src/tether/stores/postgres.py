@@ -334,16 +334,20 @@ class PostgresStore(Store):
                 await conn.execute(f"DELETE FROM {self._s}.{table} WHERE session_id = %s", (session_id,))
 
     async def list(
-        self, *, agent: str | None = None, status: str | None = None, limit: int = 100
+        self, *, agent: str | None = None, status: str | None = None, limit: int = 100,
+        agent_prefix: str | None = None,
     ) -> builtins.list[SessionSummary]:
+        where = ["(%(agent)s::text IS NULL OR agent = %(agent)s)", "(%(status)s::text IS NULL OR status = %(status)s)"]
+        pattern = None
+        if agent_prefix:  # LIKE 'prefix%' takes the text_pattern_ops index whatever the collation
+            pattern = agent_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            where.append("agent LIKE %(pattern)s ESCAPE '\\'")
         rows = await self._fetchall(
             "list",
             None,
             f"SELECT id, agent, status, revision, created_at, saved_at FROM {self._s}.tether_sessions "
-            "WHERE (%(agent)s::text IS NULL OR agent = %(agent)s) "
-            "AND (%(status)s::text IS NULL OR status = %(status)s) "
-            "ORDER BY saved_at DESC, id LIMIT %(limit)s",
-            {"agent": agent, "status": status, "limit": limit},
+            f"WHERE {' AND '.join(where)} ORDER BY saved_at DESC, id LIMIT %(limit)s",
+            {"agent": agent, "status": status, "limit": limit, "pattern": pattern},
         )
         return [
             SessionSummary(

@@ -32,7 +32,7 @@ from tether.stores._sqlite_io import from_us, insert_records, to_us, wake_from_r
 from tether.stores._sqlite_lease import SQLiteLease, hold_sqlite_lease, unsynced
 from tether.stores._sqlite_schema import migrate
 from tether.stores._sqlite_thread import ConnectionThread
-from tether.stores.base import ClockLike, Store, backend_errors, messages_from_rows, utc
+from tether.stores.base import ClockLike, Store, backend_errors, messages_from_rows, prefix_bounds, utc
 from tether.stores.flow_versions import FlowVersion, Status, StoredFlow, sqlite_flows, sqlite_put
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
 from tether.stores.record_forms import events_from_row, journal_from_row
@@ -316,12 +316,18 @@ class SQLiteStore(Store):
         await self._call("delete", session_id, op)
 
     async def list(
-        self, *, agent: str | None = None, status: str | None = None, limit: int = 100
+        self, *, agent: str | None = None, status: str | None = None, limit: int = 100,
+        agent_prefix: str | None = None,
     ) -> builtins.list[SessionSummary]:
-        where, params = [], []
+        where: builtins.list[str] = []
+        params: builtins.list[str | int] = []
         if agent is not None:
             where.append("agent = ?")
             params.append(agent)
+        if agent_prefix:  # a range on the agent index (text compares by code point)
+            low, high = prefix_bounds(agent_prefix)
+            where.append("agent >= ? AND agent < ?" if high is not None else "substr(agent, 1, ?) = ?")
+            params += [low, high] if high is not None else [len(agent_prefix), agent_prefix]
         if status is not None:
             where.append("status = ?")
             params.append(status)
