@@ -49,6 +49,7 @@ _ROOT_NAMES = frozenset({"input", "defaults", "nodes"})
 _ESCAPES = frozenset({"constructor", "prototype"})
 _CALLS = frozenset({"ident_arg", "member_dot_arg", "dot_ident_arg"})
 _TEMPLATE = re.compile(r"\$\{([^}]*)\}")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ENV = celpy.Environment()
 
 
@@ -93,7 +94,8 @@ class Expression:
             "defaults": json_to_cel(scope["defaults"]),
             "nodes": json_to_cel(nodes),
         }
-        activation.update({name: json_to_cel(dict(view)) for name, view in nodes.items()})
+        # a bare name for each node an id can name (``ask_name``); ``nodes['ask-name']`` reads the rest
+        activation.update({name: json_to_cel(dict(view)) for name, view in nodes.items() if _IDENT.fullmatch(name)})
         try:
             value = self._program.evaluate(activation)
         except CELEvalError as exc:
