@@ -49,8 +49,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
 
 from tether.agent import Agent
-from tether.engine.inputs import Event, Message, Wake
-from tether.engine.session import Session
+from tether.engine.core.inputs import Event, Message, Wake
+from tether.engine.core.session import Session
 from tether.testing._clock import FakeClock, SequentialIds
 from tether.testing._models import ScriptedModel
 from tether.testing._strict import Meaning, StrictModel
