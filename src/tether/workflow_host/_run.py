@@ -342,7 +342,7 @@ class WorkflowRun:
         await self.drain()
         configured = any(getattr(self.models, tier) is not None for tier in ("default", "small", "deep"))
         for _ in range(max_turns if configured else 0):
-            if not self.agent.ready() or self._snapshot.status == "cancelled":
+            if not self.agent.has_work() or self._snapshot.status == "cancelled":
                 break
             before = {n: (s.status, s.generation) for n, s in self._snapshot.nodes.items()}
             report = await self.agent.turn()
