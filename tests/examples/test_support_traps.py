@@ -122,8 +122,10 @@ async def test_keywords_switch_flows_mid_form_with_no_model(support: ModuleType)
     await chat.say("A-1002")
     assert chat.asking() == ["address/new_address"]
     switched = await chat.say("actually never mind, I want a refund instead")
-    # not a new address: the refund flow takes over (and confirms the order the address flow used)
-    assert switched.text == SAME_ORDER.format("A-1002") and chat.asking() == ["refund/refund_order"]
+    # not a new address: the address change is cancelled, the refund flow takes over (and confirms
+    # the order the address flow used)
+    assert switched.text == "OK, I've cancelled that.\n\n" + SAME_ORDER.format("A-1002")
+    assert chat.asking() == ["refund/refund_order"] and [e.reason for e in switched.ended] == ["cancelled"]
     assert chat.session is not None and "new_address" not in chat.session.data
     await chat.say("yes")
     asked = await chat.say("wait, where is my order actually?")  # typed mid-form: not a refund reason

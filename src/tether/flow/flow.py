@@ -90,6 +90,9 @@ class Flow:
         anchor: ``session`` or a host anchor name that keys runs and claims.
         version: the author's version label (``flow@version``; flow files set it). Runs are
             pinned to the digest, not to this label.
+        on_cancel: the node a cancel by the customer goes to (the flow's own cancel step);
+            default: the built-in cancel (see :class:`tether.flow.repair.Repair`).
+        cancellable: ``False``: the customer cannot cancel this flow's run.
 
     Attributes:
         segments: node id -> the chain of ``generate`` replies (that node first) one model call
@@ -122,6 +125,8 @@ class Flow:
         name: str | None = None,
         on_drift: OnDrift = "error",
         version: str | None = None,
+        on_cancel: str | None = None,
+        cancellable: bool = True,
     ) -> None:
         self.id = id
         self.name = name or id
@@ -146,6 +151,10 @@ class Flow:
             self.by_id.setdefault(getattr(node, "id", ""), node)
         self.on_drift: OnDrift = on_drift
         self.version = version
+        self.on_cancel = on_cancel
+        """The node a cancel goes to (the author's own cancel step), instead of the built-in cancel."""
+        self.cancellable = cancellable
+        """Whether the customer may cancel this flow's run (the cancel repair pattern)."""
         self.segments: Mapping[str, tuple[str, ...]] = {}
         issues = self._validate(start)
         if on_drift not in ("error", "restart") and not callable(on_drift):
@@ -287,6 +296,11 @@ class Flow:
         for node_id, path, message in step_problems(self.nodes):
             issue("invalid-option", message, node=node_id, path=path)
 
+        if self.on_cancel is not None and self.on_cancel not in self.by_id:
+            issue("unresolved-transition", f"on_cancel names {self.on_cancel!r}, which is not a node of this flow",
+                  path="on_cancel")
+        if not isinstance(self.cancellable, bool):
+            issue("invalid-option", f"cancellable must be True or False, got {self.cancellable!r}", path="cancellable")
         if not issues:
             for node_id in self._unreachable():
                 issue("unreachable-node", f"node {node_id!r} cannot be reached from start {self.start!r}",
@@ -361,7 +375,7 @@ class Flow:
 
     def _unreachable(self) -> list[str]:
         reached: set[str] = set()
-        todo = [self.start]
+        todo = [self.start, *([self.on_cancel] if self.on_cancel else [])]
         while todo:
             node_id = todo.pop()
             if node_id in reached:
