@@ -205,3 +205,34 @@ def test_keywords_match_whole_words_and_small_talk_only() -> None:
     assert phrase_in("I don’t know", ("i dont know",))
     assert spoken_only("Thanks, that's all!", ("thanks",), ("thats all",)) == {0, 1}
     assert spoken_only("thanks, my order is A-1", ("thanks",)) == set()
+
+
+async def test_a_clarification_survives_a_save_and_the_answer_starts_the_chosen_flow(tmp_path: Any) -> None:
+    from tether.runtime import Runtime
+    from tether.stores import SQLiteStore
+
+    freeze = Flow("freeze_card", "Freeze a card", nodes=[collect("which", fields=["card"], ask="Which card?"),
+                                                          reply("done", response="Frozen.", next=end())],
+                  on=[on_message("my card", "freeze")])
+    report = Flow("report_card", "Report a lost card", nodes=[collect("which", fields=["card"], ask="Lost which?"),
+                                                              reply("done", response="Reported.", next=end())],
+                  on=[on_message("my card", "lost card")])
+    desk = Agent("Bo", flows=[freeze, report], fields={"card": Field("string", extract="asked")})
+    async with Runtime([desk], store=SQLiteStore(tmp_path / "cards.db")) as runtime:
+        asked = await runtime.run("Bo", "it's my card")
+        assert asked.success and asked.message == "Do you want to freeze a card or report a lost card?"
+        stored = await runtime.store.load(asked.session)
+        assert stored is not None and stored.clarifying == ["freeze_card", "report_card"]
+        chosen = await runtime.run("Bo", "freeze it", session_id=asked.session)
+        assert chosen.message == "Which card?"
+        stored = await runtime.store.load(asked.session)
+        assert stored is not None and stored.clarifying == [] and [r.flow for r in stored.runs] == ["freeze_card"]
+
+
+async def test_nothing_understood_with_no_model_says_what_the_agent_can_do() -> None:
+    refunds = Flow("refunds", "Get a refund", nodes=[collect("why", fields=["reason"], ask="Why?")],
+                   on=[on_message("refund")])
+    desk = Agent("Desk", flows=[order_flow(), refunds], fields={**FIELDS, "reason": Field("string", extract="asked")})
+    result = await desk.turn(None, Message("blorp"))
+    assert result.text == "Sorry, I didn't understand that. I can order a pizza or get a refund."
+    assert any("TETHER_MODEL" in entry.message for entry in result.session.error)  # the hint is the developer's

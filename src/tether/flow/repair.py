@@ -16,8 +16,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-__all__ = ["PATTERNS", "Repair", "phrase_in", "spoken_only"]
+from tether.flow.triggers import MessageTrigger
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from tether.flow.flow import Flow
+
+__all__ = ["PATTERNS", "Repair", "cannot_handle_text", "content_words", "phrase_in", "spoken_only", "task_name"]
 
 PATTERNS = ("correction", "cancel", "chitchat", "completed", "continue", "clarify", "cannot_handle", "skip")
 """Every repair pattern, by name."""
@@ -27,6 +35,23 @@ _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
 
 def _words(text: str) -> list[str]:
     return [w.replace("'", "") for w in _WORD.findall(text.lower().replace("\u2019", "'"))]
+
+
+def content_words(text: str) -> set[str]:
+    """The words of ``text`` that say something (three letters or more, a few common ones aside)."""
+    return {w for w in _words(text) if len(w) >= 3 and w not in _COMMON}
+
+
+_COMMON = frozenset({"the", "and", "for", "with", "from", "this", "that", "you", "your", "can", "want", "need",
+                     "please", "about", "its", "our", "will", "would", "like", "get"})
+
+
+def task_name(flow: Flow) -> str:
+    """How a text names a flow's task: its ``name`` when it has one, else its description (first
+    letter in lower case), else its id."""
+    if flow.name != flow.id or not flow.description:
+        return flow.name
+    return flow.description[:1].lower() + flow.description[1:]
 
 
 def phrase_in(text: str, phrases: tuple[str, ...]) -> bool:
@@ -99,7 +124,7 @@ class Repair:
                                           "we are done", "all done")
     correction_markers: tuple[str, ...] = ("actually", "instead", "i meant", "change it", "make it", "rather",
                                            "correction", "sorry i meant", "wait")
-    skip_phrases: tuple[str, ...] = ("i dont know", "dont know", "no idea", "not sure", "i dont have it",
+    skip_phrases: tuple[str, ...] = ("i dont know", "dont know", "no idea", "i dont have it",
                                      "i cant find it", "i dont remember")
     filler: tuple[str, ...] = ("ok", "okay", "oh", "well", "so", "and", "very", "much", "so", "please", "all",
                                "for", "now", "you", "that", "the", "help", "your", "again")
@@ -126,3 +151,12 @@ class Repair:
         if not 0 <= self.clarify_margin <= 100:
             found.append(f"clarify_margin must be between 0 and 100, got {self.clarify_margin!r}")
         return found
+
+
+def cannot_handle_text(repair: Repair, flows: Sequence[Flow]) -> str:
+    """``Repair.cannot_handle`` with ``{abilities}``: the tasks a message can start (flows with
+    trigger phrases), by name or description."""
+    names = [task_name(f) for f in flows
+             if any(isinstance(t, MessageTrigger) and t.phrases for t in f.on)]
+    abilities = (", ".join(names[:-1]) + " or " + names[-1]) if len(names) > 1 else (names[0] if names else "help")
+    return repair.cannot_handle.replace("{abilities}", abilities)

@@ -153,9 +153,14 @@ def _stay_answer(ts: TurnState, run: Run, node: Collect) -> Any:
 
 def question_first(ts: TurnState, run: Run, node: Collect | Reply) -> bool:
     """The message ``run`` was asking for at ``node`` asks a question (the understand call judged
-    ``asks``), and the turn can still speak a model answer before the node's fixed text."""
+    ``asks``), and the turn can still speak a model answer before the node's fixed text. A run the
+    message started asks its first collect step's question after the answer too (a question that
+    starts a flow is answered, not dropped)."""
+    started_here = isinstance(node, Collect) and run.id not in ts.asking_at and any(
+        s.run_id == run.id for s in ts.started)
     return (ts.message is not None and bool(ts.judgement.asks) and ts.floor == run.id
-            and ts.consumed_by.get(run.id, node.id) == node.id and ts.asking_at.get(run.id) == node.id
+            and ts.consumed_by.get(run.id, node.id) == node.id
+            and (ts.asking_at.get(run.id) == node.id or started_here)
             and ts.speaker is None and not ts.spoke and ts.has_model(node.model))
 
 

@@ -35,15 +35,10 @@ from tether.engine.turn.run_phase import keep_asking, resume_suspended
 from tether.engine.turn.understand import message_trigger, repeat_allows
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect
+from tether.flow.repair import content_words, task_name
+from tether.flow.transitions import Escalate
 
-__all__ = ["continue_interrupted", "handle_repair", "keyword_repair", "reask_after_detour", "task_name"]
-
-
-def task_name(flow: Flow) -> str:
-    """How a text names a flow's task: its name when it has one, else its description."""
-    if flow.name != flow.id or not flow.description:
-        return flow.name
-    return flow.description[:1].lower() + flow.description[1:]
+__all__ = ["clarified_choice", "continue_interrupted", "handle_repair", "keyword_repair", "reask_after_detour"]
 
 
 def _asking_node(ts: TurnState, run: Run | None) -> Collect | None:
@@ -76,6 +71,8 @@ def handle_repair(ts: TurnState, asker: Run | None, intent: str | None, scores: 
              if small_talk_kind(ts.agent.repair, ts.message_text) == "chitchat" else ts.agent.repair.thanks_reply)
         if asker is not None:
             keep_asking(ts, asker)
+    elif intent == "skip" and asker is not None and node is not None:
+        _skip(ts, asker, node)
     elif intent == "completed" and asker is None:
         _say(ts, "completed", ts.agent.repair.completed_reply)
         if ts.agent.repair.complete_session:
@@ -90,6 +87,16 @@ def handle_repair(ts: TurnState, asker: Run | None, intent: str | None, scores: 
 def _say(ts: TurnState, pattern: str, text: str, *, flow: Flow | None = None) -> None:
     text = text.replace("{task}", task_name(flow)) if flow is not None else text
     ts.say(text, kind="verbatim", key=f"repair:{pattern}:{message_key(ts)}")
+
+
+def _skip(ts: TurnState, run: Run, node: Collect) -> None:
+    """The customer cannot answer the step: the flow's ``on_skip`` node, else a person takes over
+    (the run escalates, and the customer is told: see the cannot-handle pattern)."""
+    flow = ts.agent.flows_by_id[run.flow]
+    keep_asking(ts, run)
+    target = flow.on_skip if flow.on_skip is not None else \
+        Escalate(f"the customer cannot answer {', '.join(missing(ts, run, node)) or node.id} at {node.id!r}")
+    ts.pending[run.id] = Static(target)
 
 
 def _cancel(ts: TurnState, run: Run, scores: dict[str, float] | None) -> None:
@@ -167,8 +174,8 @@ def reask_after_detour(ts: TurnState, *, spoken: bool) -> Run | None:
         run = max(suspended, key=lambda r: (r.suspended_at or r.started_at))
     node = _asking_node(ts, run)
     still = missing(ts, run, node) if node is not None else []
-    if node is None or not still:
-        return None
+    if node is None or not still or message_trigger(ts.agent.flows_by_id[run.flow], catch_all=True) is not None:
+        return None  # a catch-all's question is its opening ("what would you like to do?"): not a task to resume
     if not asking:
         resume_suspended(ts)
     ts.repaired = "continue"
@@ -180,3 +187,37 @@ def reask_after_detour(ts: TurnState, *, spoken: bool) -> Run | None:
     question = node.question if node.phrased_by_model and node.question else ask_text(ts, run, node, still)
     ts.say(question, kind="verbatim", key=f"repair:continue-ask:{message_key(ts)}", run=run, node_id=node.id)
     return run
+
+
+_ORDINALS = {"first": 0, "1": 0, "second": 1, "2": 1, "third": 2, "3": 2, "last": -1}
+
+
+def clarified_choice(ts: TurnState) -> bool:
+    """The message answers a clarification ("Do you want to A or B?"): the option it names (a word
+    only that option's description, name or phrases have, or its place: "the second one") starts.
+    The question is asked once: whatever the message says, the next one is routed as usual."""
+    options = [ts.agent.flows_by_id[f] for f in ts.session.clarifying if f in ts.agent.flows_by_id]
+    ts.session.clarifying = []
+    if len(options) < 2:
+        return False
+    said = content_words(ts.message_text) | {w for w in ts.message_text.lower().split() if w in _ORDINALS}
+    vocab = {flow.id: content_words(" ".join([flow.id.replace("_", " "), task_name(flow), flow.description,
+                                              *_phrases(flow)])) for flow in options}
+    named = [flow for flow in options if said & (vocab[flow.id] - set().union(*(vocab[o.id] for o in options
+                                                                                 if o is not flow)))]
+    placed = {_ORDINALS[w] % len(options) for w in said if w in _ORDINALS and _ORDINALS[w] < len(options)}
+    if len(named) != 1 and len(placed) == 1:
+        named = [options[placed.pop()]]
+    if len(named) != 1:
+        return False
+    run = route_to(ts, named[0], catch_all=False)
+    if run is None:
+        return False
+    ts.floor_taken = True
+    ts.outcome(run, code="clarified", kind="collect", detail=named[0].id)
+    return True
+
+
+def _phrases(flow: Flow) -> list[str]:
+    found = message_trigger(flow, catch_all=False)
+    return [p for p in found[1].phrases if not p.startswith("!")] if found is not None else []

@@ -43,5 +43,7 @@ def keyword_intent(repair: Repair, text: str, *, task_under_way: bool) -> str | 
 
 
 def small_talk_kind(repair: Repair, text: str) -> str:
-    """``chitchat`` when the message asks how the agent is (or the like), else ``thanks``."""
-    return "chitchat" if _CHITCHAT in _parts(repair, text) else "thanks"
+    """``thanks`` when the message thanks the agent and says no other small talk, else ``chitchat``."""
+    if _CHITCHAT in _parts(repair, text) or phrase_in(text, repair.chitchat_phrases):
+        return "chitchat"
+    return "thanks" if phrase_in(text, repair.thanks_phrases) else "chitchat"

@@ -21,6 +21,7 @@ from tether.engine.core.session import Run
 from tether.engine.core.state import TurnState
 from tether.engine.graph.conditions import holds
 from tether.engine.graph.starts import start_run
+from tether.engine.turn.clarify import ask_which, close_candidates
 from tether.engine.turn.keys import message_key
 from tether.engine.turn.understand import Judgeables, message_trigger, passing_catch_all
 from tether.flow.fields import coerce_fields
@@ -102,7 +103,9 @@ def _routing(ts: TurnState, found: Judgeables, judgement: Judgement, asker: Run 
         return
     best = _best(found.candidates, judgement.flows)
     if best is not None and best[1] >= ROUTE_MIN_SCORE:
-        route_to(ts, best[0], catch_all=False)
+        close = close_candidates(ts, found.candidates, judgement.flows, floor_score=ROUTE_MIN_SCORE)
+        if not ask_which(ts, close):  # two flows fit about equally: ask which (the clarification pattern)
+            route_to(ts, close[0] if close else best[0], catch_all=False)
         return
     catch_all = passing_catch_all(ts)
     if catch_all is not None:

@@ -23,7 +23,7 @@ from tether.engine.turn.compaction import compact
 from tether.engine.turn.continuation import continue_turn, recorded_reply
 from tether.engine.turn.handed_off import quiet_turn
 from tether.engine.turn.ingest import ingest
-from tether.engine.turn.repair import handle_repair, keyword_repair, reask_after_detour
+from tether.engine.turn.repair import clarified_choice, handle_repair, keyword_repair, reask_after_detour
 from tether.engine.turn.return_phase import turn_result
 from tether.engine.turn.route import decide
 from tether.engine.turn.run_phase import keep_moving, run_phase
@@ -72,7 +72,8 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
     if isinstance(input, Message):
         asker = _asker(ts)  # also when Ingest gave the floor to another run: the message may come back to it
         # a repair pattern its keywords recognise needs no call ("cancel", "thanks!", "that's all")
-        repaired = silence is None and handle_repair(ts, asker, keyword_repair(ts, asker))
+        repaired = silence is None and (clarified_choice(ts) if ts.session.clarifying else False)
+        repaired = repaired or (silence is None and handle_repair(ts, asker, keyword_repair(ts, asker)))
         if not repaired:
             found = find_judgeables(ts, asker)
             # 3. Understand

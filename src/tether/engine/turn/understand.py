@@ -180,13 +180,15 @@ def find_judgeables(ts: TurnState, floor: Run | None) -> Judgeables:
     taker = found.catch_all or found.lone if floor is None else None
     if taker is not None:
         first = taker.by_id[taker.start]
-        if isinstance(first, Collect) and first.question is not None:
-            found.asks = True
+        if _opens_with_fixed_text(taker):
+            found.asks = True  # the opening message may be a question: answer it before that text
         if isinstance(first, Collect):
             if first.phrased_by_model and first.question is None:
                 found.own.update(first.fields)  # read by that step's own speak call
             elif not first.phrased_by_model:
                 _add_collect(ts, found, taker.id, first, None)
+    if floor is None and any(_opens_with_fixed_text(f) for f in (*found.candidates, found.lone) if f is not None):
+        found.asks = True  # a question that also starts a flow is answered before its first question
     sources = [f for f in (floor_flow, found.catch_all, *found.candidates, found.lone) if f is not None]
     collected = {name for _, _, names in found.collect.values() for name in names}
     for flow in sources:
@@ -197,6 +199,12 @@ def find_judgeables(ts: TurnState, floor: Run | None) -> Judgeables:
                     and name not in found.fields):
                 found.fields.append(name)
     return found
+
+
+def _opens_with_fixed_text(flow: Flow) -> bool:
+    """The flow's first step is a collect that asks a fixed text (its ``ask``, or a fixed question)."""
+    first = flow.by_id.get(flow.start)
+    return isinstance(first, Collect) and (first.question is not None or not first.phrased_by_model)
 
 
 def _add_collect(ts: TurnState, found: Judgeables, owner: str, node: Collect, run: Run | None) -> None:
