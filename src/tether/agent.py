@@ -62,7 +62,8 @@ class Agent(AgentDefinition):
     goal, knowledge, instructions, fields, flows, actions, events, conditions, tools, idle,
     business_hours, max_tool_loops (default 5), history_window (default 40 messages: the
     conversation's window, and each agent-step memory namespace without summaries), failure_reply (what the customer
-    hears when a step fails; default :data:`~tether.flow.agent_def.DEFAULT_FAILURE_REPLY`).
+    hears when a step fails; default :data:`~tether.flow.agent_def.DEFAULT_FAILURE_REPLY`), repair (the
+    conversation repair patterns: a :class:`~tether.flow.repair.Repair`).
     """
 
     def __init__(self, name: str, *, model: str | Model | None = None,

@@ -132,6 +132,9 @@ class TurnState:
     outbox: ReplyStream | None = None
     held: dict[str, HeldTurn] = field(default_factory=dict)
     """Per run id: the batched turn its segment's next member takes instead of speaking."""
+    repaired: str | None = None
+    """The repair pattern that handled this turn's message (``cancel``, ``chitchat``...): the
+    message is not routed, nor given to a step as its answer."""
 
     def __post_init__(self) -> None:
         if self.on_delta is not None and self.outbox is None:
