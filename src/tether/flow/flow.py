@@ -383,8 +383,14 @@ class Flow:
             "nodes": [node.describe() for node in self.nodes],
             "gates": [_describe_gate(g) for g in self.gates],
         }
-        canonical = json.dumps(description, sort_keys=True, separators=(",", ":"), default=repr)
+        canonical = json.dumps(description, sort_keys=True, separators=(",", ":"), default=_digest_value)
         return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _digest_value(value: Any) -> Any:
+    """A value the description holds that JSON has no form for (a transition's data, an option):
+    a callable by its name (a function's repr names its module and address), anything else by repr."""
+    return callable_name(value) if callable(value) else repr(value)
 
 
 def _describe_gate(gate: Gate) -> dict[str, Any]:
