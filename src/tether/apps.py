@@ -142,12 +142,12 @@ def _import_file(target: str) -> ModuleType:
         dotted, root = packaged
         if str(root) not in sys.path:
             sys.path.insert(0, str(root))
-        module = _import_module(dotted, what=target)
-        found = getattr(module, "__file__", None)
+        packaged_module = _import_module(dotted, what=target)
+        found = getattr(packaged_module, "__file__", None)
         if found is None or Path(found).resolve() != path:
             raise AppLoadError(f"cannot import {target} as {dotted}: that name is {found}, another package "
                                f"named {dotted.split('.')[0]!r} comes first on sys.path")
-        return module
+        return packaged_module
     name = _module_name(path)  # not in a package, or its package name is another package's
     if name in sys.modules:
         return sys.modules[name]
