@@ -4,21 +4,12 @@ package module, through ``tether chat`` in a real subprocess."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-from cli_helpers import EXAMPLES, SUPPORT, chat
+from cli_helpers import chat, copy_support
 
 ASK_ORDER = "What's your order number? Order numbers look like A-1001."
 ANSWERED = "Order A-1002 is processing"
-
-
-def copy_support(folder: Path) -> Path:
-    """``examples/support.py`` and its data, byte for byte, in ``folder``."""
-    folder.mkdir(parents=True, exist_ok=True)
-    shutil.copy(SUPPORT, folder / "support.py")
-    shutil.copytree(EXAMPLES / "data", folder / "data")
-    return folder / "support.py"
 
 
 def park(app: str | Path, db: Path, cwd: Path) -> str:
