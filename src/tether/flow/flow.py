@@ -56,9 +56,10 @@ DriftMigration = Callable[[str | None, dict[str, Any]], str]
 goes on in the new one (``state`` is the run's own state, which it may change in place)."""
 
 OnDrift = Literal["error", "restart"] | DriftMigration
-"""What resuming a run pinned to another definition of its flow does: ``error`` (raise
-``FlowDriftError``, the default), ``restart`` (the run starts over at the flow's start), or a
-:data:`DriftMigration`."""
+"""What a run pinned to another definition of its flow does when it cannot continue at its node
+(the node is gone, its kind changed, or an unfinished action's journal no longer matches; a run
+that can, continues: ``flow-drift-continued``): ``error`` (raise ``FlowDriftError``, the default),
+``restart`` (the run starts over at the flow's start), or a :data:`DriftMigration`."""
 
 RESERVED_IDS = frozenset({"end", "stay"})
 
@@ -81,8 +82,9 @@ class Flow:
         clear_on_start: agent fields deleted when a run starts.
         on_end: ``end`` (default), ``stay`` (keep answering from the last talk node) or
             ``reset`` (start over, one hop further).
-        on_drift: what resuming a run pinned to another definition of this flow does (see
-            :data:`OnDrift`; default ``error``: ``FlowDriftError`` naming both digests).
+        on_drift: what a run pinned to another definition of this flow does when it cannot
+            continue at its node (see :data:`OnDrift`; default ``error``: ``FlowDriftError`` naming
+            both digests and why). A run whose node still exists with the same kind continues.
         instructions: flow-level instructions for the speak call.
         tools: names of agent tools this flow's model steps may call when a reply declares none
             (default: none).
@@ -97,6 +99,9 @@ class Flow:
             order number"); default: a hand-off to a person, saying so.
 
     Attributes:
+        digest: ``sha256:...`` of the flow's structure (nodes with their kinds and options,
+            static transitions, fields, schemas, tools, gates); a function counts by its qualified
+            name, never by the module or file it was imported from. Runs are pinned to it.
         segments: node id -> the chain of ``generate`` replies (that node first) one model call
             speaks for when a run reaches it. Filled by :mod:`tether.dialect` for flow files
             (see :mod:`tether.dialect.segments`); always empty for Python flows, whose ``next``
@@ -405,8 +410,14 @@ class Flow:
             "nodes": [node.describe() for node in self.nodes],
             "gates": [_describe_gate(g) for g in self.gates],
         }
-        canonical = json.dumps(description, sort_keys=True, separators=(",", ":"), default=repr)
+        canonical = json.dumps(description, sort_keys=True, separators=(",", ":"), default=_digest_value)
         return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _digest_value(value: Any) -> Any:
+    """A value the description holds that JSON has no form for (a transition's data, an option):
+    a callable by its name (a function's repr names its module and address), anything else by repr."""
+    return callable_name(value) if callable(value) else repr(value)
 
 
 def _describe_gate(gate: Gate) -> dict[str, Any]:
