@@ -19,7 +19,7 @@ from tether.workflow_host import WorkflowRun
 
 RELEASE = EXAMPLES / "release.yaml"
 ECHO = EXAMPLES / "echo_workflow.yaml"
-PARKED = re.compile(r"run (\S+) is parked; resume with: --run (\S+)")
+PARKED = re.compile(r"run (\S+) is parked; resume with: .* --run (\S+) ")
 
 
 def _parked(*args: str | Path, stdin: str = "") -> str:

@@ -53,7 +53,7 @@ from tether.workflow import (
 from tether.workflow._contract import AgentRun, FunctionRun, GateRun, RouterRun, SubflowRun, SubpromptRun
 from tether.workflow._derive import changed_nodes, derive, index_of
 from tether.workflow._state import Approval
-from tether.workflow_host._agent import DEFAULT_TOOL_ROUNDS, AgentDriver
+from tether.workflow_host._agent import DEFAULT_TOOL_ROUNDS, AgentDriver, TurnReport
 from tether.workflow_host._process import build_request, settle_outcome, spawn_failure
 from tether.workflow_host._store import SnapshotStore
 from tether.workflow_host._subflow import MAX_SUBFLOW_DEPTH, SubflowHost, check_subflows, tree_digest
@@ -135,6 +135,7 @@ class WorkflowRun:
         self.subflows = SubflowHost(self, self._child)
         self.agent_nodes = frozenset(n for n, node in self.graph.nodes.items() if isinstance(node.run, AgentRun))
         self.agent = AgentDriver(self)
+        self.last_agent_turn: TurnReport | None = None  # what advance()'s last agent turn did
 
     # ------------------------------------------------------------------ reading
 
@@ -345,7 +346,7 @@ class WorkflowRun:
             if not self.agent.has_work() or self._snapshot.status == "cancelled":
                 break
             before = {n: (s.status, s.generation) for n, s in self._snapshot.nodes.items()}
-            report = await self.agent.turn()
+            report = self.last_agent_turn = await self.agent.turn()
             await self.drain()
             if report.ended_by != "reply":
                 break
