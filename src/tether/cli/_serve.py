@@ -81,7 +81,9 @@ def serve(
     """Serve the app's agents over HTTP (routes under /v1, OpenAPI at /openapi.json).
 
     API keys come from TETHER_API_KEYS ("tenant:key,tenant:key"); without any the API is open
-    and binds 127.0.0.1 only. Each turn logs one line (tether.turn) to stderr.
+    and binds 127.0.0.1 only. Each turn logs one line (tether.turn) to stderr, and nothing else
+    is logged per request (no access log). With the fast extra installed (uvloop and httptools),
+    uvicorn runs on them.
     """
     try:
         import uvicorn
@@ -110,7 +112,7 @@ def serve(
     _log_turns()
     if workers == 1:
         config = uvicorn.Config(_app(app_spec, store, flow_refresh), host=host, port=port, lifespan="on",
-                                log_level="info")
+                                log_level="info", access_log=False)
         uvicorn.Server(config).run()
         return
     file, sep, attr = app_spec.partition(":")
@@ -118,4 +120,4 @@ def serve(
     os.environ[STORE_ENV] = store
     os.environ[REFRESH_ENV] = str(flow_refresh)
     uvicorn.run("tether.cli._serve:worker_app", factory=True, host=host, port=port, workers=workers,
-                lifespan="on", log_level="info")
+                lifespan="on", log_level="info", access_log=False)
