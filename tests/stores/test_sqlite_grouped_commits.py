@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tether.engine.session import Session, TranscriptMessage
+from tether.engine.core.session import Session, TranscriptMessage
 from tether.errors import SessionConflict
 from tether.stores import SQLiteStore, TurnRecords
 
