@@ -18,9 +18,16 @@ runs on the same machine and takes CPU from the server; on 2 cores that weighs o
 Whether uvloop and httptools are installed (the ``fast`` extra) is printed.
 
     python bench/http_turns.py [--users 16 64] [--turns 40] [--against DIR]
+    TETHER_TEST_POSTGRES_URL=postgresql://... python bench/http_turns.py --workers 2 --users 16 64
 
 ``--against DIR`` also serves from another checkout's ``src`` (``git worktree add DIR <commit>``)
 and prints this / that for the HTTP turns per second, in the same run.
+
+``--workers N`` instead compares ``tether serve --workers N`` with one worker on PostgreSQL (a
+fresh database on the server of ``TETHER_TEST_POSTGRES_URL`` per run, dropped afterwards), in
+paired rounds at each number of users: turns per second of each and their ratio (goal: >= 0.95
+on a 2-core machine, >= 1.7 where the cores allow); a failed request (a conflict included; goal
+0) stops the bench.
 """
 
 from __future__ import annotations
@@ -106,14 +113,15 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def http_run(src: Path, users: int, turns: int) -> dict[str, float]:
+async def http_run(src: Path, users: int, turns: int, store: str | None = None,
+                   workers: int = 1) -> dict[str, float]:
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "PYTHONPATH": str(src)}
         env.pop("TETHER_API_KEYS", None)
         server = subprocess.Popen(
             [sys.executable, "-c", "from tether.cli import main; main()", "serve", str(HERE / "booking_app.py"),
-             "--db", str(Path(tmp) / "http.db"), "--port", str(port)],
+             "--db", store or str(Path(tmp) / "http.db"), "--port", str(port), "--workers", str(workers)],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             for _ in range(600):
@@ -123,16 +131,65 @@ async def http_run(src: Path, users: int, turns: int) -> dict[str, float]:
                     break
                 except OSError:
                     await asyncio.sleep(0.05)
+            await asyncio.sleep(2 if workers > 1 else 0)  # every worker up (the first one answers first)
             old_way = [False]
-            await user(port, users, 8, old_way)  # warm up
-            cpu, wall = cpu_seconds(server.pid), time.perf_counter()
+            await asyncio.gather(*(user(port, users + w, 8, old_way) for w in range(workers)))  # warm up
+            pids = [server.pid, *children(server.pid)]
+            cpu, wall = sum(map(cpu_seconds, pids)), time.perf_counter()
             await asyncio.gather(*(user(port, c, turns, old_way) for c in range(users)))
-            wall, cpu = time.perf_counter() - wall, cpu_seconds(server.pid) - cpu
+            wall, cpu = time.perf_counter() - wall, sum(map(cpu_seconds, pids)) - cpu
         finally:
             server.terminate()
             server.wait(30)
     done = users * turns
     return {"turns_per_s": done / wall, "cpu_ms": cpu * 1000 / done}
+
+
+def children(pid: int) -> list[int]:
+    """The child processes of ``pid`` (the workers of ``tether serve --workers``)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def compare_workers(users_counts: list[int], turns: int, workers: int, rounds: int) -> None:
+    """``--workers N`` against one worker on a fresh PostgreSQL schema, in paired rounds."""
+    import statistics
+    import uuid
+
+    import psycopg
+
+    url = os.environ.get("TETHER_TEST_POSTGRES_URL")
+    if not url:
+        raise SystemExit("--workers needs TETHER_TEST_POSTGRES_URL")
+    here = HERE.parent / "src"
+    print(f"booking conversations over HTTP on PostgreSQL: {workers} workers vs 1; load average "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    for users in users_counts:
+        ratios = []
+        for r in range(rounds):
+            figures = {}
+            for count in (1, workers) if r % 2 == 0 else (workers, 1):
+                database = f"tether_bench_{uuid.uuid4().hex[:8]}"
+                with psycopg.connect(url, autocommit=True) as admin:
+                    admin.execute(f'CREATE DATABASE "{database}"')
+                try:
+                    store = url.rsplit("/", 1)[0] + "/" + database
+                    figures[count] = asyncio.run(http_run(here, users, turns, store=store, workers=count))
+                finally:
+                    with psycopg.connect(url, autocommit=True) as admin:
+                        admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+            ratios.append(figures[workers]["turns_per_s"] / figures[1]["turns_per_s"])
+            print(f"{users:3} users, round {r + 1}: 1 worker {figures[1]['turns_per_s']:6.0f} turns/s, {workers} "
+                  f"workers {figures[workers]['turns_per_s']:6.0f} turns/s: {ratios[-1]:.2f}x")
+        print(f"{users:3} users: median {workers} workers / 1: {statistics.median(ratios):.2f}x "
+              f"(goal >= 0.95 on 2 cores); every request answered with success")
 
 
 def in_process(src: Path, users: int, turns: int) -> dict[str, Any]:
@@ -147,7 +204,12 @@ def main() -> None:
     parser.add_argument("--users", type=int, nargs="+", default=[16, 64])
     parser.add_argument("--turns", type=int, default=40)
     parser.add_argument("--against", type=Path, help="another checkout: also serve from its src")
+    parser.add_argument("--workers", type=int, default=1, help="compare N workers with 1 on PostgreSQL")
+    parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
+    if args.workers > 1:
+        compare_workers(args.users, args.turns, args.workers, args.rounds)
+        return
     here = HERE.parent / "src"
     fast = all(importlib.util.find_spec(name) is not None for name in ("uvloop", "httptools"))
     print(f"booking conversations over HTTP (tether serve, SQLite, 1 worker) vs in process; uvloop+httptools: "
