@@ -78,6 +78,7 @@ menu = Flow(
             resolvers=[enum_check("topic", list(TOPICS))],
             max_turns=3,
             on_complete=lambda data, state: start_flow(TOPICS[data["topic"]]),
+            targets=[start_flow(flow) for flow in TOPICS.values()],  # where on_complete goes: drawn, checked
         ),
     ],
     on=[on_message(repeat="always")],
