@@ -229,7 +229,7 @@ agent = Agent(
                                  "address change", extract="asked"),
         "confirm_refund": Field("string", enum=("yes", "no"), description="Whether the customer confirmed the "
                                 "refund request", extract="asked"),
-        "refund_reason": Field("string", description="Why the customer wants a refund", extract="asked"),
+        "refund_reason": Field("string", description="Why the customer wants a refund"),  # said up front: not asked
     },
     flows=[menu, orders, address, refund, human, still_there],
     history_window=16,
