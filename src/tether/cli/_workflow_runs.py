@@ -147,11 +147,10 @@ async def _runs(store: Store, workflow: str | None, status: str | None, limit: i
     loaded: dict[str, tuple[Session, WorkflowSnapshot] | None] = {}
     asked = limit
     while True:
-        rows = await store.list(agent=agent, status=stored, limit=asked)
+        rows = await store.list(agent=agent, status=stored, limit=asked,
+                                agent_prefix=None if agent else WORKFLOW_AGENT_PREFIX)
         found: list[Found] = []
         for row in rows:
-            if not row.agent.startswith(WORKFLOW_AGENT_PREFIX):
-                continue
             if row.id not in loaded:
                 document = await store.load(row.id)
                 snapshot = stored_run(document) if document is not None else None
