@@ -236,3 +236,26 @@ async def test_nothing_understood_with_no_model_says_what_the_agent_can_do() -> 
     result = await desk.turn(None, Message("blorp"))
     assert result.text == "Sorry, I didn't understand that. I can order a pizza or get a refund."
     assert any("TETHER_MODEL" in entry.message for entry in result.session.error)  # the hint is the developer's
+
+
+async def test_a_step_the_model_phrases_is_offered_the_fields_collected_before_in_the_understand_call() -> None:
+    signup = Flow("signup", "Sign up", nodes=[
+        collect("ask_email", fields=["email"], prompt="Ask for the email."),
+        collect("ask_name", fields=["name"], prompt="Ask for their name."),
+        reply("bye", response="Signed up {name} <{email}>!", next=end("done")),
+    ], on=[on_message("sign up")])
+    faq = Flow("faq", "FAQ", nodes=[reply("answer", response="We ship worldwide.", next=end())],
+               on=[on_message("shipping question")])
+    model = StrictModel()
+    chat = Chat(Agent("A", flows=[signup, faq], fields={"email": Field(), "name": Field()}).with_model(model))
+    for text, meaning in [("sign me up", {"flows": {"signup": 95}}), ("a@x.com", {"values": {"email": "a@x.com"}})]:
+        model.means(text, **meaning)
+        await chat.say(text)
+    model.means("no, my email is b@x.com", values={"email": "b@x.com"})
+    fixed = await chat.say("no, my email is b@x.com")
+    assert chat.session.data["email"] == "b@x.com" and "corrected" in fixed.codes()
+    assert [c.call for c in model.calls[-2:]] == ["understand", "speak"] and model.unsaid() == []
+    understand = model.calls[-2].request
+    assert "c1 correctable: email (now 'a@x.com')" in understand.instructions
+    model.means("Ada", values={"name": "Ada"})
+    assert (await chat.say("Ada")).text == "Signed up Ada <b@x.com>!"

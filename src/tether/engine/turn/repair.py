@@ -67,8 +67,9 @@ def handle_repair(ts: TurnState, asker: Run | None, intent: str | None, scores: 
     if intent == "cancel" and asker is not None:
         _cancel(ts, asker, scores)
     elif intent == "chitchat":
-        _say(ts, "chitchat", ts.agent.repair.chitchat_reply
-             if small_talk_kind(ts.agent.repair, ts.message_text) == "chitchat" else ts.agent.repair.thanks_reply)
+        kind = small_talk_kind(ts.agent.repair, ts.message_text)
+        _say(ts, "chitchat", {"how_are_you": ts.agent.repair.chitchat_reply, "thanks": ts.agent.repair.thanks_reply}
+             .get(kind, ts.agent.repair.small_talk_reply))
         if asker is not None:
             keep_asking(ts, asker)
     elif intent == "skip" and asker is not None and node is not None:
