@@ -102,7 +102,7 @@ async def test_with_a_model_the_extract_call_offers_the_fields_collected_before(
     call = model.calls[-1]
     assert call.call == "extract"
     tool = call.request.tools[0]
-    assert set(tool.parameters["properties"]) == {"confirm", "size"}
+    assert set(tool.parameters["properties"]) == {"confirm", "size", "_intent"}
     assert "size (now 'large')" in tool.description
     assert model.unsaid() == []
     assert [e.as_dict()["source"] for e in fixed.events if e.type == "field-corrected"] == ["model"]
@@ -259,3 +259,19 @@ async def test_a_step_the_model_phrases_is_offered_the_fields_collected_before_i
     assert "c1 correctable: email (now 'a@x.com')" in understand.instructions
     model.means("Ada", values={"name": "Ada"})
     assert (await chat.say("Ada")).text == "Signed up Ada <b@x.com>!"
+
+
+async def test_an_extract_call_reports_small_talk_and_it_never_counts_toward_max_turns() -> None:
+    model = StrictModel()
+    chat = Chat(pia().with_model(model))
+    model.means("a large pizza", flows={"order": 90}, values={"size": "large"})
+    await chat.say("a large pizza")
+    for text in ("you are a gem", "what a lovely shop", "such a nice day"):  # max_turns=2 at the confirm step
+        model.means(text, intent="chitchat")
+        result = await chat.say(text)
+        assert result.text == "Thanks, that's kind of you!\n\nA large pizza for 12 EUR. Shall I? (yes/no)"
+        assert result.llm_calls == 1 and result.status == "awaiting_user"
+    model.means("I can't say, my partner decides", intent="skip")
+    handed = await chat.say("I can't say, my partner decides")
+    assert handed.text == "I'm passing you to a person, who will take it from here." and handed.status == "handoff"
+    assert model.unsaid() == []

@@ -222,6 +222,13 @@ def _fill_object(schema: Mapping[str, Any], meaning: Meaning, heard: _Heard,
         if isinstance(spec, Mapping) and "properties" in spec:
             filled[name] = _fill_object(spec, meaning, heard, root)
             continue
+        if name == "_intent":  # an extract call's repair intent
+            allowed = [v for v in spec.get("enum", []) if v is not None]
+            heard.offered.update(f"intent {v}" for v in allowed)
+            filled[name] = meaning.intent if meaning.intent in allowed else None
+            if filled[name] is not None:
+                heard.said.add("intent")
+            continue
         heard.offered.add(name)
         if name in meaning.values and _accepts(spec, meaning.values[name], root):
             filled[name] = meaning.values[name]

@@ -33,7 +33,7 @@ from tether.engine.graph.collect_fields import (
     value_of,
 )
 from tether.engine.graph.corrections import apply_corrections, correctable, marked_as_correction, resolver_corrections
-from tether.engine.graph.extract import extract_values
+from tether.engine.graph.extract import INTENT_KEY, extract_values
 from tether.engine.graph.moves import silenced
 from tether.engine.graph.reuse import confirm_reused
 from tether.flow.fields import is_known
@@ -127,7 +127,17 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
         if targets and judged is not None:
             values = {k: v for k, v in judged.items() if k in targets and v is not None}
         elif targets and ts.has_model(node.model) and ts.pre_speak_calls == 0 and not ts.spoke:
-            values = await extract_values(ts, run, node, targets, needed, correctable=fixable)
+            # an answer to this step's question may instead cancel, chat or give up (not a message that started it)
+            intents = [i for i in ("cancel", "chitchat", "skip") if ts.agent.repair.on(i)] \
+                if ts.asking_at.get(run.id) == node.id else []
+            values = await extract_values(ts, run, node, targets, needed, correctable=fixable, intents=intents)
+            intent = values.pop(INTENT_KEY, None)
+            if isinstance(intent, str) and intent in intents:
+                # not an answer: the turn applies the repair pattern after the run phase; the pass is not counted
+                run.state[f"__collectTurns_{node.id}"] = turns - 1
+                ts.late_intent = (run.id, intent)
+                run.status = "asking"
+                return ASKING
             fixes = {k: values.pop(k) for k in list(values) if k in fixable}
             if fixes and (back := _corrected(ts, run, flow, node, fixes, "model")) is not None:
                 return back

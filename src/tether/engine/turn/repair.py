@@ -31,14 +31,15 @@ from tether.engine.turn.keys import message_key
 from tether.engine.turn.keywords import keyword_scores
 from tether.engine.turn.repair_intents import keyword_intent, small_talk_kind
 from tether.engine.turn.route import ROUTE_MIN_SCORE, route_to
-from tether.engine.turn.run_phase import keep_asking, resume_suspended
+from tether.engine.turn.run_phase import keep_asking, move_floor, resume_suspended
 from tether.engine.turn.understand import message_trigger, repeat_allows
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect
 from tether.flow.repair import content_words, task_name
 from tether.flow.transitions import Escalate
 
-__all__ = ["clarified_choice", "continue_interrupted", "handle_repair", "keyword_repair", "reask_after_detour"]
+__all__ = ["clarified_choice", "continue_interrupted", "handle_repair", "keyword_repair", "late_repair",
+           "reask_after_detour"]
 
 
 def _asking_node(ts: TurnState, run: Run | None) -> Collect | None:
@@ -83,6 +84,21 @@ def handle_repair(ts: TurnState, asker: Run | None, intent: str | None, scores: 
     ts.repaired = intent
     ts.outcome(asker, code=f"repair-{intent}", kind="collect", node_id=asker.node if asker else None)
     return True
+
+
+async def late_repair(ts: TurnState) -> None:
+    """Apply the repair intent a collect step's extract call reported (it stopped without asking):
+    the pattern, else the step asks again; then the runs move on."""
+    if ts.late_intent is None:
+        return
+    run_id, intent = ts.late_intent
+    ts.late_intent = None
+    run = ts.run(run_id)
+    if run is None:
+        return
+    if not handle_repair(ts, run, intent):
+        keep_asking(ts, run)
+    await move_floor(ts)
 
 
 def _say(ts: TurnState, pattern: str, text: str, *, flow: Flow | None = None) -> None:

@@ -47,4 +47,6 @@ def small_talk_kind(repair: Repair, text: str) -> str:
     ``other`` (small talk only a model recognised)."""
     if _CHITCHAT in _parts(repair, text) or phrase_in(text, repair.chitchat_phrases):
         return "how_are_you"
-    return "thanks" if phrase_in(text, repair.thanks_phrases) else "other"
+    parts = _parts(repair, text)
+    thanked = _THANKS in parts or phrase_in(text, ("thanks", "thank you", "thx"))
+    return "thanks" if thanked else "other"
