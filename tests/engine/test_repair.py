@@ -275,3 +275,23 @@ async def test_an_extract_call_reports_small_talk_and_it_never_counts_toward_max
     handed = await chat.say("I can't say, my partner decides")
     assert handed.text == "I'm passing you to a person, who will take it from here." and handed.status == "handoff"
     assert model.unsaid() == []
+
+
+async def test_small_talk_a_phrased_step_answers_does_not_use_up_its_asks() -> None:
+    signup = Flow("signup", "Sign up", nodes=[
+        collect("ask_email", fields=["email"], prompt="Ask for the email.", max_asks=2),
+        reply("bye", response="Signed up <{email}>!", next=end("done")),
+    ], on=[on_message("sign up")])
+    faq = Flow("faq", "FAQ", nodes=[reply("answer", response="We ship worldwide.", next=end())],
+               on=[on_message("shipping question")])
+    model = StrictModel()
+    chat = Chat(Agent("A", flows=[signup, faq], fields={"email": Field()}).with_model(model))
+    model.means("sign me up", flows={"signup": 95}, reply="Your email?")
+    await chat.say("sign me up")
+    for text in ("thanks!", "you are all lovely"):  # keywords, then a model's judgement
+        model.means(text, intent="chitchat", reply="Happy to help! Your email?")
+        answered = await chat.say(text)
+        assert answered.text == "Happy to help! Your email?"  # the step's own speak call answers it
+    assert chat.session.runs[0].asked == {"email": 1}
+    model.means("a@x.com", values={"email": "a@x.com"})
+    assert (await chat.say("a@x.com")).text == "Signed up <a@x.com>!"

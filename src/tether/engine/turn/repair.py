@@ -64,7 +64,8 @@ def handle_repair(ts: TurnState, asker: Run | None, intent: str | None, scores: 
     if intent is None or (asker is not None and (node is None or asker.staying)):
         return False  # an agent step, a reply, a run staying on its step: they hold their own conversation
     if intent == "chitchat" and node is not None and node.phrased_by_model and ts.has_model(node.model):
-        return False  # the step's own speak call answers the small talk and asks again
+        ts.small_talk = True  # the step's own speak call answers it and asks again; that ask is not counted
+        return False
     if intent == "cancel" and asker is not None:
         _cancel(ts, asker, scores)
     elif intent == "chitchat":
