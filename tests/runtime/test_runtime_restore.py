@@ -132,16 +132,25 @@ async def test_hook_that_changes_the_agent_is_an_invariant_failure(
     assert stored is not None and stored.revision == 1 and stored.status == "running"
 
 
-async def test_hook_error_aborts_the_session(make_runtime: Callable[..., Runtime], spy: SpyStore) -> None:
-    def broken(doc: Session) -> Session:
-        raise RuntimeError("hook failed")
+async def test_hook_error_fails_the_request_and_keeps_the_session(make_runtime: Callable[..., Runtime],
+                                                                 spy: SpyStore) -> None:
+    broken = [True]
 
-    runtime = make_runtime(counter_agent(), on_restore=broken)
+    def hook(doc: Session) -> Session:
+        if broken[0]:
+            raise RuntimeError("hook failed")
+        return doc
+
+    runtime = make_runtime(counter_agent(), on_restore=hook)
     first = await runtime.run("Counter", msg())
+    before = await spy.load(first.session)
     response = await runtime.run("Counter", msg(), session_id=first.session)
     assert not response.success and response.message == "RuntimeError: hook failed"
-    stored = await spy.load(first.session)
-    assert stored is not None and stored.status == "aborted"
+    assert response.code == "turn-failed" and response.session == first.session
+    assert await spy.load(first.session) == before  # not aborted: nothing written
+    broken[0] = False
+    fixed = await runtime.run("Counter", msg(), session_id=first.session)
+    assert fixed.success and fixed.session == first.session and fixed.message == "n=2"
 
 
 def test_session_idle_and_current() -> None:

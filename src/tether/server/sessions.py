@@ -36,7 +36,7 @@ _STATUS = {
 
 def status_of(response: RunResponse) -> int:
     """The HTTP status of an envelope: 200 on success; a failure by its code (a provider failure is
-    502, an unexpected turn failure, which aborted the session, is 500)."""
+    502, an unexpected turn failure, a bug that saved nothing, is 500)."""
     if response.success:
         return 200
     code = response.code or ""
