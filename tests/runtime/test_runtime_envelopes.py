@@ -249,3 +249,22 @@ def test_run_sync_runs_a_turn_in_a_fresh_loop(tmp_path: object) -> None:
     first = runtime.run_sync("Counter", msg())
     second = runtime.run_sync("Counter", msg(), session_id=first.session)
     assert isinstance(second, RunResponse) and second.message == "n=2" and second.session == first.session
+
+
+async def test_a_document_with_a_field_this_tether_does_not_know_is_the_newer_version_error(
+    make_runtime: Callable[..., Runtime], spy: SpyStore, backend: Backend
+) -> None:
+    runtime = make_runtime(counter_agent())
+    first = await runtime.run("Counter", "hi")
+    stored = await spy.inner.load(first.session)
+    assert stored is not None
+    newer = {**json.loads(stored.model_dump_json(exclude_none=True)), "mood": "cheerful"}  # same version number
+    newer["usage"] = {**newer["usage"], "cache_tokens": 3}
+    await backend.corrupt(first.session, json.dumps(newer))
+    spy.calls.clear()
+    response = await runtime.run("Counter", "hi", session_id=first.session)
+    assert not response.success and response.code == "SESSION_VERSION_UNSUPPORTED"
+    assert response.message == (
+        f"Session {first.session!r} holds fields this tether does not know (mood, usage.cache_tokens) at schema "
+        "version 2: a newer tether wrote it; upgrade tether to continue it.")
+    assert spy.writes() == []  # neither run nor replaced

@@ -10,6 +10,7 @@ import pytest
 from runtime_helpers import SpyStore, counter_agent, msg
 
 from tether.engine.core.session import SESSION_SCHEMA_VERSION, Session, TranscriptMessage
+from tether.errors import SessionVersionUnsupported
 from tether.runtime import MigrationRegistry, Runtime, default_restore, is_session_current, session_idle
 from tether.testing import FakeClock
 
@@ -19,13 +20,30 @@ async def stored_session(spy: SpyStore, clock: FakeClock, **fields: Any) -> Sess
     return await spy.inner.create(Session(id="old-1", agent="Counter", created_at=clock.now(), **fields))
 
 
-async def test_default_hook_resets_a_document_of_another_version(
+async def test_a_document_of_a_version_nothing_upgrades_is_refused_never_replaced(
     make_runtime: Callable[..., Runtime], spy: SpyStore, clock: FakeClock
 ) -> None:
     old = await stored_session(spy, clock, schema_version=0, data={"n": 41})  # a version nothing upgrades
-    response = await make_runtime(counter_agent()).run("Counter", msg(), session_id=old.id)
-    assert response.success and response.session != old.id and response.message == "n=1"
+    runtime = make_runtime(counter_agent())
+    for _ in range(2):
+        response = await runtime.run("Counter", msg(), session_id=old.id)
+        assert not response.success and response.code == "SESSION_VERSION_UNSUPPORTED" and response.session == old.id
+        assert response.message == (
+            "Session 'old-1' has schema version 0, older than this tether reads (2), and no migration upgrades it: "
+            "register one (Runtime(migrations=...)) or an on_restore hook that decides; the document is kept as "
+            "it is.")
     assert await spy.inner.load(old.id) == old  # kept, untouched
+    assert [s.id for s in await spy.list()] == [old.id]  # and no new session took its place
+
+
+async def test_a_hook_of_its_own_may_still_start_over(
+    make_runtime: Callable[..., Runtime], spy: SpyStore, clock: FakeClock
+) -> None:
+    old = await stored_session(spy, clock, schema_version=0, data={"n": 41})
+    runtime = make_runtime(counter_agent(), on_restore=lambda doc: doc if is_session_current(doc) else None)
+    response = await runtime.run("Counter", msg(), session_id=old.id)
+    assert response.success and response.session != old.id and response.message == "n=1"
+    assert await spy.inner.load(old.id) == old
 
 
 async def test_a_version_1_document_is_upgraded_and_continued_with_its_inline_window(
@@ -161,7 +179,8 @@ def test_session_idle_and_current() -> None:
     assert session_idle(saved, clock.advance("1h")) == timedelta(hours=1)
     assert session_idle(saved, saved.saved_at - timedelta(seconds=5)) == timedelta(0)  # type: ignore[operator]
     assert is_session_current(doc) and default_restore(doc) is doc
-    assert default_restore(doc.model_copy(update={"schema_version": 0})) is None
+    with pytest.raises(SessionVersionUnsupported, match="older than this tether reads"):
+        default_restore(doc.model_copy(update={"schema_version": 0}))
 
 
 def v0_to_v1(doc: dict[str, Any]) -> dict[str, Any]:

@@ -112,7 +112,7 @@ from tether.runtime.restore import (
     RestoreHook,
     call_restore_hook,
     check_supported,
-    is_session_current,
+    default_restore,
 )
 from tether.runtime.selections import check_model_selections
 from tether.runtime.turn_log import input_label, log_turn
@@ -284,7 +284,7 @@ class RequestPath:
         if self.runtime.on_restore is not None:  # the user's hook: its document is saved at once (seed 004)
             restored = await call_restore_hook(self.runtime.on_restore, migrated)
         else:  # the default version check; nothing to save unless the migrations changed the document
-            restored = migrated if is_session_current(migrated) else None
+            restored = default_restore(migrated)  # another version nothing upgraded: refused, kept
             if restored is not None and restored.schema_version == doc.schema_version:
                 return doc
         if restored is None:

@@ -37,7 +37,8 @@ __all__ = [
 ]
 
 SESSION_SCHEMA_VERSION = 2
-"""Bumped when the document shape changes; the runtime migrates or resets older documents.
+"""Bumped when the document shape changes (a test holds its JSON Schema per version); the runtime
+migrates older documents, and refuses one no migration upgrades (``SESSION_VERSION_UNSUPPORTED``).
 
 2: ``window_from`` (the runtime stores the context window as transcript records, not inline).
 The runtime upgrades a version 1 document itself (its window is inline: nothing else changes)."""
