@@ -379,7 +379,7 @@ def _schema_version(text: str | bytes) -> int | None:
     """The ``schema_version`` of a stored document that did not validate, when it has one."""
     try:
         version = json.loads(text).get("schema_version")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):  # not JSON, not an object, nested too deep to read
         return None
     return version if isinstance(version, int) else None
 
