@@ -175,6 +175,8 @@ class WakeScheduler(BackgroundTask):
             fired = 0
             try:
                 fired = await self.runtime.fire_due_wakes(self.limit)
+            except StoreError as exc:  # the store is down: one line, not a traceback every interval
+                log.warning("firing due wakes failed: %s", exc.message)
             except Exception:
                 log.exception("firing due wakes failed")
             if fired < self.limit:
