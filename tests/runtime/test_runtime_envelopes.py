@@ -9,7 +9,7 @@ from runtime_helpers import SpyStore, counter_agent, msg
 from store_backends import Backend
 
 from tether import Event, Message, Start
-from tether.engine.core.session import Session
+from tether.engine.core.session import SESSION_SCHEMA_VERSION, Session
 from tether.errors import FlowDefinitionError
 from tether.runtime import RunResponse, Runtime
 from tether.runtime.window import attach_window
@@ -266,5 +266,5 @@ async def test_a_document_with_a_field_this_tether_does_not_know_is_the_newer_ve
     assert not response.success and response.code == "SESSION_VERSION_UNSUPPORTED"
     assert response.message == (
         f"Session {first.session!r} holds fields this tether does not know (mood, usage.cache_tokens) at schema "
-        "version 2: a newer tether wrote it; upgrade tether to continue it.")
+        f"version {SESSION_SCHEMA_VERSION}: a newer tether wrote it; upgrade tether to continue it.")
     assert spy.writes() == []  # neither run nor replaced

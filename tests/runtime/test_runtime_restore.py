@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from runtime_helpers import SpyStore, counter_agent, msg
+from store_backends import Backend
 
 from tether.engine.core.session import SESSION_SCHEMA_VERSION, Session, TranscriptMessage
 from tether.errors import SessionVersionUnsupported
@@ -29,7 +31,7 @@ async def test_a_document_of_a_version_nothing_upgrades_is_refused_never_replace
         response = await runtime.run("Counter", msg(), session_id=old.id)
         assert not response.success and response.code == "SESSION_VERSION_UNSUPPORTED" and response.session == old.id
         assert response.message == (
-            "Session 'old-1' has schema version 0, older than this tether reads (2), and no migration upgrades it: "
+            "Session 'old-1' has schema version 0, older than this tether reads (3), and no migration upgrades it: "
             "register one (Runtime(migrations=...)) or an on_restore hook that decides; the document is kept as "
             "it is.")
     assert await spy.inner.load(old.id) == old  # kept, untouched
@@ -56,8 +58,24 @@ async def test_a_version_1_document_is_upgraded_and_continued_with_its_inline_wi
     assert response.result is not None and response.result.session is not None
     assert response.result.session.messages[0] == said  # the inline window was read as it is
     stored = await spy.inner.load(old.id)
-    assert stored is not None and stored.schema_version == SESSION_SCHEMA_VERSION == 2
+    assert stored is not None and stored.schema_version == SESSION_SCHEMA_VERSION == 3
     assert stored.messages == [] and stored.window_from == 1  # from now on the window is the records
+
+async def test_a_version_2_document_without_clarifying_is_upgraded_and_continued(
+    make_runtime: Callable[..., Runtime], spy: SpyStore, clock: FakeClock, backend: Backend
+) -> None:
+    runtime = make_runtime(counter_agent())
+    first = await runtime.run("Counter", msg())
+    current = await spy.inner.load(first.session)
+    assert current is not None
+    written_by_v2 = json.loads(current.model_dump_json(exclude_none=True))
+    written_by_v2["schema_version"] = 2
+    del written_by_v2["clarifying"]  # what a version 2 tether wrote: no such field
+    await backend.corrupt(first.session, json.dumps(written_by_v2))
+    response = await runtime.run("Counter", msg(), session_id=first.session)
+    assert response.success and response.session == first.session and response.message == "n=2"
+    stored = await spy.inner.load(first.session)
+    assert stored is not None and stored.schema_version == SESSION_SCHEMA_VERSION and stored.clarifying == []
 
 
 async def test_idle_expiry_override_with_session_idle(

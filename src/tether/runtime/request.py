@@ -116,7 +116,7 @@ from tether.runtime.restore import (
 )
 from tether.runtime.selections import check_model_selections
 from tether.runtime.turn_log import input_label, log_turn
-from tether.runtime.window import WindowCache, attached, detach_window, read_tail, upgrade_v1, with_tail
+from tether.runtime.window import WindowCache, attached, detach_window, read_tail, upgrade_builtin, with_tail
 from tether.stores import Store, TurnRecords
 from tether.stores.leases import Leased
 
@@ -280,7 +280,7 @@ class RequestPath:
         else:  # an inline (version 1) document: its records are not read, so nothing is cached for it
             attempt.tail = None
         attempt.stored = doc
-        migrated = upgrade_v1(self.runtime.migrations.migrate(doc))
+        migrated = upgrade_builtin(self.runtime.migrations.migrate(doc))
         if self.runtime.on_restore is not None:  # the user's hook: its document is saved at once (seed 004)
             restored = await call_restore_hook(self.runtime.on_restore, migrated)
         else:  # the default version check; nothing to save unless the migrations changed the document
