@@ -16,7 +16,7 @@ from rich.table import Table
 
 from tether.cli._chat import pick_model
 from tether.cli._output import CliError, fail, one_line, stdout_console
-from tether.cli._store import open_db
+from tether.cli._store import db_argument, open_db
 from tether.cli._workflow_prompts import ask_answer
 from tether.cli._workflow_runs import resume_command, stuck
 from tether.errors import TetherError, WorkflowDefinitionError, WorkflowOperationError
@@ -221,7 +221,10 @@ async def _decide(run: WorkflowRun, node_id: str, console: Console) -> bool:
 
 
 async def _run(graph: WorkflowGraph, *, path: Path, inputs: dict[str, Any], run_id: str | None, db: str,
-               workspace: Path, autonomous: bool, console: Console, model: Model | None, retry: list[str]) -> int:
+               workspace: Path, autonomous: bool, console: Console, model: Model | None, retry: list[str],
+               detach: bool = False) -> int:
+    if detach and run_id is not None:
+        raise CliError("--detach stores a new run for a worker: it cannot take --run")
     if retry and run_id is None:
         raise CliError("--retry retries a failed node of a stored run: give the run with --run")
     if run_id is not None and "://" not in db and not Path(db).expanduser().is_file():
@@ -249,6 +252,11 @@ async def _run(graph: WorkflowGraph, *, path: Path, inputs: dict[str, Any], run_
                 await run.retry_node(node_id)
         else:
             run = WorkflowRun(graph, store=snapshots, input=inputs, autonomous=autonomous, **options)
+        if detach:
+            await run.save()
+            console.print(f"run {run.run_id} stored ({run.status}); `tether worker --db {db_argument(db)}` drives it",
+                          markup=False, highlight=False)
+            return 0
         exhausted: ScriptExhausted | None = None
         try:
             while True:
@@ -315,15 +323,16 @@ def _why_no_agent_work(run: WorkflowRun, has_model: bool) -> str:
 
 
 def run_workflow(file: Path, input: list[str] | None, run_id: str | None, db: str, workspace: Path,
-                 autonomous: bool, model: str | None, script: Path | None, retry: list[str] | None = None) -> None:
+                 autonomous: bool, model: str | None, script: Path | None, retry: list[str] | None = None, *,
+                 detach: bool = False) -> None:
     """``tether workflow run``: run FILE (or resume ``run_id``, retrying the failed nodes ``retry``
-    names first), showing node states."""
+    names first), showing node states; with ``detach``, store the new run for a worker and exit."""
     graph = load_graph(str(file))
     try:
         chosen = _model(model, script)
         code = asyncio.run(_run(graph, path=file, inputs=_inputs(input or []), run_id=run_id, db=db,
                                 workspace=workspace, autonomous=autonomous, console=stdout_console(), model=chosen,
-                                retry=retry or []))
+                                retry=retry or [], detach=detach))
     except CliError as exc:
         fail(exc.message, exc.code)
     except TetherError as exc:
@@ -353,3 +362,18 @@ def mermaid(graph: WorkflowGraph) -> str:
                 when = (route.when.source if route.when else "default").replace('"', "'")
                 lines.append(f'    {names[node_id]} -. "{when}" .-> {names[route.target]}')
     return "\n".join(lines)
+
+
+def run_worker(db: str, *, once: bool, poll: float) -> None:
+    """``tether worker``: drive the stored runs that have work (see :func:`drive_stored_runs`)."""
+    from tether.workflow_host import drive_stored_runs
+
+    async def work() -> int:
+        store = open_db(db)
+        try:
+            return await drive_stored_runs(store, once=once, poll=poll)
+        finally:
+            await store.close()
+
+    moved = asyncio.run(work())
+    stdout_console().print(f"{moved} run(s) driven", markup=False, highlight=False)
