@@ -120,3 +120,19 @@ async def test_two_workers_share_the_runs_and_one_killed_mid_run_leaves_none_beh
                 worker.kill()
                 await worker.wait()
         await backend.aclose()
+
+
+async def test_runs_with_work_behind_a_batch_of_parked_runs_are_driven(backend: Backend, tmp_path: Path) -> None:
+    log, file = tmp_path / "log", tmp_path / "chain.json"
+    file.write_text(json.dumps(logging_chain(log)))
+    store = await backend.make()
+    ids = await store_runs(store, file, tmp_path, 2)  # the oldest runs
+    parked = definition([fn("first"), {"id": "sign", "label": "Sign", "description": "a gate",
+                                       "run": {"kind": "gate", "prompt": "ok?", "schema": {"kind": "text"}}}],
+                        [("first", "sign")])
+    for index in range(5):  # newer runs, parked at a gate: stored `running` too
+        run = WorkflowRun(parked, store=store, run_id=f"parked-{index}", workspace=tmp_path)
+        await run.drain()
+        assert run.status == "waiting"
+    assert await drive_stored_runs(store, once=True, batch=2) == 2
+    assert await statuses(store, ids) == {"r0": "complete", "r1": "complete"}

@@ -74,12 +74,7 @@ async def drive_stored_runs(store: Store, *, once: bool = False, poll: float = 1
     seconds. Returns how many runs it moved."""
     moved = 0
     while stop is None or not stop.is_set():
-        rows = await store.list(agent_prefix=WORKFLOW_AGENT_PREFIX, status="running", limit=batch)
-        passed = 0
-        for row in reversed(rows):  # oldest first
-            if stop is not None and stop.is_set():
-                break
-            passed += await drive_stored_run(store, row.id)
+        passed = await _one_pass(store, batch, stop)
         moved += passed
         if passed == 0:
             if once:
@@ -90,3 +85,19 @@ async def drive_stored_runs(store: Store, *, once: bool = False, poll: float = 1
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), timeout=poll)
     return moved
+
+
+async def _one_pass(store: Store, batch: int, stop: asyncio.Event | None) -> int:
+    """Drive the runs stored ``running``, oldest first; when the newest ``batch`` of them moved
+    none (parked runs are stored ``running`` too), look further back, until the store has no more."""
+    asked = batch
+    while True:
+        rows = await store.list(agent_prefix=WORKFLOW_AGENT_PREFIX, status="running", limit=asked)
+        passed = 0
+        for row in reversed(rows):
+            if stop is not None and stop.is_set():
+                return passed
+            passed += await drive_stored_run(store, row.id)
+        if passed or len(rows) < asked:
+            return passed
+        asked *= 4
