@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 from pathlib import Path
 
 from tether.errors import SessionLeaseTimeout, TetherError
@@ -31,7 +32,7 @@ __all__ = ["drive_stored_run", "drive_stored_runs"]
 
 log = logging.getLogger("tether.workflow")
 
-TAKE_TIMEOUT = 0.2
+TAKE_TIMEOUT = 0.05
 """Seconds a worker waits for a run's lease (and, on PostgreSQL, a connection to hold it) before
 it skips the run: another worker drives it."""
 
@@ -88,13 +89,17 @@ async def drive_stored_runs(store: Store, *, once: bool = False, poll: float = 1
 
 
 async def _one_pass(store: Store, batch: int, stop: asyncio.Event | None) -> int:
-    """Drive the runs stored ``running``, oldest first; when the newest ``batch`` of them moved
+    """Drive the runs stored ``running``; when the newest ``batch`` of them moved
     none (parked runs are stored ``running`` too), look further back, until the store has no more."""
     asked = batch
     while True:
         rows = await store.list(agent_prefix=WORKFLOW_AGENT_PREFIX, status="running", limit=asked)
         passed = 0
-        for row in reversed(rows):
+        # oldest first, but each worker from its own place in the list, so two workers rarely
+        # reach for the same run
+        order = list(reversed(rows))
+        start = random.randrange(len(order)) if order else 0
+        for row in order[start:] + order[:start]:
             if stop is not None and stop.is_set():
                 return passed
             passed += await drive_stored_run(store, row.id)
