@@ -228,3 +228,17 @@ edges:
     listed = tether("workflow", "runs", "--db", db)
     assert "complete" in listed.out
     assert tether("workflow", "run", file, "--run", "x", "--db", db, "--detach").code != 0
+
+
+async def test_workflow_run_holds_the_run_so_a_worker_leaves_it_alone(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    file = EXAMPLES / "release.yaml"
+    stored = await asyncio.to_thread(tether, "workflow", "run", file, "--db", db, "--detach", "--workspace", tmp_path)
+    run_id = stored.out.split()[1]
+    store = SQLiteStore(db)
+    try:
+        async with store.lease(run_id):  # another process drives it now
+            busy = await asyncio.to_thread(tether, "workflow", "run", file, "--run", run_id, "--db", db, stdin="q\n")
+        assert busy.code == 1 and f"run {run_id} is being driven by another process" in busy.err
+    finally:
+        await store.close()

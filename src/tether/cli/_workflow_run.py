@@ -5,7 +5,9 @@ each does; they import this module when they run): a workflow file's run with li
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import uuid
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,7 +21,7 @@ from tether.cli._output import CliError, fail, one_line, stdout_console
 from tether.cli._store import db_argument, open_db
 from tether.cli._workflow_prompts import ask_answer
 from tether.cli._workflow_runs import resume_command, stuck
-from tether.errors import TetherError, WorkflowDefinitionError, WorkflowOperationError
+from tether.errors import SessionLeaseTimeout, TetherError, WorkflowDefinitionError, WorkflowOperationError
 from tether.models import resolve_model
 from tether.models.types import Model, ModelResponse, ToolCall
 from tether.testing import ScriptedModel, ScriptExhausted
@@ -33,7 +35,7 @@ from tether.workflow_host import (
     workflow_directory_resolver,
 )
 
-__all__ = ["check_workflow_file", "load_graph", "mermaid", "run_workflow"]
+__all__ = ["LEASE_WAIT", "check_workflow_file", "load_graph", "mermaid", "run_worker", "run_workflow"]
 
 _STYLES = {"complete": "green", "failed": "red", "skipped": "dim", "running": "cyan", "available": "cyan",
            "awaiting_approval": "yellow", "awaiting_input": "yellow"}
@@ -220,6 +222,10 @@ async def _decide(run: WorkflowRun, node_id: str, console: Console) -> bool:
         return True
 
 
+LEASE_WAIT = 5.0
+"""Seconds ``tether workflow run`` waits for a run's lease (a worker driving it) before it gives up."""
+
+
 async def _run(graph: WorkflowGraph, *, path: Path, inputs: dict[str, Any], run_id: str | None, db: str,
                workspace: Path, autonomous: bool, console: Console, model: Model | None, retry: list[str],
                detach: bool = False) -> int:
@@ -235,7 +241,14 @@ async def _run(graph: WorkflowGraph, *, path: Path, inputs: dict[str, Any], run_
     snapshots = SnapshotStore(store, launch={"file": str(path.resolve()), "workspace": str(workspace.resolve())})
     options: dict[str, Any] = {"workspace": workspace, "resolve": workflow_directory_resolver(path.parent),
                                "model": model}
+    held = run_id or str(uuid.uuid4())
+    lease = contextlib.AsyncExitStack()
     try:
+        try:  # held while this process drives the run, so a `tether worker` leaves it alone
+            await lease.enter_async_context(store.lease(held, timeout=LEASE_WAIT))
+        except SessionLeaseTimeout:
+            raise CliError(f"run {held} is being driven by another process (a tether worker?): try again when it "
+                           "waits", 1) from None
         if run_id is not None:
             if inputs:
                 raise CliError("--input cannot change a run that already exists (--run)")
@@ -251,7 +264,7 @@ async def _run(graph: WorkflowGraph, *, path: Path, inputs: dict[str, Any], run_
             for node_id in retry:  # a refusal (not failed, a rejected check, unknown) names the node
                 await run.retry_node(node_id)
         else:
-            run = WorkflowRun(graph, store=snapshots, input=inputs, autonomous=autonomous, **options)
+            run = WorkflowRun(graph, store=snapshots, run_id=held, input=inputs, autonomous=autonomous, **options)
         if detach:
             await run.save()
             console.print(f"run {run.run_id} stored ({run.status}); `tether worker --db {db_argument(db)}` drives it",
@@ -280,6 +293,7 @@ async def _run(graph: WorkflowGraph, *, path: Path, inputs: dict[str, Any], run_
             return 1
         return _report(run, console, has_model=model is not None, resume=resume)
     finally:
+        await lease.aclose()
         await store.close()
 
 
