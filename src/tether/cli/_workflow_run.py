@@ -133,7 +133,7 @@ async def _answer(run: WorkflowRun, node_id: str, console: Console) -> bool:
     console.print(f"[bold]{node_id}[/] asks: {request.prompt}")
     while True:
         try:
-            answer = ask_answer(request.schema_, "answer")
+            answer = await asyncio.to_thread(ask_answer, request.schema_, "answer")
         except typer.Abort:
             return False
         try:
@@ -187,7 +187,8 @@ def _pending_approval(run: WorkflowRun) -> str | None:
 
 
 async def _decide(run: WorkflowRun, node_id: str, console: Console) -> bool:
-    """Ask about ``node_id``'s approval; ``False`` when the user quits."""
+    """Ask about ``node_id``'s approval; ``False`` when the user quits. (The prompts run on a thread:
+    the event loop keeps renewing the run's lease while the user thinks.)"""
     approval = run.node(node_id).approval
     assert approval is not None
     console.print(f"[bold]{node_id}[/]: {approval.summary}")
@@ -195,7 +196,8 @@ async def _decide(run: WorkflowRun, node_id: str, console: Console) -> bool:
         console.print(f"  evidence: {json.dumps(approval.check)}")
     while True:
         try:
-            answer = typer.prompt("approve, reject or quit? [a/r/q]", default="q").strip().lower()
+            asked = await asyncio.to_thread(typer.prompt, "approve, reject or quit? [a/r/q]", default="q")
+            answer = asked.strip().lower()
         except typer.Abort:
             return False
         if answer in ("q", "quit"):
@@ -206,8 +208,8 @@ async def _decide(run: WorkflowRun, node_id: str, console: Console) -> bool:
         try:
             response = None
             if decision == "approved" and (approval.schema_ or {}).get("kind", "text") != "text":
-                response = ask_answer(approval.schema_, "response")
-            feedback = typer.prompt("feedback", default="", show_default=False)
+                response = await asyncio.to_thread(ask_answer, approval.schema_, "response")
+            feedback = await asyncio.to_thread(typer.prompt, "feedback", default="", show_default=False)
         except typer.Abort:
             return False
         try:
