@@ -50,6 +50,9 @@ async def test_a_reworded_question_continues_on_the_new_definition(make_runtime:
     assert continued[0].detail == f"{pinned} -> {current}"
     after = await spy.load(session_id)
     assert after is not None and after.runs[0].digest == current  # pinned to the new definition now
+    logged = [e.data for e in await spy.events(session_id) if e.type == "flow-drift"]  # the session's event log
+    assert [(e["code"], e["node"], e["pinned"], e["current"]) for e in logged] == [
+        ("flow-drift-continued", "ask", pinned, current)]
     again = await make_runtime(asker("v2")).run("Shop", Message("small", id="m3"), session_id=session_id)
     assert again.result is not None and "flow-drift-continued" not in again.result.codes()
 
