@@ -92,6 +92,11 @@ class Flow:
         anchor: ``session`` or a host anchor name that keys runs and claims.
         version: the author's version label (``flow@version``; flow files set it). Runs are
             pinned to the digest, not to this label.
+        on_cancel: the node a cancel by the customer goes to (the flow's own cancel step);
+            default: the built-in cancel (see :class:`tether.flow.repair.Repair`).
+        cancellable: ``False``: the customer cannot cancel this flow's run.
+        on_skip: the node a step goes to when the customer cannot answer it ("I don't know my
+            order number"); default: a hand-off to a person, saying so.
 
     Attributes:
         digest: ``sha256:...`` of the flow's structure (nodes with their kinds and options,
@@ -127,6 +132,9 @@ class Flow:
         name: str | None = None,
         on_drift: OnDrift = "error",
         version: str | None = None,
+        on_cancel: str | None = None,
+        cancellable: bool = True,
+        on_skip: str | None = None,
     ) -> None:
         self.id = id
         self.name = name or id
@@ -151,6 +159,13 @@ class Flow:
             self.by_id.setdefault(getattr(node, "id", ""), node)
         self.on_drift: OnDrift = on_drift
         self.version = version
+        self.on_cancel = on_cancel
+        """The node a cancel goes to (the author's own cancel step), instead of the built-in cancel."""
+        self.cancellable = cancellable
+        """Whether the customer may cancel this flow's run (the cancel repair pattern)."""
+        self.on_skip = on_skip
+        """The node a step goes to when the customer cannot answer it ("I don't know"), instead of
+        a hand-off to a person."""
         self.segments: Mapping[str, tuple[str, ...]] = {}
         issues = self._validate(start)
         if on_drift not in ("error", "restart") and not callable(on_drift):
@@ -292,6 +307,13 @@ class Flow:
         for node_id, path, message in step_problems(self.nodes):
             issue("invalid-option", message, node=node_id, path=path)
 
+        for option in ("on_cancel", "on_skip"):
+            target = getattr(self, option)
+            if target is not None and target not in self.by_id:
+                issue("unresolved-transition", f"{option} names {target!r}, which is not a node of this flow",
+                      path=option)
+        if not isinstance(self.cancellable, bool):
+            issue("invalid-option", f"cancellable must be True or False, got {self.cancellable!r}", path="cancellable")
         if not issues:
             for node_id in self._unreachable():
                 issue("unreachable-node", f"node {node_id!r} cannot be reached from start {self.start!r}",
@@ -366,7 +388,7 @@ class Flow:
 
     def _unreachable(self) -> list[str]:
         reached: set[str] = set()
-        todo = [self.start]
+        todo = [self.start, *(t for t in (self.on_cancel, self.on_skip) if t)]
         while todo:
             node_id = todo.pop()
             if node_id in reached:

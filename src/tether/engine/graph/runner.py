@@ -162,6 +162,10 @@ async def act(ts: TurnState, run: Run, flow: Flow, node: Node, move_: Transition
         return ENDED
     if isinstance(move_, Escalate):
         record_escalation(ts, run, node.id, move_.reason)  # the durable __escalate signal, before the hand-off
+        if ts.agent.repair.on("cannot_handle") and ts.options.silence is None:
+            # the customer is told a person takes over (the cannot-handle repair pattern)
+            ts.say(ts.agent.repair.handoff, kind="verbatim", key=f"{ts.key(run, node.id)}:handoff", run=run,
+                   node_id=node.id)
         await leave(ts, run, flow, "escalate", handoff=HandoffRequest("human", move_.reason, run.id))
         return ENDED
     if isinstance(move_, StartFlow):

@@ -40,9 +40,11 @@ from tether.engine.graph.prompt_parts import catalogue, run_facts, session_facts
 from tether.errors import ModelError, ToolError
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node, Reply, Tier
+from tether.flow.repair import cannot_handle_text
 from tether.flow.tools import Tool, ToolResult
 from tether.models.parsing import ReplyParseError, extract_json
 from tether.models.types import ChatMessage, ModelRequest, ResponseFormat, ToolSpec
+from tether.spoken import spoken
 
 __all__ = ["NO_MODEL_TEXT", "SpeakResult", "choose_speaker", "speak", "speak_unless_answered"]
 
@@ -151,10 +153,10 @@ def _prompt(ts: TurnState, run: Run | None, flow: Flow | None, node: Node | None
         sections.append("Still to collect (ask naturally; fill what the customer gave):\n" + "\n".join(asks))
     if run is not None and flow is not None:
         if facts := run_facts(ts, run, flow, node):
-            listed = "\n".join(f"- {k}: {v}" for k, v in facts.items())
+            listed = "\n".join(f"- {k}: {spoken(v)}" for k, v in facts.items())
             sections.append(f"What this task knows (use these values as they are; never ask for them again):\n{listed}")
     elif facts := session_facts(ts):
-        listed = "\n".join(f"- {k}: {v}" for k, v in facts.items())
+        listed = "\n".join(f"- {k}: {spoken(v)}" for k, v in facts.items())
         sections.append(f"Known from earlier in the conversation (background, not a current task):\n{listed}")
     items = ts.agent.instructions + (flow.instructions if flow is not None else ())
     if flow is None and ts.agent.idle is not None:
@@ -227,6 +229,9 @@ async def speak(ts: TurnState, request: SpeakRequest) -> SpeakResult:
         ts.emit(ErrorEvent(run_id=run.id if run else None, flow=flow.id if flow else None, at=ts.now,
                            node=node.id if node else None, error=hint))
         ts.log("error", hint, code="no-model")
+        if run is None and ts.agent.repair.on("cannot_handle"):
+            # nothing understood the message: say what the agent can do (the cannot-handle pattern)
+            return SpeakResult(text=cannot_handle_text(ts.agent.repair, ts.agent.flows), no_model=True)
         return SpeakResult(text=ts.agent.failure_reply, no_model=True)
     tools = _tools_for(ts, flow, node)
     specs = tuple(ToolSpec(t.name, t.description, t.parameters) for t in tools)
