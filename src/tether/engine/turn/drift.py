@@ -27,9 +27,9 @@ __all__ = ["check_drift"]
 def check_drift(ts: TurnState, run: Run, flow: Flow) -> None:
     """Continue ``run`` on ``flow``'s current definition, or apply ``flow.on_drift`` when it cannot."""
     pinned = run.digest
+    if not pinned or pinned == flow.digest or run.node is None:
+        return  # every move passes here: the common case reads nothing more
     plan = plan_drift(run, flow, ts.journal.entries(run.id))
-    if plan.verdict == "unchanged":
-        return
     detail = f"{pinned} -> {flow.digest}"
     if plan.verdict == "continue":
         run.digest = flow.digest
