@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Callable
 from datetime import timedelta
 
-from tether.engine.session import Session
+from tether.engine.core.session import Session
 from tether.stores import Store
 from tether.stores.conversation_keys import AMBIGUOUS
 from tether.testing import FakeClock

@@ -15,7 +15,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from tether.engine.session import Session
+from tether.engine.core.session import Session
 from tether.runtime.opening import OPENING_EVENT, opening
 
 __all__ = ["OPENING_EVENT", "ReplyPrinter", "opening", "status_notes"]

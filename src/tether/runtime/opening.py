@@ -8,7 +8,7 @@ chat``, a voice bot calling ``/v1/chat/completions`` with no user message) sends
 from __future__ import annotations
 
 from tether.agent import Agent
-from tether.engine.inputs import Event
+from tether.engine.core.inputs import Event
 from tether.flow.triggers import EventTrigger
 
 __all__ = ["OPENING_EVENT", "has_opening", "opening"]

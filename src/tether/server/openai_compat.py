@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from tether.agent import Agent
-from tether.engine.inputs import Event, Message
+from tether.engine.core.inputs import Event, Message
 from tether.errors import StoreError
 from tether.runtime.envelope import RunResponse
 from tether.runtime.opening import opening

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from starlette.requests import Request
 
 from tether.agent import Agent
-from tether.engine.session import Session
+from tether.engine.core.session import Session
 from tether.errors import SessionConflict, StoreError
 from tether.runtime.envelope import RunResponse
 from tether.runtime.runtime import Runtime

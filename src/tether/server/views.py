@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tether.engine.session import Session, TranscriptMessage
+from tether.engine.core.session import Session, TranscriptMessage
 from tether.runtime.envelope import RunResponse
 from tether.server.auth import OPEN_TENANT
 from tether.stores.records import JournalEntry, StoredEvent

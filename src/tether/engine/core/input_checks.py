@@ -1,0 +1,75 @@
+"""Turn inputs are checked before anything runs or is saved.
+
+Refused with :class:`~tether.errors.InvalidInputError` (code ``invalid-input``), naming the part of
+the input that is wrong:
+
+- a lone surrogate (``"\\ud800"``, which ``json.loads`` accepts from any HTTP client): the text is
+  not valid Unicode, so no store could save the session;
+- a NUL character: PostgreSQL cannot store it in text or JSON;
+- a message longer than :data:`MAX_MESSAGE_CHARS` characters, an id or key longer than
+  :data:`MAX_KEY_CHARS`.
+
+Every other character, control characters included, is accepted and stored as it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tether.engine.core.inputs import Event, Message, Start, TurnInput, Wake
+from tether.engine.core.storable import UNSTORABLE
+from tether.errors import InvalidInputError
+
+__all__ = ["MAX_KEY_CHARS", "MAX_MESSAGE_CHARS", "check_input"]
+
+MAX_MESSAGE_CHARS = 100_000
+"""The longest customer message a turn accepts, in characters (about 25k tokens)."""
+MAX_KEY_CHARS = 512
+"""The longest message id, event or start key, or flow id a turn accepts."""
+
+
+def _check_text(text: str, where: str, limit: int | None = None) -> None:
+    if limit is not None and len(text) > limit:
+        raise InvalidInputError(f"{where} is {len(text)} characters long; the limit is {limit}", where=where)
+    bad = UNSTORABLE.search(text)
+    if bad is not None:
+        char = bad.group()
+        what = "a NUL character" if char == "\x00" else f"a lone surrogate (U+{ord(char):04X})"
+        raise InvalidInputError(f"{where} holds {what} at index {bad.start()}; it cannot be stored", where=where)
+
+
+def _check_value(value: Any, where: str) -> None:
+    """Every string (keys included) inside a payload, walked without recursion."""
+    stack: list[tuple[Any, str]] = [(value, where)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            _check_text(item, path)
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if isinstance(key, str):
+                    _check_text(key, f"{path} key {key[:40]!r}")
+                stack.append((child, f"{path}[{key!r}]"))
+        elif isinstance(item, list | tuple):
+            stack.extend((child, f"{path}[{i}]") for i, child in enumerate(item))
+
+
+def check_input(input: TurnInput) -> None:
+    """Raise :class:`~tether.errors.InvalidInputError` when ``input`` cannot be taken safely."""
+    if isinstance(input, Message):
+        if not isinstance(input.text, str):
+            raise InvalidInputError(f"message.text must be a string, not {type(input.text).__name__}",
+                                    where="message.text")
+        _check_text(input.text, "message.text", MAX_MESSAGE_CHARS)
+        if input.id is not None:
+            _check_text(input.id, "message.id", MAX_KEY_CHARS)
+    elif isinstance(input, Wake):
+        _check_text(input.key, "wake.key")  # minted by the engine from other keys: no length limit
+    elif isinstance(input, Event):
+        _check_text(input.name, "event.name", MAX_KEY_CHARS)
+        _check_text(input.key, "event.key", MAX_KEY_CHARS)
+        _check_value(input.payload, "event.payload")
+    elif isinstance(input, Start):
+        _check_text(input.flow, "start.flow", MAX_KEY_CHARS)
+        _check_text(input.key, "start.key", MAX_KEY_CHARS)
+        _check_value(input.input, "start.input")
