@@ -100,7 +100,7 @@ class SessionFinder:
                                f"response {previous_response!r} (or its session was deleted)")
             if idempotency is None:  # the same input after the same response is a retry
                 message_id = f"oa-{digest(tenant, agent.id, previous_response, _pairs(said))[:40]}"
-            return Resolved(found, message_id, by_history=True)
+            return Resolved(found, message_id)  # the input is only the new message: no history to record
         if name is not None:
             session_id, user_key = await self._named(agent, tenant, name)
             return Resolved(session_id, message_id, user_key=user_key)
