@@ -153,7 +153,7 @@ LAYERS = (
     ("tether.stores", "tether.agent"),
     ("tether.engine", "tether.tracing", "tether.workflow"),
     ("tether.flow", "tether.models", "tether.pydantic_issues", "tether.executors"),
-    ("tether.durable", "tether.errors", "tether.clock", "tether.pyfiles"),
+    ("tether.durable", "tether.errors", "tether.clock", "tether.pyfiles", "tether.spoken"),
 )
 
 
@@ -217,3 +217,10 @@ def test_the_engine_rule_sees_an_arrow_that_points_up() -> None:
 def test_engine_packages_import_only_the_packages_below_them() -> None:
     upward = _upward_engine_arrows(_graph(_modules()))
     assert not upward, f"engine imports that point up (turn > graph > step > core): {upward}"
+
+
+def test_the_architecture_page_describes_each_engine_package() -> None:
+    page = (SRC.parent / "docs" / "architecture.md").read_text()
+    for package in ENGINE_PACKAGES:
+        name = package.rpartition(".")[2]
+        assert f"**`engine/{name}/`**" in page, f"docs/architecture.md does not describe {package}"

@@ -1,6 +1,7 @@
 """Templates: ``{name}`` placeholders filled from the state (and ``{input.x}``, ``{context.x}``).
 
-Objects render as JSON. Nothing is evaluated. A placeholder whose value is missing (absent or
+Values render as natural text (:func:`tether.spoken.spoken`: a list reads "ham and olives").
+Nothing is evaluated. A placeholder whose value is missing (absent or
 None) is an error naming it (:class:`~tether.errors.TemplatePlaceholderError`), never an empty
 string: "Order  placed!" is worse than a loud failure. ``where`` (for example ``flow 'f', node
 'n', response``) is put in front of the message so the author can find the template.
@@ -8,7 +9,6 @@ string: "Order  placed!" is worse than a loud failure. ``where`` (for example ``
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -16,6 +16,7 @@ from typing import Any
 from tether.errors import TemplatePlaceholderError
 from tether.flow.placeholders import PLACEHOLDER
 from tether.flow.resolvers import read_path
+from tether.spoken import spoken
 
 __all__ = ["render", "render_value"]
 
@@ -31,9 +32,7 @@ def render(template: str, state: Mapping[str, Any], input: Any = None,
                 f"{where}: placeholder {{{match.group(1)}}} has no value (known: "
                 f"{', '.join(sorted(k for k in state if not k.startswith('__'))) or 'nothing'})",
                 placeholder=match.group(1))
-        if isinstance(value, dict | list):
-            return json.dumps(value, ensure_ascii=False)
-        return str(value)
+        return spoken(value)
 
     return PLACEHOLDER.sub(fill, template)
 

@@ -43,6 +43,7 @@ from tether.flow.nodes import Collect, Node, Reply, Tier
 from tether.flow.tools import Tool, ToolResult
 from tether.models.parsing import ReplyParseError, extract_json
 from tether.models.types import ChatMessage, ModelRequest, ResponseFormat, ToolSpec
+from tether.spoken import spoken
 
 __all__ = ["NO_MODEL_TEXT", "SpeakResult", "choose_speaker", "speak", "speak_unless_answered"]
 
@@ -151,10 +152,10 @@ def _prompt(ts: TurnState, run: Run | None, flow: Flow | None, node: Node | None
         sections.append("Still to collect (ask naturally; fill what the customer gave):\n" + "\n".join(asks))
     if run is not None and flow is not None:
         if facts := run_facts(ts, run, flow, node):
-            listed = "\n".join(f"- {k}: {v}" for k, v in facts.items())
+            listed = "\n".join(f"- {k}: {spoken(v)}" for k, v in facts.items())
             sections.append(f"What this task knows (use these values as they are; never ask for them again):\n{listed}")
     elif facts := session_facts(ts):
-        listed = "\n".join(f"- {k}: {v}" for k, v in facts.items())
+        listed = "\n".join(f"- {k}: {spoken(v)}" for k, v in facts.items())
         sections.append(f"Known from earlier in the conversation (background, not a current task):\n{listed}")
     items = ts.agent.instructions + (flow.instructions if flow is not None else ())
     if flow is None and ts.agent.idle is not None:
