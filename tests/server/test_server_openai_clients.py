@@ -24,7 +24,7 @@ from tether.server import create_app
 from tether.stores import SQLiteStore
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "server.md"
-WORDS = ["where is my order?", "A-1003", "and my refund?", "thanks", "bye"]
+WORDS = ["where is my order?", "A-1003", "and my refund?", "it came late", "the box was wet"]
 
 
 @pytest.fixture

@@ -64,13 +64,14 @@ async def test_responses_create_continues_by_previous_response_id_or_by_the_full
                               {"role": "user", "content": [{"type": "input_text", "text": "A-1004"}]}]
         replayed = await client.responses.with_raw_response.create(model="tether:Echo", input=history)
         assert replayed.parse().output_text == "reply 4: A-1004"
-        history += [{"role": "assistant", "content": replayed.parse().output_text}, {"role": "user", "content": "ok"}]
+        history += [{"role": "assistant", "content": replayed.parse().output_text},
+                    {"role": "user", "content": "it came late"}]
         last = await client.responses.with_raw_response.create(model="tether:Echo", input=history)
-        assert last.parse().output_text == "reply 5: ok"
+        assert last.parse().output_text == "reply 5: it came late"
         other = opened.headers["x-tether-session"]
         assert other != session
         assert {replayed.headers["x-tether-session"], last.headers["x-tether-session"]} == {other}
-    assert await _user_texts(base, "Echo", other) == ["hello", "A-1004", "ok"]
+    assert await _user_texts(base, "Echo", other) == ["hello", "A-1004", "it came late"]
     assert {s.id for s in await runtime.store.list(agent="Echo")} == {session, other}
     assert await _user_texts(base, "Echo", session) == ["where is my order?", "A-1003"]
 
