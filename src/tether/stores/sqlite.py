@@ -537,10 +537,9 @@ class SQLiteStore(Store):
         now = to_us(self.now())
 
         def op(conn: sqlite3.Connection) -> None:
-            with self._write(conn):
-                sqlite_put_key(conn, key, session_id, now)
+            sqlite_put_key(conn, key, session_id, now)
 
-        await self._call("put_conversation", session_id, op)
+        await self._write("put_conversation", session_id, op)
 
     async def find_conversation(self, key: str) -> str | None:
         return await self._call("find_conversation", None, lambda conn: sqlite_find_key(conn, key))
