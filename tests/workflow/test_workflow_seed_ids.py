@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from workflow_helpers import definition, node
 
+from tether.errors import WorkflowOperationError
 from tether.executors import SubprocessExecutor
 from tether.models.types import ModelResponse, ToolCall
 from tether.stores import MemoryStore
@@ -86,3 +88,26 @@ async def test_a_gate_rejection_gives_the_agent_one_revision_turn() -> None:
     assert approval.summary == "Shortened the note as asked."
     await run.advance()  # the revision is spent: nothing more until a human decides
     assert len(model.calls) == 4 and model.unused() == {}
+
+
+async def test_a_run_started_from_a_file_loads_without_being_given_its_definition(tmp_path: Path) -> None:
+    path = tmp_path / "sign.yaml"
+    path.write_text("schema_version: 2\nid: sign\nversion: '1'\nname: Sign\nedges: []\nnodes:\n"
+                    "  - {id: sign-off, label: Sign, description: sign it, run: {kind: gate, prompt: 'Sign?', "
+                    "schema: {kind: text}}}\n")
+    store = MemoryStore()
+    run = WorkflowRun.from_file(path, store=store, run_id="r1", workspace=tmp_path)
+    await run.drain()
+    again = await WorkflowRun.load(store, "r1")
+    assert again.node("sign-off").status == "awaiting_approval" and again.graph.digest == run.graph.digest
+    path.write_text(path.read_text().replace("Sign?", "Sign it now?"))
+    with pytest.raises(WorkflowOperationError) as changed:
+        await WorkflowRun.load(store, "r1")
+    assert changed.value.code == "definition-changed"
+    coded = WorkflowRun(load_workflow_file(ECHO), store=store, run_id="r2")
+    await coded.save()
+    with pytest.raises(WorkflowOperationError) as needed:
+        await WorkflowRun.load(store, "r2")
+    assert needed.value.code == "definition-needed"
+    assert "pass it, as WorkflowRun.load(store, 'r2', definition)" in needed.value.message
+    assert (await WorkflowRun.load(store, "r2", load_workflow_file(ECHO))).run_id == "r2"
