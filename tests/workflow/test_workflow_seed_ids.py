@@ -111,3 +111,21 @@ async def test_a_run_started_from_a_file_loads_without_being_given_its_definitio
     assert needed.value.code == "definition-needed"
     assert "pass it, as WorkflowRun.load(store, 'r2', definition)" in needed.value.message
     assert (await WorkflowRun.load(store, "r2", load_workflow_file(ECHO))).run_id == "r2"
+
+
+async def test_a_host_performs_the_agent_tools_without_a_model() -> None:
+    data = definition([node("ask", {"kind": "agent", "instruction": "ask for a name"},
+                            contract={"output": {"fields": {"type": "object", "required": ["name"],
+                                                            "properties": {"name": {"type": "string"}}}}})])
+    store = MemoryStore()
+    run = WorkflowRun(data, store=store, run_id="host-1")
+    refused = await run.agent.call("complete_node", node_id="ask", summary="done", fields={"name": "Ada"})
+    assert refused["ok"] is False and run.node("ask").status == "available"  # not started: nothing changed
+    assert (await run.agent.call("start_node", node_id="ask"))["ok"]
+    wrong = await run.agent.call("complete_node", node_id="ask", summary="done", fields={})
+    assert wrong["ok"] is False and wrong["code"] == "output-contract"
+    done = await run.agent.call("complete_node", node_id="ask", summary="done", fields={"name": "Ada"})
+    assert done["ok"] and run.status == "complete"
+    tools = [(e.name, e.status) for e in await store.journal("host-1") if e.kind == "flow-tool"]
+    assert tools == [("complete_node", "error"), ("start_node", "finished"), ("complete_node", "error"),
+                     ("complete_node", "finished")]
