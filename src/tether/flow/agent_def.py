@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, get_args
 
+from tether.cel import compile_condition
 from tether.errors import DefinitionIssue, FlowDefinitionError
 from tether.flow.choices import Choice
 from tether.flow.fields import Field, FieldType, ItemType
@@ -28,6 +29,8 @@ BUSY_POLICIES = ("queue", "reject", "interrupt")
 wait behind it in arrival order, refuse it, or interrupt the reply being spoken and then run it."""
 
 RESERVED_CONDITIONS = frozenset({"equals", "known", "silenced"})
+CONDITION_NAMES = frozenset({"state", "data", "input", "context", "silenced"})
+"""The names a CEL condition of a flow reads (``"state.size == 'large'"``)."""
 DEFAULT_FAILURE_REPLY = "I'm sorry — something went wrong on my side. Let me try to help you another way."
 """What the customer hears when a step fails (seed 000's fixed apology), unless the agent sets
 ``failure_reply``."""
@@ -234,13 +237,20 @@ class AgentDefinition:
 
     def _check_condition(self, condition: Any, issue: Callable[..., None], *, flow: str, node: str | None,
                          path: str) -> None:
-        """A JSON condition may use ``equals``/``known`` on declared fields, ``silenced``, and the
-        agent's registered conditions; code predicates are not inspected."""
+        """A CEL condition is compiled now (bounded, reading only :data:`CONDITION_NAMES`); a JSON
+        condition may use ``equals``/``known`` on declared fields, ``silenced``, and the agent's
+        registered conditions; code predicates are not inspected."""
         if condition is None or callable(condition):
             return
+        if isinstance(condition, str):
+            try:
+                compile_condition(condition, CONDITION_NAMES)
+            except ValueError as exc:
+                issue("invalid-condition", str(exc), flow=flow, node=node, path=path)
+            return
         if not isinstance(condition, Mapping):
-            issue("invalid-condition", f"a condition is a function or a mapping, got {condition!r}", flow=flow,
-                  node=node, path=path)
+            issue("invalid-condition", f"a condition is a function, a CEL string or a mapping, got {condition!r}",
+                  flow=flow, node=node, path=path)
             return
         for key, arg in condition.items():
             if key == "equals":
