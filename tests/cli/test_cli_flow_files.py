@@ -47,6 +47,22 @@ def test_check_accepts_the_yaml_examples() -> None:
         assert (done.code, done.out.strip()) == (0, f"ok: {EXAMPLES / f'{name}.yaml'}")
 
 
+def test_check_lists_the_older_predicate_objects_with_their_cel_form(tmp_path: Path) -> None:
+    text = (EXAMPLES / "welcome.yaml").read_text()
+    cel = "when: \"state.wants_trial == 'yes'\""
+    assert cel in text
+    path = tmp_path / "welcome.yaml"
+    path.write_text(text.replace(cel, 'when: {op: eq, left: {path: state.wants_trial}, right: {literal: "yes"}}'))
+    line = 1 + text[:text.index(cel)].count("\n")
+    done = tether("check", path, process=True)
+    assert done.code == 0, done.err
+    assert done.out.splitlines() == [
+        f"{path}:{line}: warning old-form: a predicate object is the older form of a condition "
+        "[agent.flows.0.nodes.3.routes.0.when]",
+        "    hint: write the CEL condition \"state.wants_trial == 'yes'\"",
+        f"ok: {path} (1 warning(s))"]
+
+
 def test_schema_prints_a_closed_schema_enumerating_the_agent() -> None:
     done = tether("schema", "flow", EXAMPLES / "shipping.yaml", process=True)  # the real path
     assert done.code == 0, done.err
