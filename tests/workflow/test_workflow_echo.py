@@ -50,8 +50,9 @@ async def test_the_echo_procedure_runs_end_to_end(executor: SubprocessExecutor, 
         "ask_name": "complete", "wish": "complete", "write_greeting": "complete", "verify": "complete",
         "sign_off": "awaiting_approval"}
     assert (workspace / "greeting.txt").read_text() == "Hello, Grace!\nHave a bright day.\n"
-    verdict = run.node("verify").attempts[-1].verdict
-    assert verdict is not None and verdict["passed"] and verdict["provenance"] == "asserted"
+    verdict = run.verdict("verify")
+    assert verdict is not None and verdict.passed and verdict.provenance == "asserted" and verdict.exit_code == 0
+    assert verdict.compared["NAME"].value == "Grace" and run.verdict("wish") is None
     await run.apply_approval("sign_off", "approved", decided_by="ana", feedback="ship it")
     assert run.status == "complete"
     assert run.snapshot.output == {"name": "Grace", "greeting": "Hello, Grace!"}

@@ -34,7 +34,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from tether.errors import SpawnError, WorkflowDefinitionError, WorkflowExpressionError, WorkflowOperationError
-from tether.executors import DEFAULT_SETTLE_BUDGET, Binding, Executor, SubprocessExecutor, retry
+from tether.executors import DEFAULT_SETTLE_BUDGET, Binding, CheckVerdict, Executor, SubprocessExecutor, retry
 from tether.models.tiers import ModelTiers
 from tether.models.types import Model, Usage
 from tether.stores.base import Store
@@ -160,6 +160,13 @@ class WorkflowRun:
     def node(self, node_id: str) -> NodeState:
         """The state of ``node_id``."""
         return self._snapshot.node(node_id)
+
+    def verdict(self, node_id: str) -> CheckVerdict | None:
+        """The verdict of check ``node_id``'s last settled attempt, typed (``passed``,
+        ``exit_code``, ``provenance``, ``inputs``, ``compared``, ``process``), or ``None`` before
+        it ran. A failed check keeps its verdict after a human overrides it."""
+        found = next((a.verdict for a in reversed(self.node(node_id).attempts) if a.verdict is not None), None)
+        return CheckVerdict.model_validate(found) if found is not None else None
 
     def model_for(self, tier: str) -> Model | None:
         """The model of ``tier`` (``None``: no default configured); an undeclared ``small`` or
