@@ -17,6 +17,7 @@ from tether.flow.fields import Field, FieldType, ItemType
 from tether.flow.flow import Flow
 from tether.flow.nodes import Action, Collect, Decide, Reply, Router, Wait
 from tether.flow.placeholders import placeholder_issues
+from tether.flow.repair import Repair
 from tether.flow.steps import TERMINATE_TOOL, AgentNode
 from tether.flow.tools import Tool
 from tether.flow.transitions import StartFlow
@@ -107,6 +108,7 @@ class AgentDefinition:
         compaction: Compaction | None = None,
         failure_reply: str | None = None,
         on_busy: str = "queue",
+        repair: Repair | None = None,
         id: str | None = None,
     ) -> None:
         self.name = name
@@ -137,6 +139,7 @@ class AgentDefinition:
         self.compaction = compaction
         self.failure_reply = DEFAULT_FAILURE_REPLY if failure_reply is None else failure_reply
         self.on_busy = on_busy
+        self.repair = repair if repair is not None else Repair()
         issues = self._validate()
         if issues:
             raise FlowDefinitionError(issues, title=f"Agent {name!r} failed validation with {len(issues)} issue(s)")
@@ -192,6 +195,11 @@ class AgentDefinition:
         if not isinstance(self.failure_reply, str) or not self.failure_reply.strip():
             issue("invalid-option", f"failure_reply must be a non-empty string, got {self.failure_reply!r}",
                   path="failure_reply")
+        if not isinstance(self.repair, Repair):
+            issue("invalid-option", f"repair must be a Repair, got {self.repair!r}", path="repair")
+        else:
+            for message in self.repair.problems():
+                issue("invalid-option", message, path="repair")
         if self.on_busy not in BUSY_POLICIES:
             issue("invalid-option", f"on_busy must be one of {', '.join(BUSY_POLICIES)}, got {self.on_busy!r}",
                   path="on_busy")
