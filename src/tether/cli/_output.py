@@ -45,7 +45,7 @@ def format_issue(issue: DefinitionIssue) -> str:
     if issue.path and not issue.node:
         where.append(f"at {issue.path}")
     location = " ".join(where) or "agent"
-    return f"error [{issue.code}] {location}: {one_line(issue.message)}"
+    return f"{issue.severity} [{issue.code}] {location}: {one_line(issue.message)}"
 
 
 def stdout_console() -> Console:
