@@ -1,8 +1,10 @@
 """``tether serve``: the HTTP API of an app on uvicorn, with the wake scheduler.
 
 With no API keys (``TETHER_API_KEYS`` unset) the API is open, so the server binds 127.0.0.1 only
-and says so; binding another address needs keys. ``--workers N`` runs N processes on one socket
-(uvicorn's workers); each builds its own app from the app file and store named in the environment
+and says so; binding another address needs keys. ``--workers N`` runs N processes on one address,
+each with a listening socket of its own where the OS allows it (``SO_REUSEPORT``, see
+:mod:`tether.cli._reuseport`), else on one shared socket (uvicorn's workers); each builds its own
+app from the app file and store named in the environment
 (``worker_app``), and they share the sessions through the store: on PostgreSQL any number of
 processes (and hosts) share the load and each wake fires once (claimed with ``SKIP LOCKED``).
 """
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from tether.cli import _reuseport
 from tether.cli._inspect import load_or_exit
 from tether.cli._output import fail
 from tether.cli._sessions import DEFAULT_DB
@@ -73,7 +76,7 @@ def serve(
                               "(--store: its older name)"),
     host: str = typer.Option("127.0.0.1", "--host", help="the address to bind (non-loopback needs API keys)"),
     port: int = typer.Option(8000, "--port", min=0, max=65535, help="the port to bind"),
-    workers: int = typer.Option(1, "--workers", min=1, help="server processes sharing the socket and the store"),
+    workers: int = typer.Option(1, "--workers", min=1, help="server processes sharing the address and the store"),
     flow_refresh: float = typer.Option(DEFAULT_FLOW_REFRESH, "--flow-refresh", min=0.0,
                                        help="seconds between reads of the stored flow versions, so a flow another "
                                             "worker published reaches new runs here (0: never)"),
@@ -81,7 +84,9 @@ def serve(
     """Serve the app's agents over HTTP (routes under /v1, OpenAPI at /openapi.json).
 
     API keys come from TETHER_API_KEYS ("tenant:key,tenant:key"); without any the API is open
-    and binds 127.0.0.1 only. Each turn logs one line (tether.turn) to stderr.
+    and binds 127.0.0.1 only. Each turn logs one line (tether.turn) to stderr, and nothing else
+    is logged per request (no access log). With the fast extra installed (uvloop and httptools),
+    uvicorn runs on them.
     """
     try:
         import uvicorn
@@ -110,12 +115,15 @@ def serve(
     _log_turns()
     if workers == 1:
         config = uvicorn.Config(_app(app_spec, store, flow_refresh), host=host, port=port, lifespan="on",
-                                log_level="info")
+                                log_level="info", access_log=False)
         uvicorn.Server(config).run()
         return
     file, sep, attr = app_spec.partition(":")
     os.environ[APP_ENV] = str(Path(file).resolve()) + sep + attr if Path(file).is_file() else app_spec
     os.environ[STORE_ENV] = store
     os.environ[REFRESH_ENV] = str(flow_refresh)
+    if _reuseport.available():  # a socket per worker: the kernel spreads the connections over them
+        _reuseport.run_workers(host, port, workers)
+        return
     uvicorn.run("tether.cli._serve:worker_app", factory=True, host=host, port=port, workers=workers,
-                lifespan="on", log_level="info")
+                lifespan="on", log_level="info", access_log=False)
