@@ -73,3 +73,9 @@ def test_a_cel_condition_that_reads_a_result_makes_its_node_record_it() -> None:
     assert read_results({"when": "state.x == 1 && results.lookup.status == 'lost'"}) == {"lookup"}
     assert read_results({"when": "results.check.ok"}) == {"check"}
     assert read_results({"when": "state.results.x == 1"}) == frozenset()
+
+
+def test_a_cel_condition_labels_its_route_edge_as_itself() -> None:
+    from tether.dialect.predicate_text import predicate_text
+
+    assert predicate_text("state.topic == 'order' && input.state.x") == "topic == 'order' && input.state.x"
