@@ -3,7 +3,6 @@ transitions, and ``--format html``."""
 
 from __future__ import annotations
 
-import re
 from html import unescape
 from pathlib import Path
 
@@ -84,9 +83,7 @@ def test_the_support_examples_draw_the_menu_s_links_and_flow_file_routes() -> No
     assert files.code == 0, files.err
     lines = [line.strip() for line in files.out.splitlines()]
     for topic, flow in (("order", "orders"), ("address", "address"), ("refund", "refund"), ("person", "human")):
-        # a static route: solid, labelled with its condition (a predicate object or a CEL text)
-        assert [line for line in lines if re.fullmatch(rf"menu__n_topic -->\|topic == '?{topic}'?\| {flow}__start",
-                                                        line)], files.out
+        assert f"menu__n_topic -->|topic == '{topic}'| {flow}__start" in lines  # a static route: solid, labelled
     assert "menu__n_topic -->|otherwise| menu__t_end" in lines
     assert not [line for line in lines if "menu__n_topic_code" in line]
     # a registered action's handler may still return a transition of its own
