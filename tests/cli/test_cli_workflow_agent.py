@@ -37,4 +37,5 @@ def test_rejecting_the_sign_off_when_the_script_has_no_more_replies(tmp_path: Pa
     assert found, done.out
     assert found.group(1) == found.group(3) and found.group(4) == str(db)
     listed = tether("workflow", "runs", "--db", db)
-    assert re.search(r"│ echo\s+│ running\s+│ running at sign-off", listed.out), listed.out  # saved as it stopped
+    assert re.search(r"│ echo\s+│ running\s+│ rejected at sign-off: not friendly enough \(agent work: needs",
+                     listed.out), listed.out
