@@ -21,7 +21,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from tether.agent import Agent
@@ -151,6 +151,14 @@ def create_app(
     async def openapi(request: Request) -> Response:
         return JSONResponse(document)
 
+    async def root(request: Request) -> Response:
+        # a browser goes to the inspector; an API client gets an index of where things are
+        if "text/html" in request.headers.get("accept", ""):
+            return RedirectResponse(f"{request.scope.get('root_path', '')}/inspect/", status_code=307)
+        return JSONResponse({"service": "tether", "version": document["info"]["version"],
+                             "inspector": "/inspect/", "openapi": "/openapi.json", "agents": "/v1/agents",
+                             "health": "/healthz", "ready": "/readyz"})
+
     async def agents(request: Request) -> Response:
         return JSONResponse(_agents_view(runtime))
 
@@ -172,6 +180,7 @@ def create_app(
 
     session = "/v1/agents/{agent}/sessions/{session_id}"
     table: list[tuple[str, Handler, list[str], bool]] = [
+        ("/", root, ["GET"], True),
         ("/healthz", healthz, ["GET"], True),
         ("/readyz", readyz, ["GET"], True),
         ("/openapi.json", openapi, ["GET"], True),

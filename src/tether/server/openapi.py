@@ -14,6 +14,7 @@ _S = "/v1/agents/{agent}/sessions/{session_id}"
 
 ROUTES: list[tuple[str, str, str, type[BaseModel] | None, type[BaseModel] | None, int]] = [
     # (method, path, summary, request body, response body, success status)
+    ("get", "/", "An index of the server's places (a browser asking for HTML is sent to /inspect/)", None, None, 200),
     ("get", "/healthz", "The process is up", None, None, 200),
     ("get", "/readyz", "The store is reachable and the wake scheduler alive", None, None, 200),
     ("get", "/v1/agents", "The agents, their flows and mermaid graphs", None, bodies.AgentList, 200),
