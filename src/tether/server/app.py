@@ -20,7 +20,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
@@ -61,6 +61,9 @@ def _guarded(keys: KeyRing, handler: Handler, *, public: bool = False) -> Handle
         except ApiError as exc:
             headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
             return error_response(exc, headers)
+        except ClientDisconnect:  # the client left mid-body: nothing ran, and it is no bug of ours
+            log.info("%s %s: the client disconnected before its body was read", request.method, request.url.path)
+            return error_response(ApiError(400, "client-disconnected", "the client disconnected mid-body"))
         except Exception:
             log.exception("%s %s failed", request.method, request.url.path)
             return error_response(ApiError(500, "internal-error", "the server failed; this is a bug"))

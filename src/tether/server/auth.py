@@ -14,10 +14,11 @@ import os
 from collections.abc import Iterable, Mapping
 
 from tether.server.problems import ApiError
+from tether.stores.records import DEFAULT_TENANT
 
 __all__ = ["OPEN_TENANT", "KeyRing", "hash_key", "keys_from_env"]
 
-OPEN_TENANT = "public"
+OPEN_TENANT = DEFAULT_TENANT
 """The tenant of every request when no API key is configured (and of sessions with no tenant)."""
 
 ENV_VAR = "TETHER_API_KEYS"

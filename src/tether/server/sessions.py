@@ -9,8 +9,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from tether.agent import Agent
+from tether.engine.input_checks import check_input
 from tether.engine.inputs import Event, Message, Start
 from tether.engine.session import Session
+from tether.errors import InvalidInputError
 from tether.runtime.envelope import RunResponse
 from tether.runtime.runtime import Runtime
 from tether.runtime.window import detach_window
@@ -86,13 +88,19 @@ class SessionRoutes:
         body = await read_body(request, StartBody, limit=self.max_body, optional=True)
         if body.flow is not None and body.flow not in agent.flows_by_id:
             raise ApiError(422, "invalid-body", f"flow: agent {agent.id!r} has no flow {body.flow!r}")
+        start = Start(body.flow, body.input, body.key) if body.flow is not None else None
+        if start is not None:
+            try:
+                check_input(start)  # a start the turn would refuse leaves no empty session behind
+            except InvalidInputError as exc:
+                raise ApiError(422, "invalid-input", str(exc)) from None
         runtime = self.runtime
         doc = Session(id=runtime.ids.new_id(), agent=agent.id, created_at=runtime.clock.now(),
                       metadata={"config": {"tenant": request.state.tenant}})
         await runtime.store.create(detach_window(doc))
         result: dict[str, Any] = {"session": doc.id, "agent": agent.id, "status": doc.status, "reply": None}
-        if body.flow is not None:
-            response = await runtime.run(agent.id, start=Start(body.flow, body.input, body.key), session_id=doc.id,
+        if start is not None:
+            response = await runtime.run(agent.id, start=start, session_id=doc.id,
                                          config={"tenant": request.state.tenant})
             result["reply"] = envelope(response)
             result["session"] = response.session or doc.id
@@ -103,14 +111,8 @@ class SessionRoutes:
         agent = self._agent(request)
         limit = query_int(request, "limit", 50, low=1, high=500)
         status = request.query_params.get("status")
-        rows: list[dict[str, Any]] = []
-        for summary in await self.runtime.store.list(agent=agent.id, status=status, limit=limit * 4):
-            doc = await self.runtime.store.load(summary.id)
-            if doc is not None and tenant_of(doc) == request.state.tenant:
-                rows.append(summary.model_dump(mode="json"))
-            if len(rows) >= limit:
-                break
-        return JSONResponse({"sessions": rows})
+        found = await self.runtime.store.list(agent=agent.id, status=status, tenant=request.state.tenant, limit=limit)
+        return JSONResponse({"sessions": [summary.model_dump(mode="json") for summary in found]})
 
     async def message(self, request: Request) -> Response:
         """``POST .../messages``: one turn; the envelope (or an SSE stream of it)."""

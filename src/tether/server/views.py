@@ -6,17 +6,14 @@ from typing import Any
 
 from tether.engine.session import Session, TranscriptMessage
 from tether.runtime.envelope import RunResponse
-from tether.server.auth import OPEN_TENANT
-from tether.stores.records import JournalEntry, StoredEvent
+from tether.stores.records import JournalEntry, StoredEvent, session_tenant
 
 __all__ = ["envelope", "event_view", "message_view", "session_state", "tenant_of"]
 
 
 def tenant_of(session: Session) -> str:
     """The tenant a session belongs to (``metadata.config.tenant``; ``public`` when none)."""
-    config = session.metadata.get("config")
-    tenant = config.get("tenant") if isinstance(config, dict) else None
-    return tenant if isinstance(tenant, str) and tenant else OPEN_TENANT
+    return session_tenant(session.metadata)
 
 
 def envelope(response: RunResponse) -> dict[str, Any]:

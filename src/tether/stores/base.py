@@ -137,9 +137,10 @@ class Store(ABC):
 
     @abstractmethod
     async def list(
-        self, *, agent: str | None = None, status: str | None = None, limit: int = 100
+        self, *, agent: str | None = None, status: str | None = None, tenant: str | None = None, limit: int = 100
     ) -> builtins.list[SessionSummary]:
-        """Summaries of the stored sessions, newest ``saved_at`` first."""
+        """Summaries of the stored sessions, newest ``saved_at`` first; with ``tenant``, only that
+        tenant's (``session_tenant`` of the document's metadata), filtered before ``limit``."""
 
     @abstractmethod
     async def prune(self, *, older_than: datetime) -> int:

@@ -27,7 +27,7 @@ from tether.stores.base import ClockLike, Store, backend_errors, messages_from_r
 from tether.stores.flow_versions import FlowVersion, Status, StoredFlow, postgres_flows, postgres_put
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
 from tether.stores.record_forms import events_from_row, journal_from_row
-from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
+from tether.stores.records import DEFAULT_TENANT, JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
@@ -332,7 +332,7 @@ class PostgresStore(Store):
                 await conn.execute(f"DELETE FROM {self._s}.{table} WHERE session_id = %s", (session_id,))
 
     async def list(
-        self, *, agent: str | None = None, status: str | None = None, limit: int = 100
+        self, *, agent: str | None = None, status: str | None = None, tenant: str | None = None, limit: int = 100
     ) -> builtins.list[SessionSummary]:
         rows = await self._fetchall(
             "list",
@@ -340,8 +340,10 @@ class PostgresStore(Store):
             f"SELECT id, agent, status, revision, created_at, saved_at FROM {self._s}.tether_sessions "
             "WHERE (%(agent)s::text IS NULL OR agent = %(agent)s) "
             "AND (%(status)s::text IS NULL OR status = %(status)s) "
+            "AND (%(tenant)s::text IS NULL "
+            "OR COALESCE(NULLIF(doc->'metadata'->'config'->>'tenant', ''), %(default)s) = %(tenant)s) "
             "ORDER BY saved_at DESC, id LIMIT %(limit)s",
-            {"agent": agent, "status": status, "limit": limit},
+            {"agent": agent, "status": status, "tenant": tenant, "default": DEFAULT_TENANT, "limit": limit},
         )
         return [
             SessionSummary(

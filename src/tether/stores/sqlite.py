@@ -36,7 +36,7 @@ from tether.stores.base import ClockLike, Store, backend_errors, messages_from_r
 from tether.stores.flow_versions import FlowVersion, Status, StoredFlow, sqlite_flows, sqlite_put
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
 from tether.stores.record_forms import events_from_row, journal_from_row
-from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
+from tether.stores.records import DEFAULT_TENANT, JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
 
 __all__ = ["SQLiteStore"]
 
@@ -304,9 +304,12 @@ class SQLiteStore(Store):
         await self._call("delete", session_id, op)
 
     async def list(
-        self, *, agent: str | None = None, status: str | None = None, limit: int = 100
+        self, *, agent: str | None = None, status: str | None = None, tenant: str | None = None, limit: int = 100
     ) -> builtins.list[SessionSummary]:
         where, params = [], []
+        if tenant is not None:
+            where.append("COALESCE(NULLIF(json_extract(doc, '$.metadata.config.tenant'), ''), ?) = ?")
+            params += [DEFAULT_TENANT, tenant]
         if agent is not None:
             where.append("agent = ?")
             params.append(agent)
