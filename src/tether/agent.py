@@ -62,7 +62,9 @@ class Agent(AgentDefinition):
     goal, knowledge, instructions, fields, flows, actions, events, conditions, tools, idle,
     business_hours, max_tool_loops (default 5), history_window (default 40 messages: the
     conversation's window, and each agent-step memory namespace without summaries), failure_reply (what the customer
-    hears when a step fails; default :data:`~tether.flow.agent_def.DEFAULT_FAILURE_REPLY`).
+    hears when a step fails; default :data:`~tether.flow.agent_def.DEFAULT_FAILURE_REPLY`), handoff_reply
+    (what the customer hears when a flow escalates to a person; default
+    :data:`~tether.flow.agent_def.DEFAULT_HANDOFF_REPLY`).
     """
 
     def __init__(self, name: str, *, model: str | Model | None = None,

@@ -17,6 +17,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 __all__ = [
     "CollectUpdate",
     "CustomEvent",
+    "CustomerMessage",
     "ErrorEvent",
     "FlowEnd",
     "FlowEnter",
@@ -127,6 +128,16 @@ class CustomEvent(FlowEvent):
     type: ClassVar[str] = "custom"
     name: str
     data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CustomerMessage(FlowEvent):
+    """A customer message to a session a person has (``handed_off``): recorded, answered by nobody
+    until the person does; the event pushes it to the operators watching the session's stream."""
+
+    type: ClassVar[str] = "customer-message"
+    seq: int
+    text: str
 
 
 @dataclass(frozen=True, kw_only=True)

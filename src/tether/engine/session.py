@@ -56,8 +56,9 @@ class TranscriptMessage(BaseModel):
     """One message of the conversation.
 
     ``seq`` numbers every message of a session from 1; ``kind`` says how an assistant message
-    was produced: ``ai`` (spoken by the model) or ``verbatim`` (rendered by the engine: a fixed
-    reply, an ask). ``key`` is the deterministic message key ``run:node:visit``.
+    was produced: ``ai`` (spoken by the model), ``verbatim`` (rendered by the engine: a fixed
+    reply, an ask) or ``agent`` (written by a person who took the conversation over; ``by`` names
+    them). ``key`` is the deterministic message key ``run:node:visit``.
     """
 
     model_config = _STRICT
@@ -66,12 +67,13 @@ class TranscriptMessage(BaseModel):
     role: Literal["user", "assistant", "system"]
     text: str
     at: datetime
-    kind: Literal["user", "ai", "verbatim", "event", "note"] = "user"
+    kind: Literal["user", "ai", "verbatim", "event", "note", "agent"] = "user"
     key: str | None = None
     run_id: str | None = None
     node_id: str | None = None
     after_ms: int = 0
     input_id: str | None = None
+    by: str | None = None
 
 
 class RunTrigger(BaseModel):

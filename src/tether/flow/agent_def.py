@@ -21,7 +21,15 @@ from tether.flow.tools import Tool
 from tether.flow.transitions import StartFlow
 from tether.flow.triggers import MentionTrigger, MessageTrigger
 
-__all__ = ["BUSY_POLICIES", "DEFAULT_FAILURE_REPLY", "AgentDefinition", "Compaction", "Idle"]
+__all__ = [
+    "BUSY_POLICIES",
+    "DEFAULT_FAILURE_REPLY",
+    "DEFAULT_HANDOFF_REPLY",
+    "DEFAULT_HISTORY_WINDOW",
+    "AgentDefinition",
+    "Compaction",
+    "Idle",
+]
 
 BUSY_POLICIES = ("queue", "reject", "interrupt")
 """What a host does with a message that arrives while a turn of the same session runs (``on_busy``):
@@ -31,6 +39,11 @@ RESERVED_CONDITIONS = frozenset({"equals", "known", "silenced"})
 DEFAULT_FAILURE_REPLY = "I'm sorry — something went wrong on my side. Let me try to help you another way."
 """What the customer hears when a step fails (seed 000's fixed apology), unless the agent sets
 ``failure_reply``."""
+DEFAULT_HISTORY_WINDOW = 40
+"""How many of the latest messages an agent's model calls see, unless it sets ``history_window``."""
+DEFAULT_HANDOFF_REPLY = "I'm handing you over to a person on our team. They will answer you here."
+"""What the customer hears when a flow hands the conversation to a person (``escalate``) in a turn
+that said nothing else, unless the agent sets ``handoff_reply``."""
 
 
 @dataclass(frozen=True)
@@ -100,9 +113,10 @@ class AgentDefinition:
         idle: Idle | str | None = None,
         business_hours: Callable[..., Any] | None = None,
         max_tool_loops: int = 5,
-        history_window: int = 40,
+        history_window: int = DEFAULT_HISTORY_WINDOW,
         compaction: Compaction | None = None,
         failure_reply: str | None = None,
+        handoff_reply: str | None = None,
         on_busy: str = "queue",
         id: str | None = None,
     ) -> None:
@@ -133,6 +147,7 @@ class AgentDefinition:
         self.history_window = history_window
         self.compaction = compaction
         self.failure_reply = DEFAULT_FAILURE_REPLY if failure_reply is None else failure_reply
+        self.handoff_reply = DEFAULT_HANDOFF_REPLY if handoff_reply is None else handoff_reply
         self.on_busy = on_busy
         issues = self._validate()
         if issues:
@@ -189,6 +204,9 @@ class AgentDefinition:
         if not isinstance(self.failure_reply, str) or not self.failure_reply.strip():
             issue("invalid-option", f"failure_reply must be a non-empty string, got {self.failure_reply!r}",
                   path="failure_reply")
+        if not isinstance(self.handoff_reply, str) or not self.handoff_reply.strip():
+            issue("invalid-option", f"handoff_reply must be a non-empty string, got {self.handoff_reply!r}",
+                  path="handoff_reply")
         if self.on_busy not in BUSY_POLICIES:
             issue("invalid-option", f"on_busy must be one of {', '.join(BUSY_POLICIES)}, got {self.on_busy!r}",
                   path="on_busy")

@@ -23,11 +23,12 @@ from typing import Any
 from tether.agent import Agent
 from tether.clock import SystemClock, UuidIds
 from tether.durable.entries import JournalEntry
-from tether.engine.input_checks import check_input
+from tether.engine.input_checks import MAX_KEY_CHARS, MAX_MESSAGE_CHARS, check_input, check_text
 from tether.engine.inputs import Event, Message, Start, TurnOptions
 from tether.engine.ports import Clock, Ids
-from tether.engine.session import Session
+from tether.engine.session import Session, TranscriptMessage
 from tether.errors import InvalidInputError
+from tether.flow.agent_def import DEFAULT_HISTORY_WINDOW
 from tether.flow.flow import Flow
 from tether.models.types import Model
 from tether.runtime import lifecycle, scheduler
@@ -208,11 +209,30 @@ class Runtime:
         """
         await lifecycle.delete(self, session_id)
 
-    async def release(self, session_id: str) -> Session | None:
-        """Give a ``handed_off`` session back to the bot (status ``running``); returns the stored
-        document (unchanged when it was missing or not handed off). Conflicts are retried
-        ``max_replays`` times, then ``SessionConflict`` is raised."""
-        return await lifecycle.release(self, session_id)
+    async def release(self, session_id: str, *, by: str | None = None) -> Session | None:
+        """Give a ``handed_off`` session back to the bot (status ``running``), with a ``released``
+        event naming ``by`` (the person); returns the stored document (unchanged when it was
+        missing or not handed off). Conflicts are retried ``max_replays`` times, then
+        ``SessionConflict`` is raised."""
+        return await lifecycle.release(self, session_id, by=by, now=self.clock.now())
+
+    async def operator_message(self, session_id: str, text: str, *, by: str) -> tuple[Session | None,
+                                                                                      TranscriptMessage | None]:
+        """Record ``text`` said to the customer by ``by``, a person who has the ``handed_off``
+        session: a transcript message (role ``assistant``, kind ``agent``, ``by``) and an
+        ``operator-message`` event, which wakes the session's event streams. Returns the stored
+        document and the message; the message is None (nothing written) when the session is
+        missing or not handed off. ``text`` and ``by`` are checked as a message's text is
+        (``InvalidInputError``)."""
+        check_text(text, "text", MAX_MESSAGE_CHARS)
+        check_text(by, "by", MAX_KEY_CHARS)
+
+        def window(agent_id: str) -> int:
+            agent = self.agents.get(agent_id)
+            return agent.history_window if agent is not None else DEFAULT_HISTORY_WINDOW
+
+        return await lifecycle.operator_message(self, session_id, text, by=by, now=self.clock.now(),
+                                                history_window=window)
 
     async def approve(self, session_id: str, approval_id: str, decision: bool | str, *, feedback: str | None = None,
                       decided_by: str | None = None, options: TurnOptions | None = None) -> RunResponse:

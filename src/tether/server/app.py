@@ -31,7 +31,7 @@ from tether.flow.mermaid import flow_to_mermaid
 from tether.runtime.runtime import Runtime
 from tether.runtime.scheduler import WakeScheduler
 from tether.runtime.stored_flows import StoredFlowRefresh, load_stored_flows, publish_flows
-from tether.server.auth import KeyRing, keys_from_env
+from tether.server.auth import KeyRing, keys_from_env, operator_keys_from_env
 from tether.server.bodies import FlowBody, FlowRegistered
 from tether.server.inspector import inspector_routes
 from tether.server.openai_compat import OpenAIRoutes
@@ -40,6 +40,7 @@ from tether.server.problems import ApiError, error_response
 from tether.server.requests import DEFAULT_MAX_BODY, read_body
 from tether.server.sessions import SessionRoutes
 from tether.server.stream import KEEPALIVE, POLL
+from tether.server.takeover import TakeoverRoutes
 from tether.stores import Store
 
 __all__ = ["create_app"]
@@ -55,8 +56,9 @@ def _guarded(keys: KeyRing, handler: Handler, *, public: bool = False) -> Handle
     async def endpoint(request: Request) -> Response:
         try:
             if not public:
-                request.state.tenant = keys.tenant(request.headers.get("authorization"),
-                                                   request.headers.get("x-api-key"))
+                authorization, api_key = request.headers.get("authorization"), request.headers.get("x-api-key")
+                request.state.tenant = keys.tenant(authorization, api_key)
+                request.state.operator = keys.is_operator(authorization, api_key)
             return await handler(request)
         except ApiError as exc:
             headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
@@ -92,6 +94,7 @@ def create_app(
     *,
     store: Store | None = None,
     api_keys: Mapping[str, str] | None = None,
+    operator_keys: Mapping[str, str] | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     scheduler: bool = True,
     scheduler_interval: float = 1.0,
@@ -109,6 +112,10 @@ def create_app(
         store: the store of a runtime the app builds (default: the runtime's SQLite default).
         api_keys: ``{key: tenant}``; default: ``TETHER_API_KEYS`` from the environment. With no
             keys the API is open (every caller is the ``public`` tenant).
+        operator_keys: ``{key: tenant}`` of the people who take conversations over (the operator
+            routes: ``/v1/handoffs``, ``operator-messages``, ``release``); default:
+            ``TETHER_OPERATOR_KEYS``. They act on every route of their tenant; with none, every
+            key is its tenant's operator key too.
         max_body: the request body limit in bytes (413 ``body-too-large`` past it).
         scheduler: run the wake scheduler while the app is up.
         scheduler_interval: seconds between its polls.
@@ -129,11 +136,13 @@ def create_app(
         runtime = runtime_or_agents
     else:
         runtime = Runtime(runtime_or_agents, store=store)
-    keys = KeyRing(api_keys if api_keys is not None else keys_from_env())
+    keys = KeyRing(api_keys if api_keys is not None else keys_from_env(),
+                   operator_keys if operator_keys is not None else operator_keys_from_env())
     wakes = WakeScheduler(runtime, interval=scheduler_interval)
     refresh = StoredFlowRefresh(runtime, interval=flow_refresh)
     routes = SessionRoutes(runtime, max_body=max_body, stream_poll=stream_poll, stream_keepalive=stream_keepalive)
     openai_routes = OpenAIRoutes(runtime, routes.busy, max_body=max_body)
+    takeover = TakeoverRoutes(runtime, routes.session_of, max_body=max_body)
     document = openapi_document(_version("tether"))
 
     async def healthz(request: Request) -> Response:
@@ -202,7 +211,9 @@ def create_app(
         (session + "/stream", routes.stream, ["GET"], False),
         (session + "/approvals/{approval_id}", routes.approval, ["POST"], False),
         (session + "/signals/{name}", routes.signal, ["POST"], False),
-        (session + "/release", routes.release, ["POST"], False),
+        (session + "/release", takeover.release, ["POST"], False),
+        (session + "/operator-messages", takeover.operator_message, ["POST"], False),
+        ("/v1/handoffs", takeover.handoffs, ["GET"], False),
     ]
 
     @contextlib.asynccontextmanager

@@ -20,7 +20,11 @@ __all__ = [
     "FlowBody",
     "FlowInfo",
     "FlowRegistered",
+    "HandoffList",
     "MessageBody",
+    "OperatorMessageBody",
+    "OperatorMessageSaid",
+    "ReleaseBody",
     "SessionCreated",
     "SessionList",
     "SessionState",
@@ -79,6 +83,38 @@ class SignalBody(BaseModel):
 
     payload: Any = None
     id: str | None = None
+
+
+class OperatorMessageBody(BaseModel):
+    """``POST .../operator-messages``: what a person who has the session says to the customer."""
+
+    model_config = _STRICT
+
+    text: str = Field(min_length=1, description="the message to the customer")
+    by: str = Field(min_length=1, max_length=200, description="who says it (shown as the message's author)")
+
+
+class ReleaseBody(BaseModel):
+    """``POST .../release`` (optional): who gives the session back to the bot."""
+
+    model_config = _STRICT
+
+    by: str | None = Field(default=None, max_length=200)
+
+
+class OperatorMessageSaid(BaseModel):
+    """The transcript message an operator's message was stored as (``role: "agent"``, ``by``)."""
+
+    session: str
+    message: dict[str, Any]
+
+
+class HandoffList(BaseModel):
+    """``GET /v1/handoffs``: sessions waiting for a person, oldest hand-off first; each with
+    ``session``, ``agent``, ``since`` (the hand-off), ``reason``, ``customer_messages`` and
+    ``operator_messages`` (since the hand-off) and ``last_customer_message``."""
+
+    sessions: list[dict[str, Any]]
 
 
 class Envelope(BaseModel):

@@ -33,6 +33,7 @@ from tether.server.problems import ApiError
 from tether.server.requests import read_body
 from tether.server.sessions import status_of
 from tether.server.sse import StreamedTurn
+from tether.server.takeover import takeover_reply
 from tether.server.views import tenant_of
 
 __all__ = ["MODEL_PREFIX", "OpenAIRoutes"]
@@ -132,9 +133,10 @@ class OpenAIRoutes:
                 self.busy.done(session_id, admitted)
             if not response.success:
                 return _failure(response)
+            content = await takeover_reply(self.runtime, response) or response.message  # a person's answer
             answer: dict[str, Any] = {
                 "id": completion_id, "object": "chat.completion", "created": created, "model": body.model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": response.message},
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
                              "finish_reason": "stop"}]}
             if (usage := _usage(response)) is not None:
                 answer["usage"] = usage
@@ -159,8 +161,10 @@ class OpenAIRoutes:
                 error = {"message": response.message, "code": response.code, "type": "tether_error"}
                 yield f"data: {json.dumps({'error': error})}\n\n"
             else:
-                if not said and response.message:  # a retried or replayed turn: its recorded reply
-                    yield chunk({"content": response.message})
+                # a retried or replayed turn: its recorded reply; a quiet turn: what a person said
+                text = "" if said else await takeover_reply(self.runtime, response) or response.message
+                if text:
+                    yield chunk({"content": text})
                 yield chunk({}, "stop")
             yield "data: [DONE]\n\n"
 

@@ -70,7 +70,7 @@ class SessionRoutes:
             raise ApiError(404, "agent-not-found", f"no agent {agent_id!r} is served here")
         return agent
 
-    async def _session(self, request: Request) -> tuple[Agent, Session]:
+    async def session_of(self, request: Request) -> tuple[Agent, Session]:
         """The agent and the stored session of the path, owned by the caller's tenant."""
         agent = self._agent(request)
         session_id = request.path_params["session_id"]
@@ -116,7 +116,7 @@ class SessionRoutes:
 
     async def message(self, request: Request) -> Response:
         """``POST .../messages``: one turn; the envelope (or an SSE stream of it)."""
-        agent, doc = await self._session(request)
+        agent, doc = await self.session_of(request)
         body = await read_body(request, MessageBody, limit=self.max_body)
         header = request.headers.get("idempotency-key")
         if header is not None and body.id is not None and header != body.id:
@@ -135,13 +135,13 @@ class SessionRoutes:
 
     async def state(self, request: Request) -> Response:
         """``GET .../{id}``: status, data, runs, what they wait on and the pending approvals."""
-        _, doc = await self._session(request)
+        _, doc = await self.session_of(request)
         approvals = await self.runtime.pending_approvals(doc.id)
         return JSONResponse(session_state(doc, approvals))
 
     async def transcript(self, request: Request) -> Response:
         """``GET .../transcript?after=SEQ&limit=N``."""
-        _, doc = await self._session(request)
+        _, doc = await self.session_of(request)
         after = query_int(request, "after", 0)
         limit = query_int(request, "limit", 100, low=1, high=1000)
         messages = await self.runtime.store.transcript(doc.id, after_seq=after, limit=limit + 1)
@@ -152,7 +152,7 @@ class SessionRoutes:
 
     async def events(self, request: Request) -> Response:
         """``GET .../events?after=SEQ&limit=N``."""
-        _, doc = await self._session(request)
+        _, doc = await self.session_of(request)
         after = query_int(request, "after", 0)
         limit = query_int(request, "limit", 100, low=1, high=1000)
         found = await self.runtime.store.events(doc.id, after=after)
@@ -162,19 +162,19 @@ class SessionRoutes:
 
     async def stream(self, request: Request) -> Response:
         """``GET .../stream``: the session's event records as SSE, live (``Last-Event-ID`` resumes)."""
-        _, doc = await self._session(request)
+        _, doc = await self.session_of(request)
         after = stream_cursor(request)
         return event_stream(self.runtime, doc.id, after, poll=self.stream_poll, keepalive=self.stream_keepalive)
 
     async def delete(self, request: Request) -> Response:
         """``DELETE .../{id}``: the session and all its records, under the session's lock and lease."""
-        _, doc = await self._session(request)
+        _, doc = await self.session_of(request)
         await self.runtime.delete(doc.id)
         return Response(status_code=204)
 
     async def event(self, request: Request) -> Response:
         """``POST .../events``: the host reports an event; the turn's envelope."""
-        agent, doc = await self._session(request)
+        agent, doc = await self.session_of(request)
         body = await read_body(request, EventBody, limit=self.max_body)
         response = await self.runtime.run(agent.id, event=Event(body.name, body.payload, body.key),
                                           session_id=doc.id, config={"tenant": request.state.tenant})
@@ -182,7 +182,7 @@ class SessionRoutes:
 
     async def approval(self, request: Request) -> Response:
         """``POST .../approvals/{approval_id}``: decide a pending approval; the turn's envelope."""
-        _, doc = await self._session(request)
+        _, doc = await self.session_of(request)
         body = await read_body(request, ApprovalBody, limit=self.max_body)
         approval_id = request.path_params["approval_id"]
         pending = {entry.key for entry in await self.runtime.pending_approvals(doc.id)}
@@ -194,13 +194,7 @@ class SessionRoutes:
 
     async def signal(self, request: Request) -> Response:
         """``POST .../signals/{name}``: deliver a signal; the turn's envelope."""
-        _, doc = await self._session(request)
+        _, doc = await self.session_of(request)
         body = await read_body(request, SignalBody, limit=self.max_body, optional=True)
         response = await self.runtime.signal(doc.id, request.path_params["name"], body.payload, signal_id=body.id)
         return answer(response)
-
-    async def release(self, request: Request) -> Response:
-        """``POST .../release``: give a handed-off session back to the bot."""
-        _, doc = await self._session(request)
-        stored = await self.runtime.release(doc.id)
-        return JSONResponse({"session": doc.id, "status": stored.status if stored is not None else "deleted"})

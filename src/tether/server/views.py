@@ -22,8 +22,11 @@ def envelope(response: RunResponse) -> dict[str, Any]:
 
 
 def message_view(message: TranscriptMessage) -> dict[str, Any]:
-    """A transcript message as JSON."""
-    return message.model_dump(mode="json", exclude_none=True)
+    """A transcript message as JSON; a person's message (kind ``agent``) has ``role: "agent"``."""
+    view = message.model_dump(mode="json", exclude_none=True)
+    if message.kind == "agent":
+        view["role"] = "agent"
+    return view
 
 
 def event_view(event: StoredEvent) -> dict[str, Any]:
