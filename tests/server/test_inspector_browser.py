@@ -32,7 +32,9 @@ WAIT = 20_000  # ms: a loaded CI machine is slow, never this slow
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     store = tmp_path_factory.mktemp("inspector") / "sessions.db"
-    with tether_serve(HERE / "inspector_app.py", store, {"TETHER_API_KEYS": f"acme:{KEY}"}) as url:
+    # the frugal agent's model is priced: $1,000 per million tokens in, $2,000 out
+    env = {"TETHER_API_KEYS": f"acme:{KEY}", "TETHER_PRICES": "function:model=1000/2000"}
+    with tether_serve(HERE / "inspector_app.py", store, env) as url:
         yield url
 
 
@@ -270,7 +272,9 @@ def test_the_session_page_shows_what_the_session_spent_and_logged(page: Any) -> 
         str(2 * NOTHING_FOUND.cached_input_tokens))
     expect(page.locator("#usage [data-usage=workflow_calls]")).to_have_count(0)  # nothing to say
     total = 2 * (NOTHING_FOUND.prompt_tokens + NOTHING_FOUND.completion_tokens)
-    expect(page.locator("#s-usage")).to_have_text(f"2 model calls · {total} tokens")
+    dollars = (2 * NOTHING_FOUND.prompt_tokens * 1000 + 2 * NOTHING_FOUND.completion_tokens * 2000) / 1e6
+    expect(page.locator("#s-usage")).to_have_text(f"2 model calls · {total} tokens · ~${dollars:.4f}")
+    expect(page.locator("#usage [data-usage=estimated_cost]")).to_have_text(f"${dollars:.6f}")
     warns = page.locator("#log .entry.warn")
     expect(warns).to_have_count(2)
     expect(warns.first.locator(".message")).to_have_text("extraction for 'ask_name' returned no usable data")

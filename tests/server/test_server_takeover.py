@@ -14,6 +14,7 @@ from tether.flow.agent_def import DEFAULT_HANDOFF_REPLY
 from tether.runtime import Runtime
 from tether.server import create_app
 from tether.server.takeover import WAITING_REPLY
+from tether.testing import FakeClock
 
 ECHO = "/v1/agents/Echo/sessions"
 OPERATOR_KEYS = {"key-ann": "acme"}
@@ -53,9 +54,15 @@ async def test_a_person_answers_a_handed_off_session(client: httpx.AsyncClient) 
                       ("operator-message", "Hi, Ann here. Let me look.", "Ann")]
 
 
-async def test_the_waiting_list_is_oldest_first_with_the_reason_and_tenant_scoped(client: httpx.AsyncClient) -> None:
+async def test_the_waiting_list_is_oldest_first_with_the_reason_and_tenant_scoped(client: httpx.AsyncClient,
+                                                                                   runtime: Runtime) -> None:
+    clock = runtime.clock
+    assert isinstance(clock, FakeClock)
     first = await _handed_off(client)
+    clock.advance("1m")
     second = await _handed_off(client)
+    clock.advance("1m")
+    await client.post(f"{ECHO}/{first}/messages", json={"text": "still waiting"}, headers=ACME)  # saved last
     await client.post(f"{ECHO}/{second}/messages", json={"text": "hello?"}, headers=ACME)
     (await client.post(ECHO, headers=GLOBEX)).json()  # another tenant's sessions are not listed
     listed = (await client.get("/v1/handoffs", headers=ANN)).json()["sessions"]

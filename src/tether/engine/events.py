@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 __all__ = [
+    "BudgetExceeded",
     "CollectUpdate",
     "CustomEvent",
     "CustomerMessage",
@@ -138,6 +139,16 @@ class CustomerMessage(FlowEvent):
     type: ClassVar[str] = "customer-message"
     seq: int
     text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class BudgetExceeded(FlowEvent):
+    """A model call was not made: it would exceed a spending limit of the host (``reason``)."""
+
+    type: ClassVar[str] = "budget-exceeded"
+    model: str
+    call: str
+    reason: str
 
 
 @dataclass(frozen=True, kw_only=True)

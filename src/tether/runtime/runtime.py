@@ -34,6 +34,7 @@ from tether.models.types import Model
 from tether.runtime import lifecycle, scheduler
 from tether.runtime.attempt import DeltaSink, one_input
 from tether.runtime.commits import CommitSignal
+from tether.runtime.costs import Budgets, CostLedger, PriceTable
 from tether.runtime.envelope import RunResponse, failure
 from tether.runtime.locks import SessionLocks
 from tether.runtime.records import turn_records
@@ -81,6 +82,8 @@ class Runtime:
         migrations: MigrationRegistry | None = None,
         lease_timeout: float = DEFAULT_LEASE_TIMEOUT,
         gate_judge: str | Model | None = None,
+        prices: PriceTable | None = None,
+        budgets: Budgets | None = None,
     ) -> None:
         if conflict_policy not in ("replay", "reject"):
             raise ValueError(f"conflict_policy must be 'replay' or 'reject', not {conflict_policy!r}")
@@ -107,6 +110,9 @@ class Runtime:
         self.flow_locks = SessionLocks()  # by agent id: publishes of one agent's flows run one at a time
         self.commits = CommitSignal()
         self.windows = WindowCache()
+        self.costs = CostLedger(prices or PriceTable(), budgets or Budgets())
+        """The price table, the budgets checked before every model call, and the tenants' spend of
+        the day in this process (see :mod:`tether.runtime.costs`)."""
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._scheduler: scheduler.WakeScheduler | None = None
         self.stored_flows: StoredFlowSource | None = None

@@ -28,11 +28,13 @@ from tether.agent import Agent
 from tether.dialect.registry import Registry
 from tether.errors import FlowDefinitionError
 from tether.flow.mermaid import flow_to_mermaid
+from tether.runtime.costs import Budgets, PriceTable
 from tether.runtime.runtime import Runtime
 from tether.runtime.scheduler import WakeScheduler
 from tether.runtime.stored_flows import StoredFlowRefresh, load_stored_flows, publish_flows
 from tether.server.auth import KeyRing, keys_from_env, operator_keys_from_env
 from tether.server.bodies import FlowBody, FlowRegistered
+from tether.server.costs import tenant_costs
 from tether.server.inspector import inspector_routes
 from tether.server.openai_compat import OpenAIRoutes
 from tether.server.openapi import openapi_document
@@ -95,6 +97,8 @@ def create_app(
     store: Store | None = None,
     api_keys: Mapping[str, str] | None = None,
     operator_keys: Mapping[str, str] | None = None,
+    prices: PriceTable | None = None,
+    budgets: Budgets | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     scheduler: bool = True,
     scheduler_interval: float = 1.0,
@@ -116,6 +120,11 @@ def create_app(
             routes: ``/v1/handoffs``, ``operator-messages``, ``release``); default:
             ``TETHER_OPERATOR_KEYS``. They act on every route of their tenant; with none, every
             key is its tenant's operator key too.
+        prices: the price table the sessions' estimated costs come from (default: the runtime's,
+            else ``TETHER_PRICES``).
+        budgets: the spending limits checked before every model call (default: the runtime's,
+            else ``TETHER_MAX_TOKENS_PER_SESSION``, ``TETHER_MAX_COST_PER_SESSION``,
+            ``TETHER_MAX_COST_PER_TENANT_PER_DAY``).
         max_body: the request body limit in bytes (413 ``body-too-large`` past it).
         scheduler: run the wake scheduler while the app is up.
         scheduler_interval: seconds between its polls.
@@ -135,7 +144,12 @@ def create_app(
             raise ValueError("give store= only with agents, not with a Runtime (it has its own store)")
         runtime = runtime_or_agents
     else:
-        runtime = Runtime(runtime_or_agents, store=store)
+        runtime = Runtime(runtime_or_agents, store=store, prices=prices or PriceTable.from_env(),
+                          budgets=budgets or Budgets.from_env())
+    if prices is not None:
+        runtime.costs.prices = prices
+    if budgets is not None:
+        runtime.costs.budgets = budgets
     keys = KeyRing(api_keys if api_keys is not None else keys_from_env(),
                    operator_keys if operator_keys is not None else operator_keys_from_env())
     wakes = WakeScheduler(runtime, interval=scheduler_interval)
@@ -214,6 +228,7 @@ def create_app(
         (session + "/release", takeover.release, ["POST"], False),
         (session + "/operator-messages", takeover.operator_message, ["POST"], False),
         ("/v1/handoffs", takeover.handoffs, ["GET"], False),
+        ("/v1/costs", tenant_costs(runtime), ["GET"], False),
     ]
 
     @contextlib.asynccontextmanager

@@ -30,6 +30,7 @@ __all__ = [
     "SessionState",
     "SignalBody",
     "StartBody",
+    "TenantCosts",
     "TranscriptPage",
 ]
 
@@ -100,6 +101,23 @@ class ReleaseBody(BaseModel):
     model_config = _STRICT
 
     by: str | None = Field(default=None, max_length=200)
+
+
+class TenantCosts(BaseModel):
+    """``GET /v1/costs``: what the caller's tenant spent (its latest sessions, up to 1,000):
+    ``sessions``, ``tokens_in``, ``tokens_out``, ``calls``, ``estimated_cost``, ``today`` (the
+    cost of this UTC day), and the ``prices`` and ``budgets`` in force."""
+
+    tenant: str
+    sessions: int
+    tokens_in: int
+    tokens_out: int
+    calls: int
+    estimated_cost: float
+    currency: str
+    today: float
+    prices: dict[str, Any]
+    budgets: dict[str, Any]
 
 
 class OperatorMessageSaid(BaseModel):
@@ -176,7 +194,10 @@ class SessionState(BaseModel):
 
     ``usage`` holds ``llm_calls``, ``agent_calls``, ``workflow_calls`` and the token counts
     (``prompt_tokens``, ``completion_tokens``, ``cached_input_tokens``, ``cache_creation_tokens``,
-    ``reasoning_tokens``). ``log``, ``warn`` and ``error`` are the entries the session keeps (the
+    ``reasoning_tokens``). ``cost`` is what the runtime tallied of its model calls: ``tokens_in``,
+    ``tokens_out``, ``calls``, ``estimated_cost`` (US dollars, from the operator's price table;
+    ``unpriced_calls`` had no price), ``currency`` and ``by_model``. ``log``, ``warn`` and
+    ``error`` are the entries the session keeps (the
     engine keeps the newest 100 of each), oldest first: ``at``, ``level``, ``message`` and any details (``code``,
     ``flow``, ``node``, ...).
     """
@@ -193,6 +214,7 @@ class SessionState(BaseModel):
     pending_approvals: list[dict[str, Any]]
     waiting: list[dict[str, Any]]
     usage: dict[str, int]
+    cost: dict[str, Any]
     log: list[dict[str, Any]]
     warn: list[dict[str, Any]]
     error: list[dict[str, Any]]

@@ -38,6 +38,8 @@ ROUTES: list[tuple[str, str, str, type[BaseModel] | None, type[BaseModel] | None
     ("post", _S + "/release", "Give a handed-off session back to the bot (operators)", bodies.ReleaseBody, None, 200),
     ("post", _S + "/operator-messages", "A person who has the handed-off session answers the customer (operators)",
      bodies.OperatorMessageBody, bodies.OperatorMessageSaid, 200),
+    ("get", "/v1/costs", "What the caller's tenant spent, with the prices and budgets in force", None,
+     bodies.TenantCosts, 200),
     ("get", "/v1/handoffs", "The sessions waiting for a person, oldest hand-off first (operators)", None,
      bodies.HandoffList, 200),
     ("put", "/v1/agents/{agent}/flows/{flow}", "Register a new version of a flow (a flow file as JSON); 422 lists "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tether.engine.session import Session, TranscriptMessage
+from tether.runtime.costs import session_cost
 from tether.runtime.envelope import RunResponse
 from tether.stores.records import JournalEntry, StoredEvent, session_tenant
 
@@ -60,6 +61,7 @@ def session_state(session: Session, approvals: list[JournalEntry]) -> dict[str, 
         "pending_approvals": [_approval_view(entry) for entry in approvals],
         "waiting": waiting,
         "usage": session.usage.model_dump(mode="json"),
+        "cost": session_cost(session),
         "log": [entry.model_dump(mode="json") for entry in session.log],
         "warn": [entry.model_dump(mode="json") for entry in session.warn],
         "error": [entry.model_dump(mode="json") for entry in session.error],

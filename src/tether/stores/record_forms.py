@@ -34,7 +34,9 @@ from pydantic_core import PydanticSerializationError, to_json
 from tether.durable.entries import JournalEntry
 from tether.engine.choices import Interactive
 from tether.engine.events import (
+    BudgetExceeded,
     CollectUpdate,
+    CustomerMessage,
     CustomEvent,
     ErrorEvent,
     FlowEnd,
@@ -81,7 +83,7 @@ def _layout(cls: type[FlowEvent]) -> tuple[tuple[str, Any], ...]:
 
 _CLASSES: tuple[type[FlowEvent], ...] = (
     FlowEnter, NodeEnter, NodeExit, FlowTransition, FlowEnd, HandoffEvent, ErrorEvent, CollectUpdate,
-    CustomEvent, ReplyWarning, Interactive,
+    CustomEvent, ReplyWarning, Interactive, CustomerMessage, BudgetExceeded,
 )
 LAYOUTS: dict[str, tuple[tuple[str, Any], ...]] = {cls.type: _layout(cls) for cls in _CLASSES}
 """The positional layout of each engine event type (the fields after ``type, run_id, flow, at``)."""

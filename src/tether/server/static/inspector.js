@@ -438,7 +438,7 @@ class SessionPage {
     this.renderApprovals(state.pending_approvals);
     this.renderInputs(state.waiting);
     this.renderFields(state.data);
-    this.renderUsage(state.usage || {});
+    this.renderUsage(state.usage || {}, state.cost || null);
     this.renderLog(state);
     this.renderEvents();
     const closed = state.status === "completed" || state.status === "aborted";
@@ -526,11 +526,12 @@ class SessionPage {
       : [el("p", { class: "empty" }, "No fields yet.")]));
   }
 
-  renderUsage(usage) {
+  renderUsage(usage, cost) {
     const count = (name) => Number(usage[name] || 0);
     const tokens = count("prompt_tokens") + count("completion_tokens");
+    const dollars = cost && cost.estimated_cost ? ` · ~$${cost.estimated_cost.toFixed(4)}` : "";
     $("#s-usage").textContent = `${count("llm_calls")} model call${count("llm_calls") === 1 ? "" : "s"}`
-      + (tokens ? ` · ${tokens.toLocaleString()} tokens` : "");
+      + (tokens ? ` · ${tokens.toLocaleString()} tokens` : "") + dollars;
     const rows = [["model calls", "llm_calls"], ["by agent steps", "agent_calls"], ["by workflow runs", "workflow_calls"],
       ["prompt tokens", "prompt_tokens"], ["completion tokens", "completion_tokens"],
       ["cached input tokens", "cached_input_tokens"], ["cache creation tokens", "cache_creation_tokens"],
@@ -538,7 +539,10 @@ class SessionPage {
       // the call and prompt/completion counts always; the others once there is something to say
       .filter(([, name]) => ["llm_calls", "prompt_tokens", "completion_tokens"].includes(name) || count(name));
     $("#usage").replaceChildren(...rows.flatMap(([label, name]) =>
-      [el("dt", {}, label), el("dd", { "data-usage": name }, count(name).toLocaleString())]));
+      [el("dt", {}, label), el("dd", { "data-usage": name }, count(name).toLocaleString())]),
+      ...(cost ? [el("dt", {}, "estimated cost"), el("dd", { "data-usage": "estimated_cost",
+        title: cost.unpriced_calls ? `${cost.unpriced_calls} call(s) of a model with no price` : null },
+        `$${cost.estimated_cost.toFixed(6)}${cost.unpriced_calls ? " (some calls unpriced)" : ""}`)] : []));
   }
 
   // The session's kept log, warn and error entries, newest first.
