@@ -16,8 +16,8 @@ import asyncio
 import random
 
 from tether import Agent, Flow, Message, end, on_message, reply
-from tether.engine import keys
-from tether.engine.state import TurnState
+from tether.engine.core.state import TurnState
+from tether.engine.turn import keys
 from tether.testing import FakeClock, SequentialIds
 
 
@@ -52,8 +52,8 @@ async def main() -> None:
     args = parser.parse_args()
     if args.legacy:
         keys.message_key = _legacy_key  # type: ignore[assignment]
-        import tether.engine.route as route
-        import tether.engine.settle as settle
+        import tether.engine.turn.route as route
+        import tether.engine.turn.settle as settle
 
         route.message_key = _legacy_key  # type: ignore[assignment]
         settle.message_key = _legacy_key  # type: ignore[assignment]

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from booking import booking_agent, booking_message
 from pydantic_core import to_json
 
-from tether.engine.session import Session
+from tether.engine.core.session import Session
 from tether.runtime import Runtime
 from tether.stores import MemoryStore, SQLiteStore, Store, TurnRecords
 from tether.stores.base import message_rows

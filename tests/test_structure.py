@@ -17,13 +17,14 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 ACYCLIC = {
     # the agent step: entry, context, nested steps, loop, tools, view (arrows point down this list)
-    "tether.engine.agent_step", "tether.engine.step_context", "tether.engine.step_batch",
-    "tether.engine.step_children", "tether.engine.step_loop", "tether.engine.step_tools",
-    "tether.engine.step_view", "tether.engine.agent_memory",
+    "tether.engine.step.agent_step", "tether.engine.step.context", "tether.engine.step.batch",
+    "tether.engine.step.children", "tether.engine.step.loop", "tether.engine.step.tools",
+    "tether.engine.step.view", "tether.engine.step.memory",
     # the collect node and the speak call: dispatch, then the speaker, the prompt parts, the
     # reuse confirmation, the fields, the extraction call, the identity text
-    "tether.engine.collect", "tether.engine.speak", "tether.engine.prompt_parts", "tether.engine.reuse",
-    "tether.engine.collect_fields", "tether.engine.extract", "tether.engine.identity",
+    "tether.engine.graph.collect", "tether.engine.turn.speak", "tether.engine.graph.prompt_parts",
+    "tether.engine.graph.reuse", "tether.engine.graph.collect_fields", "tether.engine.graph.extract",
+    "tether.engine.graph.identity",
     # the runtime calls the request path and the scheduler, which see it only as a RequestHost / WakeHost
     "tether.runtime.runtime", "tether.runtime.request", "tether.runtime.scheduler",
     # a workflow run calls its drivers (agent turns, sub-flows, subprompts), which see it as a RunHost
@@ -152,7 +153,7 @@ LAYERS = (
     ("tether.stores", "tether.agent"),
     ("tether.engine", "tether.tracing", "tether.workflow"),
     ("tether.flow", "tether.models", "tether.pydantic_issues", "tether.executors"),
-    ("tether.durable", "tether.errors", "tether.clock", "tether.pyfiles"),
+    ("tether.durable", "tether.errors", "tether.clock", "tether.pyfiles", "tether.spoken"),
 )
 
 
@@ -176,3 +177,50 @@ def test_arrows_point_down_the_layers() -> None:
     upward = sorted(f"{name} -> {target}" for name, targets in _graph(_modules()).items() for target in targets
                     if _room(name) != _room(target) and _layer(_room(target)) <= _layer(_room(name)))
     assert not upward, f"imports that do not point down the layers: {upward}"
+
+
+ENGINE_PACKAGES = (
+    # top first (docs/architecture.md): the turn's phases, the graph runner, the agent step, and the
+    # session document with the types they all share; each imports only the packages below it
+    "tether.engine.turn",
+    "tether.engine.graph",
+    "tether.engine.step",
+    "tether.engine.core",
+)
+
+
+def _engine_package(module: str) -> str | None:
+    return next((p for p in ENGINE_PACKAGES if module == p or module.startswith(p + ".")), None)
+
+
+def test_every_engine_module_is_in_an_engine_package() -> None:
+    """``tether.engine`` itself is only the package's face (its ``__init__`` re-exports); every
+    module of the engine lives in one of its packages."""
+    loose = sorted(name for name in _modules() if name.startswith("tether.engine.") and not _engine_package(name))
+    assert not loose, f"engine modules outside {ENGINE_PACKAGES}: {loose}"
+
+
+def _upward_engine_arrows(edges: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{name} -> {target}" for name, targets in edges.items() if (here := _engine_package(name))
+        for target in targets if (there := _engine_package(target)) and there != here
+        and ENGINE_PACKAGES.index(there) < ENGINE_PACKAGES.index(here)
+    )
+
+
+def test_the_engine_rule_sees_an_arrow_that_points_up() -> None:
+    edges = {"tether.engine.core.state": {"tether.engine.graph.runner"},
+             "tether.engine.turn.turn": {"tether.engine.core.state", "tether.engine.turn.settle"}}
+    assert _upward_engine_arrows(edges) == ["tether.engine.core.state -> tether.engine.graph.runner"]
+
+
+def test_engine_packages_import_only_the_packages_below_them() -> None:
+    upward = _upward_engine_arrows(_graph(_modules()))
+    assert not upward, f"engine imports that point up (turn > graph > step > core): {upward}"
+
+
+def test_the_architecture_page_describes_each_engine_package() -> None:
+    page = (SRC.parent / "docs" / "architecture.md").read_text()
+    for package in ENGINE_PACKAGES:
+        name = package.rpartition(".")[2]
+        assert f"**`engine/{name}/`**" in page, f"docs/architecture.md does not describe {package}"

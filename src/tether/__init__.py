@@ -6,7 +6,7 @@ saved with compare-and-swap; side effects are journaled so nothing runs twice.
 
 from tether.agent import Agent
 from tether.engine import Event, Message, Session, Silenced, Start, TurnOptions, TurnResult, Wake
-from tether.engine.migrate import migrate_session
+from tether.engine.core.migrate import migrate_session
 from tether.errors import (
     FlowDefinitionError,
     FlowRuntimeError,

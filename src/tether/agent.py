@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from tether.clock import SystemClock, UuidIds
-from tether.engine.inputs import Message, TurnInput, TurnOptions
-from tether.engine.ports import Clock, Ids
-from tether.engine.results import ScheduledWake, TurnResult
-from tether.engine.session import Session
-from tether.engine.turn import run_turn
-from tether.engine.wakes import pending_wakes
+from tether.engine.core.inputs import Message, TurnInput, TurnOptions
+from tether.engine.core.ports import Clock, Ids
+from tether.engine.core.results import ScheduledWake, TurnResult
+from tether.engine.core.session import Session
+from tether.engine.turn.turn import run_turn
+from tether.engine.turn.wakes import pending_wakes
 from tether.errors import FlowDefinitionError, ModelConfigurationError
 from tether.flow.agent_def import AgentDefinition
 from tether.flow.flow import Flow

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from cli_helpers import SHIPPING, chat, tether
 
-from tether.engine.session import LogEntry, Session, SessionUsage
+from tether.engine.core.session import LogEntry, Session, SessionUsage
 from tether.models.types import ModelResponse, Usage
 from tether.stores import SQLiteStore
 from tether.testing import ScriptedModel

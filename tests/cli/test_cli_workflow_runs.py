@@ -12,7 +12,7 @@ from pathlib import Path
 
 from cli_helpers import EXAMPLES, tether
 
-from tether.engine.session import Session
+from tether.engine.core.session import Session
 from tether.stores import SQLiteStore
 from tether.workflow_host import WorkflowRun
 

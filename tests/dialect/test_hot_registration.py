@@ -10,7 +10,7 @@ import pytest
 
 from tether import Agent, Field, Message
 from tether.dialect import Registry, register_flows
-from tether.engine.session import Session
+from tether.engine.core.session import Session
 from tether.errors import FlowDefinitionError
 from tether.testing import FakeClock, SequentialIds
 

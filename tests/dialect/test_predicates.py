@@ -103,7 +103,7 @@ def test_evaluation_never_throws_on_odd_roots() -> None:
 def test_read_and_render() -> None:
     assert read(ROOT, "state.nested") == {"x": 1}
     assert read(ROOT, "state.nested.x.y") is MISSING
-    assert render("${state.s}-${state.nested}-[${state.gone}]", ROOT) == 'b-{"x": 1}-[]'
+    assert render("${state.s}-${state.nested}-[${state.gone}]", ROOT) == 'b-x: 1-[]'  # objects read as text
     mapped = resolve_mapping(
         {k: v for k, v in {"a": _src(value=1), "b": _src(path="state.n"), "c": _src(template="n=${state.n}"),
                            "d": _src(path="state.gone")}.items()}, ROOT)

@@ -95,3 +95,38 @@ def test_the_pytest_plugin_collects_scenario_files(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stdout
     assert "1 failed, 1 passed" in done.stdout
     assert "scenario 'a wrong expectation' failed:" in done.stdout and "+Booked! Tracking trk_9." in done.stdout
+
+
+STRICT = f"""\
+scenario: a pizza with a strict model
+agent: {EXAMPLES / "pizza.py"}
+model: strict
+steps:
+  - user: a large one with ham
+    means: {{values: {{size: large, toppings: [ham]}}}}
+    expect: {{calls: 0, node: order/confirm}}
+  - user: hmm, is it red?
+    means: {{values: {{colour: red}}}}
+    expect: {{calls: [extract], node: order/confirm}}
+  - user: "yes"
+    means: {{values: {{confirm: "yes"}}}}
+    expect: {{ended: [placed]}}
+"""
+
+
+async def test_a_strict_scenario_fails_a_step_whose_meaning_no_call_could_say(tmp_path: Path) -> None:
+    path = tmp_path / "strict.scenario.yaml"
+    path.write_text(STRICT)
+    result = await run_scenario(path)
+    assert [(m.step, m.key) for m in result.mismatches] == [(1, "unsaid")]
+    assert "'hmm, is it red?': could not say values.colour (calls: extract; offered: confirm)" in result.report()
+    path.write_text(STRICT.replace("calls: [extract], node: order/confirm}",
+                                   "calls: [extract], node: order/confirm, unsaid: [values.colour]}"))
+    assert (await run_scenario(path)).passed
+
+
+async def test_a_meaning_needs_the_strict_model(tmp_path: Path) -> None:
+    path = tmp_path / "means.scenario.yaml"
+    path.write_text(STRICT.replace("model: strict\n", ""))
+    with pytest.raises(ScenarioError, match="needs model: strict"):
+        await run_scenario(path)

@@ -10,7 +10,7 @@ from typing import Any
 from example_modules import load_example
 from tether import Agent, Message, TurnResult, Wake
 from tether.dialect import load
-from tether.engine.session import Session
+from tether.engine.core.session import Session
 from tether.testing import FakeClock, ScriptedModel, SequentialIds
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tether import Agent, Flow, InvalidInputError, Message, end, on_message, reply
-from tether.engine.input_checks import MAX_MESSAGE_CHARS
-from tether.engine.session import Session
+from tether.engine.core.input_checks import MAX_MESSAGE_CHARS
+from tether.engine.core.session import Session
 from tether.testing import FakeClock, SequentialIds
 
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from tether import Agent, Field, Flow, InvalidInputError, Message, ModelError, collect, decide, end, on_message, reply
-from tether.engine.session import Session
+from tether.engine.core.session import Session
 from tether.models.types import ModelRequest, ModelResponse, ToolCall
 from tether.runtime import Runtime
 from tether.stores import SQLiteStore

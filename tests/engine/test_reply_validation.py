@@ -11,7 +11,7 @@ from pydantic import Field as PydanticField
 from seed000_helpers import make_agent, say
 
 from tether import Agent, Field, Flow, ModelError, collect, decide, end, on_message, reply
-from tether.engine.reply_check import check_reply
+from tether.engine.graph.reply_check import check_reply
 from tether.testing import FakeClock, ScriptedModel, SequentialIds
 
 

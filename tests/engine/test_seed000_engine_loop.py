@@ -26,7 +26,7 @@ from tether import (
     start_flow,
     stay,
 )
-from tether.engine.runner import MAX_STEPS
+from tether.engine.graph.runner import MAX_STEPS
 from tether.testing import FakeClock, SequentialIds
 
 

@@ -273,7 +273,7 @@ async def test_a_strategy_never_shortens_the_transcript() -> None:
 
 
 async def test_reset_keeps_system_messages() -> None:
-    from tether.engine.session import TranscriptMessage
+    from tether.engine.core.session import TranscriptMessage
 
     holds = {"n": 0}
 

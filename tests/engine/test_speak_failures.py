@@ -5,7 +5,7 @@ reply (DESIGN §9: a customer is never left without a word)."""
 from __future__ import annotations
 
 from tether import Agent, Flow, Message, on_message, reply
-from tether.engine.events import ErrorEvent
+from tether.engine.core.events import ErrorEvent
 from tether.errors import ModelError
 from tether.models.types import ModelRequest
 from tether.testing import FunctionModel

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from tether import NEXT, Agent, Field, Flow, Session, collect, end, on_message, reply
-from tether.engine.streaming import MessageDeltas
+from tether.engine.core.streaming import MessageDeltas
 from tether.models.types import Capabilities, ModelRequest, StreamChunk
 from tether.testing import FakeClock, FunctionModel, ScriptedModel, SequentialIds
 

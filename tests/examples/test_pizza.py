@@ -8,7 +8,7 @@ import pytest
 
 from example_modules import load_example
 from tether import Message, Start, TurnResult
-from tether.engine.session import Session
+from tether.engine.core.session import Session
 from tether.testing import ScriptedModel
 
 

@@ -8,7 +8,7 @@ from types import ModuleType
 import pytest
 
 from tether import Message, TurnResult, Wake
-from tether.engine.session import Session
+from tether.engine.core.session import Session
 from tether.testing import FakeClock, ScriptedModel, SequentialIds
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from example_modules import load_example
 from tether import Message, TurnResult
-from tether.engine.session import Session
+from tether.engine.core.session import Session
 from tether.flow.agent_def import DEFAULT_HANDOFF_REPLY
 from tether.models.types import ModelRequest
 from tether.testing import FakeClock, FunctionModel, ScriptedModel, SequentialIds

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from tether import Agent, Field, Flow, Message, action, end, on_message, on_silence, reply, stay, wait
-from tether.engine.session import Session, TranscriptMessage
+from tether.engine.core.session import Session, TranscriptMessage
 from tether.errors import StoreError
 from tether.stores import Store, TurnRecords
 from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, Wake

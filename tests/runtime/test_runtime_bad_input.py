@@ -12,7 +12,7 @@ import pytest
 from runtime_helpers import SpyStore, counter_agent, msg
 
 from tether import Agent, Event, Flow, Message, Start, end, on_message, reply
-from tether.engine.input_checks import MAX_MESSAGE_CHARS
+from tether.engine.core.input_checks import MAX_MESSAGE_CHARS
 from tether.errors import ModelError
 from tether.models.types import ModelRequest
 from tether.runtime import Runtime

@@ -14,7 +14,7 @@ from journal_agents import charging_agent
 from runtime_helpers import SpyStore, msg, relay_agent, silence_agent, waiting_agent
 
 from tether import Message
-from tether.engine.session import Session
+from tether.engine.core.session import Session
 from tether.runtime import Runtime
 from tether.runtime.window import attach_window
 

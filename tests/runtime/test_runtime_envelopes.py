@@ -9,7 +9,7 @@ from runtime_helpers import SpyStore, counter_agent, msg
 from store_backends import Backend
 
 from tether import Event, Message, Start
-from tether.engine.session import Session
+from tether.engine.core.session import Session
 from tether.errors import FlowDefinitionError
 from tether.runtime import RunResponse, Runtime
 from tether.runtime.window import attach_window

@@ -11,7 +11,7 @@ from runtime_helpers import SpyStore, counter_agent, msg, tally_agent, waiting_a
 from store_backends import Backend
 
 from tether import Message, TurnOptions
-from tether.engine.session import SESSION_SCHEMA_VERSION, Session
+from tether.engine.core.session import SESSION_SCHEMA_VERSION, Session
 from tether.errors import SessionVersionUnsupported
 from tether.runtime import RunResponse, Runtime
 from tether.testing import FakeClock

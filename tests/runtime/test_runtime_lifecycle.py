@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 from runtime_helpers import SpyStore, counter_agent, msg
 
-from tether.engine.session import Session
+from tether.engine.core.session import Session
 from tether.errors import SessionConflict
 from tether.runtime import Runtime
 

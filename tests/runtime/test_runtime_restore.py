@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from runtime_helpers import SpyStore, counter_agent, msg
 
-from tether.engine.session import SESSION_SCHEMA_VERSION, Session, TranscriptMessage
+from tether.engine.core.session import SESSION_SCHEMA_VERSION, Session, TranscriptMessage
 from tether.runtime import MigrationRegistry, Runtime, default_restore, is_session_current, session_idle
 from tether.testing import FakeClock
 

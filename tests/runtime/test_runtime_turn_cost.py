@@ -12,7 +12,7 @@ import pytest
 from runtime_helpers import SpyStore, relay_agent
 
 from tether import Agent, Flow, Message, end, on_message, reply, stay
-from tether.engine import events as events_module
+from tether.engine.core import events as events_module
 from tether.runtime import Runtime
 from tether.stores import SQLiteStore
 

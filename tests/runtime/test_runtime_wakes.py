@@ -8,8 +8,8 @@ from datetime import timedelta
 
 from runtime_helpers import SpyStore, counter_agent, msg, silence_agent, waiting_agent
 
-from tether.engine.results import ScheduledWake
-from tether.engine.session import Run, RunTrigger, Session, WaitingOn
+from tether.engine.core.results import ScheduledWake
+from tether.engine.core.session import Run, RunTrigger, Session, WaitingOn
 from tether.runtime import Runtime
 from tether.stores import TurnRecords, WakeRequest
 from tether.testing import FakeClock

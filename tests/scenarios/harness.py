@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tether import Agent, Event, Message, Start, TurnOptions, TurnResult, Wake
-from tether.engine.session import Run, Session
+from tether.engine.core.session import Run, Session
 from tether.testing import FakeClock, ScriptedModel, SequentialIds
 
 

@@ -6,7 +6,7 @@ import pytest
 from harness import Conversation
 
 from tether import NEXT, Agent, Field, Flow, FlowDefinitionError, Message, on_message, reply, router, wait
-from tether.engine.session import Session
+from tether.engine.core.session import Session
 
 
 async def test_replaying_an_input_mints_the_same_keys() -> None:

@@ -36,7 +36,7 @@ from tether import (
     router,
     wait,
 )
-from tether.engine.results import TurnResult
+from tether.engine.core.results import TurnResult
 from tether.flow.nodes import Node, branch
 from tether.flow.triggers import MessageTrigger
 

@@ -10,7 +10,7 @@ import httpx
 from server_agents import BOOM, NOTHING_FOUND, echo_agent, frugal_agent
 from server_client import ACME, KEYS, app_client
 
-from tether.engine.session import Session
+from tether.engine.core.session import Session
 from tether.runtime import Runtime
 from tether.server import create_app
 from tether.stores import MemoryStore, SQLiteStore

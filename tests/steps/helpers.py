@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tether import Agent, Message, TurnResult
-from tether.engine.session import Session
+from tether.engine.core.session import Session
 from tether.testing import FakeClock, ScriptedModel, SequentialIds
 from tether.testing import tool_calls as calls
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from tether import Agent, Flow, agent, direct, go, on_message, stay, tool
-from tether.engine.step_children import MAX_DEPTH, MAX_INVOCATIONS
+from tether.engine.step.children import MAX_DEPTH, MAX_INVOCATIONS
 from tether.models.types import ModelRequest, ModelResponse
 from tether.testing import FunctionModel
 

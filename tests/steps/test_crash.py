@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tether import Agent, Flow, Message, agent, go, on_message, tool
-from tether.engine.session import Session
+from tether.engine.core.session import Session
 from tether.testing import FakeClock, ScriptedModel, SequentialIds
 from tether.testing import tool_calls as calls
 

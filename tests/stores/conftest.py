@@ -11,7 +11,7 @@ from backend_fixtures import backend as backend
 from backend_fixtures import durable as durable
 from store_backends import Backend
 
-from tether.engine.session import Session
+from tether.engine.core.session import Session
 from tether.stores import Store
 from tether.testing import FakeClock
 

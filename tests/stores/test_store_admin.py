@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from store_backends import Backend, PostgresBackend, SQLiteBackend
 
-from tether.engine.session import Session, TranscriptMessage
+from tether.engine.core.session import Session, TranscriptMessage
 from tether.errors import StoreError
 from tether.stores import (
     JournalEntry,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from store_backends import Backend
 
-from tether.engine.session import Session, TranscriptMessage
+from tether.engine.core.session import Session, TranscriptMessage
 from tether.errors import SessionConflict, StoreError
 from tether.stores import SQLiteStore, TurnRecords, WakeRequest
 

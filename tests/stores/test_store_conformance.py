@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from store_backends import Backend
 
-from tether.engine.session import SESSION_SCHEMA_VERSION, Session
+from tether.engine.core.session import SESSION_SCHEMA_VERSION, Session
 from tether.errors import SessionConflict, SessionFlowInvariant, SessionFlowMismatch, StoreError
 from tether.stores import Store
 from tether.testing import FakeClock

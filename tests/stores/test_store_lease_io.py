@@ -10,7 +10,7 @@ from contextlib import AsyncExitStack
 import pytest
 from store_backends import Backend
 
-from tether.engine.session import Session, TranscriptMessage
+from tether.engine.core.session import Session, TranscriptMessage
 from tether.errors import SessionConflict, SessionLeaseTimeout
 from tether.stores import Store, TurnRecords
 from tether.testing import FakeClock

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from store_backends import Backend, PostgresBackend, SQLiteBackend, require_postgres, run_in_lockstep
 
-from tether.engine.session import Session
+from tether.engine.core.session import Session
 from tether.errors import SessionLeaseTimeout, StoreError
 from tether.stores import PostgresStore, SQLiteStore, Store
 from tether.stores._sqlite_schema import MIGRATIONS

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from store_backends import Backend, run_in_lockstep
 
-from tether.engine.session import Session
+from tether.engine.core.session import Session
 from tether.stores import TurnRecords, WakeRequest
 from tether.testing import FakeClock
 

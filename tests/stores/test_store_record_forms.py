@@ -15,8 +15,7 @@ import pytest
 from store_backends import Backend, MemoryBackend, PostgresBackend, SQLiteBackend
 
 import tether.engine
-from tether.engine.choices import Interactive
-from tether.engine.events import (
+from tether.engine.core.events import (
     CollectUpdate,
     CustomEvent,
     ErrorEvent,
@@ -29,7 +28,8 @@ from tether.engine.events import (
     NodeExit,
     ReplyWarning,
 )
-from tether.engine.session import Session
+from tether.engine.core.session import Session
+from tether.engine.graph.choices import Interactive
 from tether.errors import StoreError
 from tether.stores import JournalEntry, TurnRecords
 from tether.stores._sqlite_io import to_us
@@ -107,8 +107,8 @@ def test_a_compact_event_of_an_unknown_type_is_refused_by_name() -> None:
 
 
 def test_every_engine_event_class_has_a_stored_layout() -> None:
-    for module in pkgutil.iter_modules(tether.engine.__path__):
-        importlib.import_module(f"tether.engine.{module.name}")
+    for module in pkgutil.walk_packages(tether.engine.__path__, "tether.engine."):
+        importlib.import_module(module.name)
     classes, todo = [], [FlowEvent]
     while todo:
         cls = todo.pop()

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tether.engine.session import Session, TranscriptMessage
+from tether.engine.core.session import Session, TranscriptMessage
 from tether.errors import SessionConflict, StoreError
 from tether.stores import JournalEntry, Store, TurnRecords, WakeRequest
 from tether.testing import FakeClock

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tether.engine.session import Session, TranscriptMessage
+from tether.engine.core.session import Session, TranscriptMessage
 from tether.stores import MemoryStore, Store
 
 

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from store_backends import Backend
 
-from tether.engine.session import Session
+from tether.engine.core.session import Session
 from tether.stores import Store, TurnRecords, WakeRequest
 from tether.testing import FakeClock
 

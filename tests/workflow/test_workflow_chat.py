@@ -10,7 +10,7 @@ from typing import Any
 from workflow_helpers import definition, fn, node
 
 from tether import Agent, Flow, Message, on_message
-from tether.engine.session import Session
+from tether.engine.core.session import Session
 from tether.executors import SubprocessExecutor
 from tether.models.types import ModelRequest, ModelResponse, ToolCall
 from tether.stores import MemoryStore

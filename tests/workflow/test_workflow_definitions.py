@@ -13,12 +13,14 @@ from workflow_helpers import definition, fn, node
 
 from tether.errors import FlowDefinitionError, WorkflowDefinitionError
 from tether.workflow import (
+    check_node,
     compile_expression,
     edge,
     function_node,
     load_workflow,
     new_snapshot,
     normalize_v1,
+    router_node,
     workflow,
     workflow_json_schema,
 )
@@ -162,11 +164,44 @@ def test_yaml_json_and_python_definitions_are_the_same_workflow() -> None:
     from_yaml = load_workflow(YAML_TEXT).workflow
     from_json = load_workflow(json.dumps(yaml.safe_load(YAML_TEXT)), "json").workflow
     built = workflow("hello", name="Hello", input={"who": "world"}, edges=[], nodes=[
-        function_node("greet", "echo hello $WHO", label="Greet", description="say hello",
-                      run={"capture": {"stdout": "fields.greeting"}}, contract={"input": {"WHO": "${input.who}"}}),
+        function_node("greet", "echo hello $WHO", label="Greet", description="say hello", stdout="greeting",
+                      inputs={"WHO": "${input.who}"}),
     ])
     assert from_yaml == from_json == built
     assert load_workflow(built.to_dict()).workflow == built
+
+
+def test_the_older_raw_dict_forms_still_build_the_same_node_and_warn() -> None:
+    forms = r"node 'greet': run=\{...\}, contract=\{...\}, control=\{...\} is deprecated; use keywords"
+    with pytest.warns(DeprecationWarning, match=forms):
+        old = function_node("greet", "echo hello $WHO", run={"capture": {"stdout": "fields.greeting"}},
+                            contract={"input": {"WHO": "${input.who}"}}, control={"timeoutSec": 30})
+    assert old == function_node("greet", "echo hello $WHO", stdout="greeting", inputs={"WHO": "${input.who}"},
+                                timeout="30s")
+
+
+def test_builders_take_keywords_for_every_part_of_a_node() -> None:
+    check = check_node("lint", ["ruff", "check"], on_fail="fail", timeout="2m", retries=2, cwd="src",
+                       requires=["input.strict", ("input.tier != 'none'", "a tier is needed")],
+                       output={"type": "object"}, approval="optional", phase="verify", label="Lint")
+    assert check.run.on_fail == "fail" and check.run.command == ["ruff", "check"] and check.run.cwd == "src"
+    assert check.control.timeout_sec == 120 and check.control.retries == 2 and check.phase == "verify"
+    assert [(g.expr, g.message) for g in check.contract.requires] == [("input.strict", None),
+                                                                      ("input.tier != 'none'", "a tier is needed")]
+    assert check.contract.output is not None and check.contract.output.fields == {"type": "object"}
+    assert check.gate.approval == "optional" and check.label == "Lint" and check.description == "Lint"
+    assert function_node("f", "true", timeout=1.5, parallel_group="g").control.parallel_group == "g"
+    with pytest.raises(TypeError, match=r"node 'f': unknown keyword\(s\) \['timout'\]"):
+        function_node("f", "true", timout="1s")
+    with pytest.raises(ValueError, match="'soon' is not a duration"):
+        function_node("f", "true", timeout="soon")
+
+
+def test_a_built_graph_is_checked_when_it_is_built() -> None:
+    with pytest.raises(WorkflowDefinitionError, match="A check cannot be optional"):
+        workflow("w", nodes=[check_node("c", "true", optional=True)], edges=[])
+    with pytest.raises(WorkflowDefinitionError, match="nowhere"):
+        workflow("w", nodes=[router_node("r", [("input.x", "nowhere")])], edges=[])
 
 
 def test_syntax_errors_are_definition_errors() -> None:
@@ -243,3 +278,13 @@ def test_the_json_schema_is_generated_and_published() -> None:
     assert list(validator.iter_errors(release)) == []
     bad = definition([node("a", {"kind": "function", "command": "x", "model": "small"})])
     assert list(validator.iter_errors(bad))
+
+
+def test_a_workflow_file_may_use_snake_case_keys() -> None:
+    camel = load_workflow(YAML_TEXT).workflow
+    snake = YAML_TEXT.replace("schemaVersion", "schema_version")
+    assert "schema_version: 2" in snake
+    assert load_workflow(snake).workflow == camel
+    timed = definition([fn("a", run={"success_exit": [0, 3]}, control={"timeout_sec": 5, "parallel_group": "g"})])
+    node = load_workflow(timed).workflow.nodes[0]
+    assert node.control.timeout_sec == 5 and node.run.success_exit == [0, 3]  # type: ignore[union-attr]

@@ -10,7 +10,7 @@ from typing import Any
 from workflow_helpers import definition, node
 
 from tether import Agent, Flow, Message, on_message
-from tether.engine.session import Session
+from tether.engine.core.session import Session
 from tether.errors import ModelError
 from tether.models.types import ModelRequest, ModelResponse, ToolCall, Usage
 from tether.stores import MemoryStore

@@ -29,8 +29,8 @@ from tether.cli._prompt import PromptReader
 from tether.cli._render import active_run, info_line, print_failure, print_reply, state_json
 from tether.cli._store import open_db
 from tether.cli._stream import ReplyPrinter, opening
-from tether.engine.inputs import Event, Message, Start, TurnInput, TurnOptions
-from tether.engine.session import Session
+from tether.engine.core.inputs import Event, Message, Start, TurnInput, TurnOptions
+from tether.engine.core.session import Session
 from tether.errors import AppLoadError
 from tether.models import UncatalogedModelWarning, default_model_from_env
 from tether.runtime import Runtime, check_model_selections

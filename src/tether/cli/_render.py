@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.text import Text
 
 from tether.cli._stream import status_notes
-from tether.engine.results import TurnResult
-from tether.engine.session import Run, Session
+from tether.engine.core.results import TurnResult
+from tether.engine.core.session import Run, Session
 from tether.models import Usage
 
 __all__ = ["active_run", "info_line", "print_failure", "print_reply", "state_json", "token_count", "turn_errors"]

@@ -15,7 +15,7 @@ from tether.cli._store import DEFAULT_DB, saved_when, with_store
 from tether.flow import parse_duration
 
 if TYPE_CHECKING:  # opened when a command runs (``tether --help`` does not load the stores)
-    from tether.engine.session import Session, SessionUsage
+    from tether.engine.core.session import Session, SessionUsage
     from tether.stores import SessionSummary, Store
 
 __all__ = ["DEFAULT_DB", "sessions_app"]
@@ -38,7 +38,7 @@ def list_sessions(
     """A table of the stored sessions, newest first: id, agent, status, revision, saved (a
     workflow run's agent is ``workflow:<id>``, and its own status follows its stored one in
     brackets when it says more; ``tether workflow runs`` says what it waits on)."""
-    from tether.engine.session import SessionStatus
+    from tether.engine.core.session import SessionStatus
 
     if status is not None and status not in get_args(SessionStatus):
         from tether.cli._workflow_runs import RUN_STATUSES

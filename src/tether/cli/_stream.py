@@ -15,8 +15,8 @@ from rich.console import Console
 from rich.text import Text
 
 from tether.agent import Agent
-from tether.engine.inputs import Event, TurnInput
-from tether.engine.session import Session
+from tether.engine.core.inputs import Event, TurnInput
+from tether.engine.core.session import Session
 from tether.flow.triggers import EventTrigger
 
 __all__ = ["OPENING_EVENT", "ReplyPrinter", "opening", "status_notes"]

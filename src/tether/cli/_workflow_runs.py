@@ -19,7 +19,7 @@ from rich.text import Text
 
 from tether.cli._output import CliError, fail, one_line, stdout_console
 from tether.cli._store import saved_when, with_store
-from tether.engine.session import Session, SessionStatus
+from tether.engine.core.session import Session, SessionStatus
 from tether.stores import SessionSummary, Store
 from tether.workflow import WorkflowSnapshot, ops
 from tether.workflow._state import RunStatus

@@ -19,7 +19,6 @@ else is false. A registered condition that raises counts as false.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -40,6 +39,7 @@ from tether.dialect.spec import (
     Truth,
     ValueSource,
 )
+from tether.spoken import spoken
 
 __all__ = ["MISSING", "RECORDING_KINDS", "RESULTS_KEY", "ROOTS", "TEMPLATE", "evaluate", "read", "read_results",
            "render", "resolve_mapping", "split_path"]
@@ -176,15 +176,14 @@ def evaluate(predicate: Predicate, root: Mapping[str, Any], conditions: Conditio
 
 
 def render(template: str, root: Mapping[str, Any]) -> str:
-    """Fill ``${root.path}`` placeholders: objects as JSON, missing as empty text."""
+    """Fill ``${root.path}`` placeholders: values as natural text (:func:`~tether.spoken.spoken`),
+    missing as empty text."""
 
     def fill(match: re.Match[str]) -> str:
         value = read(root, match.group(1))
         if value is MISSING:
             return ""
-        if isinstance(value, dict | list):
-            return json.dumps(value, ensure_ascii=False)
-        return str(value)
+        return spoken(value)
 
     return TEMPLATE.sub(fill, template)
 

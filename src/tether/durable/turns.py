@@ -5,7 +5,7 @@ working session with an :class:`OpenTurn`: what the turn was answering and how f
 bookkeeping had got. The final save of the turn clears it. A document loaded with a mark was
 written by a turn that never finished (its worker crashed, or its final save lost a
 compare-and-swap): that turn is *continued*, never restarted and never inherited by another
-input (see :mod:`tether.engine.continuation`).
+input (see :mod:`tether.engine.turn.continuation`).
 """
 
 from __future__ import annotations

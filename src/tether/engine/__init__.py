@@ -1,7 +1,6 @@
 """Execution: the turn pipeline and the graph engine (pure: no I/O; time and ids are injected)."""
 
-from tether.engine.choices import Interactive
-from tether.engine.events import (
+from tether.engine.core.events import (
     CollectUpdate,
     CustomEvent,
     ErrorEvent,
@@ -14,13 +13,33 @@ from tether.engine.events import (
     NodeExit,
     ReplyWarning,
 )
-from tether.engine.input_checks import MAX_MESSAGE_CHARS
-from tether.engine.inputs import Approval, Event, Message, Resume, Signal, Silenced, Start, TurnInput, TurnOptions, Wake
-from tether.engine.migrate import migrate_session
-from tether.engine.ports import Clock, Ids
-from tether.engine.results import HandoffRequest, OutMessage, RunEnded, RunStarted, ScheduledWake, Skipped, TurnResult
-from tether.engine.session import SESSION_SCHEMA_VERSION, Run, Session, TranscriptMessage
-from tether.engine.turn import run_turn
+from tether.engine.core.input_checks import MAX_MESSAGE_CHARS
+from tether.engine.core.inputs import (
+    Approval,
+    Event,
+    Message,
+    Resume,
+    Signal,
+    Silenced,
+    Start,
+    TurnInput,
+    TurnOptions,
+    Wake,
+)
+from tether.engine.core.migrate import migrate_session
+from tether.engine.core.ports import Clock, Ids
+from tether.engine.core.results import (
+    HandoffRequest,
+    OutMessage,
+    RunEnded,
+    RunStarted,
+    ScheduledWake,
+    Skipped,
+    TurnResult,
+)
+from tether.engine.core.session import SESSION_SCHEMA_VERSION, Run, Session, TranscriptMessage
+from tether.engine.graph.choices import Interactive
+from tether.engine.turn.turn import run_turn
 
 __all__ = [
     "Approval",

@@ -514,7 +514,7 @@ def action(
     ``defer()``) or ``None`` (take ``then``, the next node by default). A returned ``failed()``
     takes ``on_fail`` (or ``then``) with ``action-failed``. A raised exception (also an unknown
     tool in ``ctx.tool``) takes ``on_fail`` when given; without it the run fails loudly and
-    degrades (see :mod:`tether.engine.degrade`). ``uses`` names the agent tools the action calls:
+    degrades (see :mod:`tether.engine.graph.degrade`). ``uses`` names the agent tools the action calls:
     building the agent (and ``tether check``) refuses one that is not registered, and ``ctx.tool``
     refuses a tool the list does not name (an empty list declares nothing and checks nothing).
     ``targets`` lists where a transition ``run`` returns may go (checked, drawn dashed).

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from tether.agent import Agent
 from tether.durable.turns import OpenTurn
-from tether.engine.inputs import Event, Message, Start, TurnInput, Wake
-from tether.engine.session import Session, TranscriptMessage
+from tether.engine.core.inputs import Event, Message, Start, TurnInput, Wake
+from tether.engine.core.session import Session, TranscriptMessage
 from tether.runtime.window import Tail
 from tether.stores.leases import Leased
 

@@ -8,7 +8,7 @@ when the session's tokens so far plus the call's estimated input (about four cha
 would pass ``max_tokens_per_session``, or the cost so far plus the call's estimated input cost
 would pass ``max_cost_per_session`` or the tenant's ``max_cost_per_tenant_per_day``. The engine
 then records a ``budget-exceeded`` event and the step degrades (the customer hears the agent's
-fixed line); see :class:`tether.engine.ports.CallBudget`.
+fixed line); see :class:`tether.engine.core.ports.CallBudget`.
 
 A tenant's spend of the day is read from the store the first time a process needs it that day
 (the day's cost of the tenant's sessions saved that day), then counted in the process: several
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from tether.engine.session import Session
+from tether.engine.core.session import Session
 from tether.metrics import count_model_call
 from tether.models.types import ModelRequest, Usage
 from tether.stores import Store
@@ -193,7 +193,7 @@ def _estimate_input(request: ModelRequest) -> int:
 
 
 class SessionBudget:
-    """The :class:`~tether.engine.ports.CallBudget` of one turn: checks the ledger's budgets and
+    """The :class:`~tether.engine.core.ports.CallBudget` of one turn: checks the ledger's budgets and
     tallies each call on the session (``metadata["cost"]``) and its tenant's day."""
 
     def __init__(self, ledger: CostLedger, now: datetime) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
-from tether.engine.results import TurnResult
+from tether.engine.core.results import TurnResult
 from tether.errors import TetherError
 
 __all__ = ["CONTENT_TYPE", "RunResponse", "describe_error", "error_code", "failure", "failure_for", "success"]

@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tether.durable.decisions import normalize_decision
-from tether.engine.inputs import Approval, Signal, TurnInput, TurnOptions
-from tether.engine.session import TranscriptMessage
+from tether.engine.core.inputs import Approval, Signal, TurnInput, TurnOptions
+from tether.engine.core.session import TranscriptMessage
 from tether.errors import SessionConflict
 from tether.runtime.envelope import RunResponse, failure, failure_for
 from tether.runtime.restore import check_supported
@@ -31,7 +31,7 @@ from tether.stores.records import TurnRecords
 
 if TYPE_CHECKING:
     from tether.durable.entries import JournalEntry
-    from tether.engine.session import Session
+    from tether.engine.core.session import Session
     from tether.runtime.commits import CommitSignal
     from tether.runtime.locks import SessionLocks
     from tether.runtime.window import WindowCache

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tether.engine.results import TurnResult
+from tether.engine.core.results import TurnResult
 from tether.stores import TurnRecords, WakeRequest
 
 __all__ = ["turn_records"]

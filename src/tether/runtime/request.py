@@ -40,7 +40,7 @@ once). That halves the writes of a request that does not cross nodes.
 Conflicts: a ``SessionConflict`` from any save (the restore save, a checkpoint or the final save)
 goes through the conflict policy (``replay`` re-runs the input on the freshly loaded document,
 ``reject`` fails with ``SESSION_CONFLICT``). What the failed attempt's earlier checkpoints committed
-stays committed, with the turn's open-turn mark (see :mod:`tether.engine.continuation`): a replay
+stays committed, with the turn's open-turn mark (see :mod:`tether.engine.turn.continuation`): a replay
 that finds its own mark continues its turn from the checkpoint (the input is not ingested again,
 journaled effects are not run again) and the caller gets the whole reply. A replay of a new
 session's request runs on the session its first checkpoint created.
@@ -49,7 +49,7 @@ Unfinished turns: a document loaded with another input's open-turn mark (its wor
 completed first (``Resume``: its reply is recorded in the transcript), and then the new input
 gets a turn of its own; the same input again (same message id, wake key, approval or signal id)
 continues that turn and gets its reply. Effects inside actions are journaled (started record
-before, result after, each a write; see :mod:`tether.engine.effects`); the journal entries of
+before, result after, each a write; see :mod:`tether.engine.core.effects`); the journal entries of
 the live runs are loaded before a turn that may re-dispatch an action.
 
 A tether session stays ``running`` after a flow ends (the conversation goes on); an escalation
@@ -79,11 +79,11 @@ from tether import tracing
 from tether.agent import Agent, gather
 from tether.durable.entries import JournalEntry
 from tether.durable.turns import OpenTurn
-from tether.engine.continuation import is_retry
-from tether.engine.inputs import Approval, Resume, Signal, Start, TurnInput, TurnOptions, Wake
-from tether.engine.journal_runs import journal_runs
-from tether.engine.ports import Clock, Ids
-from tether.engine.session import LogEntry, Run, Session, TranscriptMessage
+from tether.engine.core.inputs import Approval, Resume, Signal, Start, TurnInput, TurnOptions, Wake
+from tether.engine.core.journal_runs import journal_runs
+from tether.engine.core.ports import Clock, Ids
+from tether.engine.core.session import LogEntry, Run, Session, TranscriptMessage
+from tether.engine.turn.continuation import is_retry
 from tether.errors import (
     FlowDriftError,
     ModelConfigurationError,

@@ -17,7 +17,7 @@ from typing import Any, TypeAlias
 
 from pydantic import ValidationError
 
-from tether.engine.session import SESSION_SCHEMA_VERSION, Session
+from tether.engine.core.session import SESSION_SCHEMA_VERSION, Session
 from tether.errors import SessionFlowInvariant, SessionVersionUnsupported
 from tether.stores.base import utc
 

@@ -23,10 +23,10 @@ from typing import Any
 from tether.agent import Agent
 from tether.clock import SystemClock, UuidIds
 from tether.durable.entries import JournalEntry
-from tether.engine.input_checks import MAX_KEY_CHARS, MAX_MESSAGE_CHARS, check_input, check_text
-from tether.engine.inputs import Event, Message, Start, TurnOptions
-from tether.engine.ports import Clock, Ids
-from tether.engine.session import Session, TranscriptMessage
+from tether.engine.core.input_checks import MAX_KEY_CHARS, MAX_MESSAGE_CHARS, check_input, check_text
+from tether.engine.core.inputs import Event, Message, Start, TurnOptions
+from tether.engine.core.ports import Clock, Ids
+from tether.engine.core.session import Session, TranscriptMessage
 from tether.errors import InvalidInputError
 from tether.flow.agent_def import DEFAULT_HISTORY_WINDOW
 from tether.flow.flow import Flow

@@ -31,7 +31,7 @@ from tether.stores.records import TurnRecords, Wake, WakeRequest
 
 if TYPE_CHECKING:
     from tether.agent import Agent
-    from tether.engine.ports import Clock
+    from tether.engine.core.ports import Clock
     from tether.runtime.envelope import RunResponse
     from tether.runtime.locks import SessionLocks
     from tether.stores.base import Store

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from tether.engine.inputs import Approval, Event, Signal, Start, TurnInput, Wake
+from tether.engine.core.inputs import Approval, Event, Signal, Start, TurnInput, Wake
 from tether.runtime.envelope import RunResponse
 
 __all__ = ["input_label", "log_turn", "turn_fields"]

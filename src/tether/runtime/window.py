@@ -39,8 +39,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from tether.engine.session import KEEP_INPUTS, SESSION_SCHEMA_VERSION, Session, TranscriptMessage
-from tether.engine.suspends import SIGNAL_IDS
+from tether.engine.core.session import KEEP_INPUTS, SESSION_SCHEMA_VERSION, Session, TranscriptMessage
+from tether.engine.core.suspends import SIGNAL_IDS
 from tether.stores import Store
 
 __all__ = ["SEEN_HORIZON", "Tail", "WindowCache", "attach_window", "attached", "detach_window", "read_tail",

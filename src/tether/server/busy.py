@@ -15,7 +15,7 @@ import asyncio
 from dataclasses import dataclass
 
 from tether.agent import Agent
-from tether.engine.inputs import TurnOptions
+from tether.engine.core.inputs import TurnOptions
 from tether.runtime.runtime import Runtime
 from tether.server.problems import ApiError
 

@@ -22,8 +22,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from tether.agent import Agent
-from tether.engine.inputs import Message
-from tether.engine.session import Session
+from tether.engine.core.inputs import Message
+from tether.engine.core.session import Session
 from tether.runtime.envelope import RunResponse
 from tether.runtime.runtime import Runtime
 from tether.runtime.window import detach_window

@@ -9,9 +9,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from tether.agent import Agent
-from tether.engine.input_checks import check_input
-from tether.engine.inputs import Event, Message, Start
-from tether.engine.session import Session
+from tether.engine.core.input_checks import check_input
+from tether.engine.core.inputs import Event, Message, Start
+from tether.engine.core.session import Session
 from tether.errors import InvalidInputError
 from tether.runtime.envelope import RunResponse
 from tether.runtime.runtime import Runtime

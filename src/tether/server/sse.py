@@ -18,7 +18,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
-from tether.engine.inputs import Message, TurnOptions
+from tether.engine.core.inputs import Message, TurnOptions
 from tether.runtime.envelope import RunResponse
 from tether.runtime.runtime import Runtime
 from tether.server.views import envelope

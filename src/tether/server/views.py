@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tether.engine.session import Session, TranscriptMessage
+from tether.engine.core.session import Session, TranscriptMessage
 from tether.runtime.costs import session_cost
 from tether.runtime.envelope import RunResponse
 from tether.stores.records import JournalEntry, StoredEvent, session_tenant

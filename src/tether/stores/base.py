@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
-from tether.engine.ports import Clock
-from tether.engine.session import SESSION_SCHEMA_VERSION, Session, TranscriptMessage
+from tether.engine.core.ports import Clock
+from tether.engine.core.session import SESSION_SCHEMA_VERSION, Session, TranscriptMessage
 from tether.errors import SessionConflict, SessionFlowInvariant, SessionVersionUnsupported, StoreError
 from tether.stores.flow_versions import FlowVersion, StoredFlow
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased, LocalLeases

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from tether.errors import SessionLeaseTimeout
 
 if TYPE_CHECKING:
-    from tether.engine.session import Session
+    from tether.engine.core.session import Session
 
 __all__ = ["DEFAULT_LEASE_TIMEOUT", "Leased", "LocalLeases", "holder_is_dead", "new_holder"]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
-from tether.engine.session import Session, TranscriptMessage
+from tether.engine.core.session import Session, TranscriptMessage
 from tether.errors import SessionConflict, SessionFlowMismatch, StoreError
 from tether.stores.base import (
     ENDED_STATUSES,

@@ -18,7 +18,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from tether.engine.session import Session, TranscriptMessage
+from tether.engine.core.session import Session, TranscriptMessage
 from tether.errors import SessionConflict, SessionFlowMismatch, StoreError
 from tether.stores._postgres_io import insert_records, one_statement_save, save_in_one_statement, wake_from_row
 from tether.stores._postgres_lease import PostgresLease, hold_postgres_lease

@@ -32,8 +32,7 @@ from typing import Any, NamedTuple
 from pydantic_core import PydanticSerializationError, to_json
 
 from tether.durable.entries import JournalEntry
-from tether.engine.choices import Interactive
-from tether.engine.events import (
+from tether.engine.core.events import (
     BudgetExceeded,
     CollectUpdate,
     CustomerMessage,
@@ -48,6 +47,7 @@ from tether.engine.events import (
     NodeExit,
     ReplyWarning,
 )
+from tether.engine.graph.choices import Interactive
 from tether.errors import StoreError
 from tether.stores.base import parse_at
 from tether.stores.records import StoredEvent, TurnRecords

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tether.durable.entries import JournalEntry, JournalStatus
-from tether.engine.session import SessionStatus, TranscriptMessage
+from tether.engine.core.session import SessionStatus, TranscriptMessage
 
 __all__ = [
     "DEFAULT_TENANT",

@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tether.engine.session import Session, TranscriptMessage
+from tether.engine.core.session import Session, TranscriptMessage
 from tether.errors import SessionConflict, SessionFlowMismatch, StoreError
 from tether.stores._sqlite_io import from_us, insert_records, to_us, wake_from_row
 from tether.stores._sqlite_lease import SQLiteLease, hold_sqlite_lease, unsynced

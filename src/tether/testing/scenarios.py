@@ -21,6 +21,18 @@ number checks only the count), ``codes`` (outcome codes), ``ended`` (end reasons
 ``node`` (the ``flow/node`` runs that wait for the customer) and ``fields`` (session fields that
 must hold these values). The model scripted for a scenario must be used up by its end.
 
+``model: strict`` runs the scenario with a :class:`~tether.testing.StrictModel` instead: a ``user``
+step says what the customer ``means`` (``values``, ``flows``, ``intent``, ``asks``, ``branches``,
+``mentions``, and ``reply``, what a speak call answers), the model says only what each request
+offers, and a step whose meaning no call could say fails, unless its ``expect`` lists those items
+under ``unsaid`` (``[values.size, intent]``)::
+
+    model: strict
+    steps:
+      - user: actually make it medium
+        means: {values: {size: medium}}
+        expect: {calls: [understand], fields: {size: medium}}
+
 :func:`run_scenario` runs one; ``tether test PATH`` runs them all and a pytest plugin collects them
 (``-p tether.testing.pytest_plugin``).
 """
@@ -37,10 +49,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
 
 from tether.agent import Agent
-from tether.engine.inputs import Event, Message, Wake
-from tether.engine.session import Session
+from tether.engine.core.inputs import Event, Message, Wake
+from tether.engine.core.session import Session
 from tether.testing._clock import FakeClock, SequentialIds
 from tether.testing._models import ScriptedModel
+from tether.testing._strict import Meaning, StrictModel
 
 __all__ = ["SCENARIO_SUFFIX", "Mismatch", "ScenarioError", "ScenarioResult", "find_scenarios", "run_scenario"]
 
@@ -60,6 +73,17 @@ class Expect(_Strict):
     status: Literal["ended", "handoff", "awaiting_user", "awaiting_approval"] | None = None
     node: list[str] | str | None = None
     fields: dict[str, JsonValue] | None = None
+    unsaid: list[str] | None = None
+
+
+class Means(_Strict):
+    values: dict[str, JsonValue] = {}
+    flows: dict[str, float] = {}
+    intent: str | None = None
+    asks: bool | None = None
+    branches: dict[str, bool] = {}
+    mentions: dict[str, bool] = {}
+    reply: str | None = None
 
 
 class EventStep(_Strict):
@@ -73,6 +97,7 @@ class Step(_Strict):
     clock: str | None = None
     wake: bool | None = None
     context: dict[str, JsonValue] = {}
+    means: Means | None = None
     expect: Expect | None = None
 
     @model_validator(mode="after")
@@ -82,14 +107,25 @@ class Step(_Strict):
             raise ValueError(f"a step is exactly one of user, event, clock, wake (got {', '.join(given) or 'none'})")
         if self.clock is not None and self.expect is not None:
             raise ValueError("a clock step makes no turn: it has nothing to expect")
+        if self.means is not None and self.user is None:
+            raise ValueError("only a user step has a meaning (means)")
         return self
 
 
 class Scenario(_Strict):
     scenario: str
     agent: str
-    model: dict[str, list[JsonValue]] | None = None
+    model: dict[str, list[JsonValue]] | Literal["strict"] | None = None
     steps: list[Step] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _means_needs_strict(self) -> Scenario:
+        if self.model != "strict":
+            if any(step.means is not None for step in self.steps):
+                raise ValueError("a step says what the customer means: that needs model: strict")
+            if any(step.expect is not None and step.expect.unsaid is not None for step in self.steps):
+                raise ValueError("expect.unsaid needs model: strict")
+        return self
 
 
 class ScenarioError(ValueError):
@@ -216,8 +252,10 @@ async def run_scenario(path: str | Path) -> ScenarioResult:
     path = Path(path)
     scenario = read_scenario(path)
     agent = _load_agent(scenario, path)
-    model = None
-    if scenario.model is not None:
+    model: ScriptedModel | StrictModel | None = None
+    if scenario.model == "strict":
+        model = StrictModel()
+    elif scenario.model is not None:
         model = ScriptedModel()
         for call, replies in scenario.model.items():
             model.add(call, *replies)
@@ -233,6 +271,8 @@ async def run_scenario(path: str | Path) -> ScenarioResult:
         before = len(model.calls) if model is not None else 0
         if step.user is not None:
             turn_input: Any = Message(step.user)
+            if isinstance(model, StrictModel):
+                model.means(step.user, Meaning(**step.means.model_dump()) if step.means else Meaning())
         elif step.event is not None:
             turn_input = Event(step.event.name, step.event.payload, key=f"scenario-{index}")
         else:
@@ -246,6 +286,11 @@ async def run_scenario(path: str | Path) -> ScenarioResult:
         calls = [c.call for c in model.calls[before:]] if model is not None else []
         if step.expect is not None:
             result.mismatches += _check(index, step.expect, turn, calls)
+        if isinstance(model, StrictModel) and step.user is not None:
+            unsaid = [u.item for u in model.unsaid(step.user)]
+            wanted = step.expect.unsaid if step.expect is not None and step.expect.unsaid is not None else []
+            if sorted(unsaid) != sorted(wanted):
+                result.mismatches.append(Mismatch(index, "unsaid", wanted, [str(u) for u in model.unsaid(step.user)]))
     result.unused = model.unused() if model is not None else {}
     return result
 

@@ -28,6 +28,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from tether.errors import WorkflowExpressionError, WorkflowOperationError
+from tether.spoken import spoken
 from tether.workflow import _ops as ops
 from tether.workflow._answers import coerce_input_schema
 from tether.workflow._contract import AgentRun, GateRun
@@ -287,10 +288,10 @@ def validate_node(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: Any
 def instruction_text(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: str) -> str | Wait:
     """The node's instruction with its ``${...}`` interpolated (:class:`Wait` while a producer it
     reads has not completed; a skipped one raises :class:`WorkflowExpressionError`)."""
-    value = graph.instructions[node_id].resolve(scope(graph, snapshot), node=node_id)
+    value = graph.instructions[node_id].resolve(scope(graph, snapshot), node=node_id, text=spoken)
     if isinstance(value, Wait | str):
         return value
-    return json.dumps(value)
+    return spoken(value)
 
 
 def _declared(graph: WorkflowGraph, node_id: str) -> list[str]:

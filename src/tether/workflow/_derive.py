@@ -23,13 +23,22 @@ and that has no ``default`` never settles (seed 001 keeps it unsettled; ``failed
 which routes were false and what they read). Neither is work for the run's roll-up: a run left with
 only such nodes is ``waiting`` (agent work), ``failed`` (a failed node) or ``blocked``, never
 ``running``.
+
+A mutation derives incrementally: only the nodes the change touched and the nodes that read them
+(:attr:`WorkflowGraph.dependents`: hard successors, route targets, readers of their output), and
+in turn the dependents of every node pruned on the way, are recomputed; the run's roll-up reads a
+:class:`~tether.workflow._nodes.NodeIndex` kept up to date node by node. The result is the one a
+full derive gives (a property test checks it): admission only ever reads those nodes, expressions
+see a producer only once it is complete or skipped, and pruning is monotone, so its fixpoint does
+not depend on the order nodes are visited in.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,14 +49,17 @@ from tether.executors.provenance import Binding, Origin
 from tether.workflow._contract import AgentRun, GateRun, RouterRun, SubpromptRun
 from tether.workflow._expr import Expression, Template, Wait
 from tether.workflow._graph import WorkflowGraph
-from tether.workflow._state import SETTLED, NodeState, RunStatus, WorkflowSnapshot
+from tether.workflow._nodes import NodeIndex, NodeMap
+from tether.workflow._state import SETTLED, NodeState, NodeStatus, RunStatus, WorkflowSnapshot
 
 __all__ = [
     "ACTIVE",
     "Unmatched",
+    "changed_nodes",
     "clone_snapshot",
     "contract_problem",
     "derive",
+    "index_of",
     "mutate",
     "new_snapshot",
     "origins_of",
@@ -77,21 +89,45 @@ def new_snapshot(graph: WorkflowGraph, run_id: str, run_input: dict[str, Any] | 
     return snapshot
 
 
+class _NodeViews(Mapping[str, dict[str, Any]]):
+    """Each node's ``{"status", "output"}`` as expressions read it, built on first read."""
+
+    def __init__(self, nodes: Mapping[str, NodeState]) -> None:
+        self._nodes = nodes
+        self._views: dict[str, dict[str, Any]] = {}
+
+    def __getitem__(self, node_id: str) -> dict[str, Any]:
+        view = self._views.get(node_id)
+        if view is None:
+            state = _get(self._nodes, node_id)
+            output = state.output.model_dump(mode="json") if state.output is not None else {"fields": {}}
+            view = self._views[node_id] = {"status": state.status, "output": output}
+        return view
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.keys(self._nodes) if isinstance(self._nodes, dict) else self._nodes.keys())
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+
 def scope(graph: WorkflowGraph, snapshot: WorkflowSnapshot) -> dict[str, Any]:
-    """What expressions read: ``input``, ``defaults`` and each node's status and output."""
-    nodes = {}
-    for node_id, state in snapshot.nodes.items():
-        output = state.output.model_dump(mode="json") if state.output is not None else {"fields": {}}
-        nodes[node_id] = {"status": state.status, "output": output}
+    """What expressions read: ``input``, ``defaults`` and each node's status and output (each
+    node's view is built when an expression first reads it)."""
     defaults = graph.workflow.defaults.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return {"input": snapshot.input, "defaults": defaults, "nodes": nodes}
+    return {"input": snapshot.input, "defaults": defaults, "nodes": _NodeViews(snapshot.nodes)}
+
+
+def _get(nodes: Mapping[str, NodeState], node_id: str) -> NodeState:
+    """``nodes[node_id]`` for reading: never copies (see :class:`~tether.workflow._nodes.NodeMap`)."""
+    return dict.__getitem__(nodes, node_id) if isinstance(nodes, dict) else nodes[node_id]
 
 
 def _owners(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: str) -> tuple[list[str], list[str], bool]:
     """(unsettled owners, losing owners, selected by a settled owner) of ``node_id``."""
     unsettled, losing, selected = [], [], False
     for owner in graph.route_owners.get(node_id, []):
-        state = snapshot.nodes[owner]
+        state = _get(snapshot.nodes, owner)
         if state.status == "complete":
             if state.output is not None and node_id in (state.output.selected or []):
                 selected = True
@@ -104,45 +140,62 @@ def _owners(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: str) -> t
     return unsettled, losing, selected
 
 
-def _prune(graph: WorkflowGraph, snapshot: WorkflowSnapshot) -> None:
-    changed = True
-    while changed:
-        changed = False
-        for node_id in graph.order:
-            state = snapshot.nodes[node_id]
-            if state.status not in _OPEN:
-                continue
-            unsettled, losing, selected = _owners(graph, snapshot, node_id)
-            preds = graph.hard_preds[node_id]
-            pruned_preds = [p for p in preds if snapshot.nodes[p].skip_reason == "pruned"]
-            if selected or unsettled or not (losing or pruned_preds):
-                continue
-            if all(p in losing or p in pruned_preds for p in preds):
-                state.status, state.skip_reason = "skipped", "pruned"
-                state.blocked_by, state.failed_conditions = [], []
-                changed = True
+def _prune(graph: WorkflowGraph, snapshot: WorkflowSnapshot, affected: set[str]) -> None:
+    """Prune to the fixpoint, starting from ``affected`` (grown by the dependents of every pruned
+    node): a node is pruned when it lost every route to it or descends from pruned nodes."""
+    nodes = snapshot.nodes
+    queue = deque(affected)
+    while queue:
+        node_id = queue.popleft()
+        if _get(nodes, node_id).status not in _OPEN:
+            continue
+        unsettled, losing, selected = _owners(graph, snapshot, node_id)
+        preds = graph.hard_preds[node_id]
+        pruned_preds = [p for p in preds if _get(nodes, p).skip_reason == "pruned"]
+        if selected or unsettled or not (losing or pruned_preds):
+            continue
+        if all(p in losing or p in pruned_preds for p in preds):
+            state = nodes[node_id]
+            state.status, state.skip_reason = "skipped", "pruned"
+            state.blocked_by, state.failed_conditions = [], []
+            for dependent in graph.dependents[node_id]:
+                if dependent not in affected:
+                    affected.add(dependent)
+                queue.append(dependent)
 
 
-def _admit(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: str, view: dict[str, Any]) -> None:
-    state = snapshot.nodes[node_id]
-    state.blocked_by, state.failed_conditions = [], []
-    state.expression_error, state.skipped_producer = None, None
+def _admit(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: str, view: dict[str, Any]) -> bool:
+    """Admit open node ``node_id`` (and say why an available one the runtime owns cannot move);
+    the state is written only when something changed. Returns whether it was."""
+    current = _get(snapshot.nodes, node_id)
     unsettled, _, _ = _owners(graph, snapshot, node_id)
-    state.blocked_by += [f"router:{owner}" for owner in unsettled]
-    state.blocked_by += [p for p in graph.hard_preds[node_id] if snapshot.nodes[p].status not in SETTLED]
-    if not state.blocked_by:
+    blocked_by = [f"router:{owner}" for owner in unsettled]
+    blocked_by += [p for p in graph.hard_preds[node_id] if _get(snapshot.nodes, p).status not in SETTLED]
+    failed_conditions: list[str] = []
+    expression_error: str | None = None
+    skipped_producer: str | None = None
+    if not blocked_by:
         for expr, message in graph.guards[node_id]:
             try:
                 value = expr.evaluate(view, node=node_id)
             except WorkflowExpressionError as exc:
-                state.expression_error, state.skipped_producer = exc.message, exc.skipped_producer
+                expression_error, skipped_producer = exc.message, exc.skipped_producer
                 break
             if isinstance(value, Wait):
-                state.blocked_by.append(value.producer)
+                blocked_by.append(value.producer)
             elif value is not True:
-                state.failed_conditions.append(message or f"requires {expr.source}")
-    blocked = state.blocked_by or state.failed_conditions or state.expression_error
-    state.status = "pending" if blocked else "available"
+                failed_conditions.append(message or f"requires {expr.source}")
+    blocked = blocked_by or failed_conditions or expression_error
+    status: NodeStatus = "pending" if blocked else "available"
+    if status == "available":
+        blocked_by, failed_conditions = _diagnose(graph, snapshot, node_id, view)
+    if (current.status, current.blocked_by, current.failed_conditions, current.expression_error,
+            current.skipped_producer) == (status, blocked_by, failed_conditions, expression_error, skipped_producer):
+        return False
+    state = snapshot.nodes[node_id]
+    state.status, state.blocked_by, state.failed_conditions = status, blocked_by, failed_conditions
+    state.expression_error, state.skipped_producer = expression_error, skipped_producer
+    return True
 
 
 @dataclass(frozen=True)
@@ -202,54 +255,50 @@ def _no_route(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: str, vi
     return f"router {node_id!r} matched no route and has no default: {false}{values}"
 
 
-def _diagnose(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: str, view: dict[str, Any]) -> None:
-    """Why available node ``node_id``, which the runtime owns, cannot run now (nothing when it
-    can): a producer it reads waits (``blocked_by``), or a router matched no route
-    (``failed_conditions``). An expression that fails is left to the host, which fails the node."""
+def _diagnose(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: str,
+              view: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """Why available node ``node_id``, which the runtime owns, cannot run now, as ``(blocked_by,
+    failed_conditions)`` (both empty when it can): a producer it reads waits, or a router matched
+    no route. An expression that fails is left to the host, which fails the node."""
     run = graph.nodes[node_id].run
-    state = snapshot.nodes[node_id]
     if isinstance(run, AgentRun | GateRun):
-        return
+        return [], []
     try:
         if isinstance(run, RouterRun):
             choice = select_route(graph, snapshot, node_id, view)
             if isinstance(choice, Wait):
-                state.blocked_by = [choice.producer]
-            elif isinstance(choice, Unmatched):
-                state.failed_conditions = [choice.reason]
-            return
+                return [choice.producer], []
+            if isinstance(choice, Unmatched):
+                return [], [choice.reason]
+            return [], []
         templates = list(graph.bindings[node_id].values())
         if isinstance(run, SubpromptRun) and node_id in graph.instructions:
             templates.append(graph.instructions[node_id])  # the host resolves it after the bindings
         for template in templates:
             value = template.resolve(view, node=node_id)
             if isinstance(value, Wait):
-                state.blocked_by = [value.producer]
-                return
+                return [value.producer], []
     except WorkflowExpressionError:
-        return
+        pass
+    return [], []
 
 
-def _roll_up(graph: WorkflowGraph, snapshot: WorkflowSnapshot) -> RunStatus:
+def _roll_up(snapshot: WorkflowSnapshot, index: NodeIndex) -> RunStatus:
     if snapshot.status == "cancelled":
         return "cancelled"
-    statuses = {node_id: state.status for node_id, state in snapshot.nodes.items()}
-    if all(s in SETTLED for s in statuses.values()):
+    if index.count("complete", "skipped") == len(snapshot.nodes):
         return "complete"
-    if "running" in statuses.values():
+    if index.by_status["running"]:
         return "running"
-    if {"awaiting_approval", "awaiting_input"} & set(statuses.values()):
+    if index.count("awaiting_approval", "awaiting_input"):
         return "waiting"
-    available = [n for n, s in statuses.items() if s == "available"]
-    agents = [n for n in available if isinstance(graph.nodes[n].run, AgentRun)]
-    if any(not (snapshot.nodes[n].blocked_by or snapshot.nodes[n].failed_conditions)
-           for n in available if n not in agents):
+    if index.runnable:
         return "running"  # runtime work the host does next
-    if any(snapshot.nodes[n].expression_error for n in statuses):
+    if index.errors:
         return "running"  # the host fails those nodes next
-    if agents:
+    if index.agents:
         return "waiting"  # agent work: the agent's next turn
-    return "failed" if "failed" in statuses.values() else "blocked"
+    return "failed" if index.by_status["failed"] else "blocked"
 
 
 def _run_output(graph: WorkflowGraph, snapshot: WorkflowSnapshot, view: dict[str, Any]) -> dict[str, Any]:
@@ -264,34 +313,61 @@ def _run_output(graph: WorkflowGraph, snapshot: WorkflowSnapshot, view: dict[str
     return output
 
 
-def derive(graph: WorkflowGraph, snapshot: WorkflowSnapshot) -> None:
-    """Recompute every derived field of ``snapshot`` in place (see the module docstring)."""
-    _prune(graph, snapshot)
+def _node_map(snapshot: WorkflowSnapshot) -> NodeMap:
+    """The snapshot's nodes as a :class:`~tether.workflow._nodes.NodeMap` (a plain dict, as a
+    loaded snapshot has, is wrapped: same states, same order)."""
+    nodes = snapshot.nodes
+    if not isinstance(nodes, NodeMap):
+        nodes = snapshot.nodes = NodeMap(nodes)
+    return nodes
+
+
+def index_of(graph: WorkflowGraph, snapshot: WorkflowSnapshot) -> NodeIndex:
+    """The snapshot's :class:`~tether.workflow._nodes.NodeIndex` (built when it has none yet)."""
+    nodes = _node_map(snapshot)
+    if nodes.index is None:
+        nodes.index = NodeIndex.build(graph, nodes)
+    return nodes.index
+
+
+def changed_nodes(snapshot: WorkflowSnapshot) -> frozenset[str] | None:
+    """The nodes the mutation that made ``snapshot`` changed (``None``: unknown, any of them)."""
+    return snapshot.nodes.changed if isinstance(snapshot.nodes, NodeMap) else None
+
+
+def derive(graph: WorkflowGraph, snapshot: WorkflowSnapshot, changed: Iterable[str] | None = None) -> None:
+    """Recompute the derived fields of ``snapshot`` in place (see the module docstring).
+
+    ``changed``: the nodes a change modified since the snapshot was last derived; only they and
+    the nodes their change can affect are recomputed. ``None``: every node.
+    """
+    nodes = _node_map(snapshot)
+    if changed is None:
+        affected = set(graph.order)
+        nodes.index = None
+    else:
+        affected = set(changed)
+        for node_id in changed:
+            affected |= graph.dependents[node_id]
+    index = index_of(graph, snapshot)
+    _prune(graph, snapshot, affected)
     view = scope(graph, snapshot)
-    for node_id in graph.order:
-        if snapshot.nodes[node_id].status in _OPEN:
+    for node_id in index.ordered(graph, affected):
+        if _get(nodes, node_id).status in _OPEN:
             _admit(graph, snapshot, node_id, view)
-            if snapshot.nodes[node_id].status == "available":
-                _diagnose(graph, snapshot, node_id, view)
-    snapshot.status = _roll_up(graph, snapshot)
+    index.update(graph, nodes, affected)
+    snapshot.status = _roll_up(snapshot, index)
     snapshot.output = _run_output(graph, snapshot, view) if snapshot.status == "complete" else None
 
 
 def clone_snapshot(snapshot: WorkflowSnapshot) -> WorkflowSnapshot:
-    """A copy of ``snapshot`` a change may modify, without deep-copying the records in it.
+    """A copy of ``snapshot`` a change may modify, without copying what it does not touch.
 
-    Every container a change or :func:`derive` modifies in place (the node map, each node state
-    and its lists) is copied; records that are only ever replaced, never modified (outputs,
-    attempts, approvals, origins), are shared between the two snapshots.
+    The node map is a :class:`~tether.workflow._nodes.NodeMap` that shares every node state with
+    ``snapshot`` and copies a state (and its lists) the first time it is accessed; records that are
+    only ever replaced, never modified (outputs, attempts, approvals, origins), stay shared.
     """
-    nodes = {
-        node_id: state.model_copy(update={
-            "attempts": list(state.attempts), "error_history": list(state.error_history),
-            "approvals": list(state.approvals), "blocked_by": list(state.blocked_by),
-            "failed_conditions": list(state.failed_conditions),
-        })
-        for node_id, state in snapshot.nodes.items()
-    }
+    nodes = NodeMap.fork(snapshot.nodes)
     return snapshot.model_copy(update={"nodes": nodes, "input": copy.deepcopy(snapshot.input),
                                        "stimuli": list(snapshot.stimuli), "usage": dict(snapshot.usage)})
 
@@ -300,11 +376,20 @@ def mutate(graph: WorkflowGraph, snapshot: WorkflowSnapshot, change: Callable[[W
            on_change: Callable[[WorkflowSnapshot], None] | None = None) -> WorkflowSnapshot:
     """Clone ``snapshot``, apply ``change``, derive, count, and call ``on_change`` once.
 
-    The input snapshot is never modified; if ``change`` raises, nothing changed.
+    The input snapshot is never modified; if ``change`` raises, nothing changed. The new
+    snapshot records which nodes changed (:func:`changed_nodes`): the ones the change or the
+    derive wrote; all of them when the change replaced the node map or the run input.
     """
     clone = clone_snapshot(snapshot)
+    nodes = clone.nodes
+    assert isinstance(nodes, NodeMap)
     change(clone)
-    derive(graph, clone)
+    if clone.nodes is nodes and clone.input == snapshot.input:
+        derive(graph, clone, nodes.touched)
+        nodes.changed = nodes.close()
+    else:
+        nodes.close()
+        derive(graph, clone)
     clone.mutations += 1
     if on_change is not None:
         on_change(clone)

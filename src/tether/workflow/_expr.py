@@ -21,7 +21,7 @@ string with ``${expr}`` inside text interpolates each value's environment-variab
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +49,7 @@ _ROOT_NAMES = frozenset({"input", "defaults", "nodes"})
 _ESCAPES = frozenset({"constructor", "prototype"})
 _CALLS = frozenset({"ident_arg", "member_dot_arg", "dot_ident_arg"})
 _TEMPLATE = re.compile(r"\$\{([^}]*)\}")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ENV = celpy.Environment()
 
 
@@ -93,7 +94,8 @@ class Expression:
             "defaults": json_to_cel(scope["defaults"]),
             "nodes": json_to_cel(nodes),
         }
-        activation.update({name: json_to_cel(dict(view)) for name, view in nodes.items()})
+        # a bare name for each node an id can name (``ask_name``); ``nodes['ask-name']`` reads the rest
+        activation.update({name: json_to_cel(dict(view)) for name, view in nodes.items() if _IDENT.fullmatch(name)})
         try:
             value = self._program.evaluate(activation)
         except CELEvalError as exc:
@@ -222,22 +224,25 @@ class Template:
         """The expressions the template evaluates."""
         return tuple(p for p in self.parts or () if isinstance(p, Expression))
 
-    def resolve(self, scope: Mapping[str, Any], *, node: str | None = None) -> Any:
-        """The bound value, or a :class:`Wait` when a producer has not completed."""
+    def resolve(self, scope: Mapping[str, Any], *, node: str | None = None,
+                text: Callable[[Any], str] = stringify_value) -> Any:
+        """The bound value, or a :class:`Wait` when a producer has not completed. ``text`` turns a
+        value inside text into text: a command's environment keeps seed 001's canonical form;
+        text a person or a model reads passes :func:`tether.spoken.spoken`."""
         if self.parts is None:
             return self.literal
         if len(self.parts) == 1 and isinstance(self.parts[0], Expression):
             return self.parts[0].evaluate(scope, node=node)
-        text: list[str] = []
+        pieces: list[str] = []
         for part in self.parts:
             if isinstance(part, str):
-                text.append(part)
+                pieces.append(part)
                 continue
             value = part.evaluate(scope, node=node)
             if isinstance(value, Wait):
                 return value
-            text.append(stringify_value(value))
-        return "".join(text)
+            pieces.append(text(value))
+        return "".join(pieces)
 
 
 def compile_template(value: Any, node_ids: frozenset[str] | set[str]) -> Template:

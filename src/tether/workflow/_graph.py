@@ -76,6 +76,28 @@ class WorkflowGraph:
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 
+    @cached_property
+    def position(self) -> dict[str, int]:
+        """Each node's index in definition order."""
+        return {node_id: index for index, node_id in enumerate(self.order)}
+
+    @cached_property
+    def dependents(self) -> dict[str, frozenset[str]]:
+        """The nodes whose derived state reads each node: its hard successors, the targets of
+        its routes (when it is a router) and the nodes whose guards, bindings, routes or
+        instruction read its output. A change of a node can change the admission of these only."""
+        found: dict[str, set[str]] = {node_id: set() for node_id in self.order}
+        for node_id, preds in self.hard_preds.items():
+            for pred in preds:
+                found[pred].add(node_id)
+        for target, owners in self.route_owners.items():
+            for owner in owners:
+                found[owner].add(target)
+        for node_id in self.order:
+            for producer in self.reads(node_id):
+                found[producer].add(node_id)
+        return {node_id: frozenset(ids) for node_id, ids in found.items()}
+
     def reads(self, node_id: str) -> frozenset[str]:
         """Every node whose output ``node_id``'s guards, bindings or routes read."""
         found: set[str] = set()

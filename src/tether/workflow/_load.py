@@ -59,7 +59,7 @@ def parse_workflow(data: Mapping[str, Any] | Workflow) -> WorkflowGraph:
         raise WorkflowDefinitionError(DefinitionIssue("workflow-not-object", "A workflow must be an object",
                                                       path="<root>"))
     raw = dict(data)
-    if "schemaVersion" not in raw:
+    if "schemaVersion" not in raw and "schema_version" not in raw:  # v2 keys are read in either case
         raw = normalize_v1(raw)
     workflow_id = raw.get("id") if isinstance(raw.get("id"), str) else None
     try:

@@ -1,4 +1,4 @@
-"""The run snapshot: one JSON document per workflow run, replaced whole on every mutation.
+"""The run snapshot: one JSON document per workflow run (a mutation returns a new snapshot).
 
 Node states: ``pending`` (not yet admitted) -> ``available`` -> ``running`` ->
 ``awaiting_approval`` | ``awaiting_input`` -> ``complete`` | ``failed`` | ``skipped``.

@@ -26,7 +26,7 @@ from tether.errors import ModelConfigurationError, WorkflowOperationError
 from tether.models.types import ChatMessage, ModelRequest, ToolCall, ToolSpec
 from tether.workflow import _agent as agent_ops
 from tether.workflow import ops
-from tether.workflow._contract import AgentRun, ModelTier
+from tether.workflow._contract import AgentRun, GateRun, ModelTier
 
 if TYPE_CHECKING:
     from tether.workflow_host._host import RunHost
@@ -110,25 +110,39 @@ class AgentDriver:
         """Agent nodes ready for work (available or running)."""
         return agent_ops.get_available(self.run.graph, self.run.snapshot)
 
+    def rejected_gates(self) -> list[str]:
+        """Gates a human rejected since the agent's last turn: each rejection gives the agent one
+        revision turn (seed 001), in which it may ``request_approval`` afresh, even when no
+        agent node is ready."""
+        graph = self.run.graph
+        return [str(s["node"]) for s in self.run.snapshot.stimuli
+                if s.get("type") == "approval_received" and s.get("decision") == "rejected"
+                and s.get("node") in graph.nodes and isinstance(graph.nodes[str(s["node"])].run, GateRun)]
+
+    def has_work(self) -> bool:
+        """Whether an agent turn has anything to do: a ready agent node or a rejected gate."""
+        return bool(self.ready() or self.rejected_gates())
+
     async def turn(self) -> TurnReport:
         """One agent turn (see the module docstring)."""
         async with self._lock:
             run = self.run
             await run.drain()
             ready = self.ready()
-            if not ready:
+            work = ready or self.rejected_gates()
+            if not work:
                 return TurnReport("no-work")
             tiers = [run.graph.nodes[i].run for i in ready]
             tier: ModelTier = next((r.model for r in tiers if isinstance(r, AgentRun) and r.model), "default")
             try:
                 model = run.model_for(tier)
             except ModelConfigurationError as exc:
-                await run.apply(ops.fail_node(run.graph, ready[0], f"node {ready[0]!r}: model tier {tier!r}: "
+                await run.apply(ops.fail_node(run.graph, work[0], f"node {work[0]!r}: model tier {tier!r}: "
                                               f"{exc.message}"))
                 return TurnReport("no-work")
             if model is None:
-                raise WorkflowOperationError(f"agent nodes {ready} need a language model, and none is configured "
-                                             "(set TETHER_MODEL or pass model=...)", code="no-model", node=ready[0])
+                raise WorkflowOperationError(f"nodes {work} need a language model, and none is configured "
+                                             "(set TETHER_MODEL or pass model=...)", code="no-model", node=work[0])
             stimuli = list(run.snapshot.stimuli)
             if stimuli:
                 await run.apply(_take_stimuli(len(stimuli)))

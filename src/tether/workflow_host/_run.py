@@ -51,7 +51,7 @@ from tether.workflow import (
     resolve_bindings,
 )
 from tether.workflow._contract import AgentRun, FunctionRun, GateRun, RouterRun, SubflowRun, SubpromptRun
-from tether.workflow._derive import derive
+from tether.workflow._derive import changed_nodes, derive, index_of
 from tether.workflow._state import Approval
 from tether.workflow_host._agent import DEFAULT_TOOL_ROUNDS, AgentDriver
 from tether.workflow_host._process import build_request, settle_outcome, spawn_failure
@@ -201,7 +201,7 @@ class WorkflowRun:
         journal, self.journal = self.journal, []
         if self.snapshots is None:
             return
-        events = _events(before, after)
+        events = _events(self.graph, before, after)
         if self._revision is None:
             self._revision = await self.snapshots.create(after, events, journal)
         else:
@@ -337,7 +337,7 @@ class WorkflowRun:
         await self.drain()
         configured = any(getattr(self.models, tier) is not None for tier in ("default", "small", "deep"))
         for _ in range(max_turns if configured else 0):
-            if not self.agent.ready() or self._snapshot.status == "cancelled":
+            if not self.agent.has_work() or self._snapshot.status == "cancelled":
                 break
             before = {n: (s.status, s.generation) for n, s in self._snapshot.nodes.items()}
             report = await self.agent.turn()
@@ -350,12 +350,13 @@ class WorkflowRun:
 
     async def _step(self) -> bool:
         snapshot, graph = self._snapshot, self.graph
-        for node_id in graph.order:
+        index = index_of(graph, snapshot)
+        for node_id in index.ordered(graph, index.errors):
             state = snapshot.nodes[node_id]
             if state.status == "pending" and state.expression_error:
                 await self.apply(ops.fail_node(graph, node_id, state.expression_error))
                 return True
-        available = [n for n in graph.order if snapshot.nodes[n].status == "available"]
+        available = index.ordered(graph, index.by_status["available"])
         for node_id in available:
             if isinstance(graph.nodes[node_id].run, RouterRun) and await self._settle_router(node_id):
                 return True
@@ -459,10 +460,12 @@ def _check_pinned(snapshot: WorkflowSnapshot, graph: WorkflowGraph) -> None:
             code="definition-changed")
 
 
-def _events(before: WorkflowSnapshot | None, after: WorkflowSnapshot) -> list[dict[str, Any]]:
+def _events(graph: WorkflowGraph, before: WorkflowSnapshot | None, after: WorkflowSnapshot) -> list[dict[str, Any]]:
     """Events for the store (stamped by it): one per node whose status changed, one when the run's did."""
     events: list[dict[str, Any]] = []
-    for node_id, state in after.nodes.items():
+    changed = changed_nodes(after) if before is not None else None
+    for node_id in after.nodes if changed is None else sorted(changed, key=graph.position.__getitem__):
+        state = after.nodes[node_id]
         old = before.nodes[node_id].status if before is not None else None
         if old != state.status:
             events.append({"type": "workflow.node", "run_id": after.run_id, "node": node_id,

@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from tether.durable.entries import JournalEntry
-from tether.engine.session import Session, SessionStatus, SessionUsage
+from tether.engine.core.session import Session, SessionStatus, SessionUsage
 from tether.errors import SessionFlowInvariant
 from tether.stores.base import Store
 from tether.stores.records import TurnRecords

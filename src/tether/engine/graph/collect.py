@@ -1,0 +1,174 @@
+"""The ``collect`` node: gather fields, then complete.
+
+Each pass (seed 000): complete when the required fields are all present; otherwise, with fresh
+input, count the pass (over ``max_turns``: complete only if truly satisfied, else escalate
+naming the missing fields), run the tier-0 resolvers on the user's text, make one non-speaking
+extraction call for the fields that remain (at most one model call before the turn speaks),
+merge (dropping ``verbatim_fields`` values the user never wrote), and if still incomplete ask
+deterministically and stay. A node whose question is phrased by the model becomes the turn's
+speaker instead: its speak envelope reads the fields.
+
+Schema fields (:mod:`tether.engine.graph.collect_fields`) are promoted into the run's state on
+completion. ``on_complete`` receives only the projected required fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tether.engine.core.events import CollectUpdate
+from tether.engine.core.pauses import ASKING, Pause, Static
+from tether.engine.core.session import Run
+from tether.engine.core.state import SpeakRequest, TurnState
+from tether.engine.graph.collect_fields import (
+    ask_text,
+    gathered,
+    merge_values,
+    missing,
+    pending,
+    purge_invalid,
+    resolve,
+    value_of,
+)
+from tether.engine.graph.extract import extract_values
+from tether.engine.graph.moves import silenced
+from tether.engine.graph.reuse import confirm_reused
+from tether.flow.fields import is_known
+from tether.flow.flow import Flow
+from tether.flow.nodes import Collect, Node, Reply
+from tether.flow.transitions import Escalate, is_code
+
+__all__ = ["complete", "dispatch_collect", "question_first"]
+
+
+def complete(ts: TurnState, run: Run, node: Collect, *, code: str | None = None) -> Any:
+    """Project the required fields, promote schema fields into the state, call ``on_complete``."""
+    projected = {name: value_of(ts, run, node, name) for name in node.required}
+    run.state.update(gathered(run, node))  # every gathered schema field is promoted; caches go on the goto
+    ts.outcome(run, code=code, status="skipped" if code else "ok", kind="collect", node_id=node.id)
+    if node.on_complete is None or not is_code(node.on_complete) or isinstance(node.on_complete, Node):
+        return Static(node.on_complete if node.on_complete is not None else _next())
+    return node.on_complete(projected, ts.state_view(run))
+
+
+def _next() -> Any:
+    from tether.flow.transitions import NEXT
+
+    return NEXT
+
+
+async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -> Any:
+    """Dispatch a collect node; returns a transition, a static target, or a pause."""
+    if (asked := confirm_reused(ts, run, flow, node)) is not None:
+        return asked
+    known = not missing(ts, run, node) and not run.staying
+    answering = ts.message_available(run) and ts.asking_at.get(run.id) == node.id
+    if known and not (ts.message_available(run) and (answering or not node.phrased_by_model)):
+        # nothing to ask: skipped, and the message (if any) stays for the next step that reads it.
+        # A deterministic node with a fresh message still makes its correction pass (below).
+        return complete(ts, run, node, code="already-known")
+    quiet = silenced(ts, run, flow, node, then=Static(node.on_complete if node.on_complete is not None and
+                                                      not is_code(node.on_complete) else _next()))
+    if quiet is not None:
+        return quiet
+    if node.phrased_by_model:
+        return await _dispatch_phrased(ts, run, node)
+    sources: dict[str, str] = {}
+    if ts.message_available(run):
+        ts.consumed_by[run.id] = node.id
+        before = missing(ts, run, node)
+        turns = int(run.state.get(f"__collectTurns_{node.id}", 0)) + 1
+        run.state[f"__collectTurns_{node.id}"] = turns
+        if turns > node.max_turns:
+            if not before:
+                return complete(ts, run, node)
+            return Escalate(f'Could not collect {", ".join(before)} for "{node.id}" after {node.max_turns} turns.')
+        purge_invalid(ts, run, node)
+        # the node schema made partial: every field not yet known (all of them on a correction pass)
+        unknown = [n for n in node.slots if not is_known(value_of(ts, run, node, n))]
+        wanted = unknown if missing(ts, run, node) else list(node.slots)
+        judged = ts.judgement.collect.get((run.id, node.id), ts.judgement.collect.get((run.flow, node.id)))
+        hits, ambiguous = resolve(ts, run, node, wanted, judged or {})
+        sources, rejected = merge_values(ts, run, node, hits, source="deterministic", guard=False)
+        targets = [n for n in wanted if n not in sources and n not in ambiguous]
+        needed = [n for n in missing(ts, run, node) if n in targets]
+        if before and not needed:
+            targets = []  # satisfied by the resolvers: optional fields are not worth a call
+        if targets and judged is not None:
+            values = {k: v for k, v in judged.items() if k in targets and v is not None}
+        elif targets and ts.has_model(node.model) and ts.pre_speak_calls == 0 and not ts.spoke:
+            values = await extract_values(ts, run, node, targets, needed)
+        else:
+            values = {}
+        if values:
+            more, dropped = merge_values(ts, run, node, values, source="model", guard=True)
+            sources.update(more)
+            rejected.extend(dropped)
+        ts.emit(CollectUpdate(run_id=run.id, flow=flow.id, at=ts.now, node=node.id,
+                              collected={n: value_of(ts, run, node, n) for n in node.slots
+                                         if is_known(value_of(ts, run, node, n))},
+                              missing=missing(ts, run, node), sources=sources, rejected=rejected))
+    still = missing(ts, run, node)
+    if not still and run.staying:
+        return _stay_answer(ts, run, node)
+    if not still:
+        return complete(ts, run, node, code="already-known" if known and not sources and not answering else None)
+    if question_first(ts, run, node):
+        # a confirm step (or any fixed ask) answers the customer's question first; Settle re-asks
+        ts.speaker = SpeakRequest(run.id, node.id, (), then_ask=ask_text(ts, run, node, still))
+        run.status = "asking"
+        return Pause("speak")
+    ts.say(ask_text(ts, run, node, still), kind="verbatim", key=ts.key(run, node.id), run=run, node_id=node.id)
+    ts.outcome(run, status="waiting", kind="collect", node_id=node.id, detail=", ".join(still))
+    run.status = "asking"
+    return ASKING
+
+
+def _stay_answer(ts: TurnState, run: Run, node: Collect) -> Any:
+    """The step an ``on_end="stay"`` run stays on answers anyway (seed 003), with nothing to ask."""
+    run.status = "asking"
+    if ts.speaker is None and not ts.spoke and ts.has_model(node.model):
+        ts.speaker = SpeakRequest(run.id, node.id)
+        return Pause("speak")
+    return ASKING
+
+
+def question_first(ts: TurnState, run: Run, node: Collect | Reply) -> bool:
+    """The message ``run`` was asking for at ``node`` asks a question (the understand call judged
+    ``asks``), and the turn can still speak a model answer before the node's fixed text."""
+    return (ts.message is not None and bool(ts.judgement.asks) and ts.floor == run.id
+            and ts.consumed_by.get(run.id, node.id) == node.id and ts.asking_at.get(run.id) == node.id
+            and ts.speaker is None and not ts.spoke and ts.has_model(node.model))
+
+
+async def _dispatch_phrased(ts: TurnState, run: Run, node: Collect) -> Any:
+    if ts.message_available(run):
+        ts.consumed_by[run.id] = node.id
+        hits, _ = resolve(ts, run, node, missing(ts, run, node))
+        merge_values(ts, run, node, hits, source="deterministic", guard=False)
+    if not missing(ts, run, node):
+        return _stay_answer(ts, run, node) if run.staying else complete(ts, run, node)
+    asking = pending(ts, run, node)
+    if not asking and run.staying:
+        return _stay_answer(ts, run, node)
+    if not asking:
+        for name in missing(ts, run, node):
+            ts.outcome(run, code="max-asks", status="skipped", kind="collect", node_id=node.id, detail=name)
+        return complete(ts, run, node)
+    run.status = "asking"
+    first_ask = all(run.asked.get(n, 0) == 0 for n in node.required) and not any(
+        is_known(value_of(ts, run, node, n)) for n in node.required)
+    if node.question is not None and first_ask and not run.staying:
+        if ts.message is not None and ts.judgement.asks and ts.speaker is None and not ts.spoke:
+            # the customer asked something: answer first, the fixed question follows in Settle
+            ts.speaker = SpeakRequest(run.id, node.id, tuple(asking), then_ask=node.question)
+            return Pause("speak")
+        ts.say(node.question, kind="verbatim", key=ts.key(run, node.id), run=run, node_id=node.id)
+        for name in asking:
+            run.asked[name] = run.asked.get(name, 0) + 1
+        ts.outcome(run, code="asked-fixed", kind="collect", node_id=node.id)
+        return ASKING
+    if ts.speaker is None and not ts.spoke:
+        ts.speaker = SpeakRequest(run.id, node.id, tuple(asking))
+        return Pause("speak")
+    return ASKING

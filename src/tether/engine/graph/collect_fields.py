@@ -1,0 +1,154 @@
+"""A collect node's fields: where their values live, what is missing, merging, the deterministic
+resolvers and the deterministic question.
+
+Schema fields live under ``__collect_<id>`` while gathering; agent fields live in the session's
+data. The ``collect`` node's dispatch (:mod:`tether.engine.graph.collect`), the speak call and the
+prompt parts read and write fields through this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tether.engine.core.session import Run
+from tether.engine.core.state import TurnState
+from tether.engine.core.templates import render
+from tether.engine.graph.extract import passes_verbatim_guard, validate_value
+from tether.flow.choices import match_choice
+from tether.flow.fields import is_known
+from tether.flow.nodes import Collect
+from tether.flow.resolvers import WholeMessage
+
+__all__ = ["ask_text", "clear_caches", "gathered", "merge_values", "missing", "missing_names", "pending",
+           "purge_invalid", "resolve", "value_of"]
+
+
+def clear_caches(run: Run, node_id: str) -> None:
+    """Forget a collect node's gathered values and pass count (when the run leaves the node)."""
+    run.state.pop(f"__collect_{node_id}", None)
+    run.state.pop(f"__collectTurns_{node_id}", None)
+
+
+def gathered(run: Run, node: Collect) -> dict[str, Any]:
+    """The schema-field values a collect node has gathered so far (created empty when absent)."""
+    frame = run.state.get(f"__collect_{node.id}")
+    if not isinstance(frame, dict):
+        frame = {}
+        run.state[f"__collect_{node.id}"] = frame
+    return frame
+
+
+def _is_schema_field(node: Collect, name: str) -> bool:
+    return node.schema is not None and name in node.schema.model_fields
+
+
+def value_of(ts: TurnState, run: Run, node: Collect, name: str) -> Any:
+    """The value of field ``name`` at ``node``: its gathered frame for a schema field, else the session's data."""
+    if _is_schema_field(node, name):
+        return gathered(run, node).get(name)
+    return ts.session.data.get(name)
+
+
+def missing(ts: TurnState, run: Run, node: Collect) -> list[str]:
+    """Required fields without a known value, in order."""
+    return [name for name in node.required if not is_known(value_of(ts, run, node, name))]
+
+
+def missing_names(ts: TurnState, run: Run | None, node: Collect) -> list[str]:
+    """Required fields without a known value; with no run yet, every schema field is missing."""
+    if run is not None:
+        return missing(ts, run, node)
+    return [n for n in node.required if _is_schema_field(node, n) or not is_known(ts.session.data.get(n))]
+
+
+def pending(ts: TurnState, run: Run, node: Collect) -> list[str]:
+    """Missing fields not yet asked ``max_asks`` times (what a model-phrased question asks)."""
+    return [name for name in missing(ts, run, node) if run.asked.get(name, 0) < node.max_asks]
+
+
+def merge_values(ts: TurnState, run: Run, node: Collect, values: dict[str, Any], *, source: str,
+                 guard: bool) -> tuple[dict[str, str], list[str]]:
+    """Validate and write values; returns ``(sources, rejected)``."""
+    sources: dict[str, str] = {}
+    rejected: list[str] = []
+    for name, raw in values.items():
+        if guard and name in node.verbatim_fields and not passes_verbatim_guard(raw, ts.message_text):
+            rejected.append(name)
+            continue
+        ok, value, code, detail = validate_value(ts, node, name, raw)
+        if not ok:
+            rejected.append(name)
+            ts.outcome(None, code=code, status="skipped", kind="collect", node_id=node.id, detail=detail)
+            continue
+        if _is_schema_field(node, name):
+            gathered(run, node)[name] = value
+        else:
+            ts.session.data[name] = value
+        sources[name] = source
+    return sources, rejected
+
+
+def purge_invalid(ts: TurnState, run: Run, node: Collect) -> None:
+    """Revalidate the gathered schema fields, dropping the values that no longer pass."""
+    frame = gathered(run, node)
+    for name in list(frame):
+        ok, value, _, _ = validate_value(ts, node, name, frame[name])
+        if ok:
+            frame[name] = value
+        else:
+            del frame[name]
+
+
+def resolve(ts: TurnState, run: Run, node: Collect, wanted: list[str],
+             judged: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], set[str]]:
+    """The deterministic resolvers' reading of the message. A ``whole_message`` resolver takes
+    anything, so it never overrides the model's explicit null for its field (``judged``): a
+    question typed mid-form is not the answer to the form's question."""
+    hits: dict[str, Any] = {}
+    ambiguous: set[str] = set()
+    if node.choices and node.slots[0] in wanted and (picked := match_choice(ts.message_text, node.choices)):
+        hits[node.slots[0]] = picked.id  # the customer tapped (or typed) a choice: no model call
+    frame = {"input": run.input, "state": ts.state_view(run), "results": run.state.get("__results", {})}
+    for resolver in node.resolvers:
+        if resolver.field not in wanted or resolver.field in hits or resolver.field in ambiguous:
+            continue
+        if isinstance(resolver, WholeMessage) and judged is not None and resolver.field in judged \
+                and judged[resolver.field] is None:
+            continue
+        found = resolver.resolve(ts.message_text, frame)
+        if found.status == "hit":
+            hits[resolver.field] = found.value
+        elif found.status == "ambiguous":
+            ambiguous.add(resolver.field)
+    return hits, ambiguous
+
+
+def ask_text(ts: TurnState, run: Run, node: Collect, names: list[str]) -> str:
+    """The deterministic question for ``names``."""
+    state = ts.state_view(run)
+    if callable(node.ask):
+        return str(node.ask(list(names), state))
+    if isinstance(node.ask, str):
+        return render(node.ask, state, run.input, ts.options.context, where="ask")
+    asks: list[str] = []
+    for name in names:
+        if isinstance(node.ask, dict) and name in node.ask:
+            asks.append(render(node.ask[name], state, run.input, ts.options.context, where=f"ask.{name}"))
+        elif (field := ts.agent.fields.get(name)) is not None and field.ask:
+            asks.append(field.ask)
+    if asks:
+        return " ".join(asks)
+    human = [_humanize(ts, name) for name in names]
+    if len(human) == 1:
+        return f"Could you share your {human[0]}?"
+    if human:
+        return f"Could you share: {', '.join(human)}?"
+    return "Could you tell me a bit more?"
+
+
+def _humanize(ts: TurnState, name: str) -> str:
+    field = ts.agent.fields.get(name)
+    if field is not None and field.label:
+        return field.label
+    return name.replace("_", " ").replace("-", " ").strip()
