@@ -78,3 +78,24 @@ def test_serve_refuses_an_invalid_model(tmp_path: Path) -> None:
     done = subprocess.run([str(TETHER), "serve", str(app_file(tmp_path)), "--model", "nonsense"],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
     assert done.returncode == 2 and "invalid --model 'nonsense'" in done.stderr
+
+
+def test_serve_names_its_operator_keys_and_budgets_and_refuses_bad_prices(tmp_path: Path) -> None:
+    env = _env(TETHER_API_KEYS="acme:client-key", TETHER_OPERATOR_KEYS="acme:operator-key",
+               TETHER_MAX_TOKENS_PER_SESSION="500")
+    with tether_serve([str(app_file(tmp_path)), "--db", str(tmp_path / "s.db")], cwd=tmp_path, env=env) as served:
+        assert any("1 API key(s) configured, 1 operator key(s)" in line for line in served.lines)
+        assert any("budgets max_tokens_per_session=500" in line for line in served.lines)
+        with httpx.Client(base_url=served.base) as client:
+            assert client.get("/v1/handoffs", headers={"Authorization": "Bearer client-key"}).status_code == 403
+            waiting = client.get("/v1/handoffs", headers={"Authorization": "Bearer operator-key"})
+            assert waiting.status_code == 200 and waiting.json() == {"sessions": []}
+            costs = client.get("/v1/costs", headers={"Authorization": "Bearer client-key"}).json()
+            assert costs["budgets"]["max_tokens_per_session"] == 500
+    import subprocess
+
+    from serve_process import TETHER
+
+    done = subprocess.run([str(TETHER), "serve", str(app_file(tmp_path))], capture_output=True, text=True,
+                          env={**os.environ, **_env(TETHER_PRICES="gpt-4o=cheap")}, cwd=tmp_path, timeout=60)
+    assert done.returncode == 2 and "TETHER_PRICES entry 1 is not 'model=input/output'" in done.stderr

@@ -9,6 +9,7 @@ processes (and hosts) share the load and each wake fires once (claimed with ``SK
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import sys
@@ -114,11 +115,16 @@ def serve(
         import uvicorn
 
         from tether.cli._banner_server import BannerServer, base_url
+        from tether.runtime.costs import Budgets, PriceTable
         from tether.server import keys_from_env
+        from tether.server.auth import operator_keys_from_env
     except ImportError as exc:
         fail(f"tether serve needs the server extra (pip install 'tether[server]'): {exc}")
     try:
         keys = keys_from_env()
+        operators = operator_keys_from_env()
+        budgets = Budgets.from_env()
+        PriceTable.from_env()
     except ValueError as exc:
         fail(str(exc))
     if not keys and host not in LOOPBACK:
@@ -141,7 +147,11 @@ def serve(
     if not keys:
         typer.echo("tether serve: no API keys configured: the API is OPEN (binding 127.0.0.1 only)", err=True)
     else:
-        typer.echo(f"tether serve: {len(keys)} API key(s) configured", err=True)
+        typer.echo(f"tether serve: {len(keys)} API key(s) configured"
+                   + (f", {len(operators)} operator key(s)" if operators else ""), err=True)
+    limits = [f"{name}={value}" for name, value in dataclasses.asdict(budgets).items() if value is not None]
+    if limits:
+        typer.echo(f"tether serve: budgets {', '.join(limits)}", err=True)
     _log_turns()
     if workers == 1:
         config = uvicorn.Config(_app(agents, store, flow_refresh), host=host, port=port, lifespan="on",
