@@ -21,7 +21,7 @@ from tether.engine.core.results import ScheduledWake, TurnResult
 from tether.engine.core.session import Session
 from tether.engine.turn.turn import run_turn
 from tether.engine.turn.wakes import pending_wakes
-from tether.errors import FlowDefinitionError, ModelConfigurationError
+from tether.errors import CheckpointFailed, FlowDefinitionError, ModelConfigurationError
 from tether.flow.agent_def import AgentDefinition
 from tether.flow.flow import Flow
 from tether.models.types import Model
@@ -62,9 +62,8 @@ class Agent(AgentDefinition):
     goal, knowledge, instructions, fields, flows, actions, events, conditions, tools, idle,
     business_hours, max_tool_loops (default 5), history_window (default 40 messages: the
     conversation's window, and each agent-step memory namespace without summaries), failure_reply (what the customer
-    hears when a step fails; default :data:`~tether.flow.agent_def.DEFAULT_FAILURE_REPLY`), handoff_reply
-    (what the customer hears when a flow escalates to a person; default
-    :data:`~tether.flow.agent_def.DEFAULT_HANDOFF_REPLY`).
+    hears when a step fails; default :data:`~tether.flow.agent_def.DEFAULT_FAILURE_REPLY`), repair (the
+    conversation repair patterns: a :class:`~tether.flow.repair.Repair`).
     """
 
     def __init__(self, name: str, *, model: str | Model | None = None,
@@ -225,8 +224,13 @@ class Agent(AgentDefinition):
         if isinstance(input, str):
             input = Message(input)
         options = _with_sleep(options if options is not None else TurnOptions(**option_fields))
-        return await run_turn(self._pinned(session), session, input, options=options, clock=self.clock,
-                              ids=self.ids, models=traced_models(self), session_id=session_id, on_delta=on_delta)
+        try:
+            return await run_turn(self._pinned(session), session, input, options=options, clock=self.clock,
+                                  ids=self.ids, models=traced_models(self), session_id=session_id,
+                                  on_delta=on_delta)
+        except CheckpointFailed as failed:  # the host's own save failed: it gets its error back, with its cause
+            error = failed.error
+            raise error from error.__cause__
 
     async def turn_stream(self, session: Session | None, input: TurnInput | str, *,
                           options: TurnOptions | None = None, session_id: str | None = None,
@@ -259,7 +263,12 @@ class Agent(AgentDefinition):
                     yield TurnChunk(delta=delta)
                 else:
                     getter.cancel()
-            yield TurnChunk(done=True, result=task.result())
+            try:
+                result = task.result()
+            except CheckpointFailed as failed:
+                error = failed.error
+                raise error from error.__cause__
+            yield TurnChunk(done=True, result=result)
         finally:
             if not task.done():
                 task.cancel()

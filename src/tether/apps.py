@@ -2,6 +2,13 @@
 flow file (``agent.yaml``: see :mod:`tether.dialect`). The ``tether`` command's ``APP`` argument
 and a scenario file's ``agent:`` are read here.
 
+A file inside a package (its folder has an ``__init__.py``, and so on up) is imported under its
+package name (``pkg/support.py`` is ``pkg.support``, with the folder above ``pkg`` on
+``sys.path``): loading it by path or as ``pkg.support:agent`` gives the same module, and its
+relative imports work. Any other file is imported under a name unique to its path. No flow depends
+on that name: a flow's digest describes its structure, never its module (see
+:meth:`tether.flow.flow.Flow`).
+
 Without ``:attr`` the module's ``agent`` attribute is taken, else ``agents``, else the single
 ``Agent`` instance among its globals. Every failure is a one-line :class:`AppLoadError`, except
 definition problems: a ``FlowDefinitionError`` raised while the module is imported propagates as
@@ -93,6 +100,33 @@ def _syntax_error(exc: SyntaxError, fallback: str) -> AppLoadError:
     return AppLoadError(f"syntax error in {where}: {exc.msg}")
 
 
+def _package_module(path: Path) -> tuple[str, Path] | None:
+    """``(dotted name, folder to import it from)`` of a file inside a package, else None."""
+    parts, folder = [path.stem], path.parent
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    if len(parts) == 1 or not all(part.isidentifier() for part in parts):
+        return None
+    return ".".join(parts), folder
+
+
+def _held_elsewhere(dotted: str, root: Path) -> bool:
+    """True when a module already imported holds ``dotted`` or one of its packages, from
+    another file than the one under ``root`` (two copies of one package in one process)."""
+    parts = dotted.split(".")
+    for i in range(1, len(parts) + 1):
+        module = sys.modules.get(".".join(parts[:i]))
+        if module is None:
+            continue
+        expected = root.joinpath(*parts[:i], "__init__.py") if i < len(parts) else root.joinpath(*parts[:-1],
+                                                                                                 parts[-1] + ".py")
+        file = getattr(module, "__file__", None)
+        if file is None or Path(file).resolve() != expected:
+            return True
+    return False
+
+
 def _import_file(target: str) -> ModuleType:
     path = Path(target).expanduser()
     if not path.exists():
@@ -100,12 +134,23 @@ def _import_file(target: str) -> ModuleType:
     if not path.is_file():
         raise AppLoadError(f"not a Python file: {target}")
     path = path.resolve()
-    name = _module_name(path)
+    directory = str(path.parent)
+    if directory not in sys.path:  # its sibling modules import as they do when it runs as a script
+        sys.path.insert(0, directory)
+    packaged = _package_module(path)
+    if packaged is not None and not _held_elsewhere(*packaged):
+        dotted, root = packaged
+        if str(root) not in sys.path:
+            sys.path.insert(0, str(root))
+        packaged_module = _import_module(dotted, what=target)
+        found = getattr(packaged_module, "__file__", None)
+        if found is None or Path(found).resolve() != path:
+            raise AppLoadError(f"cannot import {target} as {dotted}: that name is {found}, another package "
+                               f"named {dotted.split('.')[0]!r} comes first on sys.path")
+        return packaged_module
+    name = _module_name(path)  # not in a package, or its package name is another package's
     if name in sys.modules:
         return sys.modules[name]
-    directory = str(path.parent)
-    if directory not in sys.path:
-        sys.path.insert(0, directory)
     try:
         module = import_python_file(name, path)
     except FlowDefinitionError:  # a malformed flow's own error says more than "cannot import"
@@ -119,7 +164,9 @@ def _import_file(target: str) -> ModuleType:
     return module
 
 
-def _import_module(target: str) -> ModuleType:
+def _import_module(target: str, *, what: str | None = None) -> ModuleType:
+    """Import module ``target`` (``what``: how the user named it, for the errors)."""
+    what = what or target
     cwd = os.getcwd()
     if cwd not in sys.path and "" not in sys.path:
         sys.path.append(cwd)
@@ -128,13 +175,13 @@ def _import_module(target: str) -> ModuleType:
     except FlowDefinitionError:  # a malformed flow's own error says more than "cannot import"
         raise
     except SyntaxError as exc:
-        raise _syntax_error(exc, target) from None
+        raise _syntax_error(exc, what) from None
     except ModuleNotFoundError as exc:
         if exc.name and (target == exc.name or target.startswith(exc.name + ".")):
             raise AppLoadError(f"no module named {target!r}") from None
-        raise AppLoadError(f"cannot import {target}: {_describe(exc)}") from None
+        raise AppLoadError(f"cannot import {what}: {_describe(exc)}") from None
     except (Exception, SystemExit) as exc:
-        raise AppLoadError(f"cannot import {target}: {_describe(exc)}") from None
+        raise AppLoadError(f"cannot import {what}: {_describe(exc)}") from None
 
 
 def _as_agents(value: Any, what: str) -> tuple[Agent, ...]:

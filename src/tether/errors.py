@@ -46,6 +46,7 @@ from typing import Any, Literal
 
 __all__ = [
     "AppLoadError",
+    "CheckpointFailed",
     "DefinitionIssue",
     "EffectInDoubtError",
     "ExecutorError",
@@ -517,6 +518,17 @@ class WorkflowOperationError(WorkflowError, RuntimeError):
 class TetherSignal(BaseException):
     """Base of control-flow signals. Derives from BaseException so ``except Exception`` cannot
     swallow it."""
+
+
+class CheckpointFailed(TetherSignal):
+    """The host's mid-turn save (``TurnOptions.checkpoint``) raised ``error``: the turn stops at
+    once. A signal, so author code that catches ``Exception`` (an action wrapping ``ctx.tool``)
+    cannot swallow a store failure and go on with a turn that can no longer be saved;
+    ``Agent.turn`` raises ``error`` itself to its caller."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 class Suspend(TetherSignal):

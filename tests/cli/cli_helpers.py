@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import queue
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -153,3 +154,11 @@ def chat(app: Path, db: Path, *lines: str, cwd: Path | None = None, extra: tuple
     """``tether chat APP --db DB`` fed ``lines`` (then EOF)."""
     stdin = "".join(line + "\n" for line in lines)
     return tether("chat", app, "--db", db, *extra, stdin=stdin, cwd=cwd, process=process)
+
+
+def copy_support(folder: Path) -> Path:
+    """``examples/support.py`` and its data, byte for byte, in ``folder`` (a release directory)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(SUPPORT, folder / "support.py")
+    shutil.copytree(EXAMPLES / "data", folder / "data")
+    return folder / "support.py"

@@ -98,7 +98,7 @@ def exits(child: pexpect.spawn, after: str, *, saying: str = "") -> None:
 def test_banner_opening_stream_empty_line_and_resume(tmp_path: Path, app: Path, spawn: Spawn) -> None:
     db = tmp_path / "chat.db"
     child = spawn(app, "--agent", "Gus", "--db", db)
-    child.expect(r"tether chat · Gus \(Gus\) · /help for commands, /quit to leave")
+    child.expect_exact("tether chat · Gus · /help for commands, /quit to leave")  # one name: id and name agree
     child.expect(r"session ([0-9a-f-]{36})")
     session = child.match.group(1)
     child.expect_exact("Gus> Hi, I'm Gus. How can I help?")  # the agent speaks first (its start event)
@@ -113,7 +113,7 @@ def test_banner_opening_stream_empty_line_and_resume(tmp_path: Path, app: Path, 
     child.expect(r"\[talk/talk · 1 call")
     child.expect_exact("you> ")
     child.sendline("/quit")
-    exits(child, "/quit", saying=f"resume with: tether chat {app} --session {session}")
+    exits(child, "/quit", saying=f"resume with: tether chat {app} --session {session} --db {db} --agent Gus")
 
     again = spawn(app, "--agent", "Gus", "--db", db, "--session", session)
     again.expect_exact(f"session {session} (resumed)")
@@ -157,7 +157,8 @@ def test_ctrl_c_during_a_model_call_leaves_and_the_session_resumes(tmp_path: Pat
     child.sendline("hello")
     child.expect_exact("Gus> Hello there")  # the model holds the rest of its reply
     child.sendcontrol("c")
-    exits(child, "Ctrl-C during a model call", saying=f"resume with: tether chat {app} --session {session}")
+    exits(child, "Ctrl-C during a model call",
+          saying=f"resume with: tether chat {app} --session {session} --db {db} --agent Gus")
 
     again = spawn(app, "--agent", "Gus", "--db", db, "--session", session)
     again.expect_exact(f"session {session} (resumed)")

@@ -10,7 +10,7 @@ from pathlib import Path
 from cli_helpers import EXAMPLES, ROOT, tether
 
 RELEASE = EXAMPLES / "release.yaml"
-RESUME = re.compile(r"resume with: --run (\S+)")
+RESUME = re.compile(r"resume with: .* --run (\S+) ")
 
 
 def test_check_validates_workflow_files(tmp_path: Path) -> None:

@@ -12,13 +12,14 @@ from pathlib import Path
 
 from cli_helpers import EXAMPLES, tether
 
+from tether.cli._workflow_runs import _runs
 from tether.engine.core.session import Session
-from tether.stores import SQLiteStore
+from tether.stores import MemoryStore, SQLiteStore
 from tether.workflow_host import WorkflowRun
 
 RELEASE = EXAMPLES / "release.yaml"
 ECHO = EXAMPLES / "echo_workflow.yaml"
-PARKED = re.compile(r"run (\S+) is parked; resume with: --run (\S+)")
+PARKED = re.compile(r"run (\S+) is parked; resume with: .* --run (\S+) ")
 
 
 def _parked(*args: str | Path, stdin: str = "") -> str:
@@ -177,3 +178,25 @@ def test_sessions_knows_a_workflow_run_by_the_agent_prefix_the_runs_are_stored_u
     from tether.workflow_host._store import WORKFLOW_AGENT_PREFIX
 
     assert _WORKFLOW_AGENT == WORKFLOW_AGENT_PREFIX  # _sessions does not load the workflow host to read it
+
+
+async def test_listing_the_runs_is_one_query_however_many_other_sessions_the_store_holds() -> None:
+    store = MemoryStore()
+    for index in range(3):
+        await WorkflowRun({"schemaVersion": 2, "id": f"wf{index}", "version": "1", "name": "W", "nodes": [
+            {"id": "g", "label": "G", "description": "a gate", "run": {"kind": "gate", "prompt": "ok?",
+                                                                    "schema": {"kind": "text"}}}],
+            "edges": []}, store=store, run_id=f"run-{index}").drain()
+    for index in range(40):  # chat sessions saved after the runs: newer than every run
+        await store.create(Session(id=f"chat-{index}", agent="support", created_at=store.now()))
+    queries = []
+    list_sessions = store.list
+
+    async def counted(**options: object) -> object:
+        queries.append(options)
+        return await list_sessions(**options)  # type: ignore[arg-type]
+
+    store.list = counted  # type: ignore[method-assign,assignment]
+    found = await _runs(store, None, None, 3)
+    assert sorted(row.id for row, _, _ in found) == ["run-0", "run-1", "run-2"]
+    assert len(queries) == 1

@@ -20,6 +20,7 @@ from tether import (
     Message,
     NodeFailedError,
     RecoverableToolError,
+    Repair,
     action,
     collect,
     end,
@@ -319,7 +320,8 @@ async def test_an_escalate_node_that_escalates_hands_the_conversation_to_a_human
     agent = make_agent(action("buy", boom), reply("done", response="Bought!", next=end()),
                        action("escalate", lambda s, c: escalate("a step failed")))
     result = await say(agent, None)
-    assert result.text == DEFAULT_FAILURE_REPLY
+    # the apology, then the customer is told a person takes over (the cannot-handle repair pattern)
+    assert [m.text for m in result.messages] == [DEFAULT_FAILURE_REPLY, Repair().handoff]
     assert result.status == "handoff" and result.handoff is not None and result.handoff.agent == "human"
 
 

@@ -37,6 +37,7 @@ async def test_routes_then_fills_the_step_being_answered() -> None:
         "branches": {"q1": None},
         "collect": {"c1": {"order_number": "A-7"}},
         "asks": None,
+        "intent": None,
     }
 
 

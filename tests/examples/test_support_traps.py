@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 
 from example_modules import load_example
-from tether import Message, TurnResult
+from tether import Message, Repair, TurnResult
 from tether.engine.core.session import Session
-from tether.flow.agent_def import DEFAULT_HANDOFF_REPLY
 from tether.models.types import ModelRequest
 from tether.testing import FakeClock, FunctionModel, ScriptedModel, SequentialIds
 
@@ -122,8 +121,10 @@ async def test_keywords_switch_flows_mid_form_with_no_model(support: ModuleType)
     await chat.say("A-1002")
     assert chat.asking() == ["address/new_address"]
     switched = await chat.say("actually never mind, I want a refund instead")
-    # not a new address: the refund flow takes over (and confirms the order the address flow used)
-    assert switched.text == SAME_ORDER.format("A-1002") and chat.asking() == ["refund/refund_order"]
+    # not a new address: the address change is cancelled, the refund flow takes over (and confirms
+    # the order the address flow used)
+    assert switched.text == "OK, I've cancelled that.\n\n" + SAME_ORDER.format("A-1002")
+    assert chat.asking() == ["refund/refund_order"] and [e.reason for e in switched.ended] == ["cancelled"]
     assert chat.session is not None and "new_address" not in chat.session.data
     await chat.say("yes")
     asked = await chat.say("wait, where is my order actually?")  # typed mid-form: not a refund reason
@@ -137,13 +138,10 @@ async def test_developer_texts_never_reach_the_customer(support: ModuleType) -> 
     await chat.say("hi")
     for text in ("blah", "hmm"):
         await chat.say(text)
-    escalated = await chat.say("what")  # the menu gives up after three turns and hands off to a person
+    escalated = await chat.say("what")  # the menu gives up after three turns: a person takes over
     texts = [m.text for m in escalated.messages]
-    assert texts == [DEFAULT_HANDOFF_REPLY]  # the person's line, not the model-less idle speaker's apology
-    assert escalated.status == "handoff" and escalated.llm_calls == 0
+    assert texts == [Repair().handoff] and escalated.status == "handoff"  # told, not a silent hand-off
     assert not any("TETHER_MODEL" in text for text in chat.said)
-    idle = await chat.say("hello?")  # handed off: nobody speaks, not even the idle speaker
-    assert idle.messages == []
 
 
 async def test_after_a_handoff_the_bot_stays_quiet(support: ModuleType) -> None:
@@ -231,16 +229,3 @@ async def test_a_flow_the_menu_chains_into_starts_clean(support: ModuleType) -> 
     again = await chat.say("9 Oak Road, Springfield")
     # the earlier "yes" was cleared: this change is confirmed on its own
     assert again.text == "Change the delivery address of A-1002 to 9 Oak Road, Springfield? Please answer yes or no."
-
-
-async def test_the_idle_speaker_without_a_model_keeps_the_developer_hint_off_the_customers_screen() -> None:
-    from tether import Agent, Flow, end, on_event, reply
-    from tether.flow.agent_def import DEFAULT_FAILURE_REPLY
-
-    done = reply("done", response="noted", next=end())
-    agent = Agent("Quiet", flows=[Flow("crm", start=done, nodes=[done], on=[on_event("crm-updated")])])
-    result = await agent.turn(None, Message("anyone?"))  # no flow answers a message: the idle speaker does
-    assert [m.text for m in result.messages] == [DEFAULT_FAILURE_REPLY]
-    errors = [e for e in result.events if e.type == "error"]
-    assert errors and "TETHER_MODEL" in errors[0].as_dict()["error"]
-    assert any("TETHER_MODEL" in entry.message for entry in result.session.error)

@@ -122,7 +122,8 @@ class SpyStore(Store):
     ``calls`` lists ``(method, session_id)``; ``saves`` lists ``(session, expected, records)``
     (checkpoints too; ``unflushed`` lists the expected revisions of those saved as checkpoints).
     ``before_save(session, expected)`` runs before each delegated save (to simulate another
-    writer); ``fail_saves`` makes every save and create raise ``StoreError``.
+    writer); ``fail_saves`` makes every save and create raise ``StoreError``, and
+    ``fail_writes(1, 3)`` only the first and third writes (create, save, checkpoint) from now on.
     """
 
     def __init__(self, inner: Store) -> None:
@@ -133,6 +134,19 @@ class SpyStore(Store):
         self.unflushed: builtins.list[int] = []
         self.before_save: Callable[[Session, int], Awaitable[None]] | None = None
         self.fail_saves: str | None = None
+        self.failing: set[int] = set()  # the ordinals (from 1, counted by ``written``) of writes that fail
+        self.written = 0
+
+    def fail_writes(self, *ordinals: int) -> None:
+        """Make the writes numbered ``ordinals`` from now on (1: the next one) raise ``StoreError``."""
+        self.written = 0
+        self.failing = set(ordinals)
+
+    def _fails(self, operation: str, session_id: str) -> None:
+        self.written += 1
+        if self.fail_saves or self.written in self.failing:
+            raise StoreError(self.fail_saves or f"store down (write {self.written})", operation=operation,
+                             session_id=session_id)
 
     def writes(self) -> builtins.list[tuple[str, str | None]]:
         return [c for c in self.calls if c[0] in ("create", "save", "delete")]
@@ -143,8 +157,7 @@ class SpyStore(Store):
 
     async def create(self, session: Session, records: TurnRecords | None = None) -> Session:
         self.calls.append(("create", session.id))
-        if self.fail_saves:
-            raise StoreError(self.fail_saves, operation="create", session_id=session.id)
+        self._fails("create", session.id)
         return await self.inner.create(session, records)
 
     async def save(self, session: Session, expected_revision: int, records: TurnRecords | None = None) -> Session:
@@ -159,8 +172,7 @@ class SpyStore(Store):
                     write: Callable[[Session, int, TurnRecords | None], Awaitable[Session]]) -> Session:
         self.calls.append(("save", session.id))
         self.saves.append((session.model_copy(deep=True), expected_revision, records))  # the caller goes on changing it
-        if self.fail_saves:
-            raise StoreError(self.fail_saves, operation="save", session_id=session.id)
+        self._fails("save", session.id)
         if self.before_save is not None:
             await self.before_save(session, expected_revision)
         return await write(session, expected_revision, records)

@@ -233,15 +233,17 @@ async def test_unexpected_error_on_a_new_session_stores_it_aborted(
     assert stored is not None and stored.status == "aborted" and len(stored.error) == 1
 
 
-async def test_failure_to_persist_the_abort_is_appended(
+async def test_a_store_failure_fails_the_turn_and_writes_nothing_more(
     make_runtime: Callable[..., Runtime], spy: SpyStore
 ) -> None:
     runtime = make_runtime(counter_agent())
     first = await runtime.run("Counter", msg())
     spy.fail_saves = "disk full"
+    spy.calls.clear()
     response = await runtime.run("Counter", msg(), session_id=first.session)
     assert not response.success and response.completed and response.code == "SESSION_STORE_ERROR"
-    assert response.message == "disk full; failed to persist aborted session: disk full"
+    assert response.message == "disk full"
+    assert spy.writes() == [("save", first.session)]  # the failed checkpoint, and no save of an abort after it
     stored = await spy.inner.load(first.session)
     assert stored is not None and stored.status == "running" and stored.revision == 1
 

@@ -110,8 +110,9 @@ async def test_a_corrupt_superseded_row_is_skipped_with_a_warning(backend: Backe
     assert "superseded" in skipped[0].message and "'greet'" in caplog.text
     assert after.agents["Pia"].flows_by_id["greet"].version == "3"
     assert await finish(after, on_v2, "Bea") == "v2: welcome Bea"  # the other superseded version is served
-    lost = await after.run("Pia", "Ann", session_id=on_v1)  # its version is gone: the run drifts, loudly
-    assert not lost.success and lost.code == "flow-drift", lost
+    moved = await after.run("Pia", "Ann", session_id=on_v1)  # its version is gone: it goes on at its node on v3
+    assert moved.success and moved.message == "v3: hey Ann", moved
+    assert moved.result is not None and "flow-drift-continued" in moved.result.codes()
 
 
 async def test_concurrent_publishes_for_one_agent_run_one_after_the_other(

@@ -132,12 +132,13 @@ async def test_known_digests_read_no_stored_flow_and_an_unknown_one_reloads_once
     assert reads.counts == (1, 1)
 
     a.register_flows("Pia", [greet("9", "v9: ${state.name}")])  # served by a only, never stored
-    on_v9 = await park(a)
-    lost = await b.run("Pia", "Dan", session_id=on_v9)
-    assert not lost.success and lost.code == "flow-drift", lost  # unknown after the reload: as before
+    on_v9, also_on_v9 = await park(a), await park(a)
+    moved = await b.run("Pia", "Dan", session_id=on_v9)  # unknown after the reload: the drift rules apply
+    assert moved.success and moved.message == "v1: hello Dan", moved  # its node is still there: it goes on
+    assert moved.result is not None and "flow-drift-continued" in moved.result.codes()
     assert reads.counts == (2, 2)
-    again = await b.run("Pia", "Dan", session_id=on_v9)
-    assert not again.success and again.code == "flow-drift", again
+    again = await b.run("Pia", "Eve", session_id=also_on_v9)
+    assert again.success and again.message == "v1: hello Eve", again
     assert reads.counts == (2, 2)  # a digest the store does not hold is not reloaded again
 
 
@@ -222,6 +223,7 @@ async def test_a_runtime_that_never_loaded_stored_flows_does_not_start_now(backe
     await publish_flows(a, "Pia", [greet("1", "v1: hello ${state.name}")])
     on_v1 = await park(a)
     script = Runtime(coded_agent(), store=await backend.make(), clock=clock)  # serves its code's flows only
-    lost = await script.run("Pia", "Ann", session_id=on_v1)
-    assert not lost.success and lost.code == "flow-drift", lost
+    moved = await script.run("Pia", "Ann", session_id=on_v1)  # its version is unknown here: it goes on at its node
+    assert moved.success and moved.message == "v0: hi Ann", moved
+    assert moved.result is not None and "flow-drift-continued" in moved.result.codes()
     assert script.agents["Pia"].flows_by_id["greet"].version == "0"

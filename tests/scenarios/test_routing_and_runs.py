@@ -69,10 +69,13 @@ async def test_a_suspended_run_resumes_when_the_new_asker_ends() -> None:
     convo = Conversation(agent(signup, faq, fields={"email": Field()}), model)
     await convo.say("sign me up")
     model.add("understand", {"flows": {"signup": 10, "faq": 90}})
+    model.add("speak", {"message": "So, what's your email?", "email": None})
     result = await convo.say("do you ship abroad?")
-    assert result.text == "We ship worldwide."
-    # the faq run ended without asking: the suspended signup run is back on the floor
-    assert convo.run("signup").status == "asking"
+    # the faq run ended without asking: the suspended signup run is back on the floor, and asks
+    # again in the same turn, with the speak call the faq's fixed answer left unused
+    assert [m.text for m in result.messages] == ["We ship worldwide.", "Now, back to where we were.",
+                                                 "So, what's your email?"]
+    assert convo.run("signup").status == "asking" and result.llm_calls == 2
 
 
 async def test_the_catch_all_takes_what_nothing_scored() -> None:

@@ -10,13 +10,14 @@ import httpx
 import pytest
 from server_client import ACME, GLOBEX, KEYS, Frames, app_client, served
 
-from tether.flow.agent_def import DEFAULT_HANDOFF_REPLY
+from tether.flow.repair import Repair
 from tether.runtime import Runtime
 from tether.server import create_app
 from tether.server.takeover import WAITING_REPLY
 from tether.testing import FakeClock
 
 ECHO = "/v1/agents/Echo/sessions"
+HANDOFF_LINE = Repair().handoff
 OPERATOR_KEYS = {"key-ann": "acme"}
 ANN = {"Authorization": "Bearer key-ann"}
 
@@ -31,7 +32,7 @@ async def client(runtime: Runtime) -> AsyncIterator[httpx.AsyncClient]:
 async def _handed_off(client: httpx.AsyncClient) -> str:
     sid = (await client.post(ECHO, headers=ACME)).json()["session"]
     handed = (await client.post(f"{ECHO}/{sid}/messages", json={"text": "human"}, headers=ACME)).json()
-    assert handed["message"] == DEFAULT_HANDOFF_REPLY  # never empty, and no model needed
+    assert handed["message"] == HANDOFF_LINE  # never empty, and no model needed
     return str(sid)
 
 
@@ -45,7 +46,7 @@ async def test_a_person_answers_a_handed_off_session(client: httpx.AsyncClient) 
     assert said.json()["message"]["role"] == "agent" and said.json()["message"]["by"] == "Ann"
     transcript = (await client.get(f"{ECHO}/{sid}/transcript", headers=ACME)).json()["messages"]
     assert [(m["role"], m["text"], m.get("by")) for m in transcript] == [
-        ("user", "human", None), ("assistant", DEFAULT_HANDOFF_REPLY, None),
+        ("user", "human", None), ("assistant", HANDOFF_LINE, None),
         ("user", "is anyone there?", None), ("agent", "Hi, Ann here. Let me look.", "Ann")]
     events = (await client.get(f"{ECHO}/{sid}/events", headers=ACME)).json()["events"]
     pushed = [(e["type"], e["data"].get("text"), e["data"].get("by")) for e in events
@@ -101,8 +102,8 @@ async def test_given_back_the_bot_answers_again_and_the_person_was_part_of_the_c
     await client.post(f"{ECHO}/{sid}/operator-messages", json={"text": "Fixed it for you.", "by": "Ann"}, headers=ANN)
     released = await client.post(f"{ECHO}/{sid}/release", json={"by": "Ann"}, headers=ANN)
     assert released.json() == {"session": sid, "status": "running"}
-    answer = (await client.post(f"{ECHO}/{sid}/messages", json={"text": "thanks"}, headers=ACME)).json()
-    assert answer["message"] == "reply 1: thanks"
+    answer = (await client.post(f"{ECHO}/{sid}/messages", json={"text": "and my order?"}, headers=ACME)).json()
+    assert answer["message"] == "reply 1: and my order?"
     doc = await runtime.store.load(sid)
     assert doc is not None and doc.status == "running"
     events = [e["type"] for e in (await client.get(f"{ECHO}/{sid}/events", headers=ACME)).json()["events"]]
@@ -126,7 +127,7 @@ async def test_the_openai_endpoint_hears_the_handoff_then_the_person(client: htt
             return "".join(json.loads(c)["choices"][0]["delta"].get("content") or "" for c in chunks)
         return str(answer.json()["choices"][0]["message"]["content"])
 
-    assert await content("human") == DEFAULT_HANDOFF_REPLY
+    assert await content("human") == HANDOFF_LINE
     assert await content("hello?") == WAITING_REPLY
     sid = (await client.get("/v1/handoffs", headers=ANN)).json()["sessions"][0]["session"]
     await client.post(f"{ECHO}/{sid}/operator-messages", json={"text": "Ann here.", "by": "Ann"}, headers=ANN)

@@ -106,3 +106,41 @@ async def test_hydrating_a_snapshot_of_a_changed_definition_is_refused() -> None
         await other.hydrate(run.snapshot)
     assert info.value.code == "definition-changed"
     assert other.snapshot.mutations == 0
+
+
+def parent_of(child: str) -> dict[str, Any]:
+    """``sign`` (a gate), then ``sub`` running workflow ``child`` (whose definition is ``child``)."""
+    return definition([node("sign", GATE), node("sub", {"kind": "sub-flow", "flow": "child"})], [("sign", "sub")])
+
+
+def child_flow(command: str) -> dict[str, Any]:
+    data = definition([fn("step", command)])
+    data["id"] = "child"
+    return data
+
+
+async def test_a_changed_sub_flow_definition_is_a_changed_run_definition(
+    backend: Backend, executor: SubprocessExecutor, workspace: Path
+) -> None:
+    store = await backend.make()
+    run = WorkflowRun(parent_of("child"), executor=executor, workspace=workspace, store=store, run_id="p",
+                      resolve={"child": child_flow("true")})
+    await run.drain()
+    assert run.node("sign").status == "awaiting_approval"
+    assert run.snapshot.workflow_digest != run.graph.digest  # the parent's digest alone no longer pins it
+
+    same = await WorkflowRun.load(store, "p", parent_of("child"), executor=executor, workspace=workspace,
+                                  resolve={"child": child_flow("true")})
+    assert same.snapshot == run.snapshot
+    with pytest.raises(WorkflowOperationError) as info:
+        await WorkflowRun.load(store, "p", parent_of("child"), executor=executor, workspace=workspace,
+                               resolve={"child": child_flow("false")})
+    assert info.value.code == "definition-changed" and "with its sub-flows" in info.value.message
+    await same.apply_approval("sign", "approved")
+    await same.drain()
+    assert same.status == "complete"
+
+
+def test_a_workflow_without_sub_flows_is_pinned_to_its_own_digest() -> None:
+    run = WorkflowRun(release())
+    assert run.snapshot.workflow_digest == run.graph.digest == run.digest

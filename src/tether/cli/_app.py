@@ -27,6 +27,28 @@ APP_HELP = "path/to/file.py[:attr] or package.module:attr naming an Agent (or a 
 
 
 @app.command()
+def drift(
+    app_spec: str = typer.Argument(..., metavar="APP", help=APP_HELP),
+    db: str = typer.Option(DEFAULT_DB, "--db", help="the session store the running version writes: a SQLite path "
+                           "or a store URL"),
+) -> None:
+    """Before a deploy: what APP (the new code) would do with every parked run in the store.
+
+    Lists each live run with its verdict (unchanged, continue, migrate, restart, end or error)
+    and why. Exits 1 when any run would fail with flow-drift, so a deploy script can stop there.
+    """
+    from tether.cli._drift import run_drift
+
+    loaded = load_or_exit(app_spec)
+    try:
+        code = run_drift(loaded, db)
+    except CliError as exc:
+        fail(exc.message, exc.code)
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command()
 def version() -> None:
     """Print tether's version."""
     from importlib.metadata import version as _version

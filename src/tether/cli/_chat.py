@@ -24,10 +24,10 @@ from rich.text import Text
 
 from tether.agent import Agent
 from tether.apps import LoadedApp
-from tether.cli._output import CliError, one_line
+from tether.cli._output import CliError, command, one_line
 from tether.cli._prompt import PromptReader
 from tether.cli._render import active_run, info_line, print_failure, print_reply, state_json
-from tether.cli._store import open_db
+from tether.cli._store import DEFAULT_DB, db_argument, open_db
 from tether.cli._stream import ReplyPrinter, opening
 from tether.engine.core.inputs import Event, Message, Start, TurnInput, TurnOptions
 from tether.engine.core.session import Session
@@ -36,7 +36,7 @@ from tether.models import UncatalogedModelWarning, default_model_from_env
 from tether.runtime import Runtime, check_model_selections
 from tether.stores import Store
 
-__all__ = ["HELP", "Chat", "PresetIds", "pick_model", "run_chat"]
+__all__ = ["HELP", "Chat", "PresetIds", "pick_model", "resume_command", "run_chat"]
 
 PROMPT = "you> "
 HELP = """commands:
@@ -286,7 +286,8 @@ def run_chat(app: LoadedApp, *, agent_id: str | None, session: str | None, model
     store = open_db(db)
     with asyncio.Runner() as runner:
         chat = Chat(agents, agent, store, console)
-        console.print(Text.assemble(("tether chat", "bold"), f" · {agent.name} ({agent.id})",
+        named = agent.name if agent.name == agent.id else f"{agent.name} ({agent.id})"
+        console.print(Text.assemble(("tether chat", "bold"), f" · {named}",
                                     (" · /help for commands, /quit to leave", "dim")))
         try:
             runner.run(chat.open(session))
@@ -305,5 +306,19 @@ def run_chat(app: LoadedApp, *, agent_id: str | None, session: str | None, model
             except KeyboardInterrupt:  # a second Ctrl-C while closing: every turn is saved already
                 print()
         if chat.session is not None:
-            console.print(Text(f"resume with: tether chat {app.spec} --session {chat.session_id}", style="dim"))
+            hint = resume_command(app.spec, chat.session_id, db=db, agent_id=agent_id, model=model)
+            console.print(Text(f"resume with: {hint}", style="dim"))
     return 1 if messages and chat.failures else 0
+
+
+def resume_command(app_spec: str, session_id: str, *, db: str, agent_id: str | None, model: str | None) -> str:
+    """The ``tether chat`` command that resumes ``session_id`` with the options this chat was given
+    (its store made absolute)."""
+    words = ["chat", app_spec, "--session", session_id]
+    if db != DEFAULT_DB:
+        words += ["--db", db_argument(db)]
+    if agent_id is not None:
+        words += ["--agent", agent_id]
+    if model is not None:
+        words += ["--model", model]
+    return command(*words)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shlex
+import sys
+from pathlib import Path
 from typing import NoReturn
 
 import typer
@@ -9,7 +12,7 @@ from rich.console import Console
 
 from tether.errors import DefinitionIssue
 
-__all__ = ["CliError", "fail", "format_issue", "one_line", "stdout_console"]
+__all__ = ["CliError", "command", "fail", "format_issue", "one_line", "stdout_console"]
 
 
 class CliError(Exception):
@@ -51,3 +54,13 @@ def stdout_console() -> Console:
     if not console.is_terminal:
         console.width = max(console.width, 200)
     return console
+
+
+def command(*words: str) -> str:
+    """A ``tether`` command line to print as a hint, quoted for a shell.
+
+    It starts the way this process was started when that was the ``tether`` script (say
+    ``.venv/bin/tether``, so the hint works when pasted into the same shell), else with ``tether``.
+    """
+    program = sys.argv[0] if sys.argv and Path(sys.argv[0]).name == "tether" else "tether"
+    return " ".join(shlex.quote(word) for word in (program, *words))

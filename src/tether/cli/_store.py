@@ -14,7 +14,7 @@ from tether.cli._output import CliError, one_line
 if TYPE_CHECKING:  # opened when a command runs (``tether --help`` does not load the stores)
     from tether.stores import Store
 
-__all__ = ["DEFAULT_DB", "open_db", "saved_when", "with_store"]
+__all__ = ["DEFAULT_DB", "db_argument", "open_db", "saved_when", "with_store"]
 
 DEFAULT_DB = ".tether/tether.db"
 
@@ -32,6 +32,11 @@ def open_db(db: str) -> Store:
         return open_store(db)
     except Exception as exc:
         raise CliError(f"cannot open store {db!r}: {one_line(str(exc))}") from None
+
+
+def db_argument(db: str) -> str:
+    """``db`` as a ``--db`` argument that works from any directory (a path made absolute)."""
+    return db if "://" in db or db == "memory:" else str(Path(db).expanduser().resolve())
 
 
 def with_store(db: str, work: Callable[[Store], Awaitable[T]], *, what: str = "session store") -> T:

@@ -41,7 +41,8 @@ def run_command(
     retry: list[str] | None = typer.Option(None, "--retry", help="with --run: retry this failed node first "
                                            "(repeat for more)"),
     db: str = typer.Option(DEFAULT_DB, "--db", help="the store: a SQLite path or a store URL"),
-    workspace: Path = typer.Option(Path("."), "--workspace", "-w", help="where commands run"),
+    workspace: Path = typer.Option(Path("."), "--workspace", "-w",
+                                   help="where commands run and write their files (created when missing)"),
     autonomous: bool = typer.Option(False, "--autonomous", help="no pauses except mandatory approvals and gates"),
     model: str | None = typer.Option(None, "--model", "-m", help="provider:model for subprompt and agent nodes "
                                      "(default: TETHER_MODEL)"),

@@ -18,7 +18,7 @@ from tether.cli._chat import pick_model
 from tether.cli._output import CliError, fail, one_line, stdout_console
 from tether.cli._store import open_db
 from tether.cli._workflow_prompts import ask_answer
-from tether.cli._workflow_runs import stuck
+from tether.cli._workflow_runs import resume_command, stuck
 from tether.errors import TetherError, WorkflowDefinitionError, WorkflowOperationError
 from tether.models import resolve_model
 from tether.models.types import Model, ModelResponse, ToolCall
@@ -83,6 +83,8 @@ def _detail(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: str) -> s
     if state.approval is not None and state.status == "awaiting_approval":
         decided = f" [{state.approval.decision}]" if state.approval.decision else ""
         return f"{state.approval.summary}{decided}"
+    if state.approval is not None and state.approval.decision == "rejected" and state.status == "running":
+        return f"rejected: {one_line(state.approval.feedback or 'no feedback')}"[:120]  # back with the agent
     if state.error and state.status in ("failed", "skipped"):
         return one_line(state.error)[:120]
     if isinstance(graph.nodes[node_id].run, RouterRun) and state.output is not None:
@@ -224,6 +226,7 @@ async def _run(graph: WorkflowGraph, *, path: Path, inputs: dict[str, Any], run_
         raise CliError("--retry retries a failed node of a stored run: give the run with --run")
     if run_id is not None and "://" not in db and not Path(db).expanduser().is_file():
         raise CliError(f"no store at {db} (--run resumes a run stored there)", 1)
+    workspace.mkdir(parents=True, exist_ok=True)  # where the run's commands write their files
     store = open_db(db)
     # stored with the run, so that `tether workflow runs` prints the command that resumes it
     snapshots = SnapshotStore(store, launch={"file": str(path.resolve()), "workspace": str(workspace.resolve())})
@@ -246,22 +249,33 @@ async def _run(graph: WorkflowGraph, *, path: Path, inputs: dict[str, Any], run_
                 await run.retry_node(node_id)
         else:
             run = WorkflowRun(graph, store=snapshots, input=inputs, autonomous=autonomous, **options)
-        while True:
-            await _drain(run, console, agent=model is not None)
-            pending = _pending_approval(run)
-            if pending is not None:
-                if not await _decide(run, pending, console):
+        exhausted: ScriptExhausted | None = None
+        try:
+            while True:
+                await _drain(run, console, agent=model is not None)
+                pending = _pending_approval(run)
+                if pending is not None:
+                    if not await _decide(run, pending, console):
+                        break
+                    continue
+                asking = _pending_input(run)
+                if asking is None or not await _answer(run, asking, console):
                     break
-                continue
-            asking = _pending_input(run)
-            if asking is None or not await _answer(run, asking, console):
-                break
-        return _report(run, console, has_model=model is not None)
+        except ScriptExhausted as exc:  # the run is saved as it stands: say where and how to go on
+            exhausted = exc
+        resume = resume_command(str(path.resolve()), run.snapshot.run_id, db, str(workspace.resolve()))
+        if exhausted is not None:  # the live table shows the run as it stopped
+            working = [n for n in run.agent_nodes if run.snapshot.nodes[n].status in ("available", "running")]
+            console.print(f"run {run.snapshot.run_id} stopped ({run.snapshot.status}"
+                          f"{', agent work at ' + ', '.join(sorted(working)) if working else ''}): the script ran "
+                          f"out of replies ({exhausted}); resume with: {resume}", markup=False, highlight=False)
+            return 1
+        return _report(run, console, has_model=model is not None, resume=resume)
     finally:
         await store.close()
 
 
-def _report(run: WorkflowRun, console: Console, *, has_model: bool) -> int:
+def _report(run: WorkflowRun, console: Console, *, has_model: bool, resume: str) -> int:
     snapshot = run.snapshot
     if snapshot.model_calls:
         tokens = ", ".join(f"{name.replace('_', ' ')} {value}" for name, value in sorted(snapshot.usage.items()))
@@ -276,16 +290,28 @@ def _report(run: WorkflowRun, console: Console, *, has_model: bool) -> int:
         agents = [n for n, s in snapshot.nodes.items()
                   if s.status in ("available", "running") and n in run.agent_nodes]
         if agents and _pending_approval(run) is None and _pending_input(run) is None:
-            console.print(f"run {snapshot.run_id} needs agent work at {', '.join(agents)}: set TETHER_MODEL, "
-                          "--model or --script to run it")
+            console.print(f"run {snapshot.run_id} needs agent work at {', '.join(agents)}: "
+                          f"{_why_no_agent_work(run, has_model)}", markup=False, highlight=False)
             return 1
     if snapshot.status == "waiting":
-        console.print(f"run {snapshot.run_id} is parked; resume with: --run {snapshot.run_id}")
+        console.print(f"run {snapshot.run_id} is parked; resume with: {resume}", markup=False, highlight=False)
         return 0
     held = stuck(snapshot) if snapshot.status == "blocked" else []
     console.print(f"run {snapshot.run_id} {snapshot.status}" + (f": {'; '.join(held)}" if held else ""),
                   markup=False, highlight=False)
     return 1
+
+
+def _why_no_agent_work(run: WorkflowRun, has_model: bool) -> str:
+    """Why the agent nodes left are not done: no model, or what the model's last turn did."""
+    turn = run.last_agent_turn
+    if not has_model or turn is None:
+        return "set TETHER_MODEL, --model or --script to run it"
+    said = f"it replied {one_line(turn.text)!r}" if turn.text.strip() else "it replied with no text"
+    if not turn.calls:
+        return f"the model did not call a flow tool (start_node, request_input, complete_node, ...); {said}"
+    called = ", ".join(name for name, _, _ in turn.calls)
+    return f"the model's last turn called {called} and moved no node; {said}"
 
 
 def run_workflow(file: Path, input: list[str] | None, run_id: str | None, db: str, workspace: Path,

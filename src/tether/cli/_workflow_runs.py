@@ -9,23 +9,22 @@ command are the ones ``tether workflow run`` stored with the run (``metadata.lau
 
 from __future__ import annotations
 
-import shlex
-from pathlib import Path
+from collections.abc import Sequence
 from typing import get_args
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from tether.cli._output import CliError, fail, one_line, stdout_console
-from tether.cli._store import saved_when, with_store
+from tether.cli._output import CliError, command, fail, one_line, stdout_console
+from tether.cli._store import db_argument, saved_when, with_store
 from tether.engine.core.session import Session, SessionStatus
 from tether.stores import SessionSummary, Store
 from tether.workflow import WorkflowSnapshot, ops
 from tether.workflow._state import RunStatus
 from tether.workflow_host._store import WORKFLOW_AGENT_PREFIX, stored_run
 
-__all__ = ["RUN_STATUSES", "db_argument", "list_runs", "run_lines", "stuck", "waits_on"]
+__all__ = ["RUN_STATUSES", "db_argument", "list_runs", "resume_command", "run_lines", "stuck", "waits_on"]
 
 RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
 _ENDED = ("complete", "cancelled")
@@ -96,9 +95,15 @@ def waits_on(snapshot: WorkflowSnapshot) -> str:
     return f"blocked at {'; '.join(held)}" if held else "nothing it can run"
 
 
-def db_argument(db: str) -> str:
-    """``db`` as a ``--db`` argument that works from any directory (a path made absolute)."""
-    return db if "://" in db else str(Path(db).expanduser().resolve())
+def resume_command(file: str, run_id: str, db: str, workspace: str | None, retry: Sequence[str] = ()) -> str:
+    """The ``tether workflow run`` command that resumes ``run_id`` (retrying the nodes ``retry``
+    names first), with its store made absolute."""
+    words = ["workflow", "run", file, "--run", run_id, "--db", db_argument(db)]
+    if workspace:
+        words += ["--workspace", workspace]
+    for node_id in retry:
+        words += ["--retry", node_id]
+    return command(*words)  # the FILE placeholder needs no quoting
 
 
 def _resume(document: Session, snapshot: WorkflowSnapshot, db: str) -> str | None:
@@ -108,14 +113,9 @@ def _resume(document: Session, snapshot: WorkflowSnapshot, db: str) -> str | Non
         return None
     launch = document.metadata.get("launch")
     launch = launch if isinstance(launch, dict) else {}
-    file = str(launch.get("file") or _NO_FILE)
-    words = ["tether", "workflow", "run", file, "--run", snapshot.run_id, "--db", db_argument(db)]
-    if launch.get("workspace"):
-        words += ["--workspace", str(launch["workspace"])]
-    if snapshot.status == "failed":
-        for node_id in ops.retryable(snapshot):
-            words += ["--retry", node_id]
-    return " ".join(word if word == _NO_FILE else shlex.quote(word) for word in words)
+    retry = ops.retryable(snapshot) if snapshot.status == "failed" else []
+    return resume_command(str(launch.get("file") or _NO_FILE), snapshot.run_id, db,
+                          str(launch["workspace"]) if launch.get("workspace") else None, retry)
 
 
 def run_lines(document: Session, db: str) -> list[str]:
@@ -147,11 +147,10 @@ async def _runs(store: Store, workflow: str | None, status: str | None, limit: i
     loaded: dict[str, tuple[Session, WorkflowSnapshot] | None] = {}
     asked = limit
     while True:
-        rows = await store.list(agent=agent, status=stored, limit=asked)
+        rows = await store.list(agent=agent, status=stored, limit=asked,
+                                agent_prefix=None if agent else WORKFLOW_AGENT_PREFIX)
         found: list[Found] = []
         for row in rows:
-            if not row.agent.startswith(WORKFLOW_AGENT_PREFIX):
-                continue
             if row.id not in loaded:
                 document = await store.load(row.id)
                 snapshot = stored_run(document) if document is not None else None

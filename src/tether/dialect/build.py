@@ -453,7 +453,7 @@ def build_flow(spec: FlowSpec, registry: Registry | None = None) -> Flow:
     start = by_id.get(spec.start, nodes[0]) if spec.start is not None else nodes[0]
     flow = Flow(spec.id, spec.description, start=start, nodes=nodes, context=spec.context,
                 max_oscillations=spec.max_oscillations, on=[_trigger(t, registry) for t in spec.on],
-                clear_on_start=spec.clear_on_start, on_end=spec.on_end,
+                clear_on_start=spec.clear_on_start, on_end=spec.on_end, on_drift=spec.on_drift,
                 instructions=[engine_template(i) for i in spec.instructions], tools=spec.tools,
                 collect=spec.collect, version=spec.version, gates=[_gate(g, registry) for g in spec.gates])
     flow.segments = find_segments(spec)

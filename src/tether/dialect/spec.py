@@ -465,6 +465,10 @@ class FlowSpec(Strict):
     on: list[TriggerSpec] = []
     clear_on_start: list[str] = []
     on_end: Literal["end", "stay", "reset"] = "end"
+    on_drift: Literal["error", "restart"] = Field(
+        default="error", description="what a run parked on an older definition of the flow does when it cannot "
+        "continue at its node (the node is gone or changed kind): error (the request fails with flow-drift) or "
+        "restart (the run starts over at the flow's start)")
     instructions: list[str] = []
     tools: list[str] | None = None
     collect: list[str] = []

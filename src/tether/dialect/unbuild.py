@@ -276,14 +276,17 @@ def to_spec(flow: Flow) -> dict[str, Any]:
             the node, the option and the declarative replacement.
     """
     refusals = _Refusals(flow.id)
-    for option, value, default in (("while_", flow.while_, None), ("anchor", flow.anchor, "session"),
-                                   ("on_drift", flow.on_drift, "error")):
+    for option, value, default in (("while_", flow.while_, None), ("anchor", flow.anchor, "session")):
         if value != default:
             refusals.refuse(None, option, option, f"{option} is not part of the flow-file dialect")
+    if callable(flow.on_drift):
+        refusals.refuse(None, "on_drift", "the on_drift migration function",
+                        "write on_drift: error or restart (a migration function is Python only)")
     data: dict[str, Any] = {
         "id": flow.id, "version": flow.version, "description": flow.description, "context": flow.context,
         "max_oscillations": flow.max_oscillations, "on": [_trigger(t, refusals, i) for i, t in enumerate(flow.on)],
         "clear_on_start": list(flow.clear_on_start), "on_end": flow.on_end,
+        "on_drift": flow.on_drift if not callable(flow.on_drift) else "error",
         "instructions": [refusals.text(i, None, f"instructions.{n}") for n, i in enumerate(flow.instructions)],
         "tools": list(flow.tools) if flow.tools is not None else None, "collect": list(flow.collect),
         "gates": [_gate(g, refusals, i) for i, g in enumerate(flow.gates)],

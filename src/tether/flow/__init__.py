@@ -24,6 +24,7 @@ from tether.flow.nodes import (
     router,
     wait,
 )
+from tether.flow.repair import Repair
 from tether.flow.resolvers import enum_check, enum_list, jsonpath, pattern, range_, whole_message
 from tether.flow.results import ActionResult, ReplyTurn, defer, failed, ok, skipped
 from tether.flow.steps import TERMINATE_TOOL, AgentNode, MemorySummary, agent, terminal
@@ -68,6 +69,7 @@ __all__ = [
     "NEXT",
     "Node",
     "PredicateGate",
+    "Repair",
     "Reply",
     "ReplyTurn",
     "Router",

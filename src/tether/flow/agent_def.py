@@ -16,6 +16,7 @@ from tether.flow.fields import Field, FieldType, ItemType
 from tether.flow.flow import Flow
 from tether.flow.nodes import Action, Collect, Decide, Reply, Router, Wait
 from tether.flow.placeholders import placeholder_issues
+from tether.flow.repair import Repair
 from tether.flow.steps import TERMINATE_TOOL, AgentNode
 from tether.flow.tools import Tool
 from tether.flow.transitions import StartFlow
@@ -24,7 +25,6 @@ from tether.flow.triggers import MentionTrigger, MessageTrigger
 __all__ = [
     "BUSY_POLICIES",
     "DEFAULT_FAILURE_REPLY",
-    "DEFAULT_HANDOFF_REPLY",
     "DEFAULT_HISTORY_WINDOW",
     "AgentDefinition",
     "Compaction",
@@ -41,9 +41,6 @@ DEFAULT_FAILURE_REPLY = "I'm sorry — something went wrong on my side. Let me t
 ``failure_reply``."""
 DEFAULT_HISTORY_WINDOW = 40
 """How many of the latest messages an agent's model calls see, unless it sets ``history_window``."""
-DEFAULT_HANDOFF_REPLY = "I'm handing you over to a person on our team. They will answer you here."
-"""What the customer hears when a flow hands the conversation to a person (``escalate``) in a turn
-that said nothing else, unless the agent sets ``handoff_reply``."""
 
 
 @dataclass(frozen=True)
@@ -116,8 +113,8 @@ class AgentDefinition:
         history_window: int = DEFAULT_HISTORY_WINDOW,
         compaction: Compaction | None = None,
         failure_reply: str | None = None,
-        handoff_reply: str | None = None,
         on_busy: str = "queue",
+        repair: Repair | None = None,
         id: str | None = None,
     ) -> None:
         self.name = name
@@ -147,8 +144,8 @@ class AgentDefinition:
         self.history_window = history_window
         self.compaction = compaction
         self.failure_reply = DEFAULT_FAILURE_REPLY if failure_reply is None else failure_reply
-        self.handoff_reply = DEFAULT_HANDOFF_REPLY if handoff_reply is None else handoff_reply
         self.on_busy = on_busy
+        self.repair = repair if repair is not None else Repair()
         issues = self._validate()
         if issues:
             raise FlowDefinitionError(issues, title=f"Agent {name!r} failed validation with {len(issues)} issue(s)")
@@ -204,9 +201,11 @@ class AgentDefinition:
         if not isinstance(self.failure_reply, str) or not self.failure_reply.strip():
             issue("invalid-option", f"failure_reply must be a non-empty string, got {self.failure_reply!r}",
                   path="failure_reply")
-        if not isinstance(self.handoff_reply, str) or not self.handoff_reply.strip():
-            issue("invalid-option", f"handoff_reply must be a non-empty string, got {self.handoff_reply!r}",
-                  path="handoff_reply")
+        if not isinstance(self.repair, Repair):
+            issue("invalid-option", f"repair must be a Repair, got {self.repair!r}", path="repair")
+        else:
+            for message in self.repair.problems():
+                issue("invalid-option", message, path="repair")
         if self.on_busy not in BUSY_POLICIES:
             issue("invalid-option", f"on_busy must be one of {', '.join(BUSY_POLICIES)}, got {self.on_busy!r}",
                   path="on_busy")

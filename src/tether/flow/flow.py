@@ -56,9 +56,10 @@ DriftMigration = Callable[[str | None, dict[str, Any]], str]
 goes on in the new one (``state`` is the run's own state, which it may change in place)."""
 
 OnDrift = Literal["error", "restart"] | DriftMigration
-"""What resuming a run pinned to another definition of its flow does: ``error`` (raise
-``FlowDriftError``, the default), ``restart`` (the run starts over at the flow's start), or a
-:data:`DriftMigration`."""
+"""What a run pinned to another definition of its flow does when it cannot continue at its node
+(the node is gone, its kind changed, or an unfinished action's journal no longer matches; a run
+that can, continues: ``flow-drift-continued``): ``error`` (raise ``FlowDriftError``, the default),
+``restart`` (the run starts over at the flow's start), or a :data:`DriftMigration`."""
 
 RESERVED_IDS = frozenset({"end", "stay"})
 
@@ -81,8 +82,9 @@ class Flow:
         clear_on_start: agent fields deleted when a run starts.
         on_end: ``end`` (default), ``stay`` (keep answering from the last talk node) or
             ``reset`` (start over, one hop further).
-        on_drift: what resuming a run pinned to another definition of this flow does (see
-            :data:`OnDrift`; default ``error``: ``FlowDriftError`` naming both digests).
+        on_drift: what a run pinned to another definition of this flow does when it cannot
+            continue at its node (see :data:`OnDrift`; default ``error``: ``FlowDriftError`` naming
+            both digests and why). A run whose node still exists with the same kind continues.
         instructions: flow-level instructions for the speak call.
         tools: names of agent tools this flow's model steps may call when a reply declares none
             (default: none).
@@ -90,8 +92,16 @@ class Flow:
         anchor: ``session`` or a host anchor name that keys runs and claims.
         version: the author's version label (``flow@version``; flow files set it). Runs are
             pinned to the digest, not to this label.
+        on_cancel: the node a cancel by the customer goes to (the flow's own cancel step);
+            default: the built-in cancel (see :class:`tether.flow.repair.Repair`).
+        cancellable: ``False``: the customer cannot cancel this flow's run.
+        on_skip: the node a step goes to when the customer cannot answer it ("I don't know my
+            order number"); default: a hand-off to a person, saying so.
 
     Attributes:
+        digest: ``sha256:...`` of the flow's structure (nodes with their kinds and options,
+            static transitions, fields, schemas, tools, gates); a function counts by its qualified
+            name, never by the module or file it was imported from. Runs are pinned to it.
         segments: node id -> the chain of ``generate`` replies (that node first) one model call
             speaks for when a run reaches it. Filled by :mod:`tether.dialect` for flow files
             (see :mod:`tether.dialect.segments`); always empty for Python flows, whose ``next``
@@ -122,6 +132,9 @@ class Flow:
         name: str | None = None,
         on_drift: OnDrift = "error",
         version: str | None = None,
+        on_cancel: str | None = None,
+        cancellable: bool = True,
+        on_skip: str | None = None,
     ) -> None:
         self.id = id
         self.name = name or id
@@ -146,6 +159,13 @@ class Flow:
             self.by_id.setdefault(getattr(node, "id", ""), node)
         self.on_drift: OnDrift = on_drift
         self.version = version
+        self.on_cancel = on_cancel
+        """The node a cancel goes to (the author's own cancel step), instead of the built-in cancel."""
+        self.cancellable = cancellable
+        """Whether the customer may cancel this flow's run (the cancel repair pattern)."""
+        self.on_skip = on_skip
+        """The node a step goes to when the customer cannot answer it ("I don't know"), instead of
+        a hand-off to a person."""
         self.segments: Mapping[str, tuple[str, ...]] = {}
         issues = self._validate(start)
         if on_drift not in ("error", "restart") and not callable(on_drift):
@@ -287,6 +307,13 @@ class Flow:
         for node_id, path, message in step_problems(self.nodes):
             issue("invalid-option", message, node=node_id, path=path)
 
+        for option in ("on_cancel", "on_skip"):
+            target = getattr(self, option)
+            if target is not None and target not in self.by_id:
+                issue("unresolved-transition", f"{option} names {target!r}, which is not a node of this flow",
+                      path=option)
+        if not isinstance(self.cancellable, bool):
+            issue("invalid-option", f"cancellable must be True or False, got {self.cancellable!r}", path="cancellable")
         if not issues:
             for node_id in self._unreachable():
                 issue("unreachable-node", f"node {node_id!r} cannot be reached from start {self.start!r}",
@@ -361,7 +388,7 @@ class Flow:
 
     def _unreachable(self) -> list[str]:
         reached: set[str] = set()
-        todo = [self.start]
+        todo = [self.start, *(t for t in (self.on_cancel, self.on_skip) if t)]
         while todo:
             node_id = todo.pop()
             if node_id in reached:
@@ -383,8 +410,14 @@ class Flow:
             "nodes": [node.describe() for node in self.nodes],
             "gates": [_describe_gate(g) for g in self.gates],
         }
-        canonical = json.dumps(description, sort_keys=True, separators=(",", ":"), default=repr)
+        canonical = json.dumps(description, sort_keys=True, separators=(",", ":"), default=_digest_value)
         return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _digest_value(value: Any) -> Any:
+    """A value the description holds that JSON has no form for (a transition's data, an option):
+    a callable by its name (a function's repr names its module and address), anything else by repr."""
+    return callable_name(value) if callable(value) else repr(value)
 
 
 def _describe_gate(gate: Gate) -> dict[str, Any]:

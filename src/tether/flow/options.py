@@ -14,13 +14,18 @@ __all__ = ["callable_name", "is_model_class", "listed", "tool_names"]
 
 
 def callable_name(fn: Any) -> str | None:
+    """How a flow's digest describes ``fn``: its qualified name, never the module it was imported
+    as (an app file is imported under a name of the loader's choosing, and the same code copied to
+    another folder or imported as a package module is the same flow). A callable built from data
+    (a flow file's predicate or route, which has a ``digest_key``) is described by that data."""
     if fn is None:
         return None
     if not callable(fn):
         return repr(fn)
-    name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
-    key = getattr(fn, "digest_key", None)  # a callable built from data (a flow file) names its data
-    return f"{name}:{key()}" if callable(key) else name
+    key = getattr(fn, "digest_key", None)
+    if callable(key):  # tether's own classes: flow-file digests have always named their module
+        return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__name__)}:{key()}"
+    return str(getattr(fn, "__qualname__", type(fn).__qualname__))
 
 
 def tool_names(node_id: str, uses: Any) -> tuple[str, ...]:

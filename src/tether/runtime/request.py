@@ -15,9 +15,12 @@ failure becomes a failed ``RunResponse``.
 
 A handled failure is not a session failure: an input the engine refuses (``invalid-input``: a lone
 surrogate, a NUL, a message over the size limit) fails before any session I/O, and a provider
-failure (``model-<kind>``) or a step that needs a model the deploy does not configure
-(``model-configuration``) fails the turn with nothing of it saved (a checkpoint it committed
-stays); the session stays ``running`` and takes the next message.
+failure (``model-<kind>``), a step that needs a model the deploy does not configure
+(``model-configuration``) or a store that fails a write (``SESSION_STORE_ERROR``) fails the turn
+with nothing more of it saved (a checkpoint it committed stays, with its open-turn mark); the
+session keeps its status and takes the next message, and the same input again continues the turn.
+A failed checkpoint stops the turn with a signal (``CheckpointFailed``) that author code catching
+``Exception`` cannot swallow.
 
 Store writes. Seed 004 saves the session "mid-turn before the new step's onCrossing() runs": the
 runtime gives the engine a checkpoint (``TurnOptions.checkpoint``) that, after every committed move
@@ -246,9 +249,11 @@ class RequestPath:
                 replays += 1
             except (SessionFlowMismatch, SessionFlowInvariant, SessionVersionUnsupported, FlowDriftError) as exc:
                 return failure(exc.message, session_id, exc.code)  # nothing saved: fix the deploy, not the session
-            except (ModelError, ModelConfigurationError) as exc:
-                # a provider failure, or a step needing a model the deploy lacks, fails the turn:
-                # nothing of it saved, the session stays usable
+            except (ModelError, ModelConfigurationError, StoreError) as exc:
+                # a provider failure, a step needing a model the deploy lacks, or a store that
+                # failed a save fails the turn: nothing more of it saved (a checkpoint it committed
+                # stays, with its open-turn mark), the session keeps its status, and the retry of
+                # the same input continues the turn
                 return failure(describe_error(exc), attempt.created or session_id, exc.code)
             except Exception as exc:
                 return await self._abort(attempt, exc, session_id)

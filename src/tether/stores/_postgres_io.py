@@ -61,6 +61,13 @@ async def insert_records(conn: Conn, s: str, session_id: str, records: TurnRecor
                 "WHERE (j.body->>'status') = 'running'",  # a final entry never changes
                 [(session_id, e.key, e.run_id, journal_body(session_id, e)) for e in records.journal],
             )
+        parts = records.part_rows()
+        if parts:
+            await cur.executemany(
+                f"INSERT INTO {s}.tether_parts (session_id, path, name, body) VALUES (%s, %s, %s, %s::json) "
+                "ON CONFLICT (session_id, path, name) DO UPDATE SET body = EXCLUDED.body",
+                [(session_id, path, name, body) for path, name, body in parts],
+            )
         if records.cancel_wakes:
             await cur.execute(
                 f"DELETE FROM {s}.tether_wakes WHERE session_id = %s AND key = ANY(%s)",
@@ -82,9 +89,9 @@ async def insert_records(conn: Conn, s: str, session_id: str, records: TurnRecor
 
 def one_statement_save(records: TurnRecords | None) -> bool:
     """True when a save with ``records`` fits in one statement: the document, transcript messages,
-    events and journal entries. Wakes (a delete and an upsert may touch one row) take the
-    transaction."""
-    return records is None or not (records.wakes or records.cancel_wakes)
+    events and journal entries. Wakes (a delete and an upsert may touch one row) and document
+    parts take the transaction."""
+    return records is None or not (records.wakes or records.cancel_wakes or records.parts)
 
 
 async def save_in_one_statement(conn: Conn, s: str, session: tuple[Any, ...], expected: int,

@@ -68,6 +68,21 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
     ),
     (2, POSTGRES_TABLE),  # stored flow versions (hot registration)
     (3, POSTGRES_ONE_ACTIVE),  # one active stored version per agent and flow
+    (
+        4,
+        [  # document parts (TurnRecords.parts): a workflow run's node states
+            """CREATE TABLE IF NOT EXISTS {s}.tether_parts (
+                session_id text NOT NULL,
+                path text NOT NULL,
+                name text NOT NULL,
+                body json NOT NULL,
+                PRIMARY KEY (session_id, path, name)
+            )""",
+            # Store.list(agent_prefix=...): LIKE 'prefix%' on this index under any collation
+            "CREATE INDEX IF NOT EXISTS tether_sessions_agent_pattern ON {s}.tether_sessions "
+            "(agent text_pattern_ops)",
+        ],
+    ),
 ]
 """``(version, statements)`` in ascending order; every statement is safe to run twice."""
 

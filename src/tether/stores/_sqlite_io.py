@@ -69,6 +69,11 @@ def insert_records(conn: sqlite3.Connection, session_id: str, records: TurnRecor
         [(session_id, e.key, e.run_id, journal_body(session_id, e)) for e in records.journal],
     )
     conn.executemany(
+        "INSERT INTO tether_parts (session_id, path, name, body) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (session_id, path, name) DO UPDATE SET body = excluded.body",
+        [(session_id, path, name, body) for path, name, body in records.part_rows()],
+    )
+    conn.executemany(
         "DELETE FROM tether_wakes WHERE session_id = ? AND key = ?",
         [(session_id, key) for key in records.cancel_wakes],
     )

@@ -74,6 +74,18 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
     ),
     (3, SQLITE_TABLE),  # stored flow versions (hot registration)
     (4, SQLITE_ONE_ACTIVE),  # one active stored version per agent and flow
+    (
+        5,
+        [  # document parts (TurnRecords.parts): a workflow run's node states
+            """CREATE TABLE IF NOT EXISTS tether_parts (
+                session_id TEXT NOT NULL,
+                path TEXT NOT NULL,
+                name TEXT NOT NULL,
+                body TEXT NOT NULL,
+                PRIMARY KEY (session_id, path, name)
+            ) WITHOUT ROWID""",
+        ],
+    ),
 ]
 """``(version, statements)`` in ascending order; every statement is safe to run twice."""
 

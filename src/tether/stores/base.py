@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
 from datetime import UTC, datetime
+from typing import Any, ClassVar
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
@@ -26,6 +27,7 @@ from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, Tur
 
 __all__ = [
     "ENDED_STATUSES",
+    "prefix_bounds",
     "ClockLike",
     "Store",
     "backend_errors",
@@ -71,6 +73,10 @@ class Store(ABC):
     (``SESSION_STORE_ERROR``), stale revisions as ``SessionConflict`` (``SESSION_CONFLICT``) and
     malformed documents as ``SessionFlowInvariant`` (``SESSION_FLOW_INVARIANT``).
     """
+
+    document_parts: ClassVar[bool] = False
+    """Whether the store keeps ``TurnRecords.parts`` (and puts them back into the document when
+    it loads). A store that does not must be given whole documents."""
 
     def __init__(self, *, clock: ClockLike | None = None) -> None:
         if clock is None:
@@ -137,10 +143,13 @@ class Store(ABC):
 
     @abstractmethod
     async def list(
-        self, *, agent: str | None = None, status: str | None = None, tenant: str | None = None, limit: int = 100
+        self, *, agent: str | None = None, status: str | None = None, limit: int = 100,
+        agent_prefix: str | None = None, tenant: str | None = None,
     ) -> builtins.list[SessionSummary]:
-        """Summaries of the stored sessions, newest ``saved_at`` first; with ``tenant``, only that
-        tenant's (``session_tenant`` of the document's metadata), filtered before ``limit``."""
+        """Summaries of the stored sessions, newest ``saved_at`` first: of ``agent`` exactly, or of
+        every agent whose name starts with ``agent_prefix`` (``"workflow:"``: the workflow runs),
+        in ``status``; one query on the agent index. With ``tenant``, only that tenant's
+        (``session_tenant`` of the document's metadata), filtered in the query, before ``limit``."""
 
     @abstractmethod
     async def prune(self, *, older_than: datetime) -> int:
@@ -276,22 +285,24 @@ class Store(ABC):
             ) from exc
         return stored, text
 
-    def _leased(self, session_id: str, found: tuple[str | bytes, int] | None,
+    def _leased(self, session_id: str, found: tuple[str | bytes, int, Any] | None,
                 release: Callable[[], Awaitable[None]], backend: object) -> Leased:
-        """The ``Leased`` of a durable store's ``lease_and_load``: ``found`` is the ``(doc, revision)``
-        row read with the take (None: no such session), decoded on the first ``load()``."""
+        """The ``Leased`` of a durable store's ``lease_and_load``: ``found`` is the ``(doc, revision,
+        parts)`` row read with the take (None: no such session), decoded on the first ``load()``."""
 
         def first() -> Session | None:
-            return None if found is None else self._decode(session_id, found[0], found[1])
+            return None if found is None else self._decode(session_id, found[0], found[1], found[2])
 
         held = Leased(session_id, first, lambda: self.load(session_id), release)
         held.backend = backend
         return held
 
     @staticmethod
-    def _decode(session_id: str, text: str | bytes, revision: int | None = None) -> Session:
-        """Parse a stored document; a row that no longer validates raises ``SessionFlowInvariant``
-        (``SessionVersionUnsupported`` when it names a newer ``schema_version`` than ours)."""
+    def _decode(session_id: str, text: str | bytes, revision: int | None = None, parts: Any = None) -> Session:
+        """Parse a stored document and put its parts back (``parts``: ``(path, name, value)``
+        rows, or their JSON array as text; see ``TurnRecords.parts``); a row that no longer
+        validates raises ``SessionFlowInvariant`` (``SessionVersionUnsupported`` when it names a
+        newer ``schema_version`` than ours)."""
         try:
             session = Session.model_validate_json(text)
         except ValidationError as exc:
@@ -311,7 +322,22 @@ class Store(ABC):
             )
         if revision is not None and session.revision != revision:
             session = session.model_copy(update={"revision": revision})
+        if parts:
+            _put_parts(session, json.loads(parts) if isinstance(parts, str | bytes) else parts)
         return session
+
+
+def _put_parts(session: Session, rows: Iterable[Any]) -> None:
+    """Put ``(path, name, value)`` rows back into ``session.data`` (see ``TurnRecords.parts``)."""
+    for path, name, value in rows:
+        into: Any = session.data
+        for key in path.split("."):
+            into = into.setdefault(key, {}) if isinstance(into, dict) else None
+        if not isinstance(into, dict):
+            raise SessionFlowInvariant(
+                f"Stored session {session.id!r} has a part at {path!r}, where its document holds no object",
+                operation="load", session_id=session.id)
+        into[name] = json.loads(value) if isinstance(value, str | bytes) else value
 
 
 class _ComposedLease:
@@ -343,6 +369,15 @@ def _schema_version(text: str | bytes) -> int | None:
     except (ValueError, AttributeError):
         return None
     return version if isinstance(version, int) else None
+
+
+def prefix_bounds(prefix: str) -> tuple[str, str | None]:
+    """``(low, high)``: every string that starts with ``prefix`` is ``>= low`` and ``< high``
+    in code point order (``high`` is ``None`` when no string bounds them: ``prefix`` is empty or
+    ends with the last code point)."""
+    if not prefix or ord(prefix[-1]) == 0x10FFFF:
+        return prefix, None
+    return prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)
 
 
 def messages_from_rows(bodies: Iterable[str]) -> list[TranscriptMessage]:

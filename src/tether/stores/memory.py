@@ -60,12 +60,15 @@ class _Records:
 class MemoryStore(Store):
     """A store that lives in memory: one process, nothing durable. Same contract as the others."""
 
+    document_parts = True
+
     def __init__(self, *, clock: ClockLike | None = None) -> None:
         super().__init__(clock=clock)
         self._docs: dict[str, str] = {}
         self._summaries: dict[str, _Summary] = {}
         self._tenants: dict[str, str] = {}
         self._records: dict[str, _Records] = {}
+        self._parts: dict[str, dict[tuple[str, str], str]] = {}  # session -> (path, name) -> body
         self._wakes: dict[tuple[str, str], str] = {}
         self._closed = False
         self._flows: builtins.list[StoredFlow] = []
@@ -81,7 +84,9 @@ class MemoryStore(Store):
         text = self._docs.get(session_id)
         if text is None:
             return None
-        return self._decode(session_id, text, self._summaries[session_id].revision)
+        parts = self._parts.get(session_id)
+        rows = [(path, name, body) for (path, name), body in parts.items()] if parts else None
+        return self._decode(session_id, text, self._summaries[session_id].revision, rows)
 
     async def create(self, session: Session, records: TurnRecords | None = None) -> Session:
         stored, text = self._prepare(session, revision=0, operation="create")
@@ -128,13 +133,15 @@ class MemoryStore(Store):
         self._drop(session_id)
 
     async def list(
-        self, *, agent: str | None = None, status: str | None = None, tenant: str | None = None, limit: int = 100
+        self, *, agent: str | None = None, status: str | None = None, limit: int = 100,
+        agent_prefix: str | None = None, tenant: str | None = None,
     ) -> builtins.list[SessionSummary]:
         self._check_open("list")
         rows = [
             s
             for s in self._summaries.values()
             if (agent is None or s.agent == agent) and (status is None or s.status == status)
+            and (agent_prefix is None or s.agent.startswith(agent_prefix))
             and (tenant is None or self._tenants[s.id] == tenant)
         ]
         rows.sort(key=lambda s: s.id)
@@ -241,6 +248,7 @@ class MemoryStore(Store):
         self._summaries.pop(session_id, None)
         self._tenants.pop(session_id, None)
         self._records.pop(session_id, None)
+        self._parts.pop(session_id, None)
         for key in [k for k in self._wakes if k[0] == session_id]:
             del self._wakes[key]
 
@@ -259,6 +267,10 @@ class MemoryStore(Store):
     def _write_records(self, session_id: str, records: TurnRecords | None, rows: _Rows) -> None:
         if records is None:
             return
+        if records.parts:
+            stored = self._parts.setdefault(session_id, {})
+            for path, name, body in records.part_rows():
+                stored[(path, name)] = body
         bucket = self._records.setdefault(session_id, _Records())
         messages, events = rows
         for seq, text in messages:

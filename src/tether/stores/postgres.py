@@ -37,7 +37,12 @@ if TYPE_CHECKING:
 __all__ = ["PostgresStore"]
 
 _INSTALL_HINT = "PostgresStore needs psycopg 3 and psycopg-pool: pip install 'tether[postgres]'"
-_RECORD_TABLES = ("tether_messages", "tether_events", "tether_journal", "tether_wakes")
+# one statement, so the document and its parts are read from one snapshot (``{s}``: the schema)
+_READ_DOC = (
+    "SELECT doc::text, revision, (SELECT json_agg(json_build_array(path, name, body))::text "
+    "FROM {s}.tether_parts WHERE session_id = d.id) FROM {s}.tether_sessions AS d WHERE id = %s"
+)
+_RECORD_TABLES = ("tether_messages", "tether_events", "tether_journal", "tether_wakes", "tether_parts")
 
 
 def _backend_errors() -> tuple[type[BaseException], ...]:
@@ -77,6 +82,8 @@ class PostgresStore(Store):
         clock: stamps ``saved_at`` (default: the system clock, UTC).
         connect_timeout: seconds to wait for the first connection.
     """
+
+    document_parts = True
 
     def __init__(
         self,
@@ -207,12 +214,12 @@ class PostgresStore(Store):
         if self._closed:
             raise StoreError("store is closed", operation="lease")
         pool = await self._ensure_lease_pool()
-        read = sql.SQL("SELECT doc::text, revision FROM {}.tether_sessions WHERE id = {}").format(
-            sql.SQL(self._s), sql.Literal(session_id))
+        read = sql.SQL(_READ_DOC.replace("{s}", self._s).replace("%s", "{}")).format(sql.Literal(session_id))
         async with hold_postgres_lease(pool, self.schema, session_id, timeout=timeout, errors=self._errors,
                                        read=read) as lease:
             rows = lease.found or []
-            yield self._leased(session_id, (rows[0][0], rows[0][1]) if rows else None, lease.release, lease)
+            yield self._leased(session_id, (rows[0][0], rows[0][1], rows[0][2]) if rows else None, lease.release,
+                               lease)
 
     async def save_and_release(
         self, session: Session, expected_revision: int, records: TurnRecords | None, held: Leased
@@ -235,13 +242,8 @@ class PostgresStore(Store):
     # ------------------------------------------------------------------ the document
 
     async def load(self, session_id: str) -> Session | None:
-        rows = await self._fetchall(
-            "load",
-            session_id,
-            f"SELECT doc::text, revision FROM {self._s}.tether_sessions WHERE id = %s",
-            (session_id,),
-        )
-        return self._decode(session_id, rows[0][0], rows[0][1]) if rows else None
+        rows = await self._fetchall("load", session_id, _READ_DOC.replace("{s}", self._s), (session_id,))
+        return self._decode(session_id, rows[0][0], rows[0][1], rows[0][2]) if rows else None
 
     async def create(self, session: Session, records: TurnRecords | None = None) -> Session:
         stored, text = self._prepare(session, revision=0, operation="create")
@@ -332,18 +334,23 @@ class PostgresStore(Store):
                 await conn.execute(f"DELETE FROM {self._s}.{table} WHERE session_id = %s", (session_id,))
 
     async def list(
-        self, *, agent: str | None = None, status: str | None = None, tenant: str | None = None, limit: int = 100
+        self, *, agent: str | None = None, status: str | None = None, limit: int = 100,
+        agent_prefix: str | None = None, tenant: str | None = None,
     ) -> builtins.list[SessionSummary]:
+        where = ["(%(agent)s::text IS NULL OR agent = %(agent)s)", "(%(status)s::text IS NULL OR status = %(status)s)"]
+        pattern = None
+        if agent_prefix:  # LIKE 'prefix%' takes the text_pattern_ops index whatever the collation
+            pattern = agent_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            where.append("agent LIKE %(pattern)s ESCAPE '\\'")
+        if tenant is not None:
+            where.append("COALESCE(NULLIF(doc->'metadata'->'config'->>'tenant', ''), %(default)s) = %(tenant)s")
         rows = await self._fetchall(
             "list",
             None,
             f"SELECT id, agent, status, revision, created_at, saved_at FROM {self._s}.tether_sessions "
-            "WHERE (%(agent)s::text IS NULL OR agent = %(agent)s) "
-            "AND (%(status)s::text IS NULL OR status = %(status)s) "
-            "AND (%(tenant)s::text IS NULL "
-            "OR COALESCE(NULLIF(doc->'metadata'->'config'->>'tenant', ''), %(default)s) = %(tenant)s) "
-            "ORDER BY saved_at DESC, id LIMIT %(limit)s",
-            {"agent": agent, "status": status, "tenant": tenant, "default": DEFAULT_TENANT, "limit": limit},
+            f"WHERE {' AND '.join(where)} ORDER BY saved_at DESC, id LIMIT %(limit)s",
+            {"agent": agent, "status": status, "limit": limit, "pattern": pattern, "tenant": tenant,
+             "default": DEFAULT_TENANT},
         )
         return [
             SessionSummary(

@@ -38,6 +38,7 @@ from tether.engine.core.events import (
     CustomerMessage,
     CustomEvent,
     ErrorEvent,
+    FieldCorrected,
     FlowEnd,
     FlowEnter,
     FlowEvent,
@@ -83,7 +84,7 @@ def _layout(cls: type[FlowEvent]) -> tuple[tuple[str, Any], ...]:
 
 _CLASSES: tuple[type[FlowEvent], ...] = (
     FlowEnter, NodeEnter, NodeExit, FlowTransition, FlowEnd, HandoffEvent, ErrorEvent, CollectUpdate,
-    CustomEvent, ReplyWarning, Interactive, CustomerMessage, BudgetExceeded,
+    CustomEvent, ReplyWarning, Interactive, FieldCorrected, CustomerMessage, BudgetExceeded,
 )
 LAYOUTS: dict[str, tuple[tuple[str, Any], ...]] = {cls.type: _layout(cls) for cls in _CLASSES}
 """The positional layout of each engine event type (the fields after ``type, run_id, flow, at``)."""

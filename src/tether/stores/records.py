@@ -6,6 +6,7 @@ transaction as the document, so a save that loses its compare-and-swap writes no
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -109,6 +110,12 @@ class TurnRecords(BaseModel):
             is never replaced).
         wakes: wakes to schedule (applied after ``cancel_wakes``).
         cancel_wakes: keys of wakes to remove.
+        parts: document parts, ``{path: {name: JSON text}}``: each is kept beside the document
+            and put back into it when it loads, at ``data[path][name]`` (``path`` is dotted:
+            ``"workflow_run.nodes"`` is ``data["workflow_run"]["nodes"]``). A part written again
+            replaces the stored one; a save writes only the parts it is given, so a document
+            whose large members change a few at a time writes only those. Parts are removed
+            with their session, never one by one.
     """
 
     model_config = _STRICT
@@ -118,6 +125,20 @@ class TurnRecords(BaseModel):
     journal: list[JournalEntry] = Field(default_factory=list)
     wakes: list[WakeRequest] = Field(default_factory=list)
     cancel_wakes: list[str] = Field(default_factory=list)
+    parts: dict[str, dict[str, str]] = Field(default_factory=dict)
+
+    @field_validator("parts")
+    @classmethod
+    def _parts_are_json(cls, parts: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+        for path, members in parts.items():
+            if not path or any(not key for key in path.split(".")):
+                raise ValueError(f"part path {path!r} must be dotted names (like 'workflow_run.nodes')")
+            for name, body in members.items():
+                try:
+                    json.loads(body)
+                except ValueError as exc:
+                    raise ValueError(f"part {path}[{name!r}] is not JSON: {exc}") from None
+        return parts
 
     @field_validator("events")
     @classmethod
@@ -137,4 +158,8 @@ class TurnRecords(BaseModel):
 
     def is_empty(self) -> bool:
         """True when there is nothing to write."""
-        return not (self.messages or self.events or self.journal or self.wakes or self.cancel_wakes)
+        return not (self.messages or self.events or self.journal or self.wakes or self.cancel_wakes or self.parts)
+
+    def part_rows(self) -> list[tuple[str, str, str]]:
+        """``(path, name, body)`` per part."""
+        return [(path, name, body) for path, members in self.parts.items() for name, body in members.items()]

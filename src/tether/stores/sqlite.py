@@ -32,7 +32,7 @@ from tether.stores._sqlite_io import from_us, insert_records, to_us, wake_from_r
 from tether.stores._sqlite_lease import SQLiteLease, hold_sqlite_lease, unsynced
 from tether.stores._sqlite_schema import migrate
 from tether.stores._sqlite_thread import ConnectionThread
-from tether.stores.base import ClockLike, Store, backend_errors, messages_from_rows, utc
+from tether.stores.base import ClockLike, Store, backend_errors, messages_from_rows, prefix_bounds, utc
 from tether.stores.flow_versions import FlowVersion, Status, StoredFlow, sqlite_flows, sqlite_put
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
 from tether.stores.record_forms import events_from_row, journal_from_row
@@ -42,13 +42,20 @@ __all__ = ["SQLiteStore"]
 
 T = TypeVar("T")
 _ERRORS = (sqlite3.Error, OSError)
-_RECORD_TABLES = ("tether_messages", "tether_events", "tether_journal", "tether_wakes")
+_RECORD_TABLES = ("tether_messages", "tether_events", "tether_journal", "tether_wakes", "tether_parts")
 _ENDED = "status IN ('completed', 'aborted') AND saved_at < ?"
 
 
-def _read_doc(session_id: str, conn: sqlite3.Connection) -> tuple[str, int] | None:
-    row = conn.execute("SELECT doc, revision FROM tether_sessions WHERE id = ?", (session_id,)).fetchone()
-    return None if row is None else (row[0], row[1])
+# one statement, so the document and its parts are read from one snapshot of the database
+_READ_DOC = (
+    "SELECT doc, revision, (SELECT json_group_array(json_array(path, name, json(body))) FROM tether_parts "
+    "WHERE session_id = s.id) FROM tether_sessions AS s WHERE id = ?"
+)
+
+
+def _read_doc(session_id: str, conn: sqlite3.Connection) -> tuple[str, int, str | None] | None:
+    row = conn.execute(_READ_DOC, (session_id,)).fetchone()
+    return None if row is None else (row[0], row[1], None if row[2] == "[]" else row[2])
 
 
 def _enter_wal(conn: sqlite3.Connection, timeout: float) -> None:
@@ -69,6 +76,9 @@ def _enter_wal(conn: sqlite3.Connection, timeout: float) -> None:
 class SQLiteStore(Store):
     """A store in one SQLite file (created with its parent directory on first use).
 
+    Document parts (``TurnRecords.parts``) are rows of ``tether_parts``, read with the document
+    in one statement.
+
     Args:
         path: the database file.
         clock: stamps ``saved_at`` (default: the system clock, UTC).
@@ -76,6 +86,8 @@ class SQLiteStore(Store):
         lease_ttl: seconds a session lease lives without renewal (its holder renews it every
             third of that); after it a lease whose holder vanished without a trace is free.
     """
+
+    document_parts = True
 
     def __init__(
         self,
@@ -197,7 +209,7 @@ class SQLiteStore(Store):
 
     async def load(self, session_id: str) -> Session | None:
         found = await self._call("load", session_id, functools.partial(_read_doc, session_id))
-        return None if found is None else self._decode(session_id, found[0], found[1])
+        return None if found is None else self._decode(session_id, *found)
 
     async def create(self, session: Session, records: TurnRecords | None = None) -> Session:
         stored, text = self._prepare(session, revision=0, operation="create")
@@ -304,15 +316,21 @@ class SQLiteStore(Store):
         await self._call("delete", session_id, op)
 
     async def list(
-        self, *, agent: str | None = None, status: str | None = None, tenant: str | None = None, limit: int = 100
+        self, *, agent: str | None = None, status: str | None = None, limit: int = 100,
+        agent_prefix: str | None = None, tenant: str | None = None,
     ) -> builtins.list[SessionSummary]:
-        where, params = [], []
+        where: builtins.list[str] = []
+        params: builtins.list[str | int] = []
         if tenant is not None:
             where.append("COALESCE(NULLIF(json_extract(doc, '$.metadata.config.tenant'), ''), ?) = ?")
             params += [DEFAULT_TENANT, tenant]
         if agent is not None:
             where.append("agent = ?")
             params.append(agent)
+        if agent_prefix:  # a range on the agent index (text compares by code point)
+            low, high = prefix_bounds(agent_prefix)
+            where.append("agent >= ? AND agent < ?" if high is not None else "substr(agent, 1, ?) = ?")
+            params += [low, high] if high is not None else [len(agent_prefix), agent_prefix]
         if status is not None:
             where.append("status = ?")
             params.append(status)

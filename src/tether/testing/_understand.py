@@ -29,6 +29,7 @@ def understood(
     branches: Mapping[str, bool] | None = None,
     mentions: Mapping[str, bool] | None = None,
     asks: bool | None = None,
+    intent: str | None = None,
 ) -> Callable[[ModelRequest], dict[str, Any]]:
     """A scripted ``understand`` reply.
 
@@ -39,6 +40,8 @@ def understood(
         branches: ``True``/``False`` per branch, by its ``when`` text (or its ``q1``... alias).
         mentions: ``True``/``False`` per ``on_mention`` flow id.
         asks: whether the message asks a question (only when the request asks that).
+        intent: a repair intent (``cancel``, ``chitchat``, ``completed``, ``skip``), when the
+            request lists it.
 
     >>> model = ScriptedModel(understand=[understood(flows={"orders": 90}, values={"order_number": "A-1"})])
     """
@@ -78,6 +81,11 @@ def understood(
             if "asks" not in envelope:
                 raise AssertionError("the understand request does not ask whether the message asks a question")
             envelope["asks"] = asks
+        if intent is not None:
+            listed = (offered.get("intent") or {}).get("enum") or []
+            if intent not in listed:
+                raise AssertionError(f"the understand request does not list the intent {intent!r} (it lists: {listed})")
+            envelope["intent"] = intent
         return envelope
 
     return reply

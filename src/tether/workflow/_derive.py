@@ -73,8 +73,9 @@ _OPEN = frozenset({"pending", "available"})
 
 
 def new_snapshot(graph: WorkflowGraph, run_id: str, run_input: dict[str, Any] | None = None,
-                 *, autonomous: bool = False) -> WorkflowSnapshot:
-    """A fresh run of ``graph``: the declared input defaults overlaid with ``run_input``."""
+                 *, autonomous: bool = False, digest: str | None = None) -> WorkflowSnapshot:
+    """A fresh run of ``graph``: the declared input defaults overlaid with ``run_input``, pinned to
+    ``digest`` (default ``graph.digest``; a host pins a run with sub-flows to their digests too)."""
     unknown = sorted(set(run_input or {}) - set(graph.workflow.input))
     if unknown:
         raise WorkflowExpressionError(
@@ -82,7 +83,7 @@ def new_snapshot(graph: WorkflowGraph, run_id: str, run_input: dict[str, Any] | 
             f"(declared: {', '.join(graph.workflow.input) or 'none'})", code="unknown-input")
     snapshot = WorkflowSnapshot(
         run_id=run_id, workflow_id=graph.id, workflow_version=graph.workflow.version,
-        workflow_digest=graph.digest, autonomous=autonomous,
+        workflow_digest=digest or graph.digest, autonomous=autonomous,
         input={**graph.workflow.input, **(run_input or {})}, nodes={node_id: NodeState() for node_id in graph.order},
     )
     derive(graph, snapshot)

@@ -53,10 +53,10 @@ from tether.workflow import (
 from tether.workflow._contract import AgentRun, FunctionRun, GateRun, RouterRun, SubflowRun, SubpromptRun
 from tether.workflow._derive import changed_nodes, derive, index_of
 from tether.workflow._state import Approval
-from tether.workflow_host._agent import DEFAULT_TOOL_ROUNDS, AgentDriver
+from tether.workflow_host._agent import DEFAULT_TOOL_ROUNDS, AgentDriver, TurnReport
 from tether.workflow_host._process import build_request, settle_outcome, spawn_failure
 from tether.workflow_host._store import SnapshotStore
-from tether.workflow_host._subflow import MAX_SUBFLOW_DEPTH, SubflowHost, check_subflows
+from tether.workflow_host._subflow import MAX_SUBFLOW_DEPTH, SubflowHost, check_subflows, tree_digest
 from tether.workflow_host._subprompt import run_subprompt
 
 __all__ = ["MAX_SUBFLOW_DEPTH", "Resolver", "WorkflowRun"]
@@ -124,8 +124,10 @@ class WorkflowRun:
         self.resolver = resolve
         if not _ancestry:
             check_subflows(self.graph, self.resolve)
+        # a child run is never stored: only a root run is pinned (to its whole sub-flow tree)
+        self.digest = self.graph.digest if _ancestry else tree_digest(self.graph, self.resolve)
         self._snapshot = _snapshot or new_snapshot(self.graph, run_id or str(uuid.uuid4()), input,
-                                                   autonomous=autonomous)
+                                                   autonomous=autonomous, digest=self.digest)
         self._revision = _revision
         self._lock = asyncio.Lock()
         self.aborts: dict[str, asyncio.Event] = {}
@@ -133,6 +135,7 @@ class WorkflowRun:
         self.subflows = SubflowHost(self, self._child)
         self.agent_nodes = frozenset(n for n, node in self.graph.nodes.items() if isinstance(node.run, AgentRun))
         self.agent = AgentDriver(self)
+        self.last_agent_turn: TurnReport | None = None  # what advance()'s last agent turn did
 
     # ------------------------------------------------------------------ reading
 
@@ -205,7 +208,8 @@ class WorkflowRun:
         if self._revision is None:
             self._revision = await self.snapshots.create(after, events, journal)
         else:
-            self._revision = await self.snapshots.save(after, self._revision, events, journal)
+            changed = frozenset() if before is after else changed_nodes(after) if before is not None else None
+            self._revision = await self.snapshots.save(after, self._revision, events, journal, changed=changed)
 
     async def flush_journal(self) -> None:
         """Save the journal entries waiting for the next change now (a save with no change)."""
@@ -271,7 +275,7 @@ class WorkflowRun:
         (see :meth:`load`)."""
         loaded = WorkflowSnapshot.model_validate(snapshot if isinstance(snapshot, Mapping)
                                                  else snapshot.model_dump(by_alias=True))
-        _check_pinned(loaded, self.graph)
+        _check_pinned(loaded, self.graph, self.digest)
         for abort in self.aborts.values():
             abort.set()
         self.subflows.drop_all()
@@ -304,9 +308,11 @@ class WorkflowRun:
             raise WorkflowOperationError(f"no workflow run {run_id!r} in the store", code="unknown-run")
         snapshot, revision = found
         graph = _graph(definition)
-        _check_pinned(snapshot, graph)
-        derive(graph, snapshot)
+        if snapshot.workflow_id != graph.id:
+            _check_pinned(snapshot, graph, graph.digest)  # refused before its sub-flows are resolved
         run = cls(graph, store=snapshots, _snapshot=snapshot, _revision=revision, **options)
+        _check_pinned(snapshot, graph, run.digest)
+        derive(graph, snapshot)
         if any((state.status == "running" and node_id not in run.agent_nodes)
                or (state.approval and state.approval.kind == "sub-flow" and state.status == "awaiting_approval")
                or (state.input_request and state.input_request.child_node and state.status == "awaiting_input")
@@ -340,7 +346,7 @@ class WorkflowRun:
             if not self.agent.has_work() or self._snapshot.status == "cancelled":
                 break
             before = {n: (s.status, s.generation) for n, s in self._snapshot.nodes.items()}
-            report = await self.agent.turn()
+            report = self.last_agent_turn = await self.agent.turn()
             await self.drain()
             if report.ended_by != "reply":
                 break
@@ -445,17 +451,21 @@ class WorkflowRun:
         return True
 
 
-def _check_pinned(snapshot: WorkflowSnapshot, graph: WorkflowGraph) -> None:
+def _check_pinned(snapshot: WorkflowSnapshot, graph: WorkflowGraph, digest: str) -> None:
     """Refuse ``snapshot`` under ``graph`` unless it is a run of that workflow and was started
-    with that definition (an unknown digest, from before runs were pinned, is not checked)."""
+    with that definition: ``digest`` is the run's pinned digest now (:func:`tree_digest`: the
+    definition and its sub-flows'). An unknown digest, from before runs were pinned, is not
+    checked; a run with sub-flows pinned before their definitions were covered holds
+    ``graph.digest`` alone, which still matches its own definition."""
     if snapshot.workflow_id != graph.id:
         raise WorkflowOperationError(
             f"run {snapshot.run_id!r} is a run of workflow {snapshot.workflow_id!r}, not {graph.id!r}",
             code="wrong-workflow")
-    if snapshot.workflow_digest is not None and snapshot.workflow_digest != graph.digest:
+    if snapshot.workflow_digest is not None and snapshot.workflow_digest not in (digest, graph.digest):
+        given = "the definition given now" + (", with its sub-flows" if digest != graph.digest else "")
         raise WorkflowOperationError(
             f"run {snapshot.run_id!r} of workflow {graph.id!r} was started with definition "
-            f"{snapshot.workflow_digest}, not {graph.digest} (the definition given now): a run is pinned to the "
+            f"{snapshot.workflow_digest}, not {digest} ({given}): a run is pinned to the "
             "definition it started with. Resume it with that definition, or start a new run of the changed one",
             code="definition-changed")
 

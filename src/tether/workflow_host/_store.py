@@ -13,11 +13,19 @@ its run's own status says what it is (``tether sessions list`` shows both). The 
 what the run cost. ``metadata.launch`` says how the run was started (``tether workflow run`` writes
 the workflow ``file`` and the ``workspace``), so ``tether workflow runs`` can print the command that
 resumes it.
+
+Saves grow with the change, not with the workflow: on a store that keeps document parts
+(:attr:`~tether.stores.Store.document_parts`: memory, SQLite, PostgreSQL) each node state is a part
+(``data.workflow_run.nodes.<node id>``), and a save writes the run's roll-up (the document, without
+its nodes) and the parts of the nodes the mutation changed, in the one compare-and-swap
+transaction. A load reads the document and its parts in one statement, so a run still loads as one
+snapshot, and a save that loses the swap, or a crash, writes none of it. The first save after a
+load writes every node (a run stored whole, before parts, moves to parts then).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -32,6 +40,7 @@ __all__ = ["WORKFLOW_AGENT_PREFIX", "SnapshotStore", "document_status", "stored_
 
 WORKFLOW_AGENT_PREFIX = "workflow:"
 _KEY = "workflow_run"
+_NODES = f"{_KEY}.nodes"  # the part path of the node states
 
 
 def document_status(snapshot: WorkflowSnapshot) -> SessionStatus:
@@ -64,6 +73,7 @@ class SnapshotStore:
         self.launch = dict(launch) if launch else None
         self._created: dict[str, datetime] = {}
         self._launched: dict[str, Any] = {}
+        self._whole: set[str] = set()  # runs whose every node this store wrote as a part
 
     def _document(self, snapshot: WorkflowSnapshot, revision: int) -> Session:
         metadata: dict[str, Any] = {"kind": "workflow", "workflow": snapshot.workflow_id,
@@ -75,32 +85,48 @@ class SnapshotStore:
             id=snapshot.run_id, revision=revision, agent=f"{WORKFLOW_AGENT_PREFIX}{snapshot.workflow_id}",
             status=document_status(snapshot),
             created_at=self._created.setdefault(snapshot.run_id, self.store.now()),
-            data={_KEY: snapshot.model_dump(mode="json", by_alias=True)},
+            data={_KEY: self._roll_up(snapshot)},
             usage=_usage(snapshot), metadata=metadata,
         )
 
-    def _records(self, events: list[dict[str, Any]], journal: list[dict[str, Any]], revision: int) -> TurnRecords:
+    def _roll_up(self, snapshot: WorkflowSnapshot) -> dict[str, Any]:
+        """The snapshot as the document holds it: whole, or without its nodes (kept as parts)."""
+        if not self.store.document_parts:
+            return snapshot.model_dump(mode="json", by_alias=True)
+        return {**snapshot.model_dump(mode="json", by_alias=True, exclude={"nodes"}), "nodes": {}}
+
+    def _records(self, snapshot: WorkflowSnapshot, changed: Collection[str] | None, events: list[dict[str, Any]],
+                 journal: list[dict[str, Any]], revision: int) -> TurnRecords:
         at = self.store.now()
         entries = [JournalEntry(**entry, key=f"flow-tool:{revision}:{index}", at=at)
                    for index, entry in enumerate(journal)]
-        return TurnRecords(events=[{**event, "at": at} for event in events], journal=entries)
+        parts: dict[str, dict[str, str]] = {}
+        if self.store.document_parts:
+            written = snapshot.nodes if changed is None or snapshot.run_id not in self._whole else changed
+            parts[_NODES] = {node_id: snapshot.nodes[node_id].model_dump_json(by_alias=True) for node_id in written}
+        return TurnRecords(events=[{**event, "at": at} for event in events], journal=entries, parts=parts)
 
     async def create(self, snapshot: WorkflowSnapshot, events: list[dict[str, Any]],
                      journal: list[dict[str, Any]] | None = None) -> int:
         """Insert a new run; returns its revision (0). An existing id raises ``SessionConflict``."""
-        stored = await self.store.create(self._document(snapshot, 0), self._records(events, journal or [], 0))
+        records = self._records(snapshot, None, events, journal or [], 0)
+        stored = await self.store.create(self._document(snapshot, 0), records)
+        self._whole.add(snapshot.run_id)
         return stored.revision
 
     async def save(self, snapshot: WorkflowSnapshot, expected_revision: int, events: list[dict[str, Any]],
-                   journal: list[dict[str, Any]] | None = None) -> int:
+                   journal: list[dict[str, Any]] | None = None, *, changed: Collection[str] | None = None) -> int:
         """Replace the run if it is still at ``expected_revision``; returns the new revision.
 
-        ``journal`` holds effect-journal entries (the agent's tool calls) written in the same
-        transaction, keyed by the revision written, so every key is unique in the run.
+        ``changed``: the nodes that changed since the revision expected (``None``: any); only
+        those are written (every node on the first save after a load). ``journal`` holds
+        effect-journal entries (the agent's tool calls) written in the same transaction, keyed by
+        the revision written, so every key is unique in the run.
         """
         document = self._document(snapshot, expected_revision)
-        records = self._records(events, journal or [], expected_revision + 1)
+        records = self._records(snapshot, changed, events, journal or [], expected_revision + 1)
         stored = await self.store.save(document, expected_revision, records)
+        self._whole.add(snapshot.run_id)
         return stored.revision
 
     async def load(self, run_id: str) -> tuple[WorkflowSnapshot, int] | None:
@@ -113,6 +139,7 @@ class SnapshotStore:
             raise SessionFlowInvariant(f"session {run_id!r} is not a workflow run", operation="load",
                                        session_id=run_id)
         self._created[run_id] = document.created_at
+        self._whole.discard(run_id)
         if "launch" in document.metadata:
             self._launched[run_id] = document.metadata["launch"]
         return snapshot, document.revision

@@ -21,6 +21,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -32,7 +34,7 @@ from tether.workflow._state import Approval
 if TYPE_CHECKING:
     from tether.workflow_host._host import RunHost
 
-__all__ = ["MAX_SUBFLOW_DEPTH", "Spawn", "SubflowHost", "check_subflows"]
+__all__ = ["MAX_SUBFLOW_DEPTH", "Spawn", "SubflowHost", "check_subflows", "tree_digest"]
 
 Spawn = Callable[[WorkflowGraph, str, dict[str, Any]], "RunHost"]
 """Makes a sub-flow's child run: ``(child graph, child run id, child input)``; the parent run
@@ -111,6 +113,27 @@ def check_subflows(root: WorkflowGraph, resolve: Callable[[str], WorkflowGraph] 
     if issues:
         unique = list(dict.fromkeys(issues))
         raise WorkflowDefinitionError(unique, title=f"workflow {root.id!r}: its sub-flows are invalid")
+
+
+def tree_digest(root: WorkflowGraph, resolve: Callable[[str], WorkflowGraph]) -> str:
+    """The digest a run of ``root`` is pinned to: ``root.digest`` for a workflow without sub-flows,
+    else ``sha256:`` of its digest with the tree digest of every workflow its sub-flow nodes run,
+    so a changed child definition (at any depth) changes it. The tree must be valid
+    (:func:`check_subflows`)."""
+    known: dict[str, str] = {}
+
+    def digest(graph: WorkflowGraph) -> str:
+        if graph.id not in known:
+            flows = sorted({node.run.flow for node in graph.workflow.nodes if isinstance(node.run, SubflowRun)})
+            if not flows:
+                known[graph.id] = graph.digest
+            else:
+                tree = {"workflow": graph.digest, "subflows": {flow: digest(resolve(flow)) for flow in flows}}
+                canonical = json.dumps(tree, sort_keys=True, separators=(",", ":"))
+                known[graph.id] = "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+        return known[graph.id]
+
+    return digest(root)
 
 
 class SubflowHost:

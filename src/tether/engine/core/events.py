@@ -20,6 +20,7 @@ __all__ = [
     "CustomEvent",
     "CustomerMessage",
     "ErrorEvent",
+    "FieldCorrected",
     "FlowEnd",
     "FlowEnter",
     "FlowEvent",
@@ -122,6 +123,20 @@ class CollectUpdate(FlowEvent):
     missing: list[str]
     sources: dict[str, str]
     rejected: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FieldCorrected(FlowEvent):
+    """The customer corrected a value collected before (the correction repair pattern): ``old`` and
+    ``new`` values, the step that collected it (``node``), and how it was read (``source``:
+    ``deterministic`` or ``model``)."""
+
+    type: ClassVar[str] = "field-corrected"
+    node: str
+    field: str
+    old: Any
+    new: Any
+    source: str
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,4 +21,6 @@ class Judgement:
     """Per ``(run or flow, node)``: the values read for a step's fields; ``None`` where the model
     said the message does not give that field (an explicit null)."""
     asks: bool | None = None
+    intent: str | None = None
+    """A repair intent the message carries (``cancel``, ``chitchat``, ``completed``, ``skip``)."""
     called: bool = False

@@ -241,6 +241,8 @@ class Session(BaseModel):
             read back from the store's transcript records when the document is loaded).
         turn: set by mid-turn writes while a turn is unfinished (cleared by its final save).
         memory: the agent steps' memory namespaces, by name.
+        clarifying: the flows a clarification asked the customer to choose between (the next
+            message picks one).
     """
 
     model_config = _STRICT
@@ -267,6 +269,7 @@ class Session(BaseModel):
     warn: list[LogEntry] = Field(default_factory=list)
     error: list[LogEntry] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    clarifying: list[str] = Field(default_factory=list)
     turn: OpenTurn | None = None
     memory: dict[str, MemorySpace] = Field(default_factory=dict)
 
@@ -312,6 +315,7 @@ def fork_session(session: Session) -> Session:
         "warn": list(session.warn),
         "error": list(session.error),
         "metadata": copy.deepcopy(session.metadata),
+        "clarifying": list(session.clarifying),
         "memory": {name: space.model_copy(update={"messages": list(space.messages)})
                    for name, space in session.memory.items()},
     })

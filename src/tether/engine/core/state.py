@@ -23,7 +23,7 @@ from tether.engine.core.results import HandoffRequest, OutMessage, RunEnded, Run
 from tether.engine.core.session import Outcome, Run, Session, TranscriptMessage
 from tether.engine.core.storable import storable_response
 from tether.engine.core.streaming import ReplyStream
-from tether.errors import ModelConfigurationError, ModelError
+from tether.errors import CheckpointFailed, ModelConfigurationError, ModelError
 from tether.flow.agent_def import AgentDefinition
 from tether.flow.results import ReplyTurn
 from tether.models.types import ChatMessage, Model, ModelRequest, ModelResponse, Usage
@@ -132,6 +132,9 @@ class TurnState:
     outbox: ReplyStream | None = None
     held: dict[str, HeldTurn] = field(default_factory=dict)
     """Per run id: the batched turn its segment's next member takes instead of speaking."""
+    repaired: str | None = None
+    """The repair pattern that handled this turn's message (``cancel``, ``chitchat``...): the
+    message is not routed, nor given to a step as its answer."""
 
     def __post_init__(self) -> None:
         if self.on_delta is not None and self.outbox is None:
@@ -235,9 +238,12 @@ class TurnState:
         if self.options.checkpoint is None:
             return
         snapshot = self.session.model_copy(update={"turn": self.open_mark()})
-        self.session.revision = await self.options.checkpoint(snapshot, list(self.transcript),
-                                                              [e.as_dict() for e in self.events],
-                                                              list(self.journal.written))
+        try:
+            self.session.revision = await self.options.checkpoint(snapshot, list(self.transcript),
+                                                                  [e.as_dict() for e in self.events],
+                                                                  list(self.journal.written))
+        except Exception as exc:  # the host's failure, not the flow's: no handler of the turn may take it
+            raise CheckpointFailed(exc) from exc
 
     def open_mark(self) -> OpenTurn:
         """The open-turn mark of this turn as it stands (written with every mid-turn save). Built

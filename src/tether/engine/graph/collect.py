@@ -30,13 +30,14 @@ from tether.engine.graph.collect_fields import (
     resolve,
     value_of,
 )
+from tether.engine.graph.corrections import apply_corrections, correctable, marked_as_correction, resolver_corrections
 from tether.engine.graph.extract import extract_values
 from tether.engine.graph.moves import silenced
 from tether.engine.graph.reuse import confirm_reused
 from tether.flow.fields import is_known
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node, Reply
-from tether.flow.transitions import Escalate, is_code
+from tether.flow.transitions import Escalate, Goto, is_code
 
 __all__ = ["complete", "dispatch_collect", "question_first"]
 
@@ -89,6 +90,13 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
         wanted = unknown if missing(ts, run, node) else list(node.slots)
         judged = ts.judgement.collect.get((run.id, node.id), ts.judgement.collect.get((run.flow, node.id)))
         hits, ambiguous = resolve(ts, run, node, wanted, judged or {})
+        fixable = correctable(ts, run, flow, node)
+        corrected = resolver_corrections(ts, run, flow, node, fixable)
+        corrected.update({k: v for k, v in (judged or {}).items() if k in fixable and v is not None})
+        source = "model" if judged else "deterministic"
+        if corrected and (not hits or marked_as_correction(ts)) and \
+                (back := _corrected(ts, run, flow, node, corrected, source)) is not None:
+            return back
         sources, rejected = merge_values(ts, run, node, hits, source="deterministic", guard=False)
         targets = [n for n in wanted if n not in sources and n not in ambiguous]
         needed = [n for n in missing(ts, run, node) if n in targets]
@@ -97,7 +105,10 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
         if targets and judged is not None:
             values = {k: v for k, v in judged.items() if k in targets and v is not None}
         elif targets and ts.has_model(node.model) and ts.pre_speak_calls == 0 and not ts.spoke:
-            values = await extract_values(ts, run, node, targets, needed)
+            values = await extract_values(ts, run, node, targets, needed, correctable=fixable)
+            fixes = {k: values.pop(k) for k in list(values) if k in fixable}
+            if fixes and (back := _corrected(ts, run, flow, node, fixes, "model")) is not None:
+                return back
         else:
             values = {}
         if values:
@@ -124,6 +135,13 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
     return ASKING
 
 
+def _corrected(ts: TurnState, run: Run, flow: Flow, node: Collect, values: dict[str, Any], source: str) -> Any:
+    """Write the corrections and go back to the earliest step that collected one (None: nothing
+    changed); the step's own answer in the same message is not used."""
+    back = apply_corrections(ts, run, flow, node, values, source=source)
+    return Goto(back) if back is not None else None
+
+
 def _stay_answer(ts: TurnState, run: Run, node: Collect) -> Any:
     """The step an ``on_end="stay"`` run stays on answers anyway (seed 003), with nothing to ask."""
     run.status = "asking"
@@ -135,9 +153,14 @@ def _stay_answer(ts: TurnState, run: Run, node: Collect) -> Any:
 
 def question_first(ts: TurnState, run: Run, node: Collect | Reply) -> bool:
     """The message ``run`` was asking for at ``node`` asks a question (the understand call judged
-    ``asks``), and the turn can still speak a model answer before the node's fixed text."""
+    ``asks``), and the turn can still speak a model answer before the node's fixed text. A run the
+    message started asks its first collect step's question after the answer too (a question that
+    starts a flow is answered, not dropped)."""
+    started_here = isinstance(node, Collect) and run.id not in ts.asking_at and any(
+        s.run_id == run.id for s in ts.started)
     return (ts.message is not None and bool(ts.judgement.asks) and ts.floor == run.id
-            and ts.consumed_by.get(run.id, node.id) == node.id and ts.asking_at.get(run.id) == node.id
+            and ts.consumed_by.get(run.id, node.id) == node.id
+            and (ts.asking_at.get(run.id) == node.id or started_here)
             and ts.speaker is None and not ts.spoke and ts.has_model(node.model))
 
 

@@ -5,7 +5,7 @@ unoffered field is dropped with a warning; see :mod:`tether.engine.graph.reply_c
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Annotated, Any
 
@@ -95,12 +95,14 @@ def passes_verbatim_guard(value: Any, text: str) -> bool:
 
 
 async def extract_values(ts: TurnState, run: Run, node: Collect, names: list[str],
-                         still_needed: list[str] | None = None) -> dict[str, Any]:
-    """One non-speaking ``extract`` call for ``names``; returns the raw submitted values (nulls and
-    blanks dropped). Model prose is discarded."""
+                         still_needed: list[str] | None = None, *, correctable: Sequence[str] = ()) -> dict[str, Any]:
+    """One non-speaking ``extract`` call for ``names`` (and ``correctable``: fields collected
+    before that the customer may correct); returns the raw submitted values (nulls and blanks
+    dropped). Model prose is discarded."""
     model = ts.model(node.model, needed_for=f"collect node {node.id!r}")
     tool_name = submit_tool_name(node.id)
-    properties = {name: collect_field_schema(ts, node, name) for name in names}
+    fixable = [name for name in correctable if name not in names]
+    properties = {name: collect_field_schema(ts, node, name) for name in [*names, *fixable]}
     parameters: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
     defs = _json_schema(node.schema).get("$defs") if node.schema is not None else None
     if defs:
@@ -109,7 +111,7 @@ async def extract_values(ts: TurnState, run: Run, node: Collect, names: list[str
     needed = still_needed if still_needed else names
     description = (f"Submit the data collected for step {node.id!r}. Still needed: {', '.join(needed)}. "
                    "Only submit values explicitly provided by the user; use null for anything not given.\n"
-                   f"The user's latest message:\n{quoted}")
+                   f"{correction_note(ts, fixable)}The user's latest message:\n{quoted}")
     steer = node.instructions
     if callable(steer):
         steer = steer(names, ts.state_view(run))
@@ -143,4 +145,13 @@ async def extract_values(ts: TurnState, run: Run, node: Collect, names: list[str
     kept, dropped = check_reply(values, parameters, entry_depth=1)  # held to the tool schema that was sent
     report_dropped(ts, "extract", dropped, run=run, fields_sections=("$",))
     accepted: Mapping[str, Any] = kept if isinstance(kept, Mapping) else {}
-    return {k: v for k, v in accepted.items() if k in names and v is not None and v != ""}
+    return {k: v for k, v in accepted.items() if k in properties and v is not None and v != ""}
+
+
+def correction_note(ts: TurnState, names: list[str]) -> str:
+    """What a call that offers fields collected before says about them (empty when none)."""
+    if not names:
+        return ""
+    now = ", ".join(f"{name} (now {ts.session.data.get(name)!r})" for name in names)
+    return (f"The customer may also correct a value they gave before: {now}. Give a new value only when "
+            "the latest message changes it.\n")

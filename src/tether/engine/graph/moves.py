@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from tether.engine.core.drift_plan import record_kind
 from tether.engine.core.events import FlowEnd, FlowTransition, HandoffEvent, NodeEnter, NodeExit
 from tether.engine.core.pauses import ASKING, ENDED
 from tether.engine.core.results import HandoffRequest, RunEnded
@@ -65,6 +66,7 @@ async def reduce(ts: TurnState, run: Run, flow: Flow, source: str, move_: Goto) 
     strategy = (target.context if isinstance(target, Reply) else None) or flow.context or "append"
     await context_strategy.apply(ts, run, strategy)
     run.node = target.id
+    record_kind(run, target)
     run.visits[target.id] = run.visits.get(target.id, 0) + 1
     await ts.checkpoint()
 

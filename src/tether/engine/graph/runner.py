@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Coroutine
 from typing import Any
 
+from tether.engine.core.drift_plan import record_kind
 from tether.engine.core.events import ErrorEvent, FlowEnter, NodeEnter
 from tether.engine.core.pauses import ASKING, ENDED, Pause, Static
 from tether.engine.core.results import HandoffRequest
@@ -49,6 +50,7 @@ def enter_flow(ts: TurnState, run: Run, flow: Flow) -> None:
             run.state.pop(f"__collect_{node.id}", None)
             run.state.pop(f"__collectTurns_{node.id}", None)
     run.node = flow.start
+    record_kind(run, flow.by_id[flow.start])
     run.visits[flow.start] = run.visits.get(flow.start, 0) + 1
     ts.emit(FlowEnter(run_id=run.id, flow=flow.id, at=ts.now))
     ts.emit(NodeEnter(run_id=run.id, flow=flow.id, at=ts.now, node=flow.start))
@@ -160,6 +162,10 @@ async def act(ts: TurnState, run: Run, flow: Flow, node: Node, move_: Transition
         return ENDED
     if isinstance(move_, Escalate):
         record_escalation(ts, run, node.id, move_.reason)  # the durable __escalate signal, before the hand-off
+        if ts.agent.repair.on("cannot_handle") and ts.options.silence is None:
+            # the customer is told a person takes over (the cannot-handle repair pattern)
+            ts.say(ts.agent.repair.handoff, kind="verbatim", key=f"{ts.key(run, node.id)}:handoff", run=run,
+                   node_id=node.id)
         await leave(ts, run, flow, "escalate", handoff=HandoffRequest("human", move_.reason, run.id))
         return ENDED
     if isinstance(move_, StartFlow):
@@ -173,6 +179,7 @@ def _stay_on(ts: TurnState, run: Run, flow: Flow) -> Pause | None:
     """``on_end="stay"``: go back to the last talk node the run took and answer from there."""
     assert run.last_talk is not None
     run.node = run.last_talk
+    record_kind(run, flow.by_id[run.node])
     run.visits[run.node] = run.visits.get(run.node, 0) + 1
     run.staying = True
     others_asking = any(r.id != run.id and r.status == "asking" for r in ts.session.runs)

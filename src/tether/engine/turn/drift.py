@@ -1,14 +1,19 @@
 """Flow drift: a run is pinned to the digest of the flow definition it started under.
 
 Before a run that already stands in its graph moves again, its digest is compared with the flow's.
-A different digest means the flow was changed under the parked run (a deploy): by default that is a
-``FlowDriftError`` naming the flow and both digests (nothing of the turn is saved); a flow that
-declares ``on_drift="restart"`` starts the run over at its start (``flow-drift-restarted``), and a
-migration function says at which node it goes on (``flow-drift-migrated``).
+A different digest means the flow was changed under the parked run (a deploy). When the run can
+go on at its node on the new definition (the node still exists with the same kind, and no
+unfinished action's journal contradicts it: see :mod:`tether.engine.core.drift_plan`), it does,
+with the outcome ``flow-drift-continued`` naming both digests. Otherwise the flow's ``on_drift``
+applies: ``error`` (the default) raises ``FlowDriftError`` naming the flow, both digests and why
+(nothing of the turn is saved), ``restart`` starts the run over at its start
+(``flow-drift-restarted``), and a migration function says at which node it goes on
+(``flow-drift-migrated``).
 """
 
 from __future__ import annotations
 
+from tether.engine.core.drift_plan import plan_drift, record_kind
 from tether.engine.core.session import Run
 from tether.engine.core.state import TurnState
 from tether.errors import FlowDriftError
@@ -18,22 +23,29 @@ __all__ = ["check_drift"]
 
 
 def check_drift(ts: TurnState, run: Run, flow: Flow) -> None:
-    """Apply ``flow.on_drift`` when ``run`` is pinned to another definition of ``flow``."""
+    """Continue ``run`` on ``flow``'s current definition, or apply ``flow.on_drift`` when it cannot."""
     pinned = run.digest
-    if not pinned or pinned == flow.digest or run.node is None:
+    plan = plan_drift(run, flow, ts.journal.entries(run.id))
+    if plan.verdict == "unchanged":
         return
-    policy = flow.on_drift
     detail = f"{pinned} -> {flow.digest}"
-    if policy == "error":
+    if plan.verdict == "continue":
+        run.digest = flow.digest
+        record_kind(run, flow.by_id[plan.node or ""])
+        ts.outcome(run, code="flow-drift-continued", kind="flow", node_id=run.node, detail=detail)
+        return
+    if plan.verdict == "error":
         raise FlowDriftError(
             f"flow {flow.id!r} changed under run {run.id!r} (at node {run.node!r}): the run is pinned to {pinned}, the "
-            f"flow is now {flow.digest}; declare on_drift='restart' or a migration function to resume it",
-            flow=flow.id, pinned=pinned, current=flow.digest)
-    if policy == "restart":
+            f"flow is now {flow.digest}, and it cannot continue there: {plan.reason}; declare on_drift='restart' or "
+            "a migration function to resume it", flow=flow.id, pinned=pinned, current=flow.digest)
+    if plan.verdict == "restart":
         run.node = None  # the next move enters the flow afresh (and pins the new digest)
         run.waiting = None
-        ts.outcome(run, code="flow-drift-restarted", kind="flow", detail=detail)
+        ts.outcome(run, code="flow-drift-restarted", kind="flow", detail=f"{detail}: {plan.reason}")
         return
+    policy = flow.on_drift
+    assert callable(policy)
     node = policy(run.node, run.state)
     if node not in flow.by_id:
         raise FlowDriftError(f"flow {flow.id!r}: the drift migration of run {run.id!r} returned {node!r}, which is not "
@@ -43,4 +55,5 @@ def check_drift(ts: TurnState, run: Run, flow: Flow) -> None:
         run.node = node
         run.visits[node] = run.visits.get(node, 0) + 1
     run.digest = flow.digest
-    ts.outcome(run, code="flow-drift-migrated", kind="flow", node_id=node, detail=detail)
+    record_kind(run, flow.by_id[node])
+    ts.outcome(run, code="flow-drift-migrated", kind="flow", node_id=node, detail=f"{detail}: {plan.reason}")

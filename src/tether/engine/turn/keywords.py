@@ -16,7 +16,7 @@ from tether.engine.core.judgement import Judgement
 from tether.flow.flow import Flow
 from tether.flow.triggers import MessageTrigger
 
-__all__ = ["keyword_scores", "phrase_matches"]
+__all__ = ["covered_words", "keyword_scores", "phrase_matches"]
 
 _WORD = re.compile(r"[^\W_]+")
 _FILLER = frozenset({"the", "and", "for", "with", "from", "this", "that", "you", "your", "can", "want", "need",
@@ -47,3 +47,14 @@ def keyword_scores(message: str, flows: list[Flow]) -> Judgement:
         hit = any(phrase_matches(p, words) for p in trigger.phrases if not p.startswith("!"))
         judgement.flows[flow.id] = 100.0 if hit and not never else 0.0
     return judgement
+
+
+def covered_words(message: str, flow: Flow) -> frozenset[str]:
+    """The message's words that the flow's matching trigger phrases name (how much of the message
+    the flow explains)."""
+    words = set(_WORD.findall(message.lower()))
+    trigger = next((t for t in flow.on if isinstance(t, MessageTrigger) and not t.catch_all), None)
+    if trigger is None:
+        return frozenset()
+    hits = [_content_words(p) for p in trigger.phrases if not p.startswith("!") and phrase_matches(p, words)]
+    return frozenset().union(*hits)

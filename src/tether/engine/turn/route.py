@@ -21,6 +21,7 @@ from tether.engine.core.session import Run
 from tether.engine.core.state import TurnState
 from tether.engine.graph.conditions import holds
 from tether.engine.graph.starts import start_run
+from tether.engine.turn.clarify import ask_which, close_candidates
 from tether.engine.turn.keys import message_key
 from tether.engine.turn.understand import Judgeables, message_trigger, passing_catch_all
 from tether.flow.fields import coerce_fields
@@ -28,7 +29,7 @@ from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Reply
 from tether.flow.triggers import MentionTrigger
 
-__all__ = ["ROUTE_MIN_SCORE", "ROUTE_STICKINESS", "decide", "trigger_key"]
+__all__ = ["ROUTE_MIN_SCORE", "ROUTE_STICKINESS", "decide", "route_to", "trigger_key"]
 
 ROUTE_MIN_SCORE = 40
 ROUTE_STICKINESS = 15
@@ -50,7 +51,9 @@ def _best(candidates: list[Flow], scores: dict[str, float], *, exclude: str | No
     return best
 
 
-def _route_to(ts: TurnState, flow: Flow, *, catch_all: bool) -> Run | None:
+def route_to(ts: TurnState, flow: Flow, *, catch_all: bool) -> Run | None:
+    """``flow`` takes the floor: its live run resumes, else a new run starts (None: a start check
+    refused it)."""
     live = next((r for r in ts.session.runs if r.flow == flow.id), None)
     if live is not None:
         if live.status in ("suspended", "asking"):
@@ -93,18 +96,20 @@ def _routing(ts: TurnState, found: Judgeables, judgement: Judgement, asker: Run 
         asker_score = judgement.flows.get(asker.flow, 0.0)
         if rival is not None and rival[1] >= ROUTE_MIN_SCORE and rival[1] >= asker_score + ROUTE_STICKINESS:
             ts.queue.remove(asker.id)
-            _route_to(ts, rival[0], catch_all=False)
+            route_to(ts, rival[0], catch_all=False)
         return
     if found.lone is not None:
-        _route_to(ts, found.lone, catch_all=False)
+        route_to(ts, found.lone, catch_all=False)
         return
     best = _best(found.candidates, judgement.flows)
     if best is not None and best[1] >= ROUTE_MIN_SCORE:
-        _route_to(ts, best[0], catch_all=False)
+        close = close_candidates(ts, found.candidates, judgement.flows, floor_score=ROUTE_MIN_SCORE)
+        if not ask_which(ts, close):  # two flows fit about equally: ask which (the clarification pattern)
+            route_to(ts, close[0] if close else best[0], catch_all=False)
         return
     catch_all = passing_catch_all(ts)
     if catch_all is not None:
-        _route_to(ts, catch_all[0], catch_all=True)
+        route_to(ts, catch_all[0], catch_all=True)
 
 
 def _mentions(ts: TurnState, judgement: Judgement) -> None:

@@ -20,7 +20,7 @@ from tether.engine.graph.runner import enter_flow, move, resume
 from tether.engine.turn.drift import check_drift
 from tether.engine.turn.route import take_branch
 
-__all__ = ["become_asker", "keep_moving", "resume_suspended", "run_phase"]
+__all__ = ["become_asker", "keep_asking", "keep_moving", "resume_suspended", "run_phase"]
 
 
 def resume_suspended(ts: TurnState) -> Run | None:
@@ -42,6 +42,18 @@ def become_asker(ts: TurnState, run: Run) -> None:
         if other.id != run.id and other.status == "asking":
             other.status = "suspended"
             other.suspended_at = ts.now
+
+
+def keep_asking(ts: TurnState, run: Run) -> None:
+    """A repair pattern handled the message: ``run`` holds the floor and moves this turn, but the
+    message is not its step's answer (the step asks again, and the pass is not counted)."""
+    run.status = "asking"
+    run.suspended_at = None
+    become_asker(ts, run)
+    ts.floor = run.id
+    ts.consumed_by[run.id] = "repair"
+    if run.id not in ts.queue:
+        ts.queue.append(run.id)
 
 
 def _premise_holds(ts: TurnState, run: Run) -> bool:
@@ -98,7 +110,7 @@ async def keep_moving(ts: TurnState) -> None:
 
 async def run_phase(ts: TurnState) -> None:
     """Move the live runs."""
-    returning = resume_suspended(ts) if ts.floor is None else None
+    returning = resume_suspended(ts) if ts.floor is None and ts.repaired is None else None
     if returning is not None and ts.message is not None:
         ts.floor = returning.id
         take_branch(ts, returning, ts.judgement)
@@ -107,7 +119,8 @@ async def run_phase(ts: TurnState) -> None:
 
 
 def _unanswered(ts: TurnState) -> bool:
-    return ts.message is not None and not ts.answered_by and ts.speaker is None and ts.options.silence is None
+    return (ts.message is not None and not ts.answered_by and ts.speaker is None and ts.options.silence is None
+            and ts.repaired is None)
 
 
 async def _hand_back(ts: TurnState) -> None:

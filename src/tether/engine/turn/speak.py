@@ -40,6 +40,7 @@ from tether.engine.graph.prompt_parts import catalogue, run_facts, session_facts
 from tether.errors import ModelError, ToolError
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node, Reply, Tier
+from tether.flow.repair import cannot_handle_text
 from tether.flow.tools import Tool, ToolResult
 from tether.models.parsing import ReplyParseError, extract_json
 from tether.models.types import ChatMessage, ModelRequest, ResponseFormat, ToolSpec
@@ -228,6 +229,9 @@ async def speak(ts: TurnState, request: SpeakRequest) -> SpeakResult:
         ts.emit(ErrorEvent(run_id=run.id if run else None, flow=flow.id if flow else None, at=ts.now,
                            node=node.id if node else None, error=hint))
         ts.log("error", hint, code="no-model")
+        if run is None and ts.agent.repair.on("cannot_handle"):
+            # nothing understood the message: say what the agent can do (the cannot-handle pattern)
+            return SpeakResult(text=cannot_handle_text(ts.agent.repair, ts.agent.flows), no_model=True)
         return SpeakResult(text=ts.agent.failure_reply, no_model=True)
     tools = _tools_for(ts, flow, node)
     specs = tuple(ToolSpec(t.name, t.description, t.parameters) for t in tools)

@@ -23,6 +23,7 @@ from tether.engine.turn.compaction import compact
 from tether.engine.turn.continuation import continue_turn, recorded_reply
 from tether.engine.turn.handed_off import quiet_turn
 from tether.engine.turn.ingest import ingest
+from tether.engine.turn.repair import clarified_choice, handle_repair, keyword_repair, reask_after_detour
 from tether.engine.turn.return_phase import turn_result
 from tether.engine.turn.route import decide
 from tether.engine.turn.run_phase import keep_moving, run_phase
@@ -70,17 +71,23 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
     silence = options.silence
     if isinstance(input, Message):
         asker = _asker(ts)  # also when Ingest gave the floor to another run: the message may come back to it
-        found = find_judgeables(ts, asker)
-        # 3. Understand
-        if silence is None or silence.understand:
-            with _phase(ts, "understand"):
-                ts.judgement = await understand(ts, found)
-        # 4. Decide
-        with _phase(ts, "decide"):
-            decide(ts, found, ts.judgement, asker)
+        # a repair pattern its keywords recognise needs no call ("cancel", "thanks!", "that's all")
+        repaired = silence is None and (clarified_choice(ts) if ts.session.clarifying else False)
+        repaired = repaired or (silence is None and handle_repair(ts, asker, keyword_repair(ts, asker)))
+        if not repaired:
+            found = find_judgeables(ts, asker)
+            # 3. Understand
+            if silence is None or silence.understand:
+                with _phase(ts, "understand"):
+                    ts.judgement = await understand(ts, found)
+            # 4. Decide
+            with _phase(ts, "decide"):
+                if silence is not None or not handle_repair(ts, asker, ts.judgement.intent, ts.judgement.flows):
+                    decide(ts, found, ts.judgement, asker)
     # 5. Run
     with _phase(ts, "run"):
         await run_phase(ts)
+    reask_after_detour(ts, spoken=False)  # a detour ended: the task it interrupted asks its question again
     # 6. Speak
     request = choose_speaker(ts)
     if request is not None:
@@ -98,6 +105,7 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
             await keep_moving(ts)
         if result is not None:
             await keep_moving(ts)
+    reask_after_detour(ts, spoken=True)  # (the detour spoke: its fixed question follows the reply)
     await compact_memories(ts)  # agent steps' namespaces with summaries on, before the save
     bookkeeping(ts)
     await ts.flush_deltas()

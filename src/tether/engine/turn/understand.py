@@ -29,10 +29,12 @@ from tether.engine.core.session import Run
 from tether.engine.core.state import TurnState
 from tether.engine.graph.collect_fields import missing_names
 from tether.engine.graph.conditions import holds
+from tether.engine.graph.corrections import correctable
 from tether.engine.graph.identity import identity
 from tether.engine.graph.prompt_parts import catalogue
 from tether.engine.graph.reply_check import check_reply, coerce_field_values, report_dropped
 from tether.engine.turn.keywords import keyword_scores
+from tether.engine.turn.repair_intents import INTENTS
 from tether.flow.fields import is_known
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Reply
@@ -49,10 +51,14 @@ JUDGE_ORDERS = (
     "schema; each section, when the schema has it, means:\n"
     "- flows: score 0-100 how well the message fits each flow it lists (see the catalogue below);\n"
     "- asks: true when the message asks a question that needs an answer;\n"
+    "- intent: cancel (the customer stops the task under way), chitchat (small talk only, such as thanks or "
+    "how are you), completed (they need nothing more), skip (they cannot answer what they were asked); "
+    "null for anything else;\n"
     "- mentions: true when the message mentions what the task lists under that key;\n"
     "- branches: true when the statement the task gives under that key is true of the message;\n"
     "- fields: the values the customer gave for these fields (null when not given);\n"
-    "- collect: the values the customer gave for the step being answered (null when not given; never guess)."
+    "- collect: the values the customer gave for the step being answered (null when not given; never guess); "
+    "a field the task lists as correctable takes a value only when the message changes the one given before."
 )
 _TRUE = {"true", "yes", "sim", "1"}
 _FALSE = {"false", "no", "não", "nao", "0"}
@@ -74,6 +80,10 @@ class Judgeables:
     message: judge whether the message asks something, so it is answered before that text."""
     own: set[str] = field(default_factory=set)
     """Fields a step's own speak call would read: they ride in a call, but are not worth one."""
+    intents: tuple[str, ...] = ()
+    """The repair intents the call may report (the same list on every call: a stable schema)."""
+    corrections: dict[str, list[str]] = field(default_factory=dict)
+    """Per ``collect`` alias, the fields collected before that the customer may correct there."""
 
     @property
     def worth_a_call(self) -> bool:
@@ -129,7 +139,7 @@ def _flow_fields(flow: Flow) -> list[str]:
 
 def find_judgeables(ts: TurnState, floor: Run | None) -> Judgeables:
     """Work out what there is to judge for this message."""
-    found = Judgeables()
+    found = Judgeables(intents=tuple(i for i in INTENTS if ts.agent.repair.on(i)))
     floor_flow = ts.agent.flows_by_id.get(floor.flow) if floor is not None else None
     eligible: list[Flow] = []
     for flow in ts.agent.flows:
@@ -170,13 +180,15 @@ def find_judgeables(ts: TurnState, floor: Run | None) -> Judgeables:
     taker = found.catch_all or found.lone if floor is None else None
     if taker is not None:
         first = taker.by_id[taker.start]
-        if isinstance(first, Collect) and first.question is not None:
-            found.asks = True
+        if _opens_with_fixed_text(taker):
+            found.asks = True  # the opening message may be a question: answer it before that text
         if isinstance(first, Collect):
             if first.phrased_by_model and first.question is None:
                 found.own.update(first.fields)  # read by that step's own speak call
             elif not first.phrased_by_model:
                 _add_collect(ts, found, taker.id, first, None)
+    if floor is None and any(_opens_with_fixed_text(f) for f in (*found.candidates, found.lone) if f is not None):
+        found.asks = True  # a question that also starts a flow is answered before its first question
     sources = [f for f in (floor_flow, found.catch_all, *found.candidates, found.lone) if f is not None]
     collected = {name for _, _, names in found.collect.values() for name in names}
     for flow in sources:
@@ -189,10 +201,21 @@ def find_judgeables(ts: TurnState, floor: Run | None) -> Judgeables:
     return found
 
 
+def _opens_with_fixed_text(flow: Flow) -> bool:
+    """The flow's first step is a collect that asks a fixed text (its ``ask``, or a fixed question)."""
+    first = flow.by_id.get(flow.start)
+    return isinstance(first, Collect) and (first.question is not None or not first.phrased_by_model)
+
+
 def _add_collect(ts: TurnState, found: Judgeables, owner: str, node: Collect, run: Run | None) -> None:
     names = missing_names(ts, run, node)
+    fixable = [n for n in correctable(ts, run, ts.agent.flows_by_id.get(run.flow), node) if n not in names] \
+        if run is not None else []
     if names:
-        found.collect[f"c{len(found.collect) + 1}"] = (owner, node.id, names)
+        alias = f"c{len(found.collect) + 1}"
+        found.collect[alias] = (owner, node.id, names + fixable)
+        if fixable:
+            found.corrections[alias] = fixable
 
 
 def score_sheet(ts: TurnState, found: Judgeables) -> list[Flow]:
@@ -214,7 +237,7 @@ def _key(name: str, aliases: dict[str, str], prefix: str) -> str:
 
 def _envelope(ts: TurnState, found: Judgeables) -> tuple[dict[str, Any], dict[str, dict[str, str]], str]:
     """The reply schema and the per-turn task text. Sections go from the most stable to the most
-    step-dependent (flows, asks, mentions, branches, fields, collect), so the schema text shares a
+    step-dependent (flows, intent, asks, mentions, branches, fields, collect), so the schema text shares a
     long prefix with the previous call's; what each section means is in the stable
     :data:`JUDGE_ORDERS`, and the task text carries only what the schema cannot (mention phrases,
     branch statements, the names behind aliased keys)."""
@@ -236,6 +259,8 @@ def _envelope(ts: TurnState, found: Judgeables) -> tuple[dict[str, Any], dict[st
             if key != flow.id:
                 lines.setdefault("flows", []).append(f"- {key}: flow {flow.id}")
         section("flows", props)
+    if found.intents:  # the same list on every call: it keeps the prefix
+        properties["intent"] = {"type": ["string", "null"], "enum": [*found.intents, None]}
     if found.asks:
         properties["asks"] = {"type": ["boolean", "null"]}
     if found.mentions:
@@ -279,12 +304,23 @@ def _envelope(ts: TurnState, found: Judgeables) -> tuple[dict[str, Any], dict[st
             collect_flow = ts.agent.flows_by_id.get(owner_run.flow if owner_run is not None else owner_id)
             node = collect_flow.by_id.get(node_id) if collect_flow is not None else None
             assert isinstance(node, Collect)
+            fixable = found.corrections.get(alias, [])
             props[alias] = {"type": "object", "additionalProperties": False, "required": names,
-                            "properties": {n: collect_field_schema(ts, node, n) for n in names}}
+                            "properties": {n: _bare(collect_field_schema(ts, node, n)) if n in fixable
+                                           else collect_field_schema(ts, node, n) for n in names}}
+            if alias in found.corrections:
+                now = ", ".join(f"{n} (now {ts.session.data.get(n)!r})" for n in fixable)
+                lines.setdefault("collect", []).append(f"- {alias} correctable: {now}")
         section("collect", props)
     schema = {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
     task = "\n".join(f"{name}:\n" + "\n".join(entries) for name, entries in lines.items())
     return schema, aliases, task
+
+
+def _bare(schema: dict[str, Any]) -> dict[str, Any]:
+    """A correctable field's schema without its description (the task text names it): the
+    step-dependent tail of the request stays short."""
+    return {k: v for k, v in schema.items() if k != "description"}
 
 
 def _score(value: Any) -> float | None:
@@ -336,6 +372,8 @@ def _parse(found: Judgeables, aliases: dict[str, dict[str, str]], data: Mapping[
             judgement.fields[aliases["fields"].get(key, key)] = value
     if found.asks:
         judgement.asks = _flag(data.get("asks"))
+    if data.get("intent") in found.intents:
+        judgement.intent = data["intent"]
     for alias, value in section("collect").items():
         if alias in found.collect and isinstance(value, Mapping):
             owner, node_id, names = found.collect[alias]

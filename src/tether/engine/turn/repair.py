@@ -1,0 +1,223 @@
+"""The turn's repair patterns: cancel, chitchat, completed and continue interrupted (see
+``docs/repair.md``; the correction pattern lives with the collect step, in
+:mod:`tether.engine.graph.corrections`).
+
+A message's repair intent is read before the understand call, from keywords
+(:mod:`tether.engine.turn.repair_intents`: no call at all then), else from the understand call's
+``intent`` section. A handled message is not routed and is not an answer to the step being asked:
+it never counts toward that step's ``max_turns``.
+
+- **cancel**: the run asking at a collect step ends (``cancelled``), its collected fields are
+  forgotten (the next task does not silently reuse them), the agent says ``Repair.cancelled``,
+  and the task it interrupted, if any, continues. A flow's ``on_cancel`` node runs instead of the
+  built-in; a flow with ``cancellable=False`` says ``Repair.not_cancellable`` and asks again.
+- **chitchat**: ``Repair.thanks_reply`` or ``Repair.chitchat_reply``; then the step being asked
+  asks again. With no task under way, nothing starts.
+- **completed**: with no task under way, ``Repair.completed_reply``; the session completes when
+  ``Repair.complete_session``.
+- **continue interrupted**: when a run ended this turn and nobody is asking, the most recently
+  suspended run says ``Repair.resume`` and asks its pending question again, in the same turn.
+"""
+
+from __future__ import annotations
+
+from tether.engine.core.pauses import Static
+from tether.engine.core.session import Run
+from tether.engine.core.state import SpeakRequest, TurnState
+from tether.engine.graph.collect_fields import ask_text, missing, pending
+from tether.engine.graph.conditions import holds
+from tether.engine.graph.moves import finish
+from tether.engine.turn.keys import message_key
+from tether.engine.turn.keywords import keyword_scores
+from tether.engine.turn.repair_intents import keyword_intent, small_talk_kind
+from tether.engine.turn.route import ROUTE_MIN_SCORE, route_to
+from tether.engine.turn.run_phase import keep_asking, resume_suspended
+from tether.engine.turn.understand import message_trigger, repeat_allows
+from tether.flow.flow import Flow
+from tether.flow.nodes import Collect
+from tether.flow.repair import content_words, task_name
+from tether.flow.transitions import Escalate
+
+__all__ = ["clarified_choice", "continue_interrupted", "handle_repair", "keyword_repair", "reask_after_detour"]
+
+
+def _asking_node(ts: TurnState, run: Run | None) -> Collect | None:
+    flow = ts.agent.flows_by_id.get(run.flow) if run is not None else None
+    node = flow.by_id.get(run.node or "") if flow is not None and run is not None else None
+    return node if isinstance(node, Collect) else None
+
+
+def keyword_repair(ts: TurnState, asker: Run | None) -> str | None:
+    """The repair intent the message's keywords carry (no model), when a pattern may apply: with a
+    run asking at a collect step, or with nobody asking."""
+    if asker is not None and _asking_node(ts, asker) is None:
+        return None  # an agent step or a reply holds its own conversation
+    return keyword_intent(ts.agent.repair, ts.message_text, task_under_way=asker is not None)
+
+
+def handle_repair(ts: TurnState, asker: Run | None, intent: str | None, scores: dict[str, float] | None = None) -> bool:
+    """Apply a repair intent; True when the message is handled (Decide does not route it).
+    ``scores``: the flows' scores for the message (the understand call's), else keywords decide
+    where a cancel that names another task goes."""
+    node = _asking_node(ts, asker)
+    if intent is None or (asker is not None and (node is None or asker.staying)):
+        return False  # an agent step, a reply, a run staying on its step: they hold their own conversation
+    if intent == "chitchat" and node is not None and node.phrased_by_model and ts.has_model(node.model):
+        return False  # the step's own speak call answers the small talk and asks again
+    if intent == "cancel" and asker is not None:
+        _cancel(ts, asker, scores)
+    elif intent == "chitchat":
+        _say(ts, "chitchat", ts.agent.repair.chitchat_reply
+             if small_talk_kind(ts.agent.repair, ts.message_text) == "chitchat" else ts.agent.repair.thanks_reply)
+        if asker is not None:
+            keep_asking(ts, asker)
+    elif intent == "skip" and asker is not None and node is not None:
+        _skip(ts, asker, node)
+    elif intent == "completed" and asker is None:
+        _say(ts, "completed", ts.agent.repair.completed_reply)
+        if ts.agent.repair.complete_session:
+            ts.session.status = "completed"
+    else:
+        return False
+    ts.repaired = intent
+    ts.outcome(asker, code=f"repair-{intent}", kind="collect", node_id=asker.node if asker else None)
+    return True
+
+
+def _say(ts: TurnState, pattern: str, text: str, *, flow: Flow | None = None) -> None:
+    text = text.replace("{task}", task_name(flow)) if flow is not None else text
+    ts.say(text, kind="verbatim", key=f"repair:{pattern}:{message_key(ts)}")
+
+
+def _skip(ts: TurnState, run: Run, node: Collect) -> None:
+    """The customer cannot answer the step: the flow's ``on_skip`` node, else a person takes over
+    (the run escalates, and the customer is told: see the cannot-handle pattern)."""
+    flow = ts.agent.flows_by_id[run.flow]
+    keep_asking(ts, run)
+    target = flow.on_skip if flow.on_skip is not None else \
+        Escalate(f"the customer cannot answer {', '.join(missing(ts, run, node)) or node.id} at {node.id!r}")
+    ts.pending[run.id] = Static(target)
+
+
+def _cancel(ts: TurnState, run: Run, scores: dict[str, float] | None) -> None:
+    flow = ts.agent.flows_by_id[run.flow]
+    if not flow.cancellable:
+        _say(ts, "cancel", ts.agent.repair.not_cancellable, flow=flow)
+        keep_asking(ts, run)
+        return
+    if flow.on_cancel is not None:  # the flow's own cancel step
+        keep_asking(ts, run)
+        ts.pending[run.id] = Static(flow.on_cancel)
+        return
+    for node in flow.nodes:  # what this task collected is not silently reused by the next one
+        if isinstance(node, Collect):
+            for name in node.fields:
+                field = ts.agent.fields.get(name)
+                if field is None or field.reuse != "confirm":  # a confirmed reuse asks first: not silent
+                    ts.session.data.pop(name, None)
+    finish(ts, run, flow, "cancelled")
+    _say(ts, "cancel", ts.agent.repair.cancelled, flow=flow)
+    switch = _named_task(ts, scores if scores is not None else None, exclude=flow.id)
+    if switch is not None:  # "never mind, I want a refund instead": that task starts, reading the message
+        route_to(ts, switch, catch_all=False)
+        return
+    resumed = continue_interrupted(ts)
+    if resumed is not None:
+        keep_asking(ts, resumed)
+
+
+def _named_task(ts: TurnState, scores: dict[str, float] | None, *, exclude: str) -> Flow | None:
+    """A flow the message asks for besides the cancel (a trigger's phrases, or the understand
+    call's score at the routing threshold); never a catch-all."""
+    eligible = []
+    for flow in ts.agent.flows:
+        found = message_trigger(flow, catch_all=False)
+        if flow.id == exclude or found is None or not found[1].phrases:
+            continue
+        if holds(ts, found[1].if_, None) and repeat_allows(ts, flow, found[1].repeat):
+            eligible.append(flow)
+    if scores is None:
+        scores = keyword_scores(ts.message_text, eligible).flows
+    best = max(eligible, key=lambda f: scores.get(f.id, 0.0), default=None)
+    return best if best is not None and scores.get(best.id, 0.0) >= ROUTE_MIN_SCORE else None
+
+
+def continue_interrupted(ts: TurnState) -> Run | None:
+    """Nobody is asking: the most recently suspended run resumes and says ``Repair.resume`` (its
+    step asks again when it moves). None when no run resumes."""
+    run = resume_suspended(ts)
+    if run is None:
+        return None
+    if ts.agent.repair.on("continue"):
+        _say(ts, "continue", ts.agent.repair.resume, flow=ts.agent.flows_by_id.get(run.flow))
+    return run
+
+
+def reask_after_detour(ts: TurnState, *, spoken: bool) -> Run | None:
+    """A message turn in which a detour ran to its end: the task it interrupted (the run still
+    asking that neither answered nor read the message, else the most recently suspended run) says
+    ``Repair.resume`` and asks its pending question again. Before the speak phase (``spoken``
+    False) and with nobody queued to speak, a step the model phrases becomes the turn's speaker;
+    otherwise the question is the step's fixed text."""
+    if not ts.ended or ts.message is None or not ts.agent.repair.on("continue") or ts.repaired is not None \
+            or ts.handoff is not None or ts.session.status != "running" or (not spoken and ts.speaker is not None):
+        return None
+    asking = [r for r in ts.session.runs if r.status == "asking"]
+    if asking:
+        run = asking[-1]
+        if run.id in ts.answered_by or run.id in ts.consumed_by or ts.speaker is not None:
+            return None
+    else:
+        suspended = [r for r in ts.session.runs if r.status == "suspended"]
+        if not suspended:
+            return None
+        run = max(suspended, key=lambda r: (r.suspended_at or r.started_at))
+    node = _asking_node(ts, run)
+    still = missing(ts, run, node) if node is not None else []
+    if node is None or not still or message_trigger(ts.agent.flows_by_id[run.flow], catch_all=True) is not None:
+        return None  # a catch-all's question is its opening ("what would you like to do?"): not a task to resume
+    if not asking:
+        resume_suspended(ts)
+    ts.repaired = "continue"
+    _say(ts, "continue", ts.agent.repair.resume, flow=ts.agent.flows_by_id.get(run.flow))
+    asks = pending(ts, run, node)
+    if not spoken and not ts.spoke and node.phrased_by_model and asks and ts.has_model(node.model):
+        ts.speaker = SpeakRequest(run.id, node.id, tuple(asks))
+        return run
+    question = node.question if node.phrased_by_model and node.question else ask_text(ts, run, node, still)
+    ts.say(question, kind="verbatim", key=f"repair:continue-ask:{message_key(ts)}", run=run, node_id=node.id)
+    return run
+
+
+_ORDINALS = {"first": 0, "1": 0, "second": 1, "2": 1, "third": 2, "3": 2, "last": -1}
+
+
+def clarified_choice(ts: TurnState) -> bool:
+    """The message answers a clarification ("Do you want to A or B?"): the option it names (a word
+    only that option's description, name or phrases have, or its place: "the second one") starts.
+    The question is asked once: whatever the message says, the next one is routed as usual."""
+    options = [ts.agent.flows_by_id[f] for f in ts.session.clarifying if f in ts.agent.flows_by_id]
+    ts.session.clarifying = []
+    if len(options) < 2:
+        return False
+    said = content_words(ts.message_text) | {w for w in ts.message_text.lower().split() if w in _ORDINALS}
+    vocab = {flow.id: content_words(" ".join([flow.id.replace("_", " "), task_name(flow), flow.description,
+                                              *_phrases(flow)])) for flow in options}
+    named = [flow for flow in options if said & (vocab[flow.id] - set().union(*(vocab[o.id] for o in options
+                                                                                 if o is not flow)))]
+    placed = {_ORDINALS[w] % len(options) for w in said if w in _ORDINALS and _ORDINALS[w] < len(options)}
+    if len(named) != 1 and len(placed) == 1:
+        named = [options[placed.pop()]]
+    if len(named) != 1:
+        return False
+    run = route_to(ts, named[0], catch_all=False)
+    if run is None:
+        return False
+    ts.floor_taken = True
+    ts.outcome(run, code="clarified", kind="collect", detail=named[0].id)
+    return True
+
+
+def _phrases(flow: Flow) -> list[str]:
+    found = message_trigger(flow, catch_all=False)
+    return [p for p in found[1].phrases if not p.startswith("!")] if found is not None else []

@@ -1,0 +1,49 @@
+"""Repair intents read from a message with no model: keywords (see :class:`tether.flow.repair.Repair`).
+
+With a task under way (a run asking), a cancel phrase anywhere cancels it, a message made only of
+small talk is chitchat, and a "don't know" phrase is a skip. With no task under way, a message
+made only of closing phrases (and thanks) completes the conversation, and one made only of small
+talk is chitchat (so "thanks!" after an order does not start another one). The understand call
+reports the same intents (its ``intent`` section) when a model judges the message.
+"""
+
+from __future__ import annotations
+
+from tether.flow.repair import Repair, phrase_in, spoken_only
+
+__all__ = ["INTENTS", "keyword_intent", "small_talk_kind"]
+
+INTENTS = ("cancel", "chitchat", "completed", "skip")
+"""The repair intents an understand call may report."""
+
+_THANKS, _CHITCHAT, _CLOSING = 0, 1, 2
+
+
+def _parts(repair: Repair, text: str) -> set[int]:
+    return spoken_only(text, repair.thanks_phrases, repair.chitchat_phrases, repair.completed_phrases,
+                       filler=repair.filler)
+
+
+def keyword_intent(repair: Repair, text: str, *, task_under_way: bool) -> str | None:
+    """The repair intent the message's words carry, or None."""
+    parts = _parts(repair, text)
+    if task_under_way:
+        if repair.on("cancel") and phrase_in(text, repair.cancel_phrases):
+            return "cancel"
+        if repair.on("chitchat") and parts and _CLOSING not in parts:
+            return "chitchat"
+        if repair.on("skip") and phrase_in(text, repair.skip_phrases):
+            return "skip"
+        return None
+    if repair.on("completed") and _CLOSING in parts:
+        return "completed"
+    if repair.on("chitchat") and parts:
+        return "chitchat"
+    return None
+
+
+def small_talk_kind(repair: Repair, text: str) -> str:
+    """``thanks`` when the message thanks the agent and says no other small talk, else ``chitchat``."""
+    if _CHITCHAT in _parts(repair, text) or phrase_in(text, repair.chitchat_phrases):
+        return "chitchat"
+    return "thanks" if phrase_in(text, repair.thanks_phrases) else "chitchat"

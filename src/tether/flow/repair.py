@@ -1,0 +1,162 @@
+"""Conversation repair: how an agent recognises the ways people leave the happy path, and what it
+says then, in one place an author can change.
+
+People correct an earlier answer, cancel, say "thanks" mid-form, close the conversation, come back
+to a task after a detour. The turn handles these as named patterns (see ``docs/repair.md``); an
+agent's :class:`Repair` holds their keywords (how each is recognised with no model) and their fixed
+texts. Change one with ``Agent(..., repair=Repair(cancelled="Done, I've dropped it."))``; switch a
+pattern off by leaving it out of ``patterns``. A flow overrides the cancel pattern with
+``Flow(..., on_cancel="node_id")`` or refuses it with ``cancellable=False``.
+
+Texts may use ``{task}`` (the flow's name, else its description, of the task concerned),
+``{options}`` (the choices a clarification offers) and ``{abilities}`` (what the agent's flows do).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tether.flow.triggers import MessageTrigger
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from tether.flow.flow import Flow
+
+__all__ = ["PATTERNS", "Repair", "cannot_handle_text", "content_words", "phrase_in", "spoken_only", "task_name"]
+
+PATTERNS = ("correction", "cancel", "chitchat", "completed", "continue", "clarify", "cannot_handle", "skip")
+"""Every repair pattern, by name."""
+
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
+
+
+def _words(text: str) -> list[str]:
+    return [w.replace("'", "") for w in _WORD.findall(text.lower().replace("\u2019", "'"))]
+
+
+def content_words(text: str) -> set[str]:
+    """The words of ``text`` that say something (three letters or more, a few common ones aside)."""
+    return {w for w in _words(text) if len(w) >= 3 and w not in _COMMON}
+
+
+_COMMON = frozenset({"the", "and", "for", "with", "from", "this", "that", "you", "your", "can", "want", "need",
+                     "please", "about", "its", "our", "will", "would", "like", "get"})
+
+
+def task_name(flow: Flow) -> str:
+    """How a text names a flow's task: its ``name`` when it has one, else its description (first
+    letter in lower case), else its id."""
+    if flow.name != flow.id or not flow.description:
+        return flow.name
+    return flow.description[:1].lower() + flow.description[1:]
+
+
+def phrase_in(text: str, phrases: tuple[str, ...]) -> bool:
+    """Some phrase occurs in ``text`` as whole words, in order (case and apostrophes ignored)."""
+    words = _words(text)
+    for phrase in phrases:
+        wanted = _words(phrase)
+        if wanted and any(words[i:i + len(wanted)] == wanted for i in range(len(words) - len(wanted) + 1)):
+            return True
+    return False
+
+
+def spoken_only(text: str, *groups: tuple[str, ...], filler: tuple[str, ...] = ()) -> set[int]:
+    """Which of ``groups`` the text is made of, when it is made only of their phrases (and
+    ``filler`` words); an empty set when anything else is said. ``"thanks, that's all"`` is made of
+    a thanks phrase and a closing phrase."""
+    words = _words(text)
+    phrases = sorted(((tuple(_words(p)), index) for index, group in enumerate(groups) for p in group),
+                     key=lambda item: -len(item[0]))
+    fill = {w for f in filler for w in _words(f)}
+    used: set[int] = set()
+    i = 0
+    while i < len(words):
+        for phrase, index in phrases:
+            if phrase and tuple(words[i:i + len(phrase)]) == phrase:
+                used.add(index)
+                i += len(phrase)
+                break
+        else:
+            if words[i] not in fill:
+                return set()
+            i += 1
+    return used
+
+
+@dataclass(frozen=True)
+class Repair:
+    """An agent's repair patterns: which are on, their keywords, their fixed texts.
+
+    Attributes:
+        patterns: the patterns that are on (see :data:`PATTERNS`).
+        cancel_phrases: a message containing one of these cancels the task being asked for.
+        thanks_phrases, chitchat_phrases: a message made only of these is small talk.
+        completed_phrases: a message made only of these (and thanks) closes the conversation.
+        correction_markers: words that make a message a correction even when it also answers
+            the step ("no, make it medium" at a yes/no step).
+        skip_phrases: the customer cannot answer the step ("I don't know").
+        cancelled: said when a task is cancelled.
+        not_cancellable: said when the task being asked for cannot be cancelled.
+        thanks_reply, chitchat_reply: the answer to small talk; the step then asks again.
+        completed_reply: the closing reply.
+        complete_session: the closing reply completes the session (the next message starts a new one).
+        resume: said before a suspended task asks its question again.
+        clarify: asks which task the customer means.
+        clarify_margin: two flows whose scores are within this margin (and at or above the
+            routing threshold) are a tie to clarify.
+        cannot_handle: said when nothing understands a message (``{abilities}``).
+        handoff: said when a step cannot go on and a person takes over.
+    """
+
+    patterns: tuple[str, ...] = PATTERNS
+    cancel_phrases: tuple[str, ...] = ("cancel", "forget it", "never mind", "nevermind", "stop this",
+                                       "i changed my mind", "i dont want it anymore")
+    thanks_phrases: tuple[str, ...] = ("thanks", "thank you", "thanks a lot", "thank you very much", "thx",
+                                       "cheers", "great", "perfect", "cool", "nice")
+    chitchat_phrases: tuple[str, ...] = ("how are you", "how are you doing", "hows it going", "how is it going",
+                                         "nice to meet you", "you are great", "youre great")
+    completed_phrases: tuple[str, ...] = ("thats all", "that is all", "thats it", "that is it", "nothing else",
+                                          "no thanks", "no thank you", "bye", "goodbye", "all good", "im done",
+                                          "we are done", "all done")
+    correction_markers: tuple[str, ...] = ("actually", "instead", "i meant", "change it", "make it", "rather",
+                                           "correction", "sorry i meant", "wait")
+    skip_phrases: tuple[str, ...] = ("i dont know", "dont know", "no idea", "i dont have it",
+                                     "i cant find it", "i dont remember")
+    filler: tuple[str, ...] = ("ok", "okay", "oh", "well", "so", "and", "very", "much", "so", "please", "all",
+                               "for", "now", "you", "that", "the", "help", "your", "again")
+    cancelled: str = "OK, I've cancelled that."
+    not_cancellable: str = "Sorry, this can't be cancelled at this point."
+    thanks_reply: str = "You're welcome!"
+    chitchat_reply: str = "I'm doing well, thanks for asking!"
+    completed_reply: str = "Glad I could help. Goodbye!"
+    complete_session: bool = True
+    resume: str = "Now, back to where we were."
+    clarify: str = "Do you want to {options}?"
+    clarify_margin: float = 10.0
+    cannot_handle: str = "Sorry, I didn't understand that. I can {abilities}."
+    handoff: str = "I'm passing you to a person, who will take it from here."
+
+    def on(self, pattern: str) -> bool:
+        """Whether ``pattern`` is switched on."""
+        return pattern in self.patterns
+
+    def problems(self) -> list[str]:
+        """What is wrong with this configuration (an unknown pattern name, a bad margin)."""
+        found = [f"unknown repair pattern {name!r} (known: {', '.join(PATTERNS)})"
+                 for name in self.patterns if name not in PATTERNS]
+        if not 0 <= self.clarify_margin <= 100:
+            found.append(f"clarify_margin must be between 0 and 100, got {self.clarify_margin!r}")
+        return found
+
+
+def cannot_handle_text(repair: Repair, flows: Sequence[Flow]) -> str:
+    """``Repair.cannot_handle`` with ``{abilities}``: the tasks a message can start (flows with
+    trigger phrases), by name or description."""
+    names = [task_name(f) for f in flows
+             if any(isinstance(t, MessageTrigger) and t.phrases for t in f.on)]
+    abilities = (", ".join(names[:-1]) + " or " + names[-1]) if len(names) > 1 else (names[0] if names else "help")
+    return repair.cannot_handle.replace("{abilities}", abilities)

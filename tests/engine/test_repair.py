@@ -1,0 +1,238 @@
+"""Conversation repair patterns in the turn: correction, cancel, chitchat, completed and continue
+interrupted, each with no model and with a model that may only fill what a request offers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tether import (
+    Agent,
+    Field,
+    Flow,
+    FlowDefinitionError,
+    Message,
+    Repair,
+    Session,
+    action,
+    collect,
+    end,
+    enum_check,
+    goto,
+    on_message,
+    reply,
+    router,
+)
+from tether.flow.repair import phrase_in, spoken_only
+from tether.testing import ScriptedModel, StrictModel, understood
+
+SIZES = ("small", "medium", "large")
+PRICES = {"small": 8, "medium": 10, "large": 12}
+
+
+def price(state: dict[str, Any], ctx: Any) -> Any:
+    return goto("confirm", data={"price": PRICES[state["size"]]})
+
+
+def order_flow(**options: Any) -> Flow:
+    return Flow("order", "Order a pizza", nodes=[
+        collect("choose", fields=["size"], ask="Small, medium or large?", resolvers=[enum_check("size", SIZES)],
+                max_turns=2),
+        action("price", price, targets=["confirm"]),
+        collect("confirm", fields=["confirm"], ask="A {size} pizza for {price} EUR. Shall I? (yes/no)",
+                resolvers=[enum_check("confirm", ["yes", "no"])], max_turns=2),
+        router("confirmed", when={"equals": {"confirm": "yes"}}, then="placed", else_="kept"),
+        reply("placed", response="Your {size} pizza is in the oven.", next=end("placed")),
+        reply("kept", response="OK, nothing ordered.", next=end("kept")),
+        # reached only by a cancel: a flow's own cancel step (on_cancel)
+        *([reply("dropped", response="Order dropped, see you soon.", next=end("dropped"))]
+          if options.get("on_cancel") else []),
+    ], on=[on_message("pizza", repeat="always")], **options)
+
+
+FIELDS = {"size": Field("enum", enum=SIZES), "confirm": Field("enum", enum=("yes", "no"), extract="asked")}
+
+
+def pia(**options: Any) -> Agent:
+    repair = options.pop("repair", None)
+    return Agent("Pia", flows=[order_flow(**options)], fields=FIELDS, **({"repair": repair} if repair else {}))
+
+
+class Chat:
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+        self.session: Session | None = None
+
+    async def say(self, text: str) -> Any:
+        result = await self.agent.turn(self.session, Message(text))
+        self.session = result.session
+        return result
+
+
+async def test_a_correction_reruns_what_depended_on_the_value() -> None:
+    chat = Chat(pia())
+    assert (await chat.say("a large pizza")).text == "A large pizza for 12 EUR. Shall I? (yes/no)"
+    fixed = await chat.say("no, make it small")  # "no" answers the step, but "make it" marks a correction
+    assert fixed.text == "A small pizza for 8 EUR. Shall I? (yes/no)"  # the price action ran again
+    [event] = [e.as_dict() for e in fixed.events if e.type == "field-corrected"]
+    assert {k: event[k] for k in ("node", "field", "old", "new", "source")} == {
+        "node": "choose", "field": "size", "old": "large", "new": "small", "source": "deterministic"}
+    assert "confirm" not in chat.session.data  # the step's own "no" was not taken
+    placed = await chat.say("yes")
+    assert placed.text == "Your small pizza is in the oven." and placed.llm_calls == 0
+
+
+async def test_the_same_value_again_is_an_answer_not_a_correction() -> None:
+    chat = Chat(pia())
+    await chat.say("a large pizza")
+    placed = await chat.say("yes, large")
+    assert placed.text == "Your large pizza is in the oven."
+    assert not [e for e in placed.events if e.type == "field-corrected"]
+
+
+async def test_with_a_model_the_extract_call_offers_the_fields_collected_before() -> None:
+    model = StrictModel()
+    chat = Chat(pia().with_model(model))
+    model.means("a large pizza", flows={"order": 90}, values={"size": "large"})
+    await chat.say("a large pizza")
+    model.means("hmm, the cheapest one instead", values={"size": "small"})
+    fixed = await chat.say("hmm, the cheapest one instead")
+    assert fixed.text == "A small pizza for 8 EUR. Shall I? (yes/no)" and fixed.llm_calls == 1
+    call = model.calls[-1]
+    assert call.call == "extract"
+    tool = call.request.tools[0]
+    assert set(tool.parameters["properties"]) == {"confirm", "size"}
+    assert "size (now 'large')" in tool.description
+    assert model.unsaid() == []
+    assert [e.as_dict()["source"] for e in fixed.events if e.type == "field-corrected"] == ["model"]
+
+
+async def test_a_correction_that_does_not_validate_changes_nothing() -> None:
+    model = ScriptedModel(understand=[understood(flows={"order": 90})], extract=[{"confirm": None, "size": "huge"}])
+    chat = Chat(pia().with_model(model))
+    await chat.say("a large pizza")
+    again = await chat.say("hmm, bigger")
+    assert again.text == "A large pizza for 12 EUR. Shall I? (yes/no)"
+    assert chat.session.data["size"] == "large"
+
+
+async def test_cancel_ends_the_task_says_so_and_forgets_its_data() -> None:
+    chat = Chat(pia())
+    await chat.say("a large pizza")
+    cancelled = await chat.say("forget it")
+    assert cancelled.text == "OK, I've cancelled that." and [e.reason for e in cancelled.ended] == ["cancelled"]
+    assert chat.session.runs == [] and "size" not in chat.session.data
+    fresh = await chat.say("a pizza please")
+    assert fresh.text == "Small, medium or large?"  # the cancelled order's size is not reused
+
+
+async def test_a_flow_overrides_cancel_with_its_own_step() -> None:
+    chat = Chat(pia(on_cancel="dropped"))
+    await chat.say("a large pizza")
+    dropped = await chat.say("cancel")
+    assert dropped.text == "Order dropped, see you soon." and [e.reason for e in dropped.ended] == ["dropped"]
+
+
+async def test_a_flow_that_cannot_be_cancelled_says_so_and_asks_again() -> None:
+    chat = Chat(pia(cancellable=False))
+    await chat.say("a large pizza")
+    kept = await chat.say("never mind")
+    assert kept.text == ("Sorry, this can't be cancelled at this point.\n\n"
+                         "A large pizza for 12 EUR. Shall I? (yes/no)")
+    assert [(r.flow, r.node, r.status) for r in chat.session.runs] == [("order", "confirm", "asking")]
+
+
+async def test_an_authors_texts_replace_the_built_in_ones() -> None:
+    chat = Chat(pia(repair=Repair(cancelled="Dropped it.", thanks_reply="Any time.")))
+    await chat.say("a large pizza")
+    assert (await chat.say("thanks")).text == "Any time.\n\nA large pizza for 12 EUR. Shall I? (yes/no)"
+    assert (await chat.say("cancel")).text == "Dropped it."
+
+
+async def test_small_talk_never_counts_toward_an_escalation() -> None:
+    chat = Chat(pia())
+    await chat.say("a pizza")
+    for text in ("thanks!", "how are you?", "thank you very much", "cheers"):
+        result = await chat.say(text)
+        assert result.text.endswith("Small, medium or large?") and result.status == "awaiting_user"
+    assert (await chat.say("large")).text == "A large pizza for 12 EUR. Shall I? (yes/no)"
+
+
+async def test_a_pattern_switched_off_is_not_recognised() -> None:
+    chat = Chat(pia(repair=Repair(patterns=("correction",))))
+    await chat.say("a large pizza")
+    result = await chat.say("thanks")
+    assert result.text == "A large pizza for 12 EUR. Shall I? (yes/no)"  # the step just asks again
+
+
+async def test_closing_after_a_task_completes_the_session_and_starts_nothing() -> None:
+    chat = Chat(pia())
+    await chat.say("a large pizza")
+    await chat.say("yes")
+    closed = await chat.say("thanks, that's all")
+    assert closed.text == "Glad I could help. Goodbye!" and closed.started == []
+    assert chat.session.status == "completed"
+    thanked = await Chat(pia(repair=Repair(complete_session=False))).say("thanks!")
+    assert thanked.text == "You're welcome!" and thanked.started == [] and thanked.session.status == "running"
+
+
+async def test_with_a_model_the_understand_intent_cancels() -> None:
+    refunds = Flow("refunds", "Get a refund", nodes=[
+        collect("why", fields=["reason"], ask="Why?"),
+        reply("ok", response="Refund opened: {reason}.", next=end()),
+    ], on=[on_message("refund")])
+    agent = Agent("Desk", flows=[order_flow(), refunds], fields={**FIELDS, "reason": Field("string", extract="asked")})
+    model = ScriptedModel(understand=[understood(flows={"order": 90}), understood(intent="cancel")])
+    chat = Chat(agent.with_model(model))
+    await chat.say("I'd like something to eat")
+    dropped = await chat.say("scrap that")
+    assert dropped.text == "OK, I've cancelled that." and dropped.llm_calls == 1
+    schema = model.calls[-1].request.response_format.schema  # type: ignore[union-attr]
+    assert schema["properties"]["intent"]["enum"] == ["cancel", "chitchat", "completed", "skip", None]
+
+
+def test_a_cancel_step_must_be_a_node_of_the_flow_and_patterns_must_exist() -> None:
+    with pytest.raises(FlowDefinitionError, match="on_cancel names 'nope'"):
+        order_flow(on_cancel="nope")
+    with pytest.raises(FlowDefinitionError, match="unknown repair pattern 'bogus'"):
+        Agent("A", repair=Repair(patterns=("bogus",)))
+
+
+def test_keywords_match_whole_words_and_small_talk_only() -> None:
+    assert phrase_in("OK never mind then", ("never mind",))
+    assert not phrase_in("I mind never", ("never mind",))
+    assert phrase_in("I don’t know", ("i dont know",))
+    assert spoken_only("Thanks, that's all!", ("thanks",), ("thats all",)) == {0, 1}
+    assert spoken_only("thanks, my order is A-1", ("thanks",)) == set()
+
+
+async def test_a_clarification_survives_a_save_and_the_answer_starts_the_chosen_flow(tmp_path: Any) -> None:
+    from tether.runtime import Runtime
+    from tether.stores import SQLiteStore
+
+    freeze = Flow("freeze_card", "Freeze a card", nodes=[collect("which", fields=["card"], ask="Which card?"),
+                                                          reply("done", response="Frozen.", next=end())],
+                  on=[on_message("my card", "freeze")])
+    report = Flow("report_card", "Report a lost card", nodes=[collect("which", fields=["card"], ask="Lost which?"),
+                                                              reply("done", response="Reported.", next=end())],
+                  on=[on_message("my card", "lost card")])
+    desk = Agent("Bo", flows=[freeze, report], fields={"card": Field("string", extract="asked")})
+    async with Runtime([desk], store=SQLiteStore(tmp_path / "cards.db")) as runtime:
+        asked = await runtime.run("Bo", "it's my card")
+        assert asked.success and asked.message == "Do you want to freeze a card or report a lost card?"
+        stored = await runtime.store.load(asked.session)
+        assert stored is not None and stored.clarifying == ["freeze_card", "report_card"]
+        chosen = await runtime.run("Bo", "freeze it", session_id=asked.session)
+        assert chosen.message == "Which card?"
+        stored = await runtime.store.load(asked.session)
+        assert stored is not None and stored.clarifying == [] and [r.flow for r in stored.runs] == ["freeze_card"]
+
+
+async def test_nothing_understood_with_no_model_says_what_the_agent_can_do() -> None:
+    refunds = Flow("refunds", "Get a refund", nodes=[collect("why", fields=["reason"], ask="Why?")],
+                   on=[on_message("refund")])
+    desk = Agent("Desk", flows=[order_flow(), refunds], fields={**FIELDS, "reason": Field("string", extract="asked")})
+    result = await desk.turn(None, Message("blorp"))
+    assert result.text == "Sorry, I didn't understand that. I can order a pizza or get a refund."
+    assert any("TETHER_MODEL" in entry.message for entry in result.session.error)  # the hint is the developer's
