@@ -175,3 +175,18 @@ async def test_model_calls_tokens_and_turn_durations_are_opentelemetry_metrics(
     (turns,) = points["tether.turn.duration"]
     assert dict(turns.attributes) == {"tether.agent": "Helper", "tether.success": True} and turns.count == 2
     provider.shutdown()
+
+
+async def test_a_new_day_starts_the_tenants_spend_again(tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from tether.runtime.costs import CostLedger
+
+    ledger = CostLedger(PRICES, Budgets(max_cost_per_tenant_per_day=1.0))
+    today = datetime(2026, 1, 5, 23, 59, tzinfo=UTC)
+    ledger.add("acme", today, 0.75)
+    assert ledger.tenant_spent("acme", today) == 0.75
+    tomorrow = today + timedelta(minutes=2)
+    ledger.add("acme", tomorrow, 0.25)
+    assert ledger.tenant_spent("acme", tomorrow) == 0.25
+    assert ledger.tenant_spent("acme", today) == 0.0  # yesterday's tally is gone from memory

@@ -164,12 +164,19 @@ class CostLedger:
             doc = await store.load(summary.id)
             if doc is not None:
                 spent += _day_cost(doc, day)
+        self._forget_other_days(day)
         self._tenant_day.setdefault((tenant, day), spent)
 
     def add(self, tenant: str, now: datetime, dollars: float) -> None:
         """Count ``dollars`` spent by ``tenant`` at ``now``."""
         key = (tenant, _day(now))
+        self._forget_other_days(key[1])
         self._tenant_day[key] = self._tenant_day.get(key, 0.0) + dollars
+
+    def _forget_other_days(self, day: str) -> None:
+        """Keep only ``day``'s tallies: a long-running process does not hold every day it saw."""
+        for key in [key for key in self._tenant_day if key[1] != day]:
+            del self._tenant_day[key]
 
     def tenant_spent(self, tenant: str, now: datetime) -> float:
         """The tenant's spend of the day as this process knows it."""
