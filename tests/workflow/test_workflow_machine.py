@@ -143,6 +143,15 @@ async def test_reading_a_skipped_producer_fails_the_consumer_naming_it() -> None
     assert info.value.skipped_producer == "a"
 
 
+async def test_a_run_whose_consumer_failed_on_a_skipped_producer_has_failed_not_running() -> None:
+    data = definition([fn("a", "exit 1", control={"optional": True}),
+                       fn("b", contract={"requires": [{"expr": "a.output.fields.x == 'x'"}]})], [("a", "b")])
+    run = await drained(data)
+    assert statuses(run) == {"a": "skipped", "b": "failed"}
+    assert run.node("b").expression_error is not None  # kept as the reason it failed
+    assert run.status == "failed"  # was "running": the kept error counted as work left for the host
+
+
 async def test_an_optional_node_that_fails_is_skipped_and_releases_its_successors() -> None:
     data = definition([fn("flaky", "exit 1", control={"optional": True}), fn("next")], [("flaky", "next")])
     run = await drained(data)

@@ -4,6 +4,7 @@ test_workflow_persistence)."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from pathlib import Path
 from typing import Any
@@ -74,3 +75,32 @@ async def test_a_run_stored_whole_loads_and_its_next_save_writes_every_node(
     assert all(len(written_nodes(records)) <= 2 for _, records in saves[1:])
     reloaded = await SnapshotStore(await backend.make()).load("old")
     assert reloaded is not None and reloaded[0] == run.snapshot
+
+
+async def test_a_reader_always_loads_one_snapshot_while_the_run_saves(
+    durable: Backend, executor: SubprocessExecutor, workspace: Path
+) -> None:
+    """Each load reads the document and the node parts as of one commit: in a chain, every
+    mutation either starts a node or completes it, so ``mutations == 2 * complete + running``
+    holds in every snapshot, and a document read with the parts of another commit breaks it."""
+    writer, reader = await durable.make(), await durable.make()
+    run = WorkflowRun(chain(12), executor=executor, workspace=workspace, store=writer, run_id="watched")
+    await run.save()
+    seen: list[int] = []
+
+    async def watch() -> None:
+        while True:
+            found = await SnapshotStore(reader).load("watched")
+            assert found is not None
+            snapshot, revision = found
+            states = [state.status for state in snapshot.nodes.values()]
+            assert snapshot.mutations == revision == 2 * states.count("complete") + states.count("running"), states
+            seen.append(revision)
+            if snapshot.status == "complete":
+                return
+            await asyncio.sleep(0)
+
+    watcher = asyncio.create_task(watch())
+    await run.drain()
+    await asyncio.wait_for(watcher, timeout=60)
+    assert seen[-1] == 24 and len(set(seen)) > 1

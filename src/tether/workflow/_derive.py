@@ -159,10 +159,8 @@ def _prune(graph: WorkflowGraph, snapshot: WorkflowSnapshot, affected: set[str])
             state = nodes[node_id]
             state.status, state.skip_reason = "skipped", "pruned"
             state.blocked_by, state.failed_conditions = [], []
-            for dependent in graph.dependents[node_id]:
-                if dependent not in affected:
-                    affected.add(dependent)
-                queue.append(dependent)
+            affected |= graph.dependents[node_id]
+            queue.extend(graph.dependents[node_id])
 
 
 def _admit(graph: WorkflowGraph, snapshot: WorkflowSnapshot, node_id: str, view: dict[str, Any]) -> bool:

@@ -115,7 +115,8 @@ _STATUSES = ("pending", "available", "running", "awaiting_approval", "awaiting_i
 class NodeIndex:
     """The nodes of one snapshot by status, plus what the roll-up reads:
 
-    - ``errors``: nodes with an ``expression_error`` (the host fails the pending ones next);
+    - ``errors``: pending nodes with an ``expression_error`` (the host fails them next; a node
+      it failed keeps the error as the reason, and is no longer work);
     - ``runnable``: available nodes the runtime owns with nothing blocking them;
     - ``agents``: available agent nodes.
     """
@@ -144,7 +145,7 @@ class NodeIndex:
             for ids in self.by_status.values():
                 ids.discard(node_id)
             self.by_status[state.status].add(node_id)
-            _file(self.errors, node_id, bool(state.expression_error))
+            _file(self.errors, node_id, state.status == "pending" and bool(state.expression_error))
             available = state.status == "available"
             agent = isinstance(graph.nodes[node_id].run, AgentRun)
             _file(self.agents, node_id, available and agent)
