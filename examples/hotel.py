@@ -6,18 +6,24 @@ terminal step that says goodbye and completes the session. ``terminate_session``
     TETHER_MODEL=openai:gpt-4o-mini tether chat examples/hotel.py  # a real model
 
 Without a model the agent is served by a small scripted stand-in (``fallback_model``) that reads
-dates, a number of guests and yes/no from the customer's words, so the example runs offline.
+dates, a number of guests and yes/no from the customer's words, so the example runs offline. It
+reads the dates people type (``read_dates``): ``2026-05-01``; ``12/03`` or ``12/03/2026`` (day
+first: the 12th of March); ``12 March``, ``12th of March``, ``March 12`` (a year may follow);
+``today``, ``tomorrow``; ``Friday``, ``this Friday`` or ``next Friday`` (all three: the first Friday
+after the day before, so "Friday to Sunday" is two nights). A date with no year is the next one
+to come. It greets once, and asks again without the greeting.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import date
+from datetime import date, timedelta
 from typing import Any
 
 from pydantic import BaseModel
 
 from tether import Agent, Flow, agent, go, on_message, stay, terminal, tool
+from tether.flow.moves import TOOL_VALIDATED
 from tether.models.types import ModelRequest, ModelResponse, ToolCall
 from tether.testing import FunctionModel
 
@@ -96,11 +102,75 @@ booking = Flow("booking", description="Book a room: dates, guests, confirmation"
                nodes=[ask_dates, ask_guests, confirm, goodbye], on=[on_message()])
 
 
+# ------------------------------------------------------------------ reading the dates people type
+
+MONTHS = {name: number for number, names in enumerate(
+    ("jan january", "feb february", "mar march", "apr april", "may", "jun june", "jul july", "aug august",
+     "sep sept september", "oct october", "nov november", "dec december"), start=1) for name in names.split()}
+WEEKDAYS = {name: number for number, names in enumerate(
+    ("mon monday", "tue tues tuesday", "wed wednesday", "thu thur thurs thursday", "fri friday", "sat saturday",
+     "sun sunday")) for name in names.split()}
+_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
+_WEEKDAY = "|".join(sorted(WEEKDAYS, key=len, reverse=True))
+DATE_PHRASE = re.compile(
+    rf"\b(?P<iso>\d{{4}}-\d{{2}}-\d{{2}})\b"
+    rf"|\b(?P<d>\d{{1,2}})/(?P<m>\d{{1,2}})(?:/(?P<y>\d{{2}}|\d{{4}}))?\b"
+    rf"|\b(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?: of)? (?P<month>{_MONTH})\b\.?(?:,? (?P<year>\d{{4}}))?"
+    rf"|\b(?P<month2>{_MONTH})\.? (?P<day2>\d{{1,2}})(?:st|nd|rd|th)?\b(?:,? (?P<year2>\d{{4}}))?"
+    rf"|\b(?P<relative>today|tomorrow)\b"
+    rf"|\b(?:(?:this|next|on) )?(?P<weekday>{_WEEKDAY})\b",
+    re.IGNORECASE)
+
+
+def _on_or_after(day: int, month: int, year: int | None, after: date) -> date | None:
+    """The date, its year the given one, else the first year in which it is not before ``after``."""
+    try:
+        if year is not None:
+            return date(year + 2000 if year < 100 else year, month, day)
+        found = date(after.year, month, day)
+        return found if found >= after else date(after.year + 1, month, day)
+    except ValueError:  # the 31st of April, the 12th of the 13th month
+        return None
+
+
+def _phrase_date(found: re.Match[str], after: date) -> date | None:
+    groups = found.groupdict()
+    if groups["iso"]:
+        try:
+            return date.fromisoformat(groups["iso"])
+        except ValueError:
+            return None
+    if groups["d"]:
+        return _on_or_after(int(groups["d"]), int(groups["m"]), int(groups["y"]) if groups["y"] else None, after)
+    if groups["day"] or groups["day2"]:
+        day, month, year = ((groups["day"], groups["month"], groups["year"]) if groups["day"] else
+                            (groups["day2"], groups["month2"], groups["year2"]))
+        return _on_or_after(int(day), MONTHS[month.lower()], int(year) if year else None, after)
+    if groups["relative"]:
+        return after + timedelta(days=0 if groups["relative"].lower() == "today" else 1)
+    ahead = (WEEKDAYS[groups["weekday"].lower()] - after.weekday() - 1) % 7 + 1  # 1 to 7 days on
+    return after + timedelta(days=ahead)
+
+
+def read_dates(text: str, today: date) -> list[date]:
+    """The dates named in ``text``, in order (see the module docstring for the forms). Relative
+    ones count from ``today``, a second one from the first ("Friday to Sunday")."""
+    dates: list[date] = []
+    for found in DATE_PHRASE.finditer(text):
+        base = dates[-1] if dates else today
+        # today/tomorrow and weekdays are relative to when the customer speaks, weekdays after that to the last date
+        anchor = today if found.group("relative") else base
+        if (read := _phrase_date(found, anchor)) is not None:
+            dates.append(read)
+    return dates
+
+
 # ------------------------------------------------------------------ the scripted stand-in
 
-ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+WELCOME = "Welcome to the Harbour Hotel!"
 QUESTIONS = {
-    "dates": "Welcome to the Harbour Hotel! Which dates would you like (check-in and check-out, YYYY-MM-DD)?",
+    "dates": "Which dates would you like? Check-in and check-out: 12 March to 15 March, 12/03 to 15/03 or "
+             "Friday to Sunday.",
     "guests": "How many guests will stay?",
 }
 
@@ -125,8 +195,9 @@ def _scripted(request: ModelRequest) -> ModelResponse:
                              + ". Thank you, goodbye!" if "booked" in request.system else
                              "Understood, I've closed this conversation. Goodbye!", finish_reason="stop")
     if last is None or last.role != "user":  # a tool message came back: ask again, with its feedback
-        feedback = last.content if last is not None and last.role == "tool" else ""
-        return ModelResponse(text=f"{feedback} {QUESTIONS.get(step, '')}".strip(), finish_reason="stop")
+        feedback = last.content if last is not None and last.role == "tool" and last.content != TOOL_VALIDATED \
+            else ""
+        return ModelResponse(text=f"{feedback} {_question(request, step)}".strip(), finish_reason="stop")
     words = last.content.lower()
 
     def call(name: str, **arguments: Any) -> ModelResponse:
@@ -134,18 +205,25 @@ def _scripted(request: ModelRequest) -> ModelResponse:
 
     if re.search(r"\b(bye|stop|cancel|quit)\b", words):
         return call("terminate_session")
-    if step == "dates" and len(found := ISO_DATE.findall(words)) >= 2:
-        return call("set_dates", check_in=found[0], check_out=found[1])
+    if step == "dates" and len(found := read_dates(words, date.today())) >= 2:
+        return call("set_dates", check_in=found[0].isoformat(), check_out=found[1].isoformat())
     if step == "guests" and (number := re.search(r"\b(\d+)\b", words)):
         return call("set_guests", guests=int(number.group(1)))
     if step == "confirm" and re.search(r"\b(yes|yeah|confirm|ok)\b", words):
         return call("confirm_booking", confirmed=True)
     if step == "confirm" and re.search(r"\b(no|change)\b", words):
         return call("confirm_booking", confirmed=False)
+    return ModelResponse(text=_question(request, step), finish_reason="stop")
+
+
+def _question(request: ModelRequest, step: str) -> str:
+    """What the step asks: the booking read back at ``confirm``; the welcome only before the first answer."""
     if step == "confirm":
-        return ModelResponse(text=request.system.replace("Read back the booking: ", "Your booking: ").split(". Ask")[0]
-                             + ". Shall I book it (yes/no)?", finish_reason="stop")
-    return ModelResponse(text=QUESTIONS[step], finish_reason="stop")
+        return request.system.replace("Read back the booking: ", "Your booking: ").split(". Ask")[0] + \
+            ". Shall I book it (yes/no)?"
+    greeted = any(message.role == "assistant" for message in request.messages)
+    question = QUESTIONS.get(step, "")
+    return question if greeted or step != "dates" else f"{WELCOME} {question}"
 
 
 fallback_model = FunctionModel(_scripted, name="scripted:hotel")

@@ -78,6 +78,7 @@ menu = Flow(
             resolvers=[enum_check("topic", list(TOPICS))],
             max_turns=3,
             on_complete=lambda data, state: start_flow(TOPICS[data["topic"]]),
+            targets=[start_flow(flow) for flow in TOPICS.values()],  # where on_complete goes: drawn, checked
         ),
     ],
     on=[on_message(repeat="always")],
@@ -228,7 +229,7 @@ agent = Agent(
                                  "address change", extract="asked"),
         "confirm_refund": Field("string", enum=("yes", "no"), description="Whether the customer confirmed the "
                                 "refund request", extract="asked"),
-        "refund_reason": Field("string", description="Why the customer wants a refund", extract="asked"),
+        "refund_reason": Field("string", description="Why the customer wants a refund"),  # said up front: not asked
     },
     flows=[menu, orders, address, refund, human, still_there],
     history_window=16,

@@ -30,9 +30,10 @@ from types import ModuleType
 from typing import Any
 
 from tether.agent import Agent
-from tether.dialect.files import is_flow_document
+from tether.dialect.files import is_flow_document, is_flow_file, read_document
 from tether.dialect.files import load as load_flow_file
 from tether.errors import AppLoadError, FlowDefinitionError
+from tether.import_hints import import_hint
 from tether.pyfiles import import_python_file
 
 __all__ = ["LoadedApp", "load_app", "split_app_spec"]
@@ -92,7 +93,7 @@ def _module_name(path: Path) -> str:
 
 def _describe(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return (f"{type(exc).__name__}: {text}" if text else type(exc).__name__) + import_hint(exc)
 
 
 def _syntax_error(exc: SyntaxError, fallback: str) -> AppLoadError:
@@ -239,5 +240,9 @@ def load_app(spec: str) -> LoadedApp:
         if not isinstance(loaded, Agent):
             raise AppLoadError(f"{target} holds a flow, not an agent: name it from an agent file")
         return LoadedApp(spec=spec, agents=(loaded,))
+    if is_file and attr is None and is_flow_file(target) and Path(target).is_file():
+        read_document(target)  # a syntax error is said as file:line:column
+        raise AppLoadError(f"{target} holds no agent: an agent file holds one top-level `agent:` (a workflow "
+                           "file runs with `tether workflow run`)")
     module = _import_file(target) if is_file else _import_module(target)
     return LoadedApp(spec=spec, agents=_find_agents(module, target, attr))

@@ -3,6 +3,7 @@ a room, the closing message completes the session, and resuming it starts a new 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from cli_helpers import EXAMPLES, chat
@@ -25,3 +26,14 @@ def test_hotel_booking_with_the_offline_stand_in(tmp_path: Path) -> None:
     assert again.code == 0, again.err
     assert f"session {session} completed; starting a new one" in again.out  # never resumed
     assert again.replies("Harbour")[-1].startswith("Welcome to the Harbour Hotel!")
+
+
+def test_hotel_reads_typed_dates_and_greets_once(tmp_path: Path) -> None:
+    done = chat(HOTEL, tmp_path / "hotel.db", "hi", "soon-ish", "12 March to 15/03", "2", cwd=tmp_path, process=True)
+    assert done.code == 0, done.err
+    replies = done.replies("Harbour")
+    assert replies[0].startswith("Welcome to the Harbour Hotel! Which dates")
+    assert replies[1].startswith("Which dates") and sum("Welcome" in reply for reply in replies) == 1
+    assert replies[2] == "How many guests will stay?"
+    assert re.fullmatch(r"Your booking: (\d{4})-03-12 to \1-03-15, 2 guest\(s\)\. Shall I book it \(yes/no\)\?",
+                        replies[3]), replies

@@ -60,7 +60,7 @@ def test_html_writes_a_page_that_renders_the_charts(tmp_path: Path) -> None:
     assert done.out.strip() == f"wrote {page}"
     text = page.read_text()
     assert text.startswith("<!doctype html>")
-    assert 'import mermaid from "https://cdn.jsdelivr.net/npm/mermaid@11/' in text
+    assert "https://" not in text.split("<script>", 1)[0] and "cdn.jsdelivr" not in text  # mermaid is inlined
     chart = text.split('<pre class="mermaid">\n', 1)[1].split("</pre>", 1)[0]
     assert unescape(chart) == tether("graph", EXAMPLES / "pizza.py").out.split("\n", 1)[1]
     assert "order__n_place -.-> order__n_placed" in unescape(chart)
@@ -69,3 +69,28 @@ def test_html_writes_a_page_that_renders_the_charts(tmp_path: Path) -> None:
 def test_an_unknown_format_is_refused(tmp_path: Path) -> None:
     done = tether("graph", _app(tmp_path), "--format", "svg")
     assert done.code == 2 and done.err.strip() == "error: unknown --format 'svg' (use mermaid or html)"
+
+
+def test_the_support_examples_draw_the_menu_s_links_and_flow_file_routes() -> None:
+    python = tether("graph", EXAMPLES / "support.py", process=True)
+    assert python.code == 0, python.err
+    lines = [line.strip() for line in python.out.splitlines()]
+    for flow in ("orders", "address", "refund", "human"):  # on_complete in code, its targets declared: dashed
+        assert f"menu__n_topic -.->|start_flow| {flow}__start" in lines
+    assert not [line for line in lines if "menu__n_topic_code" in line]
+
+    files = tether("graph", EXAMPLES / "support.yaml", process=True)
+    assert files.code == 0, files.err
+    lines = [line.strip() for line in files.out.splitlines()]
+    for topic, flow in (("order", "orders"), ("address", "address"), ("refund", "refund"), ("person", "human")):
+        assert f"menu__n_topic -->|topic == {topic}| {flow}__start" in lines  # a static route: solid, labelled
+    assert "menu__n_topic -->|otherwise| menu__t_end" in lines
+    assert not [line for line in lines if "menu__n_topic_code" in line]
+    # a registered action's handler may still return a transition of its own
+    assert "address__n_address_save --> address__n_address_done" in lines
+    assert "address__n_address_save -.->|code| address__n_address_save_code((?))" in lines
+
+    shipping = tether("graph", EXAMPLES / "shipping.yaml", process=True)
+    lines = [line.strip() for line in shipping.out.splitlines()]
+    assert "ship__n_book --> ship__n_done" in lines  # a tool action's static next
+    assert not [line for line in lines if "((?))" in line]

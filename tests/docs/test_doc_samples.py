@@ -1,9 +1,14 @@
 """Every python sample of README.md and docs/ runs.
 
 The blocks of one page run in order in one namespace (a later block may use what an earlier one
-defined), in a scratch directory. A top-level ``await`` is awaited, and so is every ``async def``
-a block defines that takes no arguments (a sample's ``async def test_...():``). A block that is a
-fragment says so on the line before its fence, with the reason, which the skip shows::
+defined), in a scratch directory that holds the files the page tells the reader to save
+(``<!-- file: coffee.py -->`` before a fence). A top-level ``await`` is awaited, and so is every
+``async def`` a block defines that takes no arguments, except tests. A test sample is run the way
+its reader runs it: every sample that defines a ``test_`` function is (part of) a file the page
+names (``<!-- file: test_coffee.py -->``), and ``pytest`` runs those files in the scratch directory,
+with the page's ``pyproject.toml`` and ``conftest.py`` when it shows them, warnings counted as
+failures. A block that is a fragment says so on the line before its fence, with the reason, which
+the skip shows::
 
     <!-- not-run: needs a PostgreSQL server -->
 
@@ -14,11 +19,14 @@ from __future__ import annotations
 
 import ast
 import inspect
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from doc_samples import PAGES, Sample, page_id, samples
+from doc_samples import PAGES, ROOT, Sample, page_id, samples, saved_files
 
 
 def _no_arguments(fn: Any) -> bool:
@@ -34,7 +42,8 @@ async def run_sample(sample: Sample, namespace: dict[str, Any]) -> None:
     if inspect.iscoroutine(outcome):
         await outcome
     for name, value in list(namespace.items()):
-        if before.get(name) != id(value) and inspect.iscoroutinefunction(value) and _no_arguments(value):
+        if before.get(name) != id(value) and inspect.iscoroutinefunction(value) and _no_arguments(value) \
+                and not name.startswith("test_"):  # tests run under pytest, from the files the page names
             await value()
 
 
@@ -46,15 +55,63 @@ FRAGMENTS = [s for page in PAGES for s in samples(page) if s.not_run is not None
 async def test_the_samples_of_a_page_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("TETHER_MODEL", raising=False)
+    monkeypatch.syspath_prepend(str(tmp_path))  # the files the page saves import each other
+    _save(page, tmp_path)
     namespace: dict[str, Any] = {"__name__": f"sample_{page.stem}"}
-    for sample in samples(page):
-        if sample.not_run is None:
-            try:
-                await run_sample(sample, namespace)
-            except Exception as exc:
-                raise AssertionError(f"the sample at {sample.where} fails: {type(exc).__name__}: {exc}. Make it "
-                                     "run, or mark a fragment with <!-- not-run: why --> on the line before "
-                                     "its fence") from exc
+    modules = set(sys.modules)
+    try:
+        for sample in samples(page):
+            if sample.not_run is None:
+                try:
+                    await run_sample(sample, namespace)
+                except Exception as exc:
+                    raise AssertionError(f"the sample at {sample.where} fails: {type(exc).__name__}: {exc}. Make "
+                                         "it run, or mark a fragment with <!-- not-run: why --> on the line before "
+                                         "its fence") from exc
+    finally:
+        for name in set(sys.modules) - modules:  # a page's own modules (coffee) are not another page's
+            if str(getattr(sys.modules[name], "__file__", "") or "").startswith(str(tmp_path)):
+                del sys.modules[name]
+
+
+def _save(page: Path, directory: Path) -> list[Path]:
+    """Write the files ``page`` tells the reader to save into ``directory``; the test files among them.
+    A page that shows no ``pyproject.toml`` gets the one the Testing page sets pytest up with."""
+    tests = []
+    files = saved_files(page)
+    files.setdefault("pyproject.toml", saved_files(ROOT / "docs" / "testing.md")["pyproject.toml"])
+    for name, text in files.items():
+        path = directory / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        if path.name.startswith("test_") and path.suffix == ".py":
+            tests.append(path)
+    return tests
+
+
+TESTED = [page for page in PAGES if any(s.is_test_file for s in samples(page))]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", TESTED, ids=page_id)
+def test_the_test_files_of_a_page_pass_under_pytest(page: Path, tmp_path: Path) -> None:
+    tests = _save(page, tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TETHER_", "OPENAI_", "ANTHROPIC_", "PYTEST_"))}
+    env["PYTHONPATH"] = str(ROOT / "src")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           *(path.name for path in tests)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    assert done.returncode == 0, f"{page_id(page)}: pytest {[p.name for p in tests]} fails:\n{done.stdout}{done.stderr}"
+    assert "warning" not in summary, f"{page_id(page)}: pytest warns:\n{done.stdout}"
+
+
+def test_every_test_sample_is_in_a_file_the_page_names() -> None:
+    loose = [sample.where for page in PAGES for sample in samples(page)
+             if sample.not_run is None and not sample.is_test_file
+             and any(isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test_")
+                     for node in ast.walk(ast.parse(sample.code)))]
+    assert loose == [], "mark each test sample with <!-- file: test_NAME.py --> and say in the page where it goes"
 
 
 @pytest.mark.parametrize("sample", FRAGMENTS, ids=lambda s: s.where)

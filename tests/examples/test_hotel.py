@@ -4,7 +4,9 @@ its offline stand-in. Completion: the closing response says ``completed``, the s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from datetime import date
 from types import ModuleType
 
 import pytest
@@ -62,7 +64,7 @@ async def test_booking_through_tools_then_confirmation_then_the_closing_message(
 async def test_terminate_session_goes_to_the_terminal_step_and_completes(hotel: ModuleType) -> None:
     runtime = Runtime(hotel.agent, store=MemoryStore(), clock=FakeClock())  # the offline stand-in
     first = await runtime.run("Harbour", session_id=None, message=Message("hi"))
-    assert first.message == hotel.QUESTIONS["dates"]
+    assert first.message == f"{hotel.WELCOME} {hotel.QUESTIONS['dates']}"
     bye = await runtime.run("Harbour", session_id=first.session, message=Message("actually, stop please"))
     assert bye.completed and bye.session == first.session
     assert bye.message == "Understood, I've closed this conversation. Goodbye!"
@@ -85,3 +87,35 @@ async def test_the_first_request_holds_the_customers_message_only(hotel: ModuleT
     await runtime.run("Harbour", session_id=None, message=Message("hi, a room please"))
     request = model.calls[0].request
     assert [(m.role, m.content) for m in request.messages] == [("user", "hi, a room please")]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("2026-05-01 to 2026-05-04", ["2026-05-01", "2026-05-04"]),
+    ("from 12 March to 15 March", ["2027-03-12", "2027-03-15"]),            # no year: the next 12 March
+    ("12/03 - 15/03", ["2027-03-12", "2027-03-15"]),                        # day first
+    ("12/03/2027 until the 14th of march", ["2027-03-12", "2027-03-14"]),
+    ("March 3rd to March 5, 2027", ["2027-03-03", "2027-03-05"]),
+    ("10 December to 2 January", ["2026-12-10", "2027-01-02"]),             # the check-out's year rolls over
+    ("next Friday to Sunday", ["2026-12-04", "2026-12-06"]),                # Sunday after the Friday
+    ("this friday for two nights", ["2026-12-04"]),
+    ("Tuesday", ["2026-12-08"]),                                            # the coming one, never today
+    ("tomorrow to saturday", ["2026-12-02", "2026-12-05"]),
+    ("31/04 to 2/05", ["2027-05-02"]),                                      # no 31st of April: left out
+    ("a room for 2 please", []),
+])
+def test_read_dates_reads_the_dates_people_type(hotel: ModuleType, text: str, expected: list[str]) -> None:
+    today = date(2026, 12, 1)  # a Tuesday
+    assert [found.isoformat() for found in hotel.read_dates(text, today)] == expected
+
+
+async def test_the_stand_in_greets_once_and_reads_typed_dates(hotel: ModuleType) -> None:
+    runtime = Runtime(hotel.agent, store=MemoryStore(), clock=FakeClock())
+    first = await runtime.run("Harbour", session_id=None, message=Message("hi"))
+    assert first.message == f"{hotel.WELCOME} {hotel.QUESTIONS['dates']}"
+    missed = await runtime.run("Harbour", session_id=first.session, message=Message("sometime soon"))
+    assert missed.message == hotel.QUESTIONS["dates"]  # asked again, not welcomed again
+    dates = await runtime.run("Harbour", session_id=first.session, message=Message("12 March to 15/03"))
+    assert dates.message == hotel.QUESTIONS["guests"]
+    summary = await runtime.run("Harbour", session_id=first.session, message=Message("2"))
+    assert re.fullmatch(r"Your booking: (\d{4})-03-12 to \1-03-15, 2 guest\(s\)\. Shall I book it \(yes/no\)\?",
+                        summary.message or ""), summary.message

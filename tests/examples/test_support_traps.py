@@ -14,7 +14,7 @@ from example_modules import load_example
 from tether import Message, Repair, TurnResult
 from tether.engine.core.session import Session
 from tether.models.types import ModelRequest
-from tether.testing import FakeClock, FunctionModel, ScriptedModel, SequentialIds
+from tether.testing import FakeClock, FunctionModel, ScriptedModel, SequentialIds, StrictModel
 
 SAME_ORDER = "Is this about the same order, {}? Please answer yes or no."
 
@@ -229,3 +229,14 @@ async def test_a_flow_the_menu_chains_into_starts_clean(support: ModuleType) -> 
     again = await chat.say("9 Oak Road, Springfield")
     # the earlier "yes" was cleared: this change is confirmed on its own
     assert again.text == "Change the delivery address of A-1002 to 9 Oak Road, Springfield? Please answer yes or no."
+
+
+async def test_a_reason_given_in_the_opening_message_is_not_asked_for_again(support: ModuleType) -> None:
+    model = StrictModel()
+    opening = "I want a refund for order A-1002, it arrived broken"
+    model.means(opening, flows={"refund": 95},
+                values={"order_number": "A-1002", "refund_reason": "it arrived broken"})
+    chat = Chat(support, model)
+    asked = await chat.say(opening)
+    assert asked.text == "Open a refund request for order A-1002 (it arrived broken)? Please answer yes or no."
+    assert model.unsaid() == []  # the request could carry the reason

@@ -81,13 +81,19 @@ async def test_a_one_save_turn_on_sqlite_makes_two_worker_calls(
     """The lease's take carries the load, the final save carries the lease's release: a turn that
     saves once makes two calls on the store's worker thread (was four), still one commit each."""
     calls: list[str] = []
-    call = SQLiteStore._call
+    call, write = SQLiteStore._call, SQLiteStore._write
 
     async def counting(self: SQLiteStore, operation: str, session_id: str | None, fn: Any) -> Any:
         calls.append(operation)
         return await call(self, operation, session_id, fn)
 
+    async def counting_write(self: SQLiteStore, operation: str, session_id: str | None, fn: Any,
+                             **options: Any) -> Any:
+        calls.append(operation)
+        return await write(self, operation, session_id, fn, **options)
+
     monkeypatch.setattr(SQLiteStore, "_call", counting)
+    monkeypatch.setattr(SQLiteStore, "_write", counting_write)
     store = SQLiteStore(tmp_path / "t.db")
     async with Runtime(echo_agent(), store=store) as runtime:
         first = await runtime.run("Echo", Message("one", id="m1"))

@@ -35,6 +35,14 @@ def echo_agent(name: str = "Echo") -> Agent:
     return Agent(name, flows=[chat, crm])
 
 
+def pid_agent() -> Agent:
+    """Answers every message with the id of the process that ran its turn."""
+    import os
+
+    answer = reply("answer", response=lambda state: str(os.getpid()), next=end("answered"))
+    return Agent("Pid", flows=[Flow("pid", start=answer, nodes=[answer], on=[on_message(repeat="always")])])
+
+
 def refund_agent(refunds: list[int]) -> Agent:
     """``refund`` (started by hand) asks for an approval, refunds when approved; ``pay`` waits for
     the ``paid`` signal."""

@@ -87,3 +87,12 @@ async def test_mounted_under_a_prefix_the_page_links_under_it(runtime: Runtime) 
         page = await client.get("/tether/inspect/Echo/s1")
         assert '<script src="/tether/inspect/static/inspector.js">' in page.text
         assert (await client.get("/tether/inspect/static/inspector.js")).status_code == 200
+
+
+async def test_the_favicon_is_served_without_a_key(client: httpx.AsyncClient) -> None:
+    page = await client.get("/inspect/")
+    assert '<link rel="icon" type="image/svg+xml" href="/inspect/static/favicon.svg">' in page.text
+    for path in ("/favicon.ico", "/inspect/static/favicon.svg"):  # the browser's default ask, and the page's link
+        icon = await client.get(path)
+        assert icon.status_code == 200, path
+        assert icon.headers["content-type"].startswith("image/svg+xml") and icon.text.startswith("<svg")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -56,6 +57,37 @@ def test_workers_share_one_socket_and_one_store(tmp_path: Path) -> None:
             assert [text.split(": ")[1] for text in said] == ["m0", "m1", "m2", "m3"]
             transcript = client.get(f"/v1/agents/Echo/sessions/{sid}/transcript").json()["messages"]
             assert [m["text"] for m in transcript if m["role"] == "user"] == ["m0", "m1", "m2", "m3"]
+
+
+def test_each_worker_takes_its_share_of_the_connections(tmp_path: Path) -> None:
+    """Each worker listens on a socket of its own (SO_REUSEPORT): 16 keep-alive connections opened
+    at once spread over both (the kernel hashes each connection; one worker taking 15 or more of
+    16 has a chance of 1 in 2,000), where workers sharing one socket leave it to whichever accepts
+    first."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("SO_REUSEPORT workers are Linux's")
+    with tether_serve([str(app_file(tmp_path, "pid_agent()")), "--db", str(tmp_path / "w.db"), "--workers", "2"],
+                      cwd=tmp_path, env={"TETHER_API_KEYS": "acme:k1"}, workers=2) as served:
+        port = int(served.base.rsplit(":", 1)[1])
+        assert _listening_sockets(port) == 2  # one per worker (a shared socket is one)
+        clients = [httpx.Client(base_url=served.base, headers={"Authorization": "Bearer k1"}) for _ in range(16)]
+        try:
+            pids = Counter()
+            for client in clients:  # each client holds its own connection open to the end
+                pids[client.post("/v1/agents/Pid/messages", json={"text": "who"}).json()["message"]] += 1
+            for client in clients:  # the same connection keeps its worker
+                assert client.post("/v1/agents/Pid/messages", json={"text": "again"}).json()["message"] in pids
+        finally:
+            for client in clients:
+                client.close()
+    assert len(pids) == 2 and min(pids.values()) >= 2, pids
+    assert str(os.getpid()) not in pids
+
+
+def _listening_sockets(port: int) -> int:
+    """How many TCP sockets listen on ``port`` (``/proc/net/tcp``: state 0A is LISTEN)."""
+    rows = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    return sum(1 for row in rows if int(row.split()[1].split(":")[1], 16) == port and row.split()[3] == "0A")
 
 
 def test_workers_refuse_a_memory_store(tmp_path: Path) -> None:

@@ -86,6 +86,7 @@ def schema(
 ) -> None:
     """Print the JSON Schema of a flow (or agent) file; closed, and given an agent file, restricted
     to exactly what that agent offers."""
+    from tether.dialect.files import is_flow_file
     from tether.dialect.registry import Registry
     from tether.dialect.schema import flow_file_schema
 
@@ -94,6 +95,10 @@ def schema(
     if agent is None:
         typer.echo(json.dumps(flow_file_schema(kind), indent=2))
         return
+    if not is_flow_file(agent):
+        what = "a Python file" if agent.endswith(".py") or ".py:" in agent else "not a flow file (.yaml/.yml/.json)"
+        fail(f"{agent} is {what}, and only a flow file (agent.yaml) has a schema of its own: run "
+             f"`tether check {agent}` to validate it, or `tether schema {kind}` for the schema every flow file follows")
     try:
         spec, registry, issues, _ = _spec_and_registry(agent)
     except CliError as exc:
@@ -107,7 +112,7 @@ def schema(
 
 
 def run_scenarios(
-    path: str = typer.Argument(..., metavar="PATH", help="a *.scenario.yaml file, or a directory of them"),
+    paths: list[str] = typer.Argument(..., metavar="PATH...", help="*.scenario.yaml files and directories of them"),
 ) -> None:
     """Run scenario files (a conversation, its scripted model and what each turn must do);
     report like pytest, with a diff for every failed expectation (exit 1 if any failed)."""
@@ -115,9 +120,14 @@ def run_scenarios(
 
     from tether.testing.scenarios import ScenarioError, find_scenarios, run_scenario
 
-    found = find_scenarios(path)
-    if not found:
-        fail(f"no scenario files (*.scenario.yaml) at {path}")
+    found: list[Path] = []
+    for path in paths:
+        if not Path(path).exists():
+            fail(f"no such file or directory: {path}")
+        here = find_scenarios(path)
+        if not here:
+            fail(f"no scenario files (*.scenario.yaml) at {path}")
+        found += [file for file in here if file not in found]
     failed = 0
     for file in found:
         try:

@@ -36,7 +36,10 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 
 def format_issue(issue: DefinitionIssue) -> str:
-    """One definition problem on one line: ``error [code] flow 'f' node 'n': message``."""
+    """One definition problem on one line: ``error [code] flow 'f' node 'n': message`` (a syntax
+    error's message starts with its ``file:line:column`` already)."""
+    if issue.code.endswith("-syntax"):
+        return f"error [{issue.code}] {one_line(issue.message)}"
     where: list[str] = []
     if issue.flow:
         where.append(f"flow {issue.flow!r}")
@@ -45,7 +48,8 @@ def format_issue(issue: DefinitionIssue) -> str:
     if issue.path and not issue.node:
         where.append(f"at {issue.path}")
     location = " ".join(where) or "agent"
-    return f"error [{issue.code}] {location}: {one_line(issue.message)}"
+    hint = f" ({issue.hint})" if issue.hint else ""
+    return f"error [{issue.code}] {location}: {one_line(issue.message)}{hint}"
 
 
 def stdout_console() -> Console:

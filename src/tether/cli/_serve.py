@@ -1,8 +1,10 @@
 """``tether serve``: the HTTP API of an app on uvicorn, with the wake scheduler.
 
 With no API keys (``TETHER_API_KEYS`` unset) the API is open, so the server binds 127.0.0.1 only
-and says so; binding another address needs keys. ``--workers N`` runs N processes on one socket
-(uvicorn's workers); each builds its own app from the app file and store named in the environment
+and says so; binding another address needs keys. ``--workers N`` runs N processes on one address,
+each with a listening socket of its own where the OS allows it (``SO_REUSEPORT``, see
+:mod:`tether.cli._reuseport`), else on one shared socket (uvicorn's workers); each builds its own
+app from the app file and store named in the environment
 (``worker_app``), and they share the sessions through the store: on PostgreSQL any number of
 processes (and hosts) share the load and each wake fires once (claimed with ``SKIP LOCKED``).
 """
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from tether.cli import _reuseport
 from tether.cli._inspect import load_or_exit
 from tether.cli._output import CliError, fail
 from tether.cli._sessions import DEFAULT_DB
@@ -98,7 +101,7 @@ def serve(
                               "(--store: its older name)"),
     host: str = typer.Option("127.0.0.1", "--host", help="the address to bind (non-loopback needs API keys)"),
     port: int = typer.Option(8000, "--port", min=0, max=65535, help="the port to bind"),
-    workers: int = typer.Option(1, "--workers", min=1, help="server processes sharing the socket and the store"),
+    workers: int = typer.Option(1, "--workers", min=1, help="server processes sharing the address and the store"),
     model: str | None = typer.Option(None, "--model", "-m", help="provider:model serving every agent "
                                       "(default: TETHER_MODEL; else each agent's own model)"),
     flow_refresh: float = typer.Option(DEFAULT_FLOW_REFRESH, "--flow-refresh", min=0.0,
@@ -109,7 +112,9 @@ def serve(
 
     The model is chosen as for ``tether chat``: --model, else TETHER_MODEL, else each agent's own.
     API keys come from TETHER_API_KEYS ("tenant:key,tenant:key"); without any the API is open
-    and binds 127.0.0.1 only. Each turn logs one line (tether.turn) to stderr.
+    and binds 127.0.0.1 only. Each turn logs one line (tether.turn) to stderr, and nothing else
+    is logged per request (no access log). With the fast extra installed (uvloop and httptools),
+    uvicorn runs on them.
     """
     try:
         import uvicorn
@@ -155,7 +160,7 @@ def serve(
     _log_turns()
     if workers == 1:
         config = uvicorn.Config(_app(agents, store, flow_refresh), host=host, port=port, lifespan="on",
-                                log_level="info")
+                                log_level="info", access_log=False)
         BannerServer(config, banner).run()
         return
     typer.echo(f"tether serve: {banner}; inspector {base_url(host, port)}/inspect", err=True)
@@ -164,5 +169,8 @@ def serve(
     os.environ[STORE_ENV] = store
     os.environ[REFRESH_ENV] = str(flow_refresh)
     os.environ[MODEL_ENV] = chosen or ""
+    if _reuseport.available():  # a socket per worker: the kernel spreads the connections over them
+        _reuseport.run_workers(host, port, workers)
+        return
     uvicorn.run("tether.cli._serve:worker_app", factory=True, host=host, port=port, workers=workers,
-                lifespan="on", log_level="info")
+                lifespan="on", log_level="info", access_log=False)

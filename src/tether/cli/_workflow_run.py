@@ -19,7 +19,7 @@ from tether.cli._output import CliError, fail, one_line, stdout_console
 from tether.cli._store import open_db
 from tether.cli._workflow_prompts import ask_answer
 from tether.cli._workflow_runs import resume_command, stuck
-from tether.errors import TetherError, WorkflowDefinitionError, WorkflowOperationError
+from tether.errors import DefinitionIssue, TetherError, WorkflowDefinitionError, WorkflowOperationError
 from tether.models import resolve_model
 from tether.models.types import Model, ModelResponse, ToolCall
 from tether.testing import ScriptedModel, ScriptExhausted
@@ -39,13 +39,18 @@ _STYLES = {"complete": "green", "failed": "red", "skipped": "dim", "running": "c
            "awaiting_approval": "yellow", "awaiting_input": "yellow"}
 
 
+def _where(issue: DefinitionIssue) -> str:
+    """``path: `` before an issue's message (none for a syntax error: it names its file:line)."""
+    return "" if issue.code == "workflow-syntax" else f"{issue.path or '<root>'}: "
+
+
 def load_graph(path: str) -> WorkflowGraph:
     """The workflow file at ``path``; its definition problems are printed (exit 1)."""
     try:
         return load_workflow_file(path)
     except WorkflowDefinitionError as exc:
         for issue in exc.issues:
-            typer.echo(f"error [{issue.code}] {issue.path or '<root>'}: {one_line(issue.message)}", err=True)
+            typer.echo(f"error [{issue.code}] {_where(issue)}{one_line(issue.message)}", err=True)
         typer.echo(f"error: {path} has {len(exc.issues)} definition problem(s)", err=True)
         raise typer.Exit(1) from None
 
@@ -58,7 +63,7 @@ def check_workflow_file(path: str) -> None:
     except WorkflowDefinitionError as exc:
         for issue in exc.issues:
             where = f"{issue.flow}: " if issue.flow and issue.code.startswith("subflow") else ""
-            typer.echo(f"{where}{issue.path or '<root>'}: {one_line(issue.message)}")
+            typer.echo(f"{where}{_where(issue)}{one_line(issue.message)}")
         typer.echo(f"{len(exc.issues)} problem(s)")
         raise typer.Exit(1) from None
     workflow = graph.workflow

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter
 
 from tether.dialect.models import model_from_schema
+from tether.dialect.predicate_text import predicate_text
 from tether.dialect.registry import Registry
 from tether.dialect.segments import find_segments
 from tether.dialect.spec import (
@@ -156,6 +157,10 @@ def _static_mapping(mapping: Mapping[str, ValueSource | TemplateSource | PathSou
     return out
 
 
+def _drawable(target: Any) -> bool:
+    return not (isinstance(target, StartFlow) and "{" in target.flow)
+
+
 def _with_data(target: Any, data: Mapping[str, Any] | None) -> Any:
     """``target`` carrying ``data`` into the state (where the engine can carry it)."""
     if not data:
@@ -254,6 +259,15 @@ class Routes:
         chosen = self.pick(_root({**seen, **extra}))
         return _with_data(chosen, {**values, **extra} if self.carry else extra)
 
+    def drawn_routes(self) -> tuple[list[tuple[str, Any]], Any]:
+        """For a drawn graph: each route as ``(its condition as text, its target)`` and the target
+        taken when none holds (None: the node's own ``next``). A target built from the run's
+        values (a ``${...}`` flow id) is left out: it is known only when the route is taken."""
+        routes = [(predicate_text(route.when), _transition(route.to)) for route in self.routes]
+        default = _transition(self.default)
+        default = self.fallback if default is None else default
+        return [(label, target) for label, target in routes if _drawable(target)], default
+
     def pick(self, root: Mapping[str, Any]) -> Any:
         for route in self.routes:
             if evaluate(route.when, root, self.registry.conditions):
@@ -275,6 +289,11 @@ class ToolCall:
     def digest_key(self) -> str:
         return _dumps(self.spec)
 
+    def drawn_routes(self) -> tuple[list[tuple[str, Any]], Any]:
+        """The routes a drawn graph shows (see :meth:`Routes.drawn_routes`): a tool call goes
+        nowhere else."""
+        return self.routes.drawn_routes()
+
     async def __call__(self, state: Mapping[str, Any], ctx: Any) -> Any:
         root = _root(state, ctx.input, ctx.context)
         args = resolve_mapping(self.spec.args, root)
@@ -293,12 +312,16 @@ class RegisteredAction:
 
     spec: ActionSpec
     routes: Routes
+    runs_author_code = True  # the handler may return a transition of its own: drawn as "code ?" too
 
     def digest_key(self) -> str:
         return _dumps(self.spec)
 
-    async def __call__(self, state: Mapping[str, Any], ctx: Any) -> Any:
+    def drawn_routes(self) -> tuple[list[tuple[str, Any]], Any]:
+        """The routes a drawn graph shows (see :meth:`Routes.drawn_routes`)."""
+        return self.routes.drawn_routes()
 
+    async def __call__(self, state: Mapping[str, Any], ctx: Any) -> Any:
         root = _root(state, ctx.input, ctx.context)
         handler = self.routes.registry.actions[self.spec.do or ""]
         result = handler({**state, **resolve_mapping(self.spec.args, root)}, ctx)

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from tether.errors import DefinitionIssue, FlowDefinitionError
+from tether.syntax_errors import syntax_error
 
 __all__ = ["parse_text"]
 
@@ -35,5 +36,6 @@ def parse_text(text: str, *, json_only: bool = False, source: str = "<text>") ->
     try:
         return json.loads(text) if json_only else yaml.load(text, Loader=_Loader)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise FlowDefinitionError(DefinitionIssue("dialect-syntax", f"{source}: not valid YAML/JSON: {exc}",
-                                                  path="<root>"), title=f"{source} cannot be read") from None
+        message = syntax_error(exc, source, "JSON" if json_only else "YAML")
+        raise FlowDefinitionError(DefinitionIssue("dialect-syntax", message, path="<root>"),
+                                  title=f"{source} cannot be read") from None

@@ -14,6 +14,7 @@ from tether.errors import DefinitionIssue, FlowDefinitionError
 from tether.flow.choices import Choice
 from tether.flow.fields import Field, FieldType, ItemType
 from tether.flow.flow import Flow
+from tether.flow.hints import did_you_mean
 from tether.flow.nodes import Action, Collect, Decide, Reply, Router, Wait
 from tether.flow.placeholders import placeholder_issues
 from tether.flow.repair import Repair
@@ -190,8 +191,8 @@ class AgentDefinition:
         issues: list[DefinitionIssue] = []
 
         def issue(code: str, message: str, *, flow: str | None = None, node: str | None = None,
-                  path: str | None = None) -> None:
-            issues.append(DefinitionIssue(code, message, flow=flow, node=node, path=path))
+                  path: str | None = None, hint: str | None = None) -> None:
+            issues.append(DefinitionIssue(code, message, flow=flow, node=node, path=path, hint=hint))
 
         if not isinstance(self.name, str) or not self.name.strip():
             issue("invalid-agent", "an agent needs a non-empty name", path="name")
@@ -246,7 +247,8 @@ class AgentDefinition:
         if self.idle is not None and self.idle.tools is not None:
             for name in self.idle.tools:
                 if name not in self.tools_by_name:
-                    issue("unknown-tool", f"idle names tool {name!r}, which the agent does not have", path="idle.tools")
+                    issue("unknown-tool", f"idle names tool {name!r}, which the agent does not have", path="idle.tools",
+                          hint=did_you_mean(name, self.tools_by_name))
         return issues
 
     def _check_condition(self, condition: Any, issue: Callable[..., None], *, flow: str, node: str | None,
@@ -274,14 +276,14 @@ class AgentDefinition:
                 names = []
             elif key not in self.conditions:
                 issue("unknown-condition", f"condition {key!r} is not registered on the agent", flow=flow, node=node,
-                      path=path)
+                      path=path, hint=did_you_mean(key, [*self.conditions, "equals", "known", "silenced"]))
                 continue
             else:
                 names = []
             for name in names:
                 if name not in self.fields:
                     issue("unknown-field", f"condition names field {name!r}, which is not declared on the agent",
-                          flow=flow, node=node, path=path)
+                          flow=flow, node=node, path=path, hint=did_you_mean(name, self.fields))
 
     def _validate_flow(self, flow: Flow, issue: Callable[..., None]) -> None:
         self._check_condition(flow.while_, issue, flow=flow.id, node=None, path="while_")
@@ -289,10 +291,12 @@ class AgentDefinition:
             self._check_condition(getattr(trigger, "if_", None), issue, flow=flow.id, node=None, path=f"on.{i}.if_")
         for name in (*flow.collect, *flow.clear_on_start):
             if name not in self.fields:
-                issue("unknown-field", f"field {name!r} is not declared on the agent", flow=flow.id)
+                issue("unknown-field", f"field {name!r} is not declared on the agent", flow=flow.id,
+                      hint=did_you_mean(name, self.fields))
         for name in flow.tools or ():
             if name not in self.tools_by_name:
-                issue("unknown-tool", f"tool {name!r} is not registered on the agent", flow=flow.id, path="tools")
+                issue("unknown-tool", f"tool {name!r} is not registered on the agent", flow=flow.id, path="tools",
+                      hint=did_you_mean(name, self.tools_by_name))
         for node in flow.nodes:
             if isinstance(node, Router):
                 self._check_condition(node.when, issue, flow=flow.id, node=node.id, path="when")
@@ -302,7 +306,7 @@ class AgentDefinition:
                 for name in node.fields:
                     if name not in self.fields:
                         issue("unknown-field", f"field {name!r} is not declared on the agent", flow=flow.id,
-                              node=node.id, path="fields")
+                              node=node.id, path="fields", hint=did_you_mean(name, self.fields))
                 declared = self.fields.get(node.slots[0]) if len(node.slots) == 1 else None
                 enum: tuple[Any, ...] = tuple(declared.enum or ()) if isinstance(declared, Field) else ()
                 for choice in node.choices if enum else ():
@@ -313,27 +317,27 @@ class AgentDefinition:
                 for name in node.tools:
                     if name not in self.tools_by_name:
                         issue("unknown-tool", f"tool {name!r} is not registered on the agent", flow=flow.id,
-                              node=node.id, path="tools")
+                              node=node.id, path="tools", hint=did_you_mean(name, self.tools_by_name))
             if isinstance(node, AgentNode):
                 for i, entry in enumerate(node.tools):
                     if isinstance(entry, str) and entry != TERMINATE_TOOL and entry not in self.tools_by_name:
                         issue("unknown-tool", f"tool {entry!r} is not registered on the agent", flow=flow.id,
-                              node=node.id, path=f"tools.{i}")
+                              node=node.id, path=f"tools.{i}", hint=did_you_mean(entry, self.tools_by_name))
             for name in node.uses if isinstance(node, Action) else ():
                 if name not in self.tools_by_name:
                     issue("unknown-tool", f"action uses tool {name!r}, which is not registered on the agent "
                           f"(registered: {', '.join(sorted(self.tools_by_name)) or 'none'})", flow=flow.id,
-                          node=node.id, path="uses")
+                          node=node.id, path="uses", hint=did_you_mean(name, self.tools_by_name))
             if isinstance(node, Action) and node.do is not None and node.do not in self.actions:
                 issue("unknown-action", f"action {node.do!r} is not registered on the agent", flow=flow.id,
-                      node=node.id, path="do")
+                      node=node.id, path="do", hint=did_you_mean(node.do, self.actions))
             in_code = [(f"targets.{k}", t) for k, t in enumerate(node.targets)]
             for option, target in node.static_targets() + in_code:
                 # a literal start_flow target must name a flow of this agent (a template is rendered at run time)
                 if isinstance(target, StartFlow) and isinstance(target.flow, str) and "{" not in target.flow \
                         and target.flow not in self.flows_by_id:
                     issue("unknown-flow", f"{option} starts flow {target.flow!r}, which the agent does not have",
-                          flow=flow.id, node=node.id, path=option)
+                          flow=flow.id, node=node.id, path=option, hint=did_you_mean(target.flow, self.flows_by_id))
 
 
 def _field_problems(declared: Any) -> list[str]:

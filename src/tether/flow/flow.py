@@ -17,6 +17,7 @@ from tether.errors import DefinitionIssue, FlowDefinitionError, TransitionError
 from tether.flow.choices import choice_problems
 from tether.flow.durations import parse_duration
 from tether.flow.gates import GATE_ROOTS, Gate, JudgeGate, PredicateGate
+from tether.flow.hints import did_you_mean
 from tether.flow.mermaid import flow_to_mermaid
 from tether.flow.nodes import (
     CONTEXT_STRATEGIES,
@@ -223,8 +224,9 @@ class Flow:
     def _validate(self, start_arg: Any) -> list[DefinitionIssue]:
         issues: list[DefinitionIssue] = []
 
-        def issue(code: str, message: str, *, node: str | None = None, path: str | None = None) -> None:
-            issues.append(DefinitionIssue(code, message, flow=self.id, node=node, path=path))
+        def issue(code: str, message: str, *, node: str | None = None, path: str | None = None,
+                  hint: str | None = None) -> None:
+            issues.append(DefinitionIssue(code, message, flow=self.id, node=node, path=path, hint=hint))
 
         if not isinstance(self.id, str) or not self.id.strip():
             issue("invalid-flow-id", "a flow needs a non-empty string id", path="id")
@@ -233,9 +235,10 @@ class Flow:
                   path="max_oscillations")
         if self.context is not None and self.context not in CONTEXT_STRATEGIES:
             issue("invalid-option", f"context must be one of {', '.join(CONTEXT_STRATEGIES)}, got {self.context!r}",
-                  path="context")
+                  path="context", hint=did_you_mean(self.context, CONTEXT_STRATEGIES))
         if self.on_end not in ("end", "stay", "reset"):
-            issue("invalid-option", f"on_end must be 'end', 'stay' or 'reset', got {self.on_end!r}", path="on_end")
+            issue("invalid-option", f"on_end must be 'end', 'stay' or 'reset', got {self.on_end!r}", path="on_end",
+                  hint=did_you_mean(self.on_end, ("end", "stay", "reset")))
         if self._nodes_given is not None:
             issue("invalid-node", f"nodes must be a list of nodes, got {_describe(self._nodes_given[0])}", path="nodes")
             return issues
@@ -355,7 +358,7 @@ class Flow:
         if isinstance(target, str):
             if target not in self.by_id and target not in RESERVED_IDS:
                 issue("unresolved-transition", f"{option} names {target!r}, which is not a node of the flow",
-                      node=node.id, path=path)
+                      node=node.id, path=path, hint=did_you_mean(target, self.by_id))
             return
         if isinstance(target, Node):
             if self.by_id.get(target.id) is not target:

@@ -1,8 +1,11 @@
 """Draw flows as mermaid ``flowchart``s: one shape per node kind and an edge per static target.
 
 A transition made in code is drawn as dashed edges to the ``targets=[...]`` its node declares,
-or, when it declares none, as a dashed edge to a ``?`` (it could go anywhere). ``start_flow`` is an
-edge to the started flow: to its start node when the agent's flows are drawn together
+or, when it declares none, as a dashed edge to a ``?`` (it could go anywhere). A node whose code
+is declared routes (a flow file's ``routes``/``next``: an object with ``drawn_routes()``) is drawn
+with a solid edge per route, labelled with its condition, and one for its default; the ``?``
+stays only when author code may still choose (``runs_author_code``). ``start_flow`` is an edge to
+the started flow: to its start node when the agent's flows are drawn together
 (:func:`agent_to_mermaid`), else to a terminal naming it.
 """
 
@@ -50,6 +53,9 @@ _SHAPES = {
     "router": ('{{"', '"}}'),
     "wait": ('(["', '"])'),
 }
+
+_CODE = {"reply": "next", "collect": "on_complete", "action": "run", "decide": "decide"}
+"""The option of each node kind that holds the code choosing its next node."""
 
 FlowLink = Callable[[str], "str | None"]
 """The mermaid id of a flow's start node, when that flow is drawn in the same chart."""
@@ -102,7 +108,7 @@ def _flow_lines(flow: DrawnFlow, prefix: str, link: FlowLink) -> list[str]:
         elif isinstance(move, StartFlow):
             started = link(move.flow) if "{" not in move.flow else None
             if started is not None:
-                lines.append(f"  {source} {arrow}|start_flow| {started}")
+                lines.append(f"  {source} {arrow}|{_text(label) or 'start_flow'}| {started}")
             else:
                 key = f"{prefix}t_flow_{_safe(move.flow)}"
                 terminals[key] = f"start_flow {move.flow}"
@@ -117,12 +123,22 @@ def _flow_lines(flow: DrawnFlow, prefix: str, link: FlowLink) -> list[str]:
         lines.append(f"  {node_id(node.id)}{left}{_text(node.label or node.id)}<br/><i>{node.kind}</i>{right}")
     for node in flow.nodes:
         source = node_id(node.id)
+        code = getattr(node, _CODE.get(node.kind, ""), None) if node.is_opaque() else None
+        drawer = getattr(code, "drawn_routes", None)
+        routes, default = drawer() if callable(drawer) else (None, None)
         for option, target in node.static_targets():
+            if option == "then" and node.kind == "action" and default is not None:
+                continue  # the declared next replaces the action's default
             label = "" if option in ("next", "then", "on_complete") else option
             edge(source, "-->", label, flow.resolve_static(node.id, target))
+        for label, target in routes or ():
+            edge(source, "-->", label, flow.resolve_static(node.id, target))
+        if default is not None:
+            edge(source, "-->", "otherwise" if routes else "", flow.resolve_static(node.id, default))
         for target in node.targets:
             edge(source, "-.->", "", flow.resolve_static(node.id, target))
-        if node.is_opaque() and not node.targets:
+        opaque = routes is None or getattr(code, "runs_author_code", False)
+        if node.is_opaque() and opaque and not node.targets:
             lines.append(f"  {source} -.->|code| {source}_code((?))")
     for key, name in sorted(terminals.items()):
         lines.append(f'  {key}(["{_text(name)}"])')

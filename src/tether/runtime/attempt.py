@@ -11,6 +11,7 @@ from tether.agent import Agent
 from tether.durable.turns import OpenTurn
 from tether.engine.core.inputs import Event, Message, Start, TurnInput, Wake
 from tether.engine.core.session import Session, TranscriptMessage
+from tether.runtime.envelope import RunResponse
 from tether.runtime.window import Tail
 from tether.stores.leases import Leased
 
@@ -53,3 +54,4 @@ class Attempt:
     lease: Leased | None = None  # the request's lease; its document serves the first attempt's load
     traced: bool = False  # the request has a turn span: the engine's phases get spans inside it
     agent: Agent | None = None  # the agent a stored flow reload of this request left (none reloads again)
+    admit: Callable[[Session | None], RunResponse | None] | None = None  # the caller's check of the loaded session

@@ -119,10 +119,24 @@ from tether.stores import Store, TurnRecords
 from tether.stores.leases import Leased
 from tether.stores.records import session_tenant
 
-__all__ = ["ConflictPolicy", "RequestHost", "RequestPath", "StoredFlowSource"]
+__all__ = ["Admit", "ConflictPolicy", "RequestHost", "RequestPath", "StoredFlowSource"]
 
 ConflictPolicy = Literal["replay", "reject"]
 """What a compare-and-swap conflict does: re-run the input on the fresh document, or fail."""
+
+Admit = Callable[[Session | None], RunResponse | None]
+"""A caller's check of the stored session a request loaded (None: there is none), made under the
+request's lease before anything else: a failed ``RunResponse`` refuses the request (nothing is run
+or written, and it is the request's answer), None lets it go on. The HTTP routes check the
+caller's tenant with it, so a message costs one load, not two."""
+
+
+class _Refused(Exception):
+    """The request's ``admit`` check refused the loaded session."""
+
+    def __init__(self, response: RunResponse) -> None:
+        super().__init__(response.message)
+        self.response = response
 
 
 class StoredFlowSource(Protocol):
@@ -187,13 +201,14 @@ class RequestPath:
 
     async def request(self, agent_id: str, session_id: str | None, turn_input: TurnInput,
                       config: Mapping[str, Any] | None, options: TurnOptions | None,
-                      on_delta: DeltaSink | None = None) -> RunResponse:
+                      on_delta: DeltaSink | None = None, *, admit: Admit | None = None) -> RunResponse:
         """Run ``turn_input`` as a turn of agent ``agent_id`` in session ``session_id`` (None: a new
-        one) under the request's trace span and log line; never raises."""
+        one) under the request's trace span and log line; never raises. ``admit`` checks the
+        stored session first (see :data:`Admit`)."""
         started = time.perf_counter()
         with tracing.turn_span(agent_id, session_id, input_label(turn_input)) as span:
             response = await self._locked_request(agent_id, session_id, turn_input, config, options, on_delta,
-                                                  traced=span is not None)
+                                                  traced=span is not None, admit=admit)
             tracing.end_turn(span, response)
         seconds = time.perf_counter() - started
         log_turn(agent_id, session_id, turn_input, response, seconds)
@@ -202,7 +217,8 @@ class RequestPath:
 
     async def _locked_request(self, agent_id: str, session_id: str | None, turn_input: TurnInput,
                               config: Mapping[str, Any] | None, options: TurnOptions | None,
-                              on_delta: DeltaSink | None, *, traced: bool = False) -> RunResponse:
+                              on_delta: DeltaSink | None, *, traced: bool = False,
+                              admit: Admit | None = None) -> RunResponse:
         async with self.runtime.locks.hold(session_id):
             agent = self._agents.get(agent_id)
             if agent is None:
@@ -222,13 +238,15 @@ class RequestPath:
             except StoreError as exc:
                 return failure(exc.message, session_id, exc.code)
             try:
-                return await self._attempts(agent, session_id, turn_input, config, options, on_delta, lease, traced)
+                return await self._attempts(agent, session_id, turn_input, config, options, on_delta, lease, traced,
+                                            admit)
             finally:
                 await leasing.__aexit__(None, None, None)
 
     async def _attempts(self, agent: Agent, session_id: str | None, turn_input: TurnInput,
                         config: Mapping[str, Any] | None, options: TurnOptions | None,
-                        on_delta: DeltaSink | None, lease: Leased | None, traced: bool) -> RunResponse:
+                        on_delta: DeltaSink | None, lease: Leased | None, traced: bool,
+                        admit: Admit | None = None) -> RunResponse:
         """The request's attempts: a conflict replays the input (``conflict_policy``, at most
         ``max_replays`` times); every failure becomes the request's envelope."""
         replays = 0
@@ -236,9 +254,11 @@ class RequestPath:
         mine: OpenTurn | None = None  # the open-turn mark this request's last checkpoint wrote
         reloaded: Agent | None = None  # the agent as the request's stored flow reload left it
         while True:
-            attempt = Attempt(mine=mine, on_delta=on_delta, lease=lease, traced=traced, agent=reloaded)
+            attempt = Attempt(mine=mine, on_delta=on_delta, lease=lease, traced=traced, agent=reloaded, admit=admit)
             try:
                 return await self._attempt(reloaded or agent, target, turn_input, config, options, attempt)
+            except _Refused as exc:
+                return exc.response
             except SessionConflict as exc:
                 reloaded = attempt.agent
                 target = attempt.created or target  # a replay continues the session a checkpoint created
@@ -267,6 +287,10 @@ class RequestPath:
             doc = await lease.load()  # the first time: the document read with the take
         else:
             doc = await self.runtime.store.load(session_id)
+        if attempt.admit is not None:
+            refused = attempt.admit(doc)
+            if refused is not None:
+                raise _Refused(refused)
         if doc is not None:
             check_supported(doc)  # a newer tether's document is neither run nor replaced
         if doc is None or doc.status not in LIVE_STATUSES:

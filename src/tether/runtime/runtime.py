@@ -39,7 +39,7 @@ from tether.runtime.envelope import RunResponse, failure
 from tether.runtime.locks import SessionLocks
 from tether.runtime.records import turn_records
 from tether.runtime.registry import agent_registry
-from tether.runtime.request import ConflictPolicy, RequestPath, StoredFlowSource
+from tether.runtime.request import Admit, ConflictPolicy, RequestPath, StoredFlowSource
 from tether.runtime.restore import MigrationRegistry, RestoreHook
 from tether.runtime.window import WindowCache
 from tether.stores import SQLiteStore, Store
@@ -166,6 +166,7 @@ class Runtime:
         start: Start | None = None,
         options: TurnOptions | None = None,
         on_delta: DeltaSink | None = None,
+        admit: Admit | None = None,
     ) -> RunResponse:
         """Run one turn of agent ``agent_id`` and persist it; never raises.
 
@@ -177,7 +178,10 @@ class Runtime:
         ``options`` are passed to the turn with the runtime's checkpoint (it replaces any
         ``options.checkpoint``). ``on_delta`` receives the text this input's turn says as it is
         produced (see :meth:`Agent.turn_stream`); a conflict replay produces it again, so the
-        envelope's ``message`` is what counts.
+        envelope's ``message`` is what counts. ``admit(doc)`` checks the stored session (None when
+        there is none) under the request's lease before anything else: a failed ``RunResponse``
+        it returns is the answer, with nothing run or written (the HTTP routes check the caller's
+        tenant this way instead of loading the session themselves).
         """
         try:
             turn_input = one_input(message, wake, event, start)
@@ -186,7 +190,7 @@ class Runtime:
             return failure(exc.message, session_id, exc.code)
         except ValueError as exc:
             return failure(str(exc), session_id, "invalid-request")
-        return await self._requests.request(agent_id, session_id, turn_input, config, options, on_delta)
+        return await self._requests.request(agent_id, session_id, turn_input, config, options, on_delta, admit=admit)
 
     def run_sync(self, agent_id: str, message: str | Message | None = None, **kwargs: Any) -> RunResponse:
         """``run`` for scripts: runs it in a fresh event loop (``asyncio.run``)."""

@@ -216,6 +216,7 @@ def create_app(
         ("/v1/chat/completions", openai_routes.completions, ["POST"], False),
         ("/v1/agents/{agent}/sessions", routes.create, ["POST"], False),
         ("/v1/agents/{agent}/sessions", routes.list, ["GET"], False),
+        ("/v1/agents/{agent}/messages", routes.first_message, ["POST"], False),
         (session, routes.state, ["GET"], False),
         (session, routes.delete, ["DELETE"], False),
         (session + "/messages", routes.message, ["POST"], False),

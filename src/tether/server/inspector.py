@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -84,9 +84,14 @@ def inspector_routes(runtime: Runtime, guard: Callable[[Handler], Handler]) -> l
     async def agents(request: Request) -> Response:
         return JSONResponse(graphs)
 
+    async def favicon(request: Request) -> Response:
+        # what a browser asks the server's root for, on any page (the inspector's links its own)
+        return FileResponse(STATIC_DIR / "favicon.svg", media_type="image/svg+xml",
+                            headers={"Cache-Control": "public, max-age=86400"})
+
     # one mount: the inspector is a part of the app of its own, not an API route (``/inspect``
-    # redirects to ``/inspect/``)
-    return [Mount("/inspect", routes=[
+    # redirects to ``/inspect/``); and the favicon, public like the page
+    return [Route("/favicon.ico", favicon, methods=["GET"]), Mount("/inspect", routes=[
         Route("/", index, methods=["GET"]),
         Route("/api/agents", guard(agents), methods=["GET"]),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="inspector-static"),

@@ -24,6 +24,8 @@ ROUTES: list[tuple[str, str, str, type[BaseModel] | None, type[BaseModel] | None
     ("get", "/v1/agents/{agent}/sessions", "The caller's sessions of an agent", None, bodies.SessionList, 200),
     ("post", "/v1/agents/{agent}/sessions", "Start a session (optionally a flow)", bodies.StartBody,
      bodies.SessionCreated, 201),
+    ("post", "/v1/agents/{agent}/messages", "A conversation's first message: creates its session (the envelope's "
+     "session is the id to use next)", bodies.MessageBody, bodies.Envelope, 200),
     ("get", _S, "Session state, runs and pending approvals", None, bodies.SessionState, 200),
     ("delete", _S, "Delete a session and its records", None, None, 204),
     ("post", _S + "/messages", "Send a message; the seed 004 envelope (SSE with Accept: text/event-stream)",

@@ -13,7 +13,7 @@ from tether.engine.core.input_checks import check_input
 from tether.engine.core.inputs import Event, Message, Start
 from tether.engine.core.session import Session
 from tether.errors import InvalidInputError
-from tether.runtime.envelope import RunResponse
+from tether.runtime.envelope import RunResponse, failure
 from tether.runtime.runtime import Runtime
 from tether.runtime.window import detach_window
 from tether.server.bodies import ApprovalBody, EventBody, MessageBody, SignalBody, StartBody
@@ -47,6 +47,15 @@ def status_of(response: RunResponse) -> int:
     return 502 if code.startswith("model-") else 500
 
 
+def _message(request: Request, body: MessageBody) -> Message:
+    """The message of a request: its text, with the ``Idempotency-Key`` header (or the body's
+    ``id``) as its id."""
+    header = request.headers.get("idempotency-key")
+    if header is not None and body.id is not None and header != body.id:
+        raise ApiError(422, "invalid-body", "id: differs from the Idempotency-Key header")
+    return Message(body.text, id=header or body.id)
+
+
 def answer(response: RunResponse) -> JSONResponse:
     """The envelope as a JSON response with its status."""
     return JSONResponse(envelope(response), status_code=status_of(response))
@@ -75,11 +84,17 @@ class SessionRoutes:
         agent = self._agent(request)
         session_id = request.path_params["session_id"]
         doc = await self.runtime.store.load(session_id)
+        self._check(agent, session_id, doc, request.state.tenant)
+        assert doc is not None
+        return agent, doc
+
+    @staticmethod
+    def _check(agent: Agent, session_id: str, doc: Session | None, tenant: str) -> None:
+        """Raise 404 when ``doc`` is not a session of ``agent``, 403 when another tenant owns it."""
         if doc is None or doc.agent != agent.id:
             raise ApiError(404, "session-not-found", f"agent {agent.id!r} has no session {session_id!r}")
-        if tenant_of(doc) != request.state.tenant:
+        if tenant_of(doc) != tenant:
             raise ApiError(403, "forbidden", f"session {session_id!r} belongs to another tenant")
-        return agent, doc
 
     async def create(self, request: Request) -> Response:
         """``POST /v1/agents/{agent}/sessions``: a new session of the caller's tenant; with ``flow``
@@ -115,23 +130,51 @@ class SessionRoutes:
         return JSONResponse({"sessions": [summary.model_dump(mode="json") for summary in found]})
 
     async def message(self, request: Request) -> Response:
-        """``POST .../messages``: one turn; the envelope (or an SSE stream of it)."""
-        agent, doc = await self.session_of(request)
+        """``POST .../messages``: one turn; the envelope (or an SSE stream of it).
+
+        Under the default ``on_busy="queue"`` a JSON turn loads the session once: the runtime's
+        load, which checks the agent and the tenant (``Runtime.run(admit=...)``); a stream, or a
+        policy that acts on the running turn before the message waits, checks the session first."""
+        if wants_stream(request) or self._agent(request).on_busy != "queue":
+            agent, doc = await self.session_of(request)
+            session_id = doc.id
+        else:
+            agent, session_id = self._agent(request), request.path_params["session_id"]
         body = await read_body(request, MessageBody, limit=self.max_body)
-        header = request.headers.get("idempotency-key")
-        if header is not None and body.id is not None and header != body.id:
-            raise ApiError(422, "invalid-body", "id: differs from the Idempotency-Key header")
-        message = Message(body.text, id=header or body.id)
-        config = {"tenant": request.state.tenant}
-        turn = self.busy.admit(agent, doc.id)
+        message = _message(request, body)
+        tenant = request.state.tenant
+        config = {"tenant": tenant}
+        turn = self.busy.admit(agent, session_id)
         if wants_stream(request):
-            return stream_turn(self.runtime, agent.id, doc.id, message, config, options=turn.options,
-                               on_done=lambda: self.busy.done(doc.id, turn))
+            return stream_turn(self.runtime, agent.id, session_id, message, config, options=turn.options,
+                               on_done=lambda: self.busy.done(session_id, turn))
+        refused: list[ApiError] = []
+
+        def admit(doc: Session | None) -> RunResponse | None:
+            try:
+                self._check(agent, session_id, doc, tenant)
+            except ApiError as exc:
+                refused.append(exc)
+                return failure(exc.message, session_id, exc.code)
+            return None
+
         try:
-            return answer(await self.runtime.run(agent.id, message, session_id=doc.id, config=config,
-                                                 options=turn.options))
+            response = await self.runtime.run(agent.id, message, session_id=session_id, config=config,
+                                              options=turn.options, admit=admit)
         finally:
-            self.busy.done(doc.id, turn)
+            self.busy.done(session_id, turn)
+        if refused:
+            raise refused[0]
+        return answer(response)
+
+    async def first_message(self, request: Request) -> Response:
+        """``POST /v1/agents/{agent}/messages``: a conversation's first message, which creates its
+        session (of the caller's tenant): the envelope's ``session`` is the id to use next (no
+        separate create request needed)."""
+        agent = self._agent(request)
+        body = await read_body(request, MessageBody, limit=self.max_body)
+        response = await self.runtime.run(agent.id, _message(request, body), config={"tenant": request.state.tenant})
+        return answer(response)
 
     async def state(self, request: Request) -> Response:
         """``GET .../{id}``: status, data, runs, what they wait on and the pending approvals."""

@@ -6,10 +6,13 @@ frees the session at once). A waiter polls with a growing pause (2 ms up to 50 m
 timeout. While held, the lease is renewed every third of its time to live, so a long turn keeps
 it. Releasing deletes the row if it is still ours.
 
-A lease row is coordination, not data: its commits skip the fsync (``synchronous = NORMAL`` for
-the lease's own statements; the store's connection is ``FULL`` for everything else). A power
-loss that drops a lease write also stopped every process that could hold it; the WAL stays
-consistent either way. So taking and releasing a lease costs no disk flush.
+A lease row is coordination, not data: its writes need no fsync of their own (the store runs them
+as writes that do not flush: a group of such writes commits at ``synchronous = NORMAL``, and one
+that rides in a group with a save is flushed by that save's commit). A power loss that drops a
+lease write also stopped every process that could hold it; the WAL stays consistent either way.
+So taking and releasing a lease costs no disk flush. Every statement here runs inside the write
+transaction the store opened for it (``SQLiteStore._write``), often together with other sessions'
+writes.
 
 A request's first and last store calls ride along: the take reads the session's document in the
 same worker call (``Store.lease_and_load``), and a save can delete the lease row inside its own
@@ -27,17 +30,18 @@ import logging
 import random
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Generic, TypeVar
 
 from tether.errors import SessionLeaseTimeout
 from tether.stores.leases import holder_is_dead, new_holder
 
-__all__ = ["SQLiteLease", "hold_sqlite_lease", "unsynced"]
+__all__ = ["SQLiteLease", "hold_sqlite_lease"]
 
 T = TypeVar("T")
 Call = Callable[[str, str | None, Callable[[sqlite3.Connection], Any]], Awaitable[Any]]
+"""Runs a function inside a write transaction on the store's connection (unflushed)."""
 log = logging.getLogger("tether.stores")
 
 _FIRST_PAUSE, _MAX_PAUSE = 0.002, 0.05
@@ -47,43 +51,18 @@ def _now_us() -> int:
     return int(time.time() * 1_000_000)
 
 
-@contextlib.contextmanager
-def unsynced(conn: sqlite3.Connection) -> Iterator[None]:
-    """Run the body's commits without an fsync (outside any transaction: SQLite refuses to change
-    the safety level inside one), then restore the store's ``FULL``. Used for the lease rows and
-    the checkpoints (``SQLiteStore.save_checkpoint``)."""
-    conn.execute("PRAGMA synchronous = NORMAL")
-    try:
-        yield
-    finally:
-        conn.execute("PRAGMA synchronous = FULL")
-
-
 def _take(conn: sqlite3.Connection, session_id: str, holder: str, ttl_us: int) -> str | None:
-    """Take the lease if it is free, expired or held by a dead process; None when taken, else
-    the live holder. Reads first so a held lease costs no write lock."""
+    """Take the lease if it is free, expired or held by a dead process (inside the caller's write
+    transaction); None when taken, else the live holder."""
     now = _now_us()
     row = conn.execute("SELECT holder, expires_at FROM tether_leases WHERE session_id = ?", (session_id,)).fetchone()
     if row is not None and row[1] > now and not holder_is_dead(row[0]):
         return str(row[0])
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        row = conn.execute(
-            "SELECT holder, expires_at FROM tether_leases WHERE session_id = ?", (session_id,)
-        ).fetchone()
-        if row is not None and row[1] > now and not holder_is_dead(row[0]):
-            conn.execute("ROLLBACK")
-            return str(row[0])
-        conn.execute(
-            "INSERT INTO tether_leases (session_id, holder, expires_at) VALUES (?, ?, ?) "
-            "ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at",
-            (session_id, holder, now + ttl_us),
-        )
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
+    conn.execute(
+        "INSERT INTO tether_leases (session_id, holder, expires_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at",
+        (session_id, holder, now + ttl_us),
+    )
     return None
 
 
@@ -102,8 +81,7 @@ class SQLiteLease(Generic[T]):
         self._renewal: asyncio.Task[None] | None = None
 
     def _try_take(self, conn: sqlite3.Connection, read: Callable[[sqlite3.Connection], T] | None) -> str | None:
-        with unsynced(conn):
-            current = _take(conn, self.session_id, self.holder, self.ttl_us)
+        current = _take(conn, self.session_id, self.holder, self.ttl_us)
         if current is None and read is not None:
             self.found = read(conn)
         return current
@@ -128,16 +106,12 @@ class SQLiteLease(Generic[T]):
         """Delete the lease row if it is still ours, inside the caller's transaction."""
         conn.execute("DELETE FROM tether_leases WHERE session_id = ? AND holder = ?", (self.session_id, self.holder))
 
-    def _release(self, conn: sqlite3.Connection) -> None:
-        with unsynced(conn):
-            self.release_in(conn)
-
     async def release(self) -> None:
         """Stop renewing and delete the row (a failure is logged: the row expires anyway)."""
         self.closing = True
         await self.stop()
         try:
-            await self.call("lease", self.session_id, self._release)
+            await self.call("lease", self.session_id, self.release_in)
         except Exception as exc:  # the row expires (or its dead holder is detected) anyway
             log.warning("could not release the lease of session %r: %s", self.session_id, exc)
 
@@ -161,11 +135,10 @@ class SQLiteLease(Generic[T]):
         self._renewal = asyncio.ensure_future(self._renew())
 
     def _renew_row(self, conn: sqlite3.Connection) -> bool:
-        with unsynced(conn):
-            cur = conn.execute(
-                "UPDATE tether_leases SET expires_at = ? WHERE session_id = ? AND holder = ?",
-                (_now_us() + self.ttl_us, self.session_id, self.holder),
-            )
+        cur = conn.execute(
+            "UPDATE tether_leases SET expires_at = ? WHERE session_id = ? AND holder = ?",
+            (_now_us() + self.ttl_us, self.session_id, self.holder),
+        )
         return cur.rowcount == 1
 
     async def _renew(self) -> None:

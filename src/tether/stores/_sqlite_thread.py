@@ -10,6 +10,14 @@ garbage-collected (it holds no reference to the store).
 
 As with ``to_thread``, a caller cancelled while its call runs does not stop the call: the work
 finishes on the thread and its result is dropped.
+
+Grouped calls (``run_grouped``): a call may carry a *group runner* instead of running alone. When
+the thread takes such a call, it also takes every grouped call of the same runner already waiting
+behind it (up to :data:`MAX_GROUP`, stopping at the first call that is not one) and hands them all
+to the runner at once, which returns one outcome per call; only then are the callers answered.
+``SQLiteStore`` runs a group as one transaction with one commit (one fsync for all of them): while
+one commit waits for the disk, the writes of other sessions queue up, and the next commit carries
+them all. Nobody is answered before the commit that carries their write has returned.
 """
 
 from __future__ import annotations
@@ -22,10 +30,17 @@ import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["ConnectionThread"]
+__all__ = ["MAX_GROUP", "ConnectionThread", "GroupRunner", "Outcome"]
 
 T = TypeVar("T")
-_Item = tuple[Callable[[], Any], asyncio.AbstractEventLoop, "asyncio.Future[Any]"] | None
+Outcome = tuple[bool, Any]
+"""``(True, result)`` or ``(False, exception)``: what one call of a group came to."""
+GroupRunner = Callable[[list[Any]], list[Outcome]]
+"""Runs the jobs of a group together and returns one outcome per job, in order."""
+_Item = tuple[Any, asyncio.AbstractEventLoop, "asyncio.Future[Any]", GroupRunner | None] | None
+
+MAX_GROUP = 256
+"""The most calls one group takes (the rest wait for the next)."""
 
 
 def _settle(future: asyncio.Future[Any], ok: bool, outcome: Any) -> None:
@@ -37,19 +52,51 @@ def _settle(future: asyncio.Future[Any], ok: bool, outcome: Any) -> None:
         future.set_exception(outcome)
 
 
+def _answer(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], ok: bool, outcome: Any) -> None:
+    with contextlib.suppress(RuntimeError):  # the caller's loop is closed: nobody waits for the result
+        loop.call_soon_threadsafe(_settle, future, ok, outcome)
+
+
+def _run_group(items: list[Any], runner: GroupRunner) -> None:
+    """Hand the jobs of ``items`` to ``runner`` at once, then answer each caller with its outcome."""
+    try:
+        outcomes = runner([item[0] for item in items])
+        if len(outcomes) != len(items):
+            raise RuntimeError(f"a group runner returned {len(outcomes)} outcomes for {len(items)} jobs")
+    except BaseException as exc:  # the runner itself failed: every caller gets its error
+        outcomes = [(False, exc)] * len(items)
+    for (_, loop, future, _), (ok, outcome) in zip(items, outcomes, strict=True):
+        _answer(loop, future, ok, outcome)
+
+
 def _serve(calls: queue.SimpleQueue[_Item]) -> None:
+    held: list[_Item] = []  # a call taken while gathering a group, run next
     while True:
-        item = calls.get()
+        item = held.pop() if held else calls.get()
         if item is None:
             return
-        fn, loop, future = item
-        try:
-            outcome, ok = fn(), True
-        except BaseException as exc:  # handed to the caller, whatever it is
-            outcome, ok = exc, False
-        with contextlib.suppress(RuntimeError):  # the caller's loop is closed: nobody waits for the result
-            loop.call_soon_threadsafe(_settle, future, ok, outcome)
-        del item, fn, future, outcome  # hold nothing between calls
+        fn, loop, future, runner = item
+        if runner is None:
+            try:
+                outcome, ok = fn(), True
+            except BaseException as exc:  # handed to the caller, whatever it is
+                outcome, ok = exc, False
+            _answer(loop, future, ok, outcome)
+            del outcome
+        else:
+            group, waiting = [item], None
+            while len(group) < MAX_GROUP:
+                try:
+                    waiting = calls.get_nowait()
+                except queue.Empty:
+                    break
+                if waiting is None or waiting[3] != runner:
+                    held.append(waiting)
+                    break
+                group.append(waiting)
+            _run_group(group, runner)
+            del group, waiting
+        del item, fn, future, runner  # hold nothing between calls
 
 
 class ConnectionThread:
@@ -65,7 +112,16 @@ class ConnectionThread:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         calls = self._calls or self._start_thread()
-        calls.put((fn, loop, future))
+        calls.put((fn, loop, future, None))
+        return await future
+
+    async def run_grouped(self, job: Any, runner: GroupRunner) -> Any:
+        """``job`` run by ``runner`` together with the other grouped calls of ``runner`` waiting
+        on the thread at the time (see the module notes); its outcome, or its exception raised here."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        calls = self._calls or self._start_thread()
+        calls.put((job, loop, future, runner))
         return await future
 
     def _start_thread(self) -> queue.SimpleQueue[_Item]:

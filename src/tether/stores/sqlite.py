@@ -3,6 +3,16 @@
 Durable: the connection runs ``synchronous = FULL`` (every commit of a document or its records is
 flushed to disk before it returns; the lease rows skip the flush, see ``_sqlite_lease``, and so
 do the checkpoints, see ``Store.save_checkpoint``).
+
+Grouped commits: every write is a job for the store's thread, and the jobs waiting there together
+(writes of different sessions, made by concurrent requests) run in one transaction, each inside a
+``SAVEPOINT`` of its own, with one ``COMMIT``: one fsync for the group (none when no job of it needs
+a flush: lease rows and checkpoints only). A job that fails (a stale revision, a duplicate record)
+is rolled back to its savepoint alone and its caller gets its error; the others commit. No caller
+is answered before the commit that carries its write has returned, so an acknowledged save is on
+disk as before; a commit that fails fails every job of its group, with nothing of them written.
+Nothing waits to make a group: a lone write commits at once, and groups form only from writes
+that queued while the previous commit was on its way to the disk.
 Safe across processes on one host: every write runs inside ``BEGIN IMMEDIATE`` (one writer at a
 time, others wait up to ``busy_timeout``) and the compare-and-swap is
 ``UPDATE ... WHERE id = ? AND revision = ?`` with a rowcount check. The session lease is a row
@@ -14,14 +24,14 @@ asyncio tasks may share a store.
 from __future__ import annotations
 
 import builtins
-import contextlib
 import functools
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -29,9 +39,9 @@ from typing import Any, TypeVar
 from tether.engine.core.session import Session, TranscriptMessage
 from tether.errors import SessionConflict, SessionFlowMismatch, StoreError
 from tether.stores._sqlite_io import from_us, insert_records, to_us, wake_from_row
-from tether.stores._sqlite_lease import SQLiteLease, hold_sqlite_lease, unsynced
+from tether.stores._sqlite_lease import SQLiteLease, hold_sqlite_lease
 from tether.stores._sqlite_schema import migrate
-from tether.stores._sqlite_thread import ConnectionThread
+from tether.stores._sqlite_thread import ConnectionThread, Outcome
 from tether.stores.base import ClockLike, Store, backend_errors, messages_from_rows, prefix_bounds, utc
 from tether.stores.flow_versions import FlowVersion, Status, StoredFlow, sqlite_flows, sqlite_put
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
@@ -44,6 +54,26 @@ T = TypeVar("T")
 _ERRORS = (sqlite3.Error, OSError)
 _RECORD_TABLES = ("tether_messages", "tether_events", "tether_journal", "tether_wakes", "tether_parts")
 _ENDED = "status IN ('completed', 'aborted') AND saved_at < ?"
+
+
+@dataclass(slots=True)
+class _Job:
+    """One write for the store's thread: ``fn`` runs inside the group's transaction."""
+
+    operation: str
+    session_id: str | None
+    fn: Callable[[sqlite3.Connection], Any]
+    flush: bool
+
+
+def _group_error(exc: BaseException, job: _Job) -> StoreError:
+    """The error a job gets when its group's transaction failed (each job its own instance)."""
+    if isinstance(exc, StoreError):
+        return StoreError(exc.message, operation=job.operation, session_id=job.session_id)
+    error = StoreError(f"store {job.operation} failed: {type(exc).__name__}: {exc}", operation=job.operation,
+                       session_id=job.session_id)
+    error.__cause__ = exc
+    return error
 
 
 # one statement, so the document and its parts are read from one snapshot of the database
@@ -153,17 +183,60 @@ class SQLiteStore(Store):
             self._conn = conn
         return self._conn
 
+    async def _write(self, operation: str, session_id: str | None, fn: Callable[[sqlite3.Connection], T],
+                     *, flush: bool = True) -> T:
+        """``fn`` run inside a write transaction, grouped with the other writes waiting on the
+        store's thread (see the module notes); ``flush``: its commit waits for the disk."""
+        if self._closed:
+            raise StoreError("store is closed", operation=operation)
+        result: T = await self._thread.run_grouped(_Job(operation, session_id, fn, flush), self._commit_group)
+        return result
+
+    def _commit_group(self, jobs: builtins.list[_Job]) -> builtins.list[Outcome]:
+        """Run ``jobs`` in one transaction (one savepoint each when there are several) and commit
+        once; on the store's thread."""
+        flush = any(job.flush for job in jobs)
+        with self._lock:
+            try:
+                conn = self._connection(jobs[0].operation)
+                if not flush:
+                    conn.execute("PRAGMA synchronous = NORMAL")  # outside the transaction: SQLite refuses it inside
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                    outcomes = [self._run_job(conn, job, alone=len(jobs) == 1) for job in jobs]
+                    if conn.in_transaction:  # a lone job that failed rolled it back
+                        conn.execute("COMMIT")
+                finally:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    if not flush:
+                        conn.execute("PRAGMA synchronous = FULL")
+            except (*_ERRORS, StoreError) as exc:  # the transaction itself failed: nothing of the group is written
+                return [(False, _group_error(exc, job)) for job in jobs]
+        return outcomes
+
+    async def _lease_write(self, operation: str, session_id: str | None,
+                           fn: Callable[[sqlite3.Connection], T]) -> T:
+        """A write of the lease rows: grouped, with no flush of its own (see ``_sqlite_lease``)."""
+        return await self._write(operation, session_id, fn, flush=False)
+
     @staticmethod
-    @contextmanager
-    def _write(conn: sqlite3.Connection) -> Iterator[None]:
-        conn.execute("BEGIN IMMEDIATE")
+    def _run_job(conn: sqlite3.Connection, job: _Job, *, alone: bool) -> Outcome:
+        if not alone:
+            conn.execute("SAVEPOINT job")
         try:
-            yield
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
+            with backend_errors(_ERRORS, job.operation, job.session_id):
+                outcome = job.fn(conn)
+        except Exception as exc:
+            if alone:
                 conn.execute("ROLLBACK")
-            raise
+            else:
+                conn.execute("ROLLBACK TO job")
+                conn.execute("RELEASE job")
+            return False, exc
+        if not alone:
+            conn.execute("RELEASE job")
+        return True, outcome
 
     # ------------------------------------------------------------------ the lease
 
@@ -175,7 +248,7 @@ class SQLiteStore(Store):
 
     @asynccontextmanager
     async def _hold(self, session_id: str, timeout: float) -> AsyncIterator[None]:
-        async with hold_sqlite_lease(self._call, session_id, timeout=timeout, ttl=self.lease_ttl):
+        async with hold_sqlite_lease(self._lease_write, session_id, timeout=timeout, ttl=self.lease_ttl):
             yield
 
     @asynccontextmanager
@@ -184,7 +257,7 @@ class SQLiteStore(Store):
     ) -> AsyncIterator[Leased]:
         """The lease row taken and the document read in one worker call (see ``Store.lease_and_load``)."""
         read = functools.partial(_read_doc, session_id)
-        async with hold_sqlite_lease(self._call, session_id, timeout=timeout, ttl=self.lease_ttl,
+        async with hold_sqlite_lease(self._lease_write, session_id, timeout=timeout, ttl=self.lease_ttl,
                                      read=read) as lease:
             yield self._leased(session_id, lease.found, lease.release, lease)
 
@@ -193,7 +266,7 @@ class SQLiteStore(Store):
     ) -> Session:
         """The save with the lease row deleted in its transaction (one worker call, one commit)."""
         lease = held.backend
-        if held.released or not isinstance(lease, SQLiteLease) or lease.call != self._call:
+        if held.released or not isinstance(lease, SQLiteLease) or lease.call != self._lease_write:
             return await super().save_and_release(session, expected_revision, records, held)
         lease.closing = True
         try:
@@ -225,17 +298,16 @@ class SQLiteStore(Store):
         )
 
         def op(conn: sqlite3.Connection) -> None:
-            with self._write(conn):
-                cur = conn.execute(
-                    "INSERT INTO tether_sessions (id, agent, status, revision, created_at, saved_at, doc) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-                    row,
-                )
-                if cur.rowcount != 1:
-                    raise SessionConflict(stored.id, expected=None, operation="create")
-                insert_records(conn, stored.id, records)
+            cur = conn.execute(
+                "INSERT INTO tether_sessions (id, agent, status, revision, created_at, saved_at, doc) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                row,
+            )
+            if cur.rowcount != 1:
+                raise SessionConflict(stored.id, expected=None, operation="create")
+            insert_records(conn, stored.id, records)
 
-        await self._call("create", stored.id, op)
+        await self._write("create", stored.id, op)
         return stored
 
     async def save(
@@ -266,19 +338,18 @@ class SQLiteStore(Store):
         )
 
         def op(conn: sqlite3.Connection) -> None:
-            with contextlib.nullcontext() if flush else unsynced(conn), self._write(conn):
-                cur = conn.execute(
-                    "UPDATE tether_sessions SET status = ?, revision = ?, saved_at = ?, doc = ? "
-                    "WHERE id = ? AND revision = ? AND agent = ?",
-                    params,
-                )
-                if cur.rowcount != 1:
-                    self._explain_failed_save(conn, stored, expected_revision)
-                insert_records(conn, stored.id, records)
-                if lease is not None:
-                    lease.release_in(conn)
+            cur = conn.execute(
+                "UPDATE tether_sessions SET status = ?, revision = ?, saved_at = ?, doc = ? "
+                "WHERE id = ? AND revision = ? AND agent = ?",
+                params,
+            )
+            if cur.rowcount != 1:
+                self._explain_failed_save(conn, stored, expected_revision)
+            insert_records(conn, stored.id, records)
+            if lease is not None:
+                lease.release_in(conn)
 
-        await self._call("save", stored.id, op)
+        await self._write("save", stored.id, op, flush=flush)
         return stored
 
     @staticmethod
@@ -292,28 +363,27 @@ class SQLiteStore(Store):
 
     async def delete(self, session_id: str, expected_revision: int | None = None) -> None:
         def op(conn: sqlite3.Connection) -> None:
-            with self._write(conn):
-                if expected_revision is None:
-                    conn.execute("DELETE FROM tether_sessions WHERE id = ?", (session_id,))
-                else:
-                    cur = conn.execute(
-                        "DELETE FROM tether_sessions WHERE id = ? AND revision = ?",
-                        (session_id, expected_revision),
+            if expected_revision is None:
+                conn.execute("DELETE FROM tether_sessions WHERE id = ?", (session_id,))
+            else:
+                cur = conn.execute(
+                    "DELETE FROM tether_sessions WHERE id = ? AND revision = ?",
+                    (session_id, expected_revision),
+                )
+                if cur.rowcount != 1:
+                    row = conn.execute(
+                        "SELECT revision FROM tether_sessions WHERE id = ?", (session_id,)
+                    ).fetchone()
+                    raise SessionConflict(
+                        session_id,
+                        expected=expected_revision,
+                        actual=row[0] if row else None,
+                        operation="delete",
                     )
-                    if cur.rowcount != 1:
-                        row = conn.execute(
-                            "SELECT revision FROM tether_sessions WHERE id = ?", (session_id,)
-                        ).fetchone()
-                        raise SessionConflict(
-                            session_id,
-                            expected=expected_revision,
-                            actual=row[0] if row else None,
-                            operation="delete",
-                        )
-                for table in _RECORD_TABLES:
-                    conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+            for table in _RECORD_TABLES:
+                conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
 
-        await self._call("delete", session_id, op)
+        await self._write("delete", session_id, op)
 
     async def list(
         self, *, agent: str | None = None, status: str | None = None, limit: int = 100,
@@ -359,16 +429,15 @@ class SQLiteStore(Store):
         cutoff = to_us(older_than)
 
         def op(conn: sqlite3.Connection) -> int:
-            with self._write(conn):
-                for table in _RECORD_TABLES:
-                    conn.execute(
-                        f"DELETE FROM {table} WHERE session_id IN "
-                        f"(SELECT id FROM tether_sessions WHERE {_ENDED})",
-                        (cutoff,),
-                    )
-                return conn.execute(f"DELETE FROM tether_sessions WHERE {_ENDED}", (cutoff,)).rowcount
+            for table in _RECORD_TABLES:
+                conn.execute(
+                    f"DELETE FROM {table} WHERE session_id IN "
+                    f"(SELECT id FROM tether_sessions WHERE {_ENDED})",
+                    (cutoff,),
+                )
+            return conn.execute(f"DELETE FROM tether_sessions WHERE {_ENDED}", (cutoff,)).rowcount
 
-        return await self._call("prune", None, op)
+        return await self._write("prune", None, op)
 
     # ------------------------------------------------------------------ records
 
@@ -414,16 +483,15 @@ class SQLiteStore(Store):
         until = to_us(utc(now) + timedelta(seconds=lease))
 
         def op(conn: sqlite3.Connection) -> builtins.list[Any]:
-            with self._write(conn):
-                return conn.execute(
-                    "UPDATE tether_wakes SET leased_until = ?, worker = ? WHERE rowid IN ("
-                    " SELECT rowid FROM tether_wakes"
-                    " WHERE at <= ? AND (leased_until IS NULL OR leased_until <= ?)"
-                    " ORDER BY at LIMIT ?) RETURNING session_id, key, at, leased_until, worker",
-                    (until, worker, at, at, limit),
-                ).fetchall()
+            return conn.execute(
+                "UPDATE tether_wakes SET leased_until = ?, worker = ? WHERE rowid IN ("
+                " SELECT rowid FROM tether_wakes"
+                " WHERE at <= ? AND (leased_until IS NULL OR leased_until <= ?)"
+                " ORDER BY at LIMIT ?) RETURNING session_id, key, at, leased_until, worker",
+                (until, worker, at, at, limit),
+            ).fetchall()
 
-        rows = await self._call("due_wakes", None, op)
+        rows = await self._write("due_wakes", None, op)
         wakes = [wake_from_row(r) for r in rows]
         wakes.sort(key=lambda w: (w.at, w.session_id, w.key))
         return wakes
@@ -435,7 +503,7 @@ class SQLiteStore(Store):
                 (wake.session_id, wake.key, to_us(wake.at), wake.worker),
             )
 
-        await self._call("complete_wake", wake.session_id, op)
+        await self._write("complete_wake", wake.session_id, op)
 
     async def pending_wakes(self, session_id: str | None = None) -> builtins.list[Wake]:
         def op(conn: sqlite3.Connection) -> builtins.list[Any]:
@@ -451,10 +519,9 @@ class SQLiteStore(Store):
         rows, now = builtins.list(bundle), to_us(self.now())
 
         def op(conn: sqlite3.Connection) -> None:
-            with self._write(conn):
-                sqlite_put(conn, agent, rows, now)
+            sqlite_put(conn, agent, rows, now)
 
-        await self._call("put_flows", None, op)
+        await self._write("put_flows", None, op)
 
     async def active_flows(self, agent: str) -> builtins.list[StoredFlow]:
         return await self._flows("active_flows", agent, "active")

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from tether.errors import DefinitionIssue, WorkflowDefinitionError
 from tether.pydantic_issues import validation_issues as shared_issues
+from tether.syntax_errors import syntax_error
 from tether.workflow._contract import Workflow
 from tether.workflow._graph import WorkflowGraph, compile_workflow
 from tether.workflow._normalize import normalize_v1
@@ -70,12 +71,13 @@ def parse_workflow(data: Mapping[str, Any] | Workflow) -> WorkflowGraph:
     return compile_workflow(workflow)
 
 
-def parse_workflow_text(text: str, fmt: Literal["json", "yaml"] = "yaml") -> WorkflowGraph:
-    """Parse a definition from JSON or YAML text (YAML accepts JSON too)."""
+def parse_workflow_text(text: str, fmt: Literal["json", "yaml"] = "yaml", source: str | None = None) -> WorkflowGraph:
+    """Parse a definition from JSON or YAML text (YAML accepts JSON too); a syntax error says
+    ``source:line:column`` (``source``: the file it came from)."""
     try:
         data = json.loads(text) if fmt == "json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise WorkflowDefinitionError(DefinitionIssue("workflow-syntax", f"not valid {fmt.upper()}: {exc}",
+        raise WorkflowDefinitionError(DefinitionIssue("workflow-syntax", syntax_error(exc, source, fmt.upper()),
                                                       path="<root>")) from None
     return parse_workflow(data)
 

@@ -6,7 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tether.errors import DefinitionIssue, WorkflowDefinitionError
-from tether.workflow import WorkflowGraph, load_workflow
+from tether.workflow import WorkflowGraph
+from tether.workflow._load import parse_workflow_text
 
 __all__ = ["WORKFLOW_SUFFIXES", "load_workflow_file", "workflow_directory_resolver"]
 
@@ -24,7 +25,7 @@ def load_workflow_file(path: str | Path) -> WorkflowGraph:
     except (OSError, UnicodeDecodeError) as exc:
         raise WorkflowDefinitionError(DefinitionIssue("workflow-unreadable", f"cannot read {str(file)!r}: {exc}",
                                                       path="<root>")) from None
-    return load_workflow(text, "json" if file.suffix == ".json" else "yaml")
+    return parse_workflow_text(text, "json" if file.suffix == ".json" else "yaml", source=str(file))
 
 
 def workflow_directory_resolver(directory: str | Path) -> Callable[[str], WorkflowGraph]:

@@ -1,0 +1,145 @@
+"""Turns per second of one process with many concurrent sessions on SQLite, and what each turn writes.
+
+``--sessions`` conversations (default 16) run at once through one ``Runtime`` on one
+``SQLiteStore``, each the four-message booking cycle of ``bench/booking.py`` (no model) for
+``--turns`` messages. Printed per run:
+
+* turns per second (wall) and CPU ms per turn (the process, the store's thread included);
+* transactions per turn (every ``COMMIT`` the store's connection ran, counted with sqlite3's trace
+  callback) and, of those, flushed commits per turn (a ``COMMIT`` at ``synchronous = FULL``: one
+  fsync of the WAL each; a commit at ``NORMAL`` does not wait for the disk);
+* with ``--commit-delay MS``, every flushed commit is made ``MS`` slower (a sleep on the store's
+  thread right before it: a slow disk), which is where committing concurrent turns together
+  shows.
+
+``--against DIR`` runs the same measurement on another checkout's ``src`` (for example the commit
+before a change, in a temporary worktree: ``git worktree add /tmp/before HEAD~1``) in paired
+rounds, alternating the two, and prints the ratio of turns per second (this tree / that one) per
+round and their median, so a change of machine load hits both alike.
+
+    python bench/throughput.py [--sessions 16] [--turns 40] [--commit-delay 0] [--rounds 3]
+    git worktree add /tmp/before <commit> && python bench/throughput.py --against /tmp/before
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+
+class Commits:
+    """Counts the store connection's commits from its trace callback (called on the store's thread)."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.transactions = 0
+        self.flushed = 0
+        self._full = True
+
+    def trace(self, statement: str) -> None:
+        text = statement.strip().upper()
+        if text.startswith("PRAGMA SYNCHRONOUS"):
+            self._full = text.endswith("FULL")
+        elif text == "COMMIT" or text.startswith("COMMIT"):
+            self.transactions += 1
+            if self._full:
+                self.flushed += 1
+                if self.delay:
+                    time.sleep(self.delay)
+
+
+async def measure(sessions: int, turns: int, delay_ms: float) -> dict[str, Any]:
+    """One run: ``sessions`` booking conversations of ``turns`` messages at once."""
+    from booking import booking_agent, booking_message
+
+    from tether.runtime import Runtime
+    from tether.stores import SQLiteStore
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store = SQLiteStore(Path(tmp) / "bench.db")
+        await store.list()  # opened (tables made) before the clock starts
+        commits = Commits(delay_ms / 1000)
+        conn = store._conn
+        assert conn is not None
+        conn.set_trace_callback(commits.trace)
+        runtime = Runtime(booking_agent(), store=store)
+        failed: list[str] = []
+
+        async def conversation(c: int) -> None:
+            session_id = None
+            for turn in range(1, turns + 1):
+                response = await runtime.run("Booker", booking_message(turn, c), session_id=session_id)
+                if not response.success:
+                    failed.append(response.message)
+                session_id = response.session
+
+        await conversation(sessions)  # warm up (imports, caches) on a session of its own
+        commits.transactions = commits.flushed = 0
+        cpu, wall = time.process_time(), time.perf_counter()
+        await asyncio.gather(*(conversation(c) for c in range(sessions)))
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        await runtime.close()
+        await store.close()
+    done = sessions * turns
+    if failed:
+        raise SystemExit(f"{len(failed)} turns failed, e.g. {failed[0]}")
+    return {"turns_per_s": done / wall, "cpu_ms": cpu * 1000 / done,
+            "transactions": commits.transactions / done, "flushed": commits.flushed / done}
+
+
+def child(src: Path, sessions: int, turns: int, delay_ms: float) -> dict[str, Any]:
+    """``measure`` in a fresh interpreter importing tether from ``src``."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    out = subprocess.run([sys.executable, __file__, "--child", "--sessions", str(sessions), "--turns", str(turns),
+                          "--commit-delay", str(delay_ms)], env=env, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def line(name: str, figures: dict[str, Any]) -> str:
+    return (f"{name:<8} {figures['turns_per_s']:8.0f} turns/s  {figures['cpu_ms']:6.2f} ms CPU/turn  "
+            f"{figures['transactions']:5.2f} transactions/turn  {figures['flushed']:5.3f} flushed commits/turn")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=16)
+    parser.add_argument("--turns", type=int, default=40)
+    parser.add_argument("--commit-delay", type=float, default=0.0, help="ms added to every flushed commit")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--against", type=Path, help="another checkout: compare with its src")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(asyncio.run(measure(args.sessions, args.turns, args.commit_delay))))
+        return
+    here = HERE.parent / "src"
+    print(f"booking conversations: {args.sessions} at once x {args.turns} messages, SQLite, one process; "
+          f"flushed commits {args.commit_delay:g} ms slower; load average {os.getloadavg()[0]:.1f} "
+          f"on {os.cpu_count()} cores")
+    ratios = []
+    for r in range(1, args.rounds + 1):
+        this = child(here, args.sessions, args.turns, args.commit_delay)
+        print(line(f"round {r}", this))
+        if args.against is not None:
+            that = child(args.against / "src", args.sessions, args.turns, args.commit_delay)
+            print(line("  before", that))
+            ratios.append(this["turns_per_s"] / that["turns_per_s"])
+            print(f"  this / before: {ratios[-1]:.2f}x turns/s")
+    if ratios:
+        print(f"median this / before: {statistics.median(ratios):.2f}x turns/s")
+
+
+if __name__ == "__main__":
+    main()
