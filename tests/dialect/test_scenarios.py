@@ -119,7 +119,8 @@ async def test_a_strict_scenario_fails_a_step_whose_meaning_no_call_could_say(tm
     path.write_text(STRICT)
     result = await run_scenario(path)
     assert [(m.step, m.key) for m in result.mismatches] == [(1, "unsaid")]
-    said = "'hmm, is it red?': could not say values.colour (calls: extract; offered: confirm, size, toppings)"
+    said = ("'hmm, is it red?': could not say values.colour (calls: extract; offered: confirm, intent cancel, "
+            "intent chitchat, intent skip, size, toppings)")
     assert said in result.report()
     path.write_text(STRICT.replace("calls: [extract], node: order/confirm}",
                                    "calls: [extract], node: order/confirm, unsaid: [values.colour]}"))

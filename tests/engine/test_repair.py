@@ -102,7 +102,7 @@ async def test_with_a_model_the_extract_call_offers_the_fields_collected_before(
     call = model.calls[-1]
     assert call.call == "extract"
     tool = call.request.tools[0]
-    assert set(tool.parameters["properties"]) == {"confirm", "size"}
+    assert set(tool.parameters["properties"]) == {"confirm", "size", "_intent"}
     assert "size (now 'large')" in tool.description
     assert model.unsaid() == []
     assert [e.as_dict()["source"] for e in fixed.events if e.type == "field-corrected"] == ["model"]
@@ -236,3 +236,62 @@ async def test_nothing_understood_with_no_model_says_what_the_agent_can_do() -> 
     result = await desk.turn(None, Message("blorp"))
     assert result.text == "Sorry, I didn't understand that. I can order a pizza or get a refund."
     assert any("TETHER_MODEL" in entry.message for entry in result.session.error)  # the hint is the developer's
+
+
+async def test_a_step_the_model_phrases_is_offered_the_fields_collected_before_in_the_understand_call() -> None:
+    signup = Flow("signup", "Sign up", nodes=[
+        collect("ask_email", fields=["email"], prompt="Ask for the email."),
+        collect("ask_name", fields=["name"], prompt="Ask for their name."),
+        reply("bye", response="Signed up {name} <{email}>!", next=end("done")),
+    ], on=[on_message("sign up")])
+    faq = Flow("faq", "FAQ", nodes=[reply("answer", response="We ship worldwide.", next=end())],
+               on=[on_message("shipping question")])
+    model = StrictModel()
+    chat = Chat(Agent("A", flows=[signup, faq], fields={"email": Field(), "name": Field()}).with_model(model))
+    for text, meaning in [("sign me up", {"flows": {"signup": 95}}), ("a@x.com", {"values": {"email": "a@x.com"}})]:
+        model.means(text, **meaning)
+        await chat.say(text)
+    model.means("no, my email is b@x.com", values={"email": "b@x.com"})
+    fixed = await chat.say("no, my email is b@x.com")
+    assert chat.session.data["email"] == "b@x.com" and "corrected" in fixed.codes()
+    assert [c.call for c in model.calls[-2:]] == ["understand", "speak"] and model.unsaid() == []
+    understand = model.calls[-2].request
+    assert "c1 correctable: email (now 'a@x.com')" in understand.instructions
+    model.means("Ada", values={"name": "Ada"})
+    assert (await chat.say("Ada")).text == "Signed up Ada <b@x.com>!"
+
+
+async def test_an_extract_call_reports_small_talk_and_it_never_counts_toward_max_turns() -> None:
+    model = StrictModel()
+    chat = Chat(pia().with_model(model))
+    model.means("a large pizza", flows={"order": 90}, values={"size": "large"})
+    await chat.say("a large pizza")
+    for text in ("you are a gem", "what a lovely shop", "such a nice day"):  # max_turns=2 at the confirm step
+        model.means(text, intent="chitchat")
+        result = await chat.say(text)
+        assert result.text == "Thanks, that's kind of you!\n\nA large pizza for 12 EUR. Shall I? (yes/no)"
+        assert result.llm_calls == 1 and result.status == "awaiting_user"
+    model.means("I can't say, my partner decides", intent="skip")
+    handed = await chat.say("I can't say, my partner decides")
+    assert handed.text == "I'm passing you to a person, who will take it from here." and handed.status == "handoff"
+    assert model.unsaid() == []
+
+
+async def test_small_talk_a_phrased_step_answers_does_not_use_up_its_asks() -> None:
+    signup = Flow("signup", "Sign up", nodes=[
+        collect("ask_email", fields=["email"], prompt="Ask for the email.", max_asks=2),
+        reply("bye", response="Signed up <{email}>!", next=end("done")),
+    ], on=[on_message("sign up")])
+    faq = Flow("faq", "FAQ", nodes=[reply("answer", response="We ship worldwide.", next=end())],
+               on=[on_message("shipping question")])
+    model = StrictModel()
+    chat = Chat(Agent("A", flows=[signup, faq], fields={"email": Field()}).with_model(model))
+    model.means("sign me up", flows={"signup": 95}, reply="Your email?")
+    await chat.say("sign me up")
+    for text in ("thanks!", "you are all lovely"):  # keywords, then a model's judgement
+        model.means(text, intent="chitchat", reply="Happy to help! Your email?")
+        answered = await chat.say(text)
+        assert answered.text == "Happy to help! Your email?"  # the step's own speak call answers it
+    assert chat.session.runs[0].asked == {"email": 1}
+    model.means("a@x.com", values={"email": "a@x.com"})
+    assert (await chat.say("a@x.com")).text == "Signed up <a@x.com>!"

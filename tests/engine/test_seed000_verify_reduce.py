@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 from seed000_helpers import make_agent, say, scripted, the_run, types
 
-from tether import OscillationError, Verify, action, end, goto, reply, stay
+from tether import OscillationError, Verify, action, end, goto, reply, stay, tool
 
 
 class Booked(BaseModel):
@@ -78,6 +78,29 @@ async def test_verify_check_sees_state_and_data_separately() -> None:
     done = reply("done", response="ok", next=end())
     await say(make_agent(start, mid, done), None)
     assert seen == [({"a": 1}, {"b": 2})]
+
+
+async def test_a_verify_check_with_three_arguments_reads_the_step_log_of_its_dispatch() -> None:
+    @tool
+    async def charge(amount: int) -> dict[str, Any]:
+        """Charge the card."""
+        return {"charged": amount, "receipt": "r-1"}
+
+    async def pay(state: Any, ctx: Any) -> Any:
+        receipt = await ctx.tool("charge", amount=5)
+        return goto("done", data={"receipt": receipt["receipt"]})
+
+    seen: list[list[tuple[str, Any, Any]]] = []
+
+    def check(state: Any, data: Any, steps: Any) -> bool:
+        seen.append([(entry.name, entry.request, entry.result["value"]) for entry in steps])
+        return any(entry.name == "charge" and entry.status == "finished" for entry in steps)
+
+    agent = make_agent(action("pay", pay, uses=["charge"], verify=Verify(check=check)),
+                       reply("done", response="paid", next=end("ok")), tools=[charge])
+    result = await say(agent, None)
+    assert result.ended[0].reason == "ok"
+    assert seen == [[("charge", {"amount": 5}, {"charged": 5, "receipt": "r-1"})]]
 
 
 async def test_verify_does_not_run_on_end() -> None:

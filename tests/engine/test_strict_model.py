@@ -125,9 +125,13 @@ async def test_extract_and_speak_calls_are_built_from_their_schemas() -> None:
 
 async def test_a_call_it_cannot_build_needs_a_queued_reply() -> None:
     model = StrictModel()
-    request = ModelRequest(call="summary", system="s", instructions="summarise", messages=())
-    with pytest.raises(ScriptExhausted, match="'summary' call needs a queued reply"):
+    request = ModelRequest(call="decide", system="s", instructions="choose", messages=())
+    with pytest.raises(ScriptExhausted, match="'decide' call needs a queued reply"):
         await model.complete(request)
-    model.add("summary", "A short summary.")
-    assert (await model.complete(request)).text == "A short summary."
+    model.add("decide", "refund")
+    assert (await model.complete(request)).text == "refund"
     assert model.unused() == {}
+    summary = ModelRequest(call="summary", system="s", instructions="summarise", messages=())
+    assert (await model.complete(summary)).text == "[summary]"
+    model.add("summary", "A short summary.")
+    assert (await model.complete(summary)).text == "A short summary."

@@ -66,11 +66,14 @@ class Verify:
     """Checks a node's output before a ``goto`` out of it commits.
 
     ``output_schema`` validates the merged ``{**state, **data}``; ``check(state, data)`` is a
-    predicate over the same. On failure the run holds its position and awaits the user.
+    predicate over the same, and ``check(state, data, steps)`` also reads the durable step log of
+    the dispatch it checks (``steps``: the journal entries of the node's visit, in order: a tool
+    call's request and result, an approval...). On failure the run holds its position and awaits
+    the user.
     """
 
     output_schema: type[BaseModel] | None = None
-    check: Callable[[Mapping[str, Any], Mapping[str, Any]], bool] | None = None
+    check: Callable[..., bool] | None = None
 
 
 @dataclass(frozen=True)

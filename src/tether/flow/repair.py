@@ -101,7 +101,9 @@ class Repair:
         skip_phrases: the customer cannot answer the step ("I don't know").
         cancelled: said when a task is cancelled.
         not_cancellable: said when the task being asked for cannot be cancelled.
-        thanks_reply, chitchat_reply: the answer to small talk; the step then asks again.
+        thanks_reply, chitchat_reply, small_talk_reply: the answer to thanks, to "how are you?"
+            (the chitchat phrases), and to other small talk a model recognised; the step then
+            asks again.
         completed_reply: the closing reply.
         complete_session: the closing reply completes the session (the next message starts a new one).
         resume: said before a suspended task asks its question again.
@@ -132,6 +134,7 @@ class Repair:
     not_cancellable: str = "Sorry, this can't be cancelled at this point."
     thanks_reply: str = "You're welcome!"
     chitchat_reply: str = "I'm doing well, thanks for asking!"
+    small_talk_reply: str = "Thanks, that's kind of you!"
     completed_reply: str = "Glad I could help. Goodbye!"
     complete_session: bool = True
     resume: str = "Now, back to where we were."

@@ -108,10 +108,11 @@ class StrictModel:
     """A fake model that answers from what the customer means and what each request offers.
 
     ``understand``, ``extract`` and ``speak`` calls are built from the request (see the module
-    notes); any other call (``summary``, ``decide``, ``judge``...) takes its reply from a queue, as
-    :class:`~tether.testing.ScriptedModel` does, and fails the test when none is left.
+    notes), a ``summary`` is ``"[summary]"`` unless one is queued; any other call (``decide``,
+    ``judge``...) takes its reply from a queue, as :class:`~tether.testing.ScriptedModel` does, and
+    fails the test when none is left.
 
-    >>> model = StrictModel(summary=["The customer wants a pizza."])
+    >>> model = StrictModel(decide=[{"route": "refund"}])
     >>> model.means("cancel that", intent="cancel")
     """
 
@@ -181,9 +182,12 @@ class StrictModel:
         if request.call == "speak":
             return ModelResponse(text=meaning.reply or self._speak, finish_reason="stop", usage=Usage())
         queue = self._queues.get(request.call)
+        if not queue and request.call == "summary":  # folding the history: nothing the customer meant is in it
+            return ModelResponse(text="[summary]", finish_reason="stop", usage=Usage())
         if not queue:
-            raise ScriptExhausted(f"StrictModel builds understand, extract and speak replies; a {request.call!r} "
-                                  "call needs a queued reply (StrictModel(summary=[...]) or model.add(...))")
+            raise ScriptExhausted(f"StrictModel builds understand, extract, speak and summary replies; a "
+                                  f"{request.call!r} call needs a queued reply (StrictModel(decide=[...]) or "
+                                  "model.add(...))")
         reply = queue.popleft()
         return to_response(reply(request) if callable(reply) else reply, request)
 
@@ -217,6 +221,13 @@ def _fill_object(schema: Mapping[str, Any], meaning: Meaning, heard: _Heard,
     for name, spec in (schema.get("properties") or {}).items():
         if isinstance(spec, Mapping) and "properties" in spec:
             filled[name] = _fill_object(spec, meaning, heard, root)
+            continue
+        if name == "_intent":  # an extract call's repair intent
+            allowed = [v for v in spec.get("enum", []) if v is not None]
+            heard.offered.update(f"intent {v}" for v in allowed)
+            filled[name] = meaning.intent if meaning.intent in allowed else None
+            if filled[name] is not None:
+                heard.said.add("intent")
             continue
         heard.offered.add(name)
         if name in meaning.values and _accepts(spec, meaning.values[name], root):

@@ -132,6 +132,12 @@ class TurnState:
     outbox: ReplyStream | None = None
     held: dict[str, HeldTurn] = field(default_factory=dict)
     """Per run id: the batched turn its segment's next member takes instead of speaking."""
+    small_talk: bool = False
+    """The message is small talk that a step's own speak call answers: that ask is not counted
+    toward the step's ``max_asks``."""
+    late_intent: tuple[str, str] | None = None
+    """A repair intent the collect step's extract call reported (run id, intent): applied after
+    the run phase, as the understand call's would have been before it."""
     repaired: str | None = None
     """The repair pattern that handled this turn's message (``cancel``, ``chitchat``...): the
     message is not routed, nor given to a step as its answer."""

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ValidationError
+
 from tether.engine.core.events import CollectUpdate
 from tether.engine.core.pauses import ASKING, Pause, Static
 from tether.engine.core.session import Run
@@ -31,7 +33,7 @@ from tether.engine.graph.collect_fields import (
     value_of,
 )
 from tether.engine.graph.corrections import apply_corrections, correctable, marked_as_correction, resolver_corrections
-from tether.engine.graph.extract import extract_values
+from tether.engine.graph.extract import INTENT_KEY, extract_values
 from tether.engine.graph.moves import silenced
 from tether.engine.graph.reuse import confirm_reused
 from tether.flow.fields import is_known
@@ -43,13 +45,33 @@ __all__ = ["complete", "dispatch_collect", "question_first"]
 
 
 def complete(ts: TurnState, run: Run, node: Collect, *, code: str | None = None) -> Any:
-    """Project the required fields, promote schema fields into the state, call ``on_complete``."""
+    """Project the required fields, promote schema fields into the state, call ``on_complete``.
+    Schema fields are passed on as the node's schema validates them as a whole (seed 000: its
+    ``field_validator`` cleanup applies), not as they were gathered one by one."""
+    _validate_as_a_whole(ts, run, node)
     projected = {name: value_of(ts, run, node, name) for name in node.required}
     run.state.update(gathered(run, node))  # every gathered schema field is promoted; caches go on the goto
     ts.outcome(run, code=code, status="skipped" if code else "ok", kind="collect", node_id=node.id)
     if node.on_complete is None or not is_code(node.on_complete) or isinstance(node.on_complete, Node):
         return Static(node.on_complete if node.on_complete is not None else _next())
     return node.on_complete(projected, ts.state_view(run))
+
+
+def _validate_as_a_whole(ts: TurnState, run: Run, node: Collect) -> None:
+    """Replace the gathered schema fields with the values the schema's model gives them (its
+    validators' cleanup). A model that refuses the gathered values as a whole (a model validator
+    that needs a field not gathered) leaves them as gathered, with a warning."""
+    if node.schema is None:
+        return
+    frame = gathered(run, node)
+    given = {name: value for name, value in frame.items() if name in node.schema.model_fields}
+    try:
+        model = node.schema.model_validate(given)
+    except ValidationError as exc:
+        ts.log("warn", f"collect {node.id!r}: the schema refused the gathered values as a whole "
+                       f"({exc.errors()[0]['msg']}); they are passed on as gathered")
+        return
+    frame.update({name: getattr(model, name) for name in given})
 
 
 def _next() -> Any:
@@ -73,7 +95,7 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
     if quiet is not None:
         return quiet
     if node.phrased_by_model:
-        return await _dispatch_phrased(ts, run, node)
+        return await _dispatch_phrased(ts, run, flow, node)
     sources: dict[str, str] = {}
     if ts.message_available(run):
         ts.consumed_by[run.id] = node.id
@@ -105,7 +127,17 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
         if targets and judged is not None:
             values = {k: v for k, v in judged.items() if k in targets and v is not None}
         elif targets and ts.has_model(node.model) and ts.pre_speak_calls == 0 and not ts.spoke:
-            values = await extract_values(ts, run, node, targets, needed, correctable=fixable)
+            # an answer to this step's question may instead cancel, chat or give up (not a message that started it)
+            intents = [i for i in ("cancel", "chitchat", "skip") if ts.agent.repair.on(i)] \
+                if ts.asking_at.get(run.id) == node.id else []
+            values = await extract_values(ts, run, node, targets, needed, correctable=fixable, intents=intents)
+            intent = values.pop(INTENT_KEY, None)
+            if isinstance(intent, str) and intent in intents:
+                # not an answer: the turn applies the repair pattern after the run phase; the pass is not counted
+                run.state[f"__collectTurns_{node.id}"] = turns - 1
+                ts.late_intent = (run.id, intent)
+                run.status = "asking"
+                return ASKING
             fixes = {k: values.pop(k) for k in list(values) if k in fixable}
             if fixes and (back := _corrected(ts, run, flow, node, fixes, "model")) is not None:
                 return back
@@ -164,10 +196,18 @@ def question_first(ts: TurnState, run: Run, node: Collect | Reply) -> bool:
             and ts.speaker is None and not ts.spoke and ts.has_model(node.model))
 
 
-async def _dispatch_phrased(ts: TurnState, run: Run, node: Collect) -> Any:
+async def _dispatch_phrased(ts: TurnState, run: Run, flow: Flow, node: Collect) -> Any:
     if ts.message_available(run):
         ts.consumed_by[run.id] = node.id
         hits, _ = resolve(ts, run, node, missing(ts, run, node))
+        judged = ts.judgement.collect.get((run.id, node.id))
+        fixable = correctable(ts, run, flow, node)
+        corrected = resolver_corrections(ts, run, flow, node, fixable)
+        corrected.update({k: v for k, v in (judged or {}).items() if k in fixable and v is not None})
+        source = "model" if judged else "deterministic"
+        if corrected and (not hits or marked_as_correction(ts)) and \
+                (back := _corrected(ts, run, flow, node, corrected, source)) is not None:
+            return back
         merge_values(ts, run, node, hits, source="deterministic", guard=False)
     if not missing(ts, run, node):
         return _stay_answer(ts, run, node) if run.staying else complete(ts, run, node)

@@ -5,7 +5,8 @@ handlers call these without importing the loop."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import inspect
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -41,12 +42,27 @@ def verify(ts: TurnState, run: Run, node: Node, data: Mapping[str, Any]) -> str 
             return f"Verify blocked on {node.id!r}: {issues}"
     if check is not None:
         try:
-            passed = check(ts.state_view(run), dict(data))
+            if _reads_steps(check):  # seed 000: the check may inspect the durable step log of the dispatch
+                prefix = f"{ts.key(run, node.id)}:"
+                steps = [e for e in ts.journal.entries(run.id) if e.key.startswith(prefix)]
+                passed = check(ts.state_view(run), dict(data), steps)
+            else:
+                passed = check(ts.state_view(run), dict(data))
         except Exception as exc:  # a check that cannot decide blocks, naming the error
             return f"Verify check raised on {node.id!r}: {type(exc).__name__}: {exc}"
         if not passed:
             return f"Verify check failed on {node.id!r}"
     return None
+
+
+def _reads_steps(check: Callable[..., Any]) -> bool:
+    """A verify check that takes a third argument reads the dispatch's journal entries."""
+    try:
+        params = list(inspect.signature(check).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 3 or any(p.kind == p.VAR_POSITIONAL for p in params)
 
 
 async def reduce(ts: TurnState, run: Run, flow: Flow, source: str, move_: Goto) -> None:

@@ -31,14 +31,15 @@ from tether.engine.turn.keys import message_key
 from tether.engine.turn.keywords import keyword_scores
 from tether.engine.turn.repair_intents import keyword_intent, small_talk_kind
 from tether.engine.turn.route import ROUTE_MIN_SCORE, route_to
-from tether.engine.turn.run_phase import keep_asking, resume_suspended
+from tether.engine.turn.run_phase import keep_asking, move_floor, resume_suspended
 from tether.engine.turn.understand import message_trigger, repeat_allows
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect
 from tether.flow.repair import content_words, task_name
 from tether.flow.transitions import Escalate
 
-__all__ = ["clarified_choice", "continue_interrupted", "handle_repair", "keyword_repair", "reask_after_detour"]
+__all__ = ["clarified_choice", "continue_interrupted", "handle_repair", "keyword_repair", "late_repair",
+           "reask_after_detour"]
 
 
 def _asking_node(ts: TurnState, run: Run | None) -> Collect | None:
@@ -63,12 +64,14 @@ def handle_repair(ts: TurnState, asker: Run | None, intent: str | None, scores: 
     if intent is None or (asker is not None and (node is None or asker.staying)):
         return False  # an agent step, a reply, a run staying on its step: they hold their own conversation
     if intent == "chitchat" and node is not None and node.phrased_by_model and ts.has_model(node.model):
-        return False  # the step's own speak call answers the small talk and asks again
+        ts.small_talk = True  # the step's own speak call answers it and asks again; that ask is not counted
+        return False
     if intent == "cancel" and asker is not None:
         _cancel(ts, asker, scores)
     elif intent == "chitchat":
-        _say(ts, "chitchat", ts.agent.repair.chitchat_reply
-             if small_talk_kind(ts.agent.repair, ts.message_text) == "chitchat" else ts.agent.repair.thanks_reply)
+        kind = small_talk_kind(ts.agent.repair, ts.message_text)
+        _say(ts, "chitchat", {"how_are_you": ts.agent.repair.chitchat_reply, "thanks": ts.agent.repair.thanks_reply}
+             .get(kind, ts.agent.repair.small_talk_reply))
         if asker is not None:
             keep_asking(ts, asker)
     elif intent == "skip" and asker is not None and node is not None:
@@ -82,6 +85,21 @@ def handle_repair(ts: TurnState, asker: Run | None, intent: str | None, scores: 
     ts.repaired = intent
     ts.outcome(asker, code=f"repair-{intent}", kind="collect", node_id=asker.node if asker else None)
     return True
+
+
+async def late_repair(ts: TurnState) -> None:
+    """Apply the repair intent a collect step's extract call reported (it stopped without asking):
+    the pattern, else the step asks again; then the runs move on."""
+    if ts.late_intent is None:
+        return
+    run_id, intent = ts.late_intent
+    ts.late_intent = None
+    run = ts.run(run_id)
+    if run is None:
+        return
+    if not handle_repair(ts, run, intent):
+        keep_asking(ts, run)
+    await move_floor(ts)
 
 
 def _say(ts: TurnState, pattern: str, text: str, *, flow: Flow | None = None) -> None:

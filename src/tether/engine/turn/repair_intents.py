@@ -43,7 +43,10 @@ def keyword_intent(repair: Repair, text: str, *, task_under_way: bool) -> str | 
 
 
 def small_talk_kind(repair: Repair, text: str) -> str:
-    """``thanks`` when the message thanks the agent and says no other small talk, else ``chitchat``."""
+    """Which small talk the message is: ``how_are_you`` (the chitchat phrases), ``thanks``, or
+    ``other`` (small talk only a model recognised)."""
     if _CHITCHAT in _parts(repair, text) or phrase_in(text, repair.chitchat_phrases):
-        return "chitchat"
-    return "thanks" if phrase_in(text, repair.thanks_phrases) else "chitchat"
+        return "how_are_you"
+    parts = _parts(repair, text)
+    thanked = _THANKS in parts or phrase_in(text, ("thanks", "thank you", "thx"))
+    return "thanks" if thanked else "other"

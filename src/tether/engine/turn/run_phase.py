@@ -20,7 +20,7 @@ from tether.engine.graph.runner import enter_flow, move, resume
 from tether.engine.turn.drift import check_drift
 from tether.engine.turn.route import take_branch
 
-__all__ = ["become_asker", "keep_asking", "keep_moving", "resume_suspended", "run_phase"]
+__all__ = ["become_asker", "keep_asking", "keep_moving", "move_floor", "resume_suspended", "run_phase"]
 
 
 def resume_suspended(ts: TurnState) -> Run | None:
@@ -101,6 +101,12 @@ def _movable(ts: TurnState, run: Run, *, asking_ok: bool) -> bool:
     if run.status == "asking":
         return run.id in ts.pending or (asking_ok and ts.message is not None and ts.floor == run.id)
     return True
+
+
+async def move_floor(ts: TurnState) -> None:
+    """Move the runs that can move, the one holding the floor included (a repair pattern applied
+    after the run phase: its step asks again, or it goes where the pattern sent it)."""
+    await _drain(ts, asking_ok=True)
 
 
 async def keep_moving(ts: TurnState) -> None:

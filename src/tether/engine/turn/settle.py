@@ -98,8 +98,9 @@ async def settle(ts: TurnState, request: SpeakRequest, result: SpeakResult) -> N
                 ts.outcome(run, code="max-asks", status="skipped", kind="collect", node_id=node.id, detail=name)
             await resume(ts, run, flow, user_code(flow, node, complete, ts, run, node))
         else:
-            for name in pending(ts, run, node):
-                run.asked[name] = run.asked.get(name, 0) + 1
+            if not (ts.small_talk and run.id == ts.floor):  # small talk answered is not an ask (repair)
+                for name in pending(ts, run, node):
+                    run.asked[name] = run.asked.get(name, 0) + 1
             run.status = "asking"
         return
     if isinstance(node, Reply) and request.then_ask is not None:  # the fixed question, asked again

@@ -23,7 +23,13 @@ from tether.engine.turn.compaction import compact
 from tether.engine.turn.continuation import continue_turn, recorded_reply
 from tether.engine.turn.handed_off import quiet_turn
 from tether.engine.turn.ingest import ingest
-from tether.engine.turn.repair import clarified_choice, handle_repair, keyword_repair, reask_after_detour
+from tether.engine.turn.repair import (
+    clarified_choice,
+    handle_repair,
+    keyword_repair,
+    late_repair,
+    reask_after_detour,
+)
 from tether.engine.turn.return_phase import turn_result
 from tether.engine.turn.route import decide
 from tether.engine.turn.run_phase import keep_moving, run_phase
@@ -87,6 +93,7 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
     # 5. Run
     with _phase(ts, "run"):
         await run_phase(ts)
+        await late_repair(ts)  # a repair intent the collect step's extract call reported
     reask_after_detour(ts, spoken=False)  # a detour ended: the task it interrupted asks its question again
     # 6. Speak
     request = choose_speaker(ts)

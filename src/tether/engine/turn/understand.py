@@ -175,6 +175,11 @@ def find_judgeables(ts: TurnState, floor: Run | None) -> Judgeables:
     if floor is not None and isinstance(node, Collect):
         if node.phrased_by_model:
             found.own.update(node.fields)  # its own speak call would read them: they ride, not worth a call
+            fixable = correctable(ts, floor, floor_flow, node)
+            if fixable:  # its speak call does not offer the fields collected before: this call does
+                alias = f"c{len(found.collect) + 1}"
+                found.collect[alias] = (floor.id, node.id, fixable)
+                found.corrections[alias] = fixable
         else:
             _add_collect(ts, found, floor.id, node, floor)
     taker = found.catch_all or found.lone if floor is None else None
