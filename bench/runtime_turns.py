@@ -108,10 +108,14 @@ class Calls:
         self.worked: list[float] = []
 
     def count(self, store: SQLiteStore) -> SQLiteStore:
-        """``store`` with every call on its worker thread noted here."""
-        call = store._call
+        """``store`` with every call on its worker thread noted here (reads and writes; a write's
+        work is its statements, without the transaction around them)."""
+        store._call = self._counting(store._call)  # type: ignore[method-assign]
+        store._write = self._counting(store._write)  # type: ignore[method-assign]
+        return store
 
-        async def counting(operation: str, session_id: str | None, fn: Callable[[Any], Any]) -> Any:
+    def _counting(self, call: Callable[..., Any]) -> Callable[..., Any]:
+        async def counting(operation: str, session_id: str | None, fn: Callable[[Any], Any], **options: Any) -> Any:
             took: list[float] = []
 
             def timed(conn: Any) -> Any:
@@ -122,14 +126,13 @@ class Calls:
                     took.append((time.perf_counter() - started) * 1000)
 
             started = time.perf_counter()
-            result = await call(operation, session_id, timed)
+            result = await call(operation, session_id, timed, **options)
             self.awaited.append((time.perf_counter() - started) * 1000)
             self.worked.append(took[0])
             self.operations.append(operation)
             return result
 
-        store._call = counting  # type: ignore[method-assign]
-        return store
+        return counting
 
     def handoff(self) -> float:
         """The median hand-off of a call (ms)."""

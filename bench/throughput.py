@@ -12,12 +12,18 @@
   thread right before it: a slow disk), which is where committing concurrent turns together
   shows.
 
+``--ungrouped`` also runs every round with the commits of this tree not grouped (each write its
+own transaction and commit, as before grouped commits: the store's thread takes one call at a
+time) and prints grouped / ungrouped turns per second: with ``--sessions 64 --commit-delay 2``,
+the grouped-commit goal (>= 4x).
+
 ``--against DIR`` runs the same measurement on another checkout's ``src`` (for example the commit
 before a change, in a temporary worktree: ``git worktree add /tmp/before HEAD~1``) in paired
 rounds, alternating the two, and prints the ratio of turns per second (this tree / that one) per
 round and their median, so a change of machine load hits both alike.
 
     python bench/throughput.py [--sessions 16] [--turns 40] [--commit-delay 0] [--rounds 3]
+    python bench/throughput.py --sessions 64 --turns 20 --commit-delay 2 --ungrouped
     git worktree add /tmp/before <commit> && python bench/throughput.py --against /tmp/before
 """
 
@@ -60,9 +66,15 @@ class Commits:
                     time.sleep(self.delay)
 
 
-async def measure(sessions: int, turns: int, delay_ms: float) -> dict[str, Any]:
-    """One run: ``sessions`` booking conversations of ``turns`` messages at once."""
+async def measure(sessions: int, turns: int, delay_ms: float, ungrouped: bool = False) -> dict[str, Any]:
+    """One run: ``sessions`` booking conversations of ``turns`` messages at once (``ungrouped``:
+    each write commits alone)."""
     from booking import booking_agent, booking_message
+
+    if ungrouped:
+        from tether.stores import _sqlite_thread
+
+        _sqlite_thread.MAX_GROUP = 1  # type: ignore[misc]
 
     from tether.runtime import Runtime
     from tether.stores import SQLiteStore
@@ -99,11 +111,12 @@ async def measure(sessions: int, turns: int, delay_ms: float) -> dict[str, Any]:
             "transactions": commits.transactions / done, "flushed": commits.flushed / done}
 
 
-def child(src: Path, sessions: int, turns: int, delay_ms: float) -> dict[str, Any]:
+def child(src: Path, sessions: int, turns: int, delay_ms: float, ungrouped: bool = False) -> dict[str, Any]:
     """``measure`` in a fresh interpreter importing tether from ``src``."""
     env = {**os.environ, "PYTHONPATH": str(src)}
     out = subprocess.run([sys.executable, __file__, "--child", "--sessions", str(sessions), "--turns", str(turns),
-                          "--commit-delay", str(delay_ms)], env=env, check=True, capture_output=True, text=True)
+                          "--commit-delay", str(delay_ms), *(["--ungrouped"] if ungrouped else [])],
+                         env=env, check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
@@ -119,24 +132,32 @@ def main() -> None:
     parser.add_argument("--commit-delay", type=float, default=0.0, help="ms added to every flushed commit")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--against", type=Path, help="another checkout: compare with its src")
+    parser.add_argument("--ungrouped", action="store_true", help="also run with each write committed alone")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(asyncio.run(measure(args.sessions, args.turns, args.commit_delay))))
+        print(json.dumps(asyncio.run(measure(args.sessions, args.turns, args.commit_delay, args.ungrouped))))
         return
     here = HERE.parent / "src"
     print(f"booking conversations: {args.sessions} at once x {args.turns} messages, SQLite, one process; "
           f"flushed commits {args.commit_delay:g} ms slower; load average {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} cores")
-    ratios = []
+    ratios, grouping = [], []
     for r in range(1, args.rounds + 1):
         this = child(here, args.sessions, args.turns, args.commit_delay)
         print(line(f"round {r}", this))
+        if args.ungrouped:
+            alone = child(here, args.sessions, args.turns, args.commit_delay, ungrouped=True)
+            print(line("  ungrouped", alone))
+            grouping.append(this["turns_per_s"] / alone["turns_per_s"])
+            print(f"  grouped / ungrouped: {grouping[-1]:.2f}x turns/s")
         if args.against is not None:
             that = child(args.against / "src", args.sessions, args.turns, args.commit_delay)
             print(line("  before", that))
             ratios.append(this["turns_per_s"] / that["turns_per_s"])
             print(f"  this / before: {ratios[-1]:.2f}x turns/s")
+    if grouping:
+        print(f"median grouped / ungrouped: {statistics.median(grouping):.2f}x turns/s")
     if ratios:
         print(f"median this / before: {statistics.median(ratios):.2f}x turns/s")
 

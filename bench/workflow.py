@@ -7,11 +7,14 @@ For each size (default 25, 100, 400 and 1,000 nodes) it prints, in ms per node:
 - ``memory`` / ``sqlite``: the whole run (a real subprocess per node; on SQLite one
   compare-and-swap save per mutation, the store opened before the timing);
 - ``engine``: the run in memory over an executor that answers at once, so no process is
-  spawned: the workflow's own cost per node, without the subprocess noise of a shared machine;
+  spawned: the workflow's own cost per node;
 
-then the mutations per node and the bytes each mutation hands the store (the document JSON and
-the records written with it, counted in a separate pass). Each time is the best of ``--repeat``
-rounds. The closing lines compare the largest size with the smallest (the goal: at most 1.3x).
+each as wall time and, after a slash, as this process's CPU time (``time.process_time``: its
+threads included, the commands' own processes not), which other load on a shared machine
+disturbs far less than wall time. Then the mutations per node and the bytes each mutation hands
+the store (the document JSON and the records written with it, counted in a separate pass). Each
+figure is the best of ``--repeat`` rounds. The closing lines compare the largest size with the
+smallest (the goal: at most 1.3x).
 
 The machine may be shared: compare the ratios of one run, not figures across runs.
 
@@ -72,31 +75,31 @@ def chain(nodes: int) -> Any:
                     edges=[edge(a, b) for a, b in itertools.pairwise(ids)])
 
 
-async def drain(nodes: int, store: SQLiteStore | None, executor: Executor) -> tuple[float, int]:
-    """Seconds to drain the chain (the store opened before), and the run's mutations."""
+async def drain(nodes: int, store: SQLiteStore | None, executor: Executor) -> tuple[float, float, int]:
+    """Wall and CPU seconds to drain the chain (the store opened before), and the run's mutations."""
     try:
         if store is not None:
             await store.load("-")  # opens the database and creates its schema, outside the timing
         run = WorkflowRun(chain(nodes), executor=executor, store=store, workspace=tempfile.gettempdir())
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         await run.drain()
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
         assert run.status == "complete", run.status
-        return elapsed, run.snapshot.mutations
+        return elapsed, cpu, run.snapshot.mutations
     finally:
         if store is not None:
             await store.close()
 
 
-async def floor(nodes: int) -> float:
-    """Seconds to run ``true`` ``nodes`` times on the executor, one after the other."""
+async def floor(nodes: int) -> tuple[float, float]:
+    """Wall and CPU seconds to run ``true`` ``nodes`` times on the executor, one after the other."""
     executor = SubprocessExecutor()
     request = ProcessRequest(node="n", command="true", cwd=tempfile.gettempdir())
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     for _ in range(nodes):
         outcome = await executor.execute(request)
         assert outcome.exit_code == 0
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.process_time() - cpu
 
 
 async def main() -> None:
@@ -105,31 +108,33 @@ async def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="rounds per figure; the best is kept")
     args = parser.parse_args()
     labels = ("floor", "memory", "sqlite", "engine")
-    best: dict[str, dict[int, float]] = {label: {} for label in labels}
+    wall: dict[str, dict[int, float]] = {label: {} for label in labels}
+    cpu: dict[str, dict[int, float]] = {label: {} for label in labels}
     per_mutation: dict[int, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.nodes:
             for round_ in range(args.repeat):
                 for label in labels:
                     if label == "floor":
-                        elapsed = await floor(n)
+                        elapsed, used = await floor(n)
                     else:
                         store = SQLiteStore(Path(tmp) / f"{label}-{n}-{round_}.db") if label == "sqlite" else None
                         executor = InstantExecutor() if label == "engine" else SubprocessExecutor()
-                        elapsed, _ = await drain(n, store, executor)
-                    best[label][n] = min(best[label].get(n, float("inf")), elapsed * 1000 / n)
+                        elapsed, used, _ = await drain(n, store, executor)
+                    wall[label][n] = min(wall[label].get(n, float("inf")), elapsed * 1000 / n)
+                    cpu[label][n] = min(cpu[label].get(n, float("inf")), used * 1000 / n)
             counting = CountingStore(Path(tmp) / f"bytes-{n}.db")
-            _, mutations = await drain(n, counting, SubprocessExecutor())
+            _, _, mutations = await drain(n, counting, SubprocessExecutor())
             per_mutation[n] = counting.written / counting.writes
-            figures = ", ".join(f"{label} {best[label][n]:.2f}" for label in labels)
-            print(f"{n:5} nodes, ms/node: {figures}; {mutations / n:.1f} mutations/node, "
+            figures = ", ".join(f"{label} {wall[label][n]:.2f}/{cpu[label][n]:.2f}" for label in labels)
+            print(f"{n:5} nodes, ms/node wall/cpu: {figures}; {mutations / n:.1f} mutations/node, "
                   f"{per_mutation[n]:,.0f} bytes/mutation", flush=True)
     small, large = min(args.nodes), max(args.nodes)
     if small != large:
         for label in labels:
-            print(f"{label:7} ms/node at {large} / at {small}: {best[label][large] / best[label][small]:.2f}x")
+            print(f"{label:7} ms/node at {large} / at {small}: wall {wall[label][large] / wall[label][small]:.2f}x, "
+                  f"cpu {cpu[label][large] / cpu[label][small]:.2f}x")
         print(f"bytes   per mutation at {large} / at {small}: {per_mutation[large] / per_mutation[small]:.2f}x")
-
 
 if __name__ == "__main__":
     asyncio.run(main())

@@ -10,8 +10,9 @@ dates, a number of guests and yes/no from the customer's words, so the example r
 reads the dates people type (``read_dates``): ``2026-05-01``; ``12/03`` or ``12/03/2026`` (day
 first: the 12th of March); ``12 March``, ``12th of March``, ``March 12`` (a year may follow);
 ``today``, ``tomorrow``; ``Friday``, ``this Friday`` or ``next Friday`` (all three: the first Friday
-after the day before, so "Friday to Sunday" is two nights). A date with no year is the next one
-to come. It greets once, and asks again without the greeting.
+after today, and for the check-out the first one after the check-in, so "Friday to Sunday" is two
+nights). A date with no year is the next one to come. It greets once, and asks again without the
+greeting.
 """
 
 from __future__ import annotations

@@ -40,6 +40,7 @@ one (``SESSION_CONFLICT``, ``inline-transition-target``, ...).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -418,21 +419,32 @@ class SessionFlowInvariant(StoreError):
 
 
 class SessionVersionUnsupported(StoreError):
-    """The stored document was written by a newer tether (its ``schema_version`` is above ours).
+    """This tether cannot read the stored document's shape: a newer tether wrote it (its
+    ``schema_version`` is above ours, or it holds top-level fields ours does not know at our
+    version), or it is older than ours and no migration upgrades it.
 
-    The document is left untouched: an older worker must neither run nor replace it.
+    The document is left untouched: a worker must neither run a document it cannot read nor
+    replace it with a new session.
     """
 
     code = "SESSION_VERSION_UNSUPPORTED"
 
-    def __init__(self, session_id: str, *, stored: int, supported: int, operation: str = "load") -> None:
-        super().__init__(
-            f"Session {session_id!r} has schema version {stored}, newer than this tether supports "
-            f"({supported}); upgrade tether to continue it.",
-            operation=operation,
-            session_id=session_id,
-        )
+    def __init__(self, session_id: str, *, stored: int, supported: int, operation: str = "load",
+                 unknown_fields: Sequence[str] = ()) -> None:
+        if stored < supported:
+            message = (f"Session {session_id!r} has schema version {stored}, older than this tether reads "
+                       f"({supported}), and no migration upgrades it: register one (Runtime(migrations=...)) or "
+                       f"an on_restore hook that decides; the document is kept as it is.")
+        elif unknown_fields:
+            message = (f"Session {session_id!r} holds fields this tether does not know "
+                       f"({', '.join(unknown_fields)}) at schema version {stored}: a newer tether wrote it; "
+                       f"upgrade tether to continue it.")
+        else:
+            message = (f"Session {session_id!r} has schema version {stored}, newer than this tether supports "
+                       f"({supported}); upgrade tether to continue it.")
+        super().__init__(message, operation=operation, session_id=session_id)
         self.stored_version, self.supported_version = stored, supported
+        self.unknown_fields = tuple(unknown_fields)
 
 
 class SessionLeaseTimeout(StoreError):

@@ -54,3 +54,28 @@ def test_an_action_that_returns_failed_is_in_the_status_line(tmp_path: Path) -> 
     assert done.replies("Pizzeria") == ["Sorry, we can't bake right now."]
     (info,) = done.infos()
     assert "order failed: the oven is off" in info
+
+
+TRIGGER_BUG = """\
+from tether import Agent, Flow, end, on_message, reply
+
+
+def picky(state):
+    raise KeyError("budget")
+
+
+flow = Flow("pizza", nodes=[reply("placed", response="Order placed!", next=end("ordered"))],
+            on=[on_message(repeat="always", if_=picky)])
+agent = Agent("Pizzeria", flows=[flow], idle="silent")
+"""
+
+
+def test_a_failed_request_prints_its_error_line_and_no_log_lines(tmp_path: Path) -> None:
+    app = tmp_path / "bug.py"
+    app.write_text(TRIGGER_BUG)  # author code outside any node: the request fails, nothing saved
+    done = chat(app, tmp_path / "t.db", "a large pizza please", "another one", cwd=tmp_path, process=True)
+    assert done.code == 0, done.err
+    errors = [line for line in done.out.splitlines() if line.startswith("error: ")]
+    assert errors == ["error: KeyError: 'budget' [turn-failed]"] * 2
+    assert "(new)" not in done.out  # the session was not ended: the second message went to the same one
+    assert done.err == ""  # no turn log line, no traceback printed into the conversation

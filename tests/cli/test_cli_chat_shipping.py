@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from cli_helpers import SHIPPING, Lines, chat, child_env, tether
 
+from tether.flow.agent_def import DEFAULT_FAILURE_REPLY
+
 ASK = "Which address should the shipment go to?"
 
 
@@ -113,13 +115,12 @@ def test_failed_turn_is_reported_and_the_chat_goes_on(tmp_path: Path) -> None:
         "            on=[on_message(repeat='always')])\n"
         "agent = Agent('Failer', flows=[flow])\n"
     )
-    done = chat(app, tmp_path / "t.db", "hi", "again")
+    done = chat(app, tmp_path / "t.db", "hi", "again", process=True)
     assert done.code == 0, done.err
-    failures = [line for line in done.out.splitlines() if line.startswith("error: ")]
-    assert len(failures) == 2 and "[invalid-transition]" in failures[0]
-    assert "(new)" in done.out  # the aborted session is not resumed: the second message got a new one
-    scripted = tether("chat", app, "--db", tmp_path / "t.db", "--message", "hi")
-    assert scripted.code == 1 and "[invalid-transition]" in scripted.out
+    assert done.replies("Failer") == ["hello", DEFAULT_FAILURE_REPLY, "hello", DEFAULT_FAILURE_REPLY]
+    infos = done.infos()
+    assert len(infos) == 2 and all("error: flow 'f', node 'r': TransitionError: returned 42" in i for i in infos)
+    assert "(new)" not in done.out and done.err == ""  # the same session goes on; no log line in the chat
 
 
 def test_ctrl_c_at_the_prompt_exits_cleanly(tmp_path: Path) -> None:

@@ -200,3 +200,45 @@ async def test_listing_the_runs_is_one_query_however_many_other_sessions_the_sto
     found = await _runs(store, None, None, 3)
     assert sorted(row.id for row, _, _ in found) == ["run-0", "run-1", "run-2"]
     assert len(queries) == 1
+
+
+def test_detach_stores_a_run_and_tether_worker_drives_it(tmp_path: Path) -> None:
+    log, file, db = tmp_path / "log", tmp_path / "pair.yaml", tmp_path / "t.db"
+    file.write_text(f"""\
+schemaVersion: 2
+id: pair
+version: "1"
+name: Pair
+input: {{who: ""}}
+nodes:
+  - {{id: a, label: A, description: a, run: {{kind: function, command: 'echo "$WHO a" >> {log}'}},
+     contract: {{input: {{WHO: "${{input.who}}"}}}}}}
+  - {{id: b, label: B, description: b, run: {{kind: function, command: 'echo "$WHO b" >> {log}'}},
+     contract: {{input: {{WHO: "${{input.who}}"}}}}}}
+edges:
+  - {{id: e, source: a, target: b, type: flow}}
+""")
+    stored = tether("workflow", "run", file, "--input", "who=ana", "--db", db, "--detach", "--workspace",
+                    tmp_path / "ws")
+    assert stored.code == 0 and "stored (running)" in stored.out and f"tether worker --db {db}" in stored.out
+    assert not log.exists()  # nothing ran: the run waits for a worker
+    driven = tether("worker", "--db", db, "--once")
+    assert driven.code == 0 and "1 run(s) driven" in driven.out, driven.err
+    assert log.read_text().splitlines() == ["ana a", "ana b"]
+    listed = tether("workflow", "runs", "--db", db)
+    assert "complete" in listed.out
+    assert tether("workflow", "run", file, "--run", "x", "--db", db, "--detach").code != 0
+
+
+async def test_workflow_run_holds_the_run_so_a_worker_leaves_it_alone(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    file = EXAMPLES / "release.yaml"
+    stored = await asyncio.to_thread(tether, "workflow", "run", file, "--db", db, "--detach", "--workspace", tmp_path)
+    run_id = stored.out.split()[1]
+    store = SQLiteStore(db)
+    try:
+        async with store.lease(run_id):  # another process drives it now
+            busy = await asyncio.to_thread(tether, "workflow", "run", file, "--run", run_id, "--db", db, stdin="q\n")
+        assert busy.code == 1 and f"run {run_id} is being driven by another process" in busy.err
+    finally:
+        await store.close()

@@ -8,7 +8,7 @@ import pytest
 from pydantic import BaseModel
 from seed000_helpers import make_agent, say, scripted, the_run
 
-from tether import Flow, TransitionError, Verify, action, collect, end, goto, judge_gate, reply, router
+from tether import Flow, Verify, action, collect, end, goto, judge_gate, reply, router
 
 
 def noop(state: Any, ctx: Any) -> None:
@@ -101,10 +101,11 @@ async def test_verify_blocked_collect_keeps_its_gathered_fields() -> None:
 
 
 # BUG 6 ------------------------------------------------------------------------------------------
-async def test_the_dict_goto_form_with_non_mapping_data_raises_transition_error() -> None:
+async def test_the_dict_goto_form_with_non_mapping_data_is_a_transition_error_that_degrades() -> None:
     agent = make_agent(action("a", lambda s, c: {"goto": "b", "data": [1, 2]}), reply("b", response="x"))
-    with pytest.raises(TransitionError):
-        await say(agent, None)
+    result = await say(agent, None)
+    (error,) = [e for e in result.events if e.type == "error"]
+    assert "TransitionError" in error.error and result.text != "x"
 
 
 # OBSERVATION 7 ----------------------------------------------------------------------------------

@@ -72,10 +72,11 @@ async def test_an_action_returning_goto_of_an_impostor_does_not_run_the_register
     b = reply("b", response="registered speaks")
     flow = Flow("f", nodes=[action("a", lambda s, c: goto(impostor)), b])
     agent = Agent("Bot", flows=[flow], idle="silent").with_clock(FakeClock(), SequentialIds("s"))
-    with pytest.raises(TransitionError) as info:
-        await agent.turn(None, Start("f", key="k1"))
-    assert info.value.code == "inline-transition-target"
-    assert "'b'" in info.value.message and "'a'" in info.value.message
+    result = await agent.turn(None, Start("f", key="k1"))  # the author's bug degrades the run
+    (error,) = [e for e in result.events if e.type == "error"]
+    assert "(inline-transition-target)" in error.error
+    assert "'b'" in error.error and "'a'" in error.error
+    assert "speaks" not in result.text and [ended.reason for ended in result.ended] == ["error_degraded"]
 
 
 # --------------------------------------------------------------------------- reserved ids as goto targets

@@ -28,8 +28,8 @@ def counter_agent(name: str = "Counter", *, on_work: Hook | None = None, explode
                   model: Any = None) -> Agent:
     """Every message starts a run: ``work`` bumps ``n`` (awaiting ``on_work(tag)`` first, the tag
     coming from the turn context), then ``say`` answers ``n=<n>`` verbatim and ends the run.
-    While ``explode[0]`` is true the reply's ``next`` returns 42, not a transition: an error nothing
-    handles (a bug), which aborts the session (a user-code exception would degrade the run)."""
+    While ``explode[0]`` is true the reply's ``next`` returns 42, not a transition: the flow's bug,
+    which degrades the run."""
 
     @action("work")
     async def work(state: dict[str, Any], ctx: Any) -> None:

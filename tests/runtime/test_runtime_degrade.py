@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from runtime_helpers import SpyStore
 
-from tether import Agent, Flow, RecoverableToolError, action, collect, end, on_message, reply
+from tether import Agent, Flow, Message, RecoverableToolError, action, collect, end, goto, on_message, reply, start_flow
 from tether.flow.agent_def import DEFAULT_FAILURE_REPLY
 from tether.flow.resolvers import pattern
 from tether.runtime import Runtime
@@ -66,3 +67,38 @@ async def test_a_recoverable_tool_error_asks_again_through_the_runtime(
     assert third.success and third.message == "Booked to 2 main street."
     stored = await spy.load(first.session)
     assert stored is not None and stored.status == "running" and stored.error == []
+
+
+def typo_agent(returned: list[Any]) -> Agent:
+    """``place`` returns ``returned[0]``: a typo'd goto, a value that is not a move, or a good goto."""
+
+    @action("place", targets=["placed"])
+    async def place(state: dict[str, Any], ctx: Any) -> Any:
+        return returned[0]
+
+    flow = Flow("order", nodes=[place, reply("placed", response="Placed.", next=end("ordered"))],
+                on=[on_message(repeat="always")])
+    return Agent("Shop", flows=[flow], idle="silent", failure_reply="Sorry, the kitchen is confused.")
+
+
+@pytest.mark.parametrize(("returned", "error"), [
+    (goto("plaed"), "TransitionError: goto target 'plaed' is not a node of the flow"),
+    (42, "TransitionError: returned 42, which is not a transition"),
+    (start_flow("{input.topic}"), "TransitionError: start_flow('{input.topic}') has no value for {input.topic}"),
+])
+async def test_a_bad_move_from_author_code_degrades_and_the_session_goes_on(
+        make_runtime: Callable[..., Runtime], spy: SpyStore, returned: Any, error: str) -> None:
+    moves: list[Any] = [returned]
+    runtime = make_runtime(typo_agent(moves))
+    failed = await runtime.run("Shop", Message("order please", id="m1"))
+    assert failed.success and failed.code == "error_degraded" and failed.message == "Sorry, the kitchen is confused."
+    stored = await spy.load(failed.session)
+    assert stored is not None and stored.status == "running" and stored.runs == []
+    (logged,) = stored.error
+    assert logged.code == "node-failed" and logged.message.startswith(f"flow 'order', node 'place': {error}")
+    events = [e for e in await spy.events(failed.session) if e.type in ("error", "flow-end")]
+    assert [(e.type, e.data.get("node") or e.data.get("reason")) for e in events] == [
+        ("error", "place"), ("flow-end", "error_degraded")]  # the run left once, degraded
+    moves[0] = goto("placed")
+    fixed = await runtime.run("Shop", Message("order please", id="m2"), session_id=failed.session)
+    assert fixed.success and fixed.session == failed.session and fixed.message == "Placed." and fixed.code is None

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from runtime_helpers import SpyStore, counter_agent, msg
+from store_backends import Backend
 
 from tether.engine.core.session import SESSION_SCHEMA_VERSION, Session, TranscriptMessage
+from tether.errors import SessionVersionUnsupported
 from tether.runtime import MigrationRegistry, Runtime, default_restore, is_session_current, session_idle
 from tether.testing import FakeClock
 
@@ -19,13 +22,30 @@ async def stored_session(spy: SpyStore, clock: FakeClock, **fields: Any) -> Sess
     return await spy.inner.create(Session(id="old-1", agent="Counter", created_at=clock.now(), **fields))
 
 
-async def test_default_hook_resets_a_document_of_another_version(
+async def test_a_document_of_a_version_nothing_upgrades_is_refused_never_replaced(
     make_runtime: Callable[..., Runtime], spy: SpyStore, clock: FakeClock
 ) -> None:
     old = await stored_session(spy, clock, schema_version=0, data={"n": 41})  # a version nothing upgrades
-    response = await make_runtime(counter_agent()).run("Counter", msg(), session_id=old.id)
-    assert response.success and response.session != old.id and response.message == "n=1"
+    runtime = make_runtime(counter_agent())
+    for _ in range(2):
+        response = await runtime.run("Counter", msg(), session_id=old.id)
+        assert not response.success and response.code == "SESSION_VERSION_UNSUPPORTED" and response.session == old.id
+        assert response.message == (
+            "Session 'old-1' has schema version 0, older than this tether reads (3), and no migration upgrades it: "
+            "register one (Runtime(migrations=...)) or an on_restore hook that decides; the document is kept as "
+            "it is.")
     assert await spy.inner.load(old.id) == old  # kept, untouched
+    assert [s.id for s in await spy.list()] == [old.id]  # and no new session took its place
+
+
+async def test_a_hook_of_its_own_may_still_start_over(
+    make_runtime: Callable[..., Runtime], spy: SpyStore, clock: FakeClock
+) -> None:
+    old = await stored_session(spy, clock, schema_version=0, data={"n": 41})
+    runtime = make_runtime(counter_agent(), on_restore=lambda doc: doc if is_session_current(doc) else None)
+    response = await runtime.run("Counter", msg(), session_id=old.id)
+    assert response.success and response.session != old.id and response.message == "n=1"
+    assert await spy.inner.load(old.id) == old
 
 
 async def test_a_version_1_document_is_upgraded_and_continued_with_its_inline_window(
@@ -38,8 +58,24 @@ async def test_a_version_1_document_is_upgraded_and_continued_with_its_inline_wi
     assert response.result is not None and response.result.session is not None
     assert response.result.session.messages[0] == said  # the inline window was read as it is
     stored = await spy.inner.load(old.id)
-    assert stored is not None and stored.schema_version == SESSION_SCHEMA_VERSION == 2
+    assert stored is not None and stored.schema_version == SESSION_SCHEMA_VERSION == 3
     assert stored.messages == [] and stored.window_from == 1  # from now on the window is the records
+
+async def test_a_version_2_document_without_clarifying_is_upgraded_and_continued(
+    make_runtime: Callable[..., Runtime], spy: SpyStore, clock: FakeClock, backend: Backend
+) -> None:
+    runtime = make_runtime(counter_agent())
+    first = await runtime.run("Counter", msg())
+    current = await spy.inner.load(first.session)
+    assert current is not None
+    written_by_v2 = json.loads(current.model_dump_json(exclude_none=True))
+    written_by_v2["schema_version"] = 2
+    del written_by_v2["clarifying"]  # what a version 2 tether wrote: no such field
+    await backend.corrupt(first.session, json.dumps(written_by_v2))
+    response = await runtime.run("Counter", msg(), session_id=first.session)
+    assert response.success and response.session == first.session and response.message == "n=2"
+    stored = await spy.inner.load(first.session)
+    assert stored is not None and stored.schema_version == SESSION_SCHEMA_VERSION and stored.clarifying == []
 
 
 async def test_idle_expiry_override_with_session_idle(
@@ -132,16 +168,25 @@ async def test_hook_that_changes_the_agent_is_an_invariant_failure(
     assert stored is not None and stored.revision == 1 and stored.status == "running"
 
 
-async def test_hook_error_aborts_the_session(make_runtime: Callable[..., Runtime], spy: SpyStore) -> None:
-    def broken(doc: Session) -> Session:
-        raise RuntimeError("hook failed")
+async def test_hook_error_fails_the_request_and_keeps_the_session(make_runtime: Callable[..., Runtime],
+                                                                 spy: SpyStore) -> None:
+    broken = [True]
 
-    runtime = make_runtime(counter_agent(), on_restore=broken)
+    def hook(doc: Session) -> Session:
+        if broken[0]:
+            raise RuntimeError("hook failed")
+        return doc
+
+    runtime = make_runtime(counter_agent(), on_restore=hook)
     first = await runtime.run("Counter", msg())
+    before = await spy.load(first.session)
     response = await runtime.run("Counter", msg(), session_id=first.session)
     assert not response.success and response.message == "RuntimeError: hook failed"
-    stored = await spy.load(first.session)
-    assert stored is not None and stored.status == "aborted"
+    assert response.code == "turn-failed" and response.session == first.session
+    assert await spy.load(first.session) == before  # not aborted: nothing written
+    broken[0] = False
+    fixed = await runtime.run("Counter", msg(), session_id=first.session)
+    assert fixed.success and fixed.session == first.session and fixed.message == "n=2"
 
 
 def test_session_idle_and_current() -> None:
@@ -152,7 +197,8 @@ def test_session_idle_and_current() -> None:
     assert session_idle(saved, clock.advance("1h")) == timedelta(hours=1)
     assert session_idle(saved, saved.saved_at - timedelta(seconds=5)) == timedelta(0)  # type: ignore[operator]
     assert is_session_current(doc) and default_restore(doc) is doc
-    assert default_restore(doc.model_copy(update={"schema_version": 0})) is None
+    with pytest.raises(SessionVersionUnsupported, match="older than this tether reads"):
+        default_restore(doc.model_copy(update={"schema_version": 0}))
 
 
 def v0_to_v1(doc: dict[str, Any]) -> dict[str, Any]:

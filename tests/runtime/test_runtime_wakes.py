@@ -6,10 +6,13 @@ import asyncio
 from collections.abc import Callable
 from datetime import timedelta
 
+import pytest
 from runtime_helpers import SpyStore, counter_agent, msg, silence_agent, waiting_agent
+from store_backends import Backend
 
 from tether.engine.core.results import ScheduledWake
 from tether.engine.core.session import Run, RunTrigger, Session, WaitingOn
+from tether.errors import SessionFlowInvariant
 from tether.runtime import Runtime
 from tether.stores import TurnRecords, WakeRequest
 from tether.testing import FakeClock
@@ -155,3 +158,51 @@ def test_the_engine_derives_the_wakes_of_parked_runs() -> None:
     ]
     session = Session(id="s", agent="Waiter", created_at=now, runs=runs)
     assert waiting_agent().pending_wakes(session) == [ScheduledWake("r1:w:1", now + timedelta(hours=1))]
+
+
+def _nested(depth: int) -> str:
+    return '{"k": ' * depth + "1" + "}" * depth
+
+
+@pytest.mark.parametrize("document", ["{not json", "deep"], ids=["garbage", "nested-5000-deep"])
+async def test_a_corrupt_neighbour_does_not_stop_the_wakes(
+    make_runtime: Callable[..., Runtime], spy: SpyStore, clock: FakeClock, backend: Backend, document: str
+) -> None:
+    if document == "{not json" and backend.name == "postgres":
+        pytest.skip("PostgreSQL's json column refuses a document that is not JSON")
+    fired: list[str] = []
+    runtime = make_runtime(waiting_agent(fired=fired))
+    sessions = [(await runtime.run("Waiter", msg())).session for _ in range(3)]
+    broken = sessions[1]
+    doc = await spy.inner.load(broken)
+    assert doc is not None
+    if document == "deep":  # a stored state holding data nested 5,000 deep (the document itself is JSON)
+        text = doc.model_dump_json(exclude_none=True)
+        document = text.replace('"data":{}', f'"data":{{"deep":{_nested(5000)}}}', 1)
+        assert document != text
+    await backend.corrupt(broken, document)
+    with pytest.raises(SessionFlowInvariant, match=f"Stored session '{broken}' is malformed"):
+        await spy.load(broken)  # a typed store error, never a RecursionError
+    clock.advance("61m")
+    assert await runtime.fire_due_wakes() == 2  # the others fired and counted
+    assert len(fired) == 2
+    assert await spy.pending_wakes() == []  # the corrupt session's wake completed without running
+
+
+async def test_an_unexpected_error_of_one_wake_leaves_it_and_fires_the_rest(
+    make_runtime: Callable[..., Runtime], spy: SpyStore, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fired: list[str] = []
+    runtime = make_runtime(waiting_agent(fired=fired))
+    sessions = [(await runtime.run("Waiter", msg())).session for _ in range(3)]
+    load = spy.load
+
+    async def flaky(session_id: str) -> Session | None:
+        if session_id == sessions[0]:
+            raise RecursionError("maximum recursion depth exceeded")  # a bug below the store's own errors
+        return await load(session_id)
+
+    monkeypatch.setattr(spy, "load", flaky)
+    clock.advance("61m")
+    assert await runtime.fire_due_wakes() == 2
+    assert [w.session_id for w in await spy.pending_wakes()] == [sessions[0]]  # left to its lease, for a retry

@@ -49,6 +49,25 @@ def drift(
 
 
 @app.command()
+def worker(
+    db: str = typer.Option(DEFAULT_DB, "--db", help="the store: a SQLite path or a store URL"),
+    once: bool = typer.Option(False, "--once", help="stop when no run has work left, instead of waiting for more"),
+    poll: float = typer.Option(1.0, "--poll", min=0.01, help="seconds between looks when no run has work"),
+) -> None:
+    """Drive the stored workflow runs that have work, from any number of processes on one store.
+
+    Takes each run's lease without waiting (a run another worker drives is skipped), resumes it
+    from the workflow file it was started with, and drains it until it waits or ends.
+    """
+    from tether.cli._workflow_run import run_worker
+
+    try:
+        run_worker(db, once=once, poll=poll)
+    except CliError as exc:
+        fail(exc.message, exc.code)
+
+
+@app.command()
 def version() -> None:
     """Print tether's version."""
     from importlib.metadata import version as _version

@@ -14,10 +14,12 @@ as they are generated. An empty line is ignored: ``/quit``, Ctrl-D and Ctrl-C le
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 import uuid
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
 from rich.console import Console
 from rich.text import Text
@@ -270,6 +272,20 @@ def _lines(echo: bool) -> Iterable[str]:
         yield line
 
 
+@contextmanager
+def _no_log_lines() -> Iterator[None]:
+    """The chat says every failed turn itself (its error line): the log lines a server writes for
+    it (``tether.turn``, a traceback on ``tether.runtime``) are not printed into the conversation
+    by Python's last-resort handler. Handlers the user configured still get them."""
+    logger = logging.getLogger("tether")
+    quiet = logging.NullHandler()
+    logger.addHandler(quiet)
+    try:
+        yield
+    finally:
+        logger.removeHandler(quiet)
+
+
 def run_chat(app: LoadedApp, *, agent_id: str | None, session: str | None, model: str | None, db: str,
              messages: Sequence[str], console: Console) -> int:
     """Hold the conversation (interactive, or the scripted ``messages`` then exit).
@@ -284,7 +300,7 @@ def run_chat(app: LoadedApp, *, agent_id: str | None, session: str | None, model
         raise CliError(exc.message) from None
     agent = next(a for a in agents if a.id == chosen.id)
     store = open_db(db)
-    with asyncio.Runner() as runner:
+    with asyncio.Runner() as runner, _no_log_lines():
         chat = Chat(agents, agent, store, console)
         named = agent.name if agent.name == agent.id else f"{agent.name} ({agent.id})"
         console.print(Text.assemble(("tether chat", "bold"), f" · {named}",

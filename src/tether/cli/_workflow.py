@@ -47,11 +47,12 @@ def run_command(
     model: str | None = typer.Option(None, "--model", "-m", help="provider:model for subprompt and agent nodes "
                                      "(default: TETHER_MODEL)"),
     script: Path | None = typer.Option(None, "--script", help="a JSON file of scripted model replies (no key needed)"),
+    detach: bool = typer.Option(False, "--detach", help="store the new run and exit: a `tether worker` drives it"),
 ) -> None:
     """Run FILE (or resume --run ID), showing node states; ask at approvals and input requests."""
     from tether.cli._workflow_run import run_workflow
 
-    run_workflow(file, input, run_id, db, workspace, autonomous, model, script, retry or [])
+    run_workflow(file, input, run_id, db, workspace, autonomous, model, script, retry or [], detach=detach)
 
 
 @workflow_app.command("runs")

@@ -5,7 +5,9 @@ each does; they import this module when they run): a workflow file's run with li
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import uuid
 from pathlib import Path
 from typing import Any, Literal
 
@@ -16,10 +18,16 @@ from rich.table import Table
 
 from tether.cli._chat import pick_model
 from tether.cli._output import CliError, fail, one_line, stdout_console
-from tether.cli._store import open_db
+from tether.cli._store import db_argument, open_db
 from tether.cli._workflow_prompts import ask_answer
 from tether.cli._workflow_runs import resume_command, stuck
-from tether.errors import DefinitionIssue, TetherError, WorkflowDefinitionError, WorkflowOperationError
+from tether.errors import (
+    DefinitionIssue,
+    SessionLeaseTimeout,
+    TetherError,
+    WorkflowDefinitionError,
+    WorkflowOperationError,
+)
 from tether.models import resolve_model
 from tether.models.types import Model, ModelResponse, ToolCall
 from tether.testing import ScriptedModel, ScriptExhausted
@@ -33,7 +41,7 @@ from tether.workflow_host import (
     workflow_directory_resolver,
 )
 
-__all__ = ["check_workflow_file", "load_graph", "mermaid", "run_workflow"]
+__all__ = ["LEASE_WAIT", "check_workflow_file", "load_graph", "mermaid", "run_worker", "run_workflow"]
 
 _STYLES = {"complete": "green", "failed": "red", "skipped": "dim", "running": "cyan", "available": "cyan",
            "awaiting_approval": "yellow", "awaiting_input": "yellow"}
@@ -136,7 +144,7 @@ async def _answer(run: WorkflowRun, node_id: str, console: Console) -> bool:
     console.print(f"[bold]{node_id}[/] asks: {request.prompt}")
     while True:
         try:
-            answer = ask_answer(request.schema_, "answer")
+            answer = await asyncio.to_thread(ask_answer, request.schema_, "answer")
         except typer.Abort:
             return False
         try:
@@ -190,7 +198,8 @@ def _pending_approval(run: WorkflowRun) -> str | None:
 
 
 async def _decide(run: WorkflowRun, node_id: str, console: Console) -> bool:
-    """Ask about ``node_id``'s approval; ``False`` when the user quits."""
+    """Ask about ``node_id``'s approval; ``False`` when the user quits. (The prompts run on a thread:
+    the event loop keeps renewing the run's lease while the user thinks.)"""
     approval = run.node(node_id).approval
     assert approval is not None
     console.print(f"[bold]{node_id}[/]: {approval.summary}")
@@ -198,7 +207,8 @@ async def _decide(run: WorkflowRun, node_id: str, console: Console) -> bool:
         console.print(f"  evidence: {json.dumps(approval.check)}")
     while True:
         try:
-            answer = typer.prompt("approve, reject or quit? [a/r/q]", default="q").strip().lower()
+            asked = await asyncio.to_thread(typer.prompt, "approve, reject or quit? [a/r/q]", default="q")
+            answer = asked.strip().lower()
         except typer.Abort:
             return False
         if answer in ("q", "quit"):
@@ -209,8 +219,8 @@ async def _decide(run: WorkflowRun, node_id: str, console: Console) -> bool:
         try:
             response = None
             if decision == "approved" and (approval.schema_ or {}).get("kind", "text") != "text":
-                response = ask_answer(approval.schema_, "response")
-            feedback = typer.prompt("feedback", default="", show_default=False)
+                response = await asyncio.to_thread(ask_answer, approval.schema_, "response")
+            feedback = await asyncio.to_thread(typer.prompt, "feedback", default="", show_default=False)
         except typer.Abort:
             return False
         try:
@@ -225,8 +235,15 @@ async def _decide(run: WorkflowRun, node_id: str, console: Console) -> bool:
         return True
 
 
+LEASE_WAIT = 5.0
+"""Seconds ``tether workflow run`` waits for a run's lease (a worker driving it) before it gives up."""
+
+
 async def _run(graph: WorkflowGraph, *, path: Path, inputs: dict[str, Any], run_id: str | None, db: str,
-               workspace: Path, autonomous: bool, console: Console, model: Model | None, retry: list[str]) -> int:
+               workspace: Path, autonomous: bool, console: Console, model: Model | None, retry: list[str],
+               detach: bool = False) -> int:
+    if detach and run_id is not None:
+        raise CliError("--detach stores a new run for a worker: it cannot take --run")
     if retry and run_id is None:
         raise CliError("--retry retries a failed node of a stored run: give the run with --run")
     if run_id is not None and "://" not in db and not Path(db).expanduser().is_file():
@@ -237,7 +254,14 @@ async def _run(graph: WorkflowGraph, *, path: Path, inputs: dict[str, Any], run_
     snapshots = SnapshotStore(store, launch={"file": str(path.resolve()), "workspace": str(workspace.resolve())})
     options: dict[str, Any] = {"workspace": workspace, "resolve": workflow_directory_resolver(path.parent),
                                "model": model}
+    held = run_id or str(uuid.uuid4())
+    lease = contextlib.AsyncExitStack()
     try:
+        try:  # held while this process drives the run, so a `tether worker` leaves it alone
+            await lease.enter_async_context(store.lease(held, timeout=LEASE_WAIT))
+        except SessionLeaseTimeout:
+            raise CliError(f"run {held} is being driven by another process (a tether worker?): try again when it "
+                           "waits", 1) from None
         if run_id is not None:
             if inputs:
                 raise CliError("--input cannot change a run that already exists (--run)")
@@ -253,7 +277,12 @@ async def _run(graph: WorkflowGraph, *, path: Path, inputs: dict[str, Any], run_
             for node_id in retry:  # a refusal (not failed, a rejected check, unknown) names the node
                 await run.retry_node(node_id)
         else:
-            run = WorkflowRun(graph, store=snapshots, input=inputs, autonomous=autonomous, **options)
+            run = WorkflowRun(graph, store=snapshots, run_id=held, input=inputs, autonomous=autonomous, **options)
+        if detach:
+            await run.save()
+            console.print(f"run {run.run_id} stored ({run.status}); `tether worker --db {db_argument(db)}` drives it",
+                          markup=False, highlight=False)
+            return 0
         exhausted: ScriptExhausted | None = None
         try:
             while True:
@@ -277,6 +306,7 @@ async def _run(graph: WorkflowGraph, *, path: Path, inputs: dict[str, Any], run_
             return 1
         return _report(run, console, has_model=model is not None, resume=resume)
     finally:
+        await lease.aclose()
         await store.close()
 
 
@@ -320,15 +350,16 @@ def _why_no_agent_work(run: WorkflowRun, has_model: bool) -> str:
 
 
 def run_workflow(file: Path, input: list[str] | None, run_id: str | None, db: str, workspace: Path,
-                 autonomous: bool, model: str | None, script: Path | None, retry: list[str] | None = None) -> None:
+                 autonomous: bool, model: str | None, script: Path | None, retry: list[str] | None = None, *,
+                 detach: bool = False) -> None:
     """``tether workflow run``: run FILE (or resume ``run_id``, retrying the failed nodes ``retry``
-    names first), showing node states."""
+    names first), showing node states; with ``detach``, store the new run for a worker and exit."""
     graph = load_graph(str(file))
     try:
         chosen = _model(model, script)
         code = asyncio.run(_run(graph, path=file, inputs=_inputs(input or []), run_id=run_id, db=db,
                                 workspace=workspace, autonomous=autonomous, console=stdout_console(), model=chosen,
-                                retry=retry or []))
+                                retry=retry or [], detach=detach))
     except CliError as exc:
         fail(exc.message, exc.code)
     except TetherError as exc:
@@ -358,3 +389,18 @@ def mermaid(graph: WorkflowGraph) -> str:
                 when = (route.when.source if route.when else "default").replace('"', "'")
                 lines.append(f'    {names[node_id]} -. "{when}" .-> {names[route.target]}')
     return "\n".join(lines)
+
+
+def run_worker(db: str, *, once: bool, poll: float) -> None:
+    """``tether worker``: drive the stored runs that have work (see :func:`drive_stored_runs`)."""
+    from tether.workflow_host import drive_stored_runs
+
+    async def work() -> int:
+        store = open_db(db)
+        try:
+            return await drive_stored_runs(store, once=once, poll=poll)
+        finally:
+            await store.close()
+
+    moved = asyncio.run(work())
+    stdout_console().print(f"{moved} run(s) driven", markup=False, highlight=False)

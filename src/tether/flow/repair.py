@@ -14,6 +14,7 @@ Texts may use ``{task}`` (the flow's name, else its description, of the task con
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -37,6 +38,21 @@ def _words(text: str) -> list[str]:
     return [w.replace("'", "") for w in _WORD.findall(text.lower().replace("\u2019", "'"))]
 
 
+@functools.lru_cache(maxsize=1024)
+def _phrase_words(phrase: str) -> tuple[str, ...]:
+    """The words of a keyword phrase (an agent's phrases are few and fixed: each is split once)."""
+    return tuple(_words(phrase))
+
+
+@functools.lru_cache(maxsize=64)
+def _phrase_table(groups: tuple[tuple[str, ...], ...], filler: tuple[str, ...]
+                  ) -> tuple[list[tuple[tuple[str, ...], int]], frozenset[str]]:
+    """``spoken_only``'s phrases, longest first, with their group, and its filler words."""
+    phrases = sorted(((_phrase_words(p), index) for index, group in enumerate(groups) for p in group),
+                     key=lambda item: -len(item[0]))
+    return phrases, frozenset(w for f in filler for w in _phrase_words(f))
+
+
 def content_words(text: str) -> set[str]:
     """The words of ``text`` that say something (three letters or more, a few common ones aside)."""
     return {w for w in _words(text) if len(w) >= 3 and w not in _COMMON}
@@ -58,8 +74,9 @@ def phrase_in(text: str, phrases: tuple[str, ...]) -> bool:
     """Some phrase occurs in ``text`` as whole words, in order (case and apostrophes ignored)."""
     words = _words(text)
     for phrase in phrases:
-        wanted = _words(phrase)
-        if wanted and any(words[i:i + len(wanted)] == wanted for i in range(len(words) - len(wanted) + 1)):
+        wanted = _phrase_words(phrase)
+        if wanted and any(tuple(words[i:i + len(wanted)]) == wanted
+                          for i in range(len(words) - len(wanted) + 1)):
             return True
     return False
 
@@ -69,9 +86,7 @@ def spoken_only(text: str, *groups: tuple[str, ...], filler: tuple[str, ...] = (
     ``filler`` words); an empty set when anything else is said. ``"thanks, that's all"`` is made of
     a thanks phrase and a closing phrase."""
     words = _words(text)
-    phrases = sorted(((tuple(_words(p)), index) for index, group in enumerate(groups) for p in group),
-                     key=lambda item: -len(item[0]))
-    fill = {w for f in filler for w in _words(f)}
+    phrases, fill = _phrase_table(tuple(map(tuple, groups)), tuple(filler))  # an author may give lists
     used: set[int] = set()
     i = 0
     while i < len(words):

@@ -57,12 +57,15 @@ the live runs are loaded before a turn that may re-dispatch an action.
 
 A tether session stays ``running`` after a flow ends (the conversation goes on); an escalation
 hands it to a human (``handed_off``: messages are recorded, nobody answers, until ``release``); only
-``complete``/``end_session`` marks it ``completed``, and an unexpected error marks it ``aborted``
-(a checkpoint committed before the error stays: the aborted document is the last one written). A
-completed or aborted session is never resumed: the next request with its id gets a new session
-with a new id. The calls that change a session outside a turn (``complete``, ``release``,
-``delete``) and deliver decisions and signals to parked runs (``approve``, ``signal``) live in
-:mod:`tether.runtime.lifecycle`; the wake calls in :mod:`tether.runtime.scheduler`.
+``complete``/``end_session`` marks it ``completed``. No failure ends a session: author code that
+fails in a node degrades its run inside the turn (the engine's business), and an error nothing
+expects (a bug in tether, a restore hook that raises) fails the request like a store error, with
+nothing more of the turn saved, logged with its traceback on ``tether.runtime``. The runtime never
+writes ``aborted``; a document an older tether stored ``aborted``, like a completed one, is never
+resumed: the next request with its id gets a new session with a new id. The calls that change a
+session outside a turn (``complete``, ``release``, ``delete``) and deliver decisions and signals
+to parked runs (``approve``, ``signal``) live in :mod:`tether.runtime.lifecycle`; the wake calls
+in :mod:`tether.runtime.scheduler`.
 
 :class:`RequestPath` takes the runtime as a :class:`RequestHost` (what the request path uses of it;
 its settings are read at each request, as a caller may change them) and the runtime's agent
@@ -74,6 +77,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any, Literal, Protocol
@@ -85,7 +89,7 @@ from tether.durable.turns import OpenTurn
 from tether.engine.core.inputs import Approval, Resume, Signal, Start, TurnInput, TurnOptions, Wake
 from tether.engine.core.journal_runs import journal_runs
 from tether.engine.core.ports import Clock, Ids
-from tether.engine.core.session import LogEntry, Run, Session, TranscriptMessage
+from tether.engine.core.session import Run, Session, TranscriptMessage
 from tether.engine.turn.continuation import is_retry
 from tether.errors import (
     FlowDriftError,
@@ -110,16 +114,18 @@ from tether.runtime.restore import (
     RestoreHook,
     call_restore_hook,
     check_supported,
-    is_session_current,
+    default_restore,
 )
 from tether.runtime.selections import check_model_selections
 from tether.runtime.turn_log import input_label, log_turn
-from tether.runtime.window import WindowCache, attached, detach_window, read_tail, upgrade_v1, with_tail
+from tether.runtime.window import WindowCache, attached, detach_window, read_tail, upgrade_builtin, with_tail
 from tether.stores import Store, TurnRecords
 from tether.stores.leases import Leased
 from tether.stores.records import session_tenant
 
 __all__ = ["Admit", "ConflictPolicy", "RequestHost", "RequestPath", "StoredFlowSource"]
+
+log = logging.getLogger("tether.runtime")
 
 ConflictPolicy = Literal["replay", "reject"]
 """What a compare-and-swap conflict does: re-run the input on the fresh document, or fail."""
@@ -275,8 +281,10 @@ class RequestPath:
                 # stays, with its open-turn mark), the session keeps its status, and the retry of
                 # the same input continues the turn
                 return failure(describe_error(exc), attempt.created or session_id, exc.code)
-            except Exception as exc:
-                return await self._abort(attempt, exc, session_id)
+            except Exception as exc:  # a bug: tether's, or author code outside a node (the restore hook)
+                log.error("turn of agent %r, session %r failed: %s", agent.id, attempt.created or session_id,
+                          describe_error(exc), exc_info=exc)
+                return failure(describe_error(exc), attempt.created or session_id, error_code(exc))
 
     async def _load(self, agent: Agent, session_id: str | None, attempt: Attempt) -> Session | None:
         """The running session to continue (migrated and restored), or None for a new one."""
@@ -303,11 +311,11 @@ class RequestPath:
         else:  # an inline (version 1) document: its records are not read, so nothing is cached for it
             attempt.tail = None
         attempt.stored = doc
-        migrated = upgrade_v1(self.runtime.migrations.migrate(doc))
+        migrated = upgrade_builtin(self.runtime.migrations.migrate(doc))
         if self.runtime.on_restore is not None:  # the user's hook: its document is saved at once (seed 004)
             restored = await call_restore_hook(self.runtime.on_restore, migrated)
         else:  # the default version check; nothing to save unless the migrations changed the document
-            restored = migrated if is_session_current(migrated) else None
+            restored = default_restore(migrated)  # another version nothing upgraded: refused, kept
             if restored is not None and restored.schema_version == doc.schema_version:
                 return doc
         if restored is None:
@@ -429,24 +437,6 @@ class RequestPath:
             self.runtime.windows.put(stored, attempt.tail)
         attempt.stored = attached(stored, session.messages, session.inputs)
         self.runtime.commits.notify(stored.id)
-
-    async def _abort(self, attempt: Attempt, exc: Exception, session_id: str | None) -> RunResponse:
-        """Mark the session aborted with the error logged, persist it, and build the envelope."""
-        message, code = describe_error(exc), error_code(exc)
-        target = attempt.stored or attempt.fresh
-        if target is None:
-            return failure(message, session_id, code)
-        aborted = detach_window(target.model_copy(deep=True))
-        aborted.status = "aborted"
-        aborted.error.append(LogEntry(at=self.runtime.clock.now(), level="error", message=message, code=code))
-        try:
-            if attempt.stored is not None:
-                await self.runtime.store.save(aborted, attempt.stored.revision)
-            else:
-                await self.runtime.store.create(aborted)
-        except Exception as save_exc:
-            message += f"; failed to persist aborted session: {describe_error(save_exc)}"
-        return failure(message, aborted.id, code)
 
 
 def _unknown_pins(agent: Agent, runs: Sequence[Run]) -> set[str] | None:

@@ -5,7 +5,9 @@ migrations (``MigrationRegistry``) to the loaded document, then calls the restor
 ``on_restore(doc) -> doc | None`` the user supplied. Its returned document is saved at once
 (compare-and-swap) before the turn, even if unchanged; ``None`` starts a new session with a new id
 and keeps the old document. With no hook the runtime applies :func:`default_restore`'s version
-check without that save (the document is unchanged), unless the migrations upgraded it.
+check without that save (the document is unchanged), unless the migrations upgraded it: a
+document of another version that no migration upgraded fails the request with
+``SESSION_VERSION_UNSUPPORTED`` and stays as it is (it is never silently replaced).
 """
 
 from __future__ import annotations
@@ -56,8 +58,13 @@ def check_supported(doc: Session) -> None:
 
 
 def default_restore(doc: Session) -> Session | None:
-    """The default restore hook: None (a new session) unless the document is current."""
-    return doc if is_session_current(doc) else None
+    """The default restore hook: the document when it is current; one of another version (that
+    the migrations did not upgrade) raises ``SessionVersionUnsupported``, and is kept as it is:
+    never silently replaced by a new session. A hook of your own may return None to start over."""
+    if not is_session_current(doc):
+        raise SessionVersionUnsupported(doc.id, stored=doc.schema_version, supported=SESSION_SCHEMA_VERSION,
+                                        operation="restore")
+    return doc
 
 
 def session_idle(doc: Session, now: datetime) -> timedelta:

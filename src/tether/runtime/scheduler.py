@@ -75,13 +75,25 @@ async def fire_due_wakes(runtime: WakeHost, *, limit: int = 100, lease: float = 
     to ``runtime.worker_id``), run them concurrently (one session's wakes still one at a time) and
     complete each one that ran. Returns how many ran.
 
-    A wake whose session is gone, ended or malformed is completed without running. A wake is
-    left to its lease (so it is claimed again later) when its session's agent is not registered
-    here, the store failed, or the turn lost its compare-and-swap more than ``max_replays`` times.
+    A wake whose session is gone, ended or malformed (not JSON, nested too deep to read, not a
+    session) is completed without running. A wake is left to its lease (so it is claimed again
+    later) when its session's agent is not registered here, the store failed, the turn lost its
+    compare-and-swap more than ``max_replays`` times, or an error nothing expected stopped it
+    (logged); the other wakes fire and are counted all the same.
     """
     wakes = await runtime.store.due_wakes(runtime.clock.now(), limit=limit, lease=lease, worker=runtime.worker_id)
-    fired = await asyncio.gather(*(_fire(runtime, wake) for wake in wakes))
+    fired = await asyncio.gather(*(_fire_one(runtime, wake) for wake in wakes))
     return sum(fired)
+
+
+async def _fire_one(runtime: WakeHost, wake: Wake) -> bool:
+    """``_fire``; an error nothing expected (a bug) is logged and the wake left to its lease, so
+    one session never stops the others' wakes nor loses their count."""
+    try:
+        return await _fire(runtime, wake)
+    except Exception:
+        log.exception("wake %s of session %s failed, left for a retry", wake.key, wake.session_id)
+        return False
 
 
 async def _fire(runtime: WakeHost, wake: Wake) -> bool:
@@ -163,6 +175,8 @@ class WakeScheduler(BackgroundTask):
             fired = 0
             try:
                 fired = await self.runtime.fire_due_wakes(self.limit)
+            except StoreError as exc:  # the store is down: one line, not a traceback every interval
+                log.warning("firing due wakes failed: %s", exc.message)
             except Exception:
                 log.exception("firing due wakes failed")
             if fired < self.limit:

@@ -27,7 +27,8 @@ Transcript records are append-only and never change once written, so a cached en
 what the read would return; any other writer moves the revision on, and the read is done again.
 
 Schema version 1 documents hold the window inline (``window_from`` None): they load as they are,
-and :func:`upgrade_v1` stamps them version 2 (nothing else changes).
+and :func:`upgrade_builtin` stamps them (and version 2 documents, which only lack ``clarifying``)
+the current version (nothing else changes).
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ from tether.engine.core.session import KEEP_INPUTS, SESSION_SCHEMA_VERSION, Sess
 from tether.engine.core.suspends import SIGNAL_IDS
 from tether.stores import Store
 
-__all__ = ["SEEN_HORIZON", "Tail", "WindowCache", "attach_window", "attached", "detach_window", "read_tail",
-           "upgrade_v1"]
+__all__ = ["BUILTIN_UPGRADES", "SEEN_HORIZON", "Tail", "WindowCache", "attach_window", "attached", "detach_window",
+           "read_tail", "upgrade_builtin"]
 
 DEFAULT_WINDOW_CACHE = 256
 """How many sessions' windows a runtime keeps (the most recently written ones)."""
@@ -130,11 +131,17 @@ class WindowCache:
         return len(self._entries)
 
 
-def upgrade_v1(doc: Session) -> Session:
-    """Version 1 -> 2: a version 1 document keeps its window inline, which version 2 reads as is."""
-    if doc.schema_version != 1 or SESSION_SCHEMA_VERSION != 2:
+BUILTIN_UPGRADES = (1, 2)
+"""The versions the runtime upgrades to the current one (3) by stamping it: a version 1 document
+keeps its window inline, which is read as is; a version 2 document has no ``clarifying``, which
+reads as empty (no clarification was asked)."""
+
+
+def upgrade_builtin(doc: Session) -> Session:
+    """Versions 1 and 2 -> 3 (see :data:`BUILTIN_UPGRADES`); any other document unchanged."""
+    if doc.schema_version not in BUILTIN_UPGRADES or SESSION_SCHEMA_VERSION != 3:
         return doc
-    return doc.model_copy(update={"schema_version": 2})
+    return doc.model_copy(update={"schema_version": SESSION_SCHEMA_VERSION})
 
 
 def detach_window(session: Session) -> Session:

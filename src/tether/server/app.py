@@ -10,6 +10,7 @@ app built the runtime, closes it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -26,7 +27,7 @@ from starlette.routing import Route
 
 from tether.agent import Agent
 from tether.dialect.registry import Registry
-from tether.errors import FlowDefinitionError
+from tether.errors import FlowDefinitionError, StoreError
 from tether.flow.mermaid import flow_to_mermaid
 from tether.runtime.costs import Budgets, PriceTable
 from tether.runtime.runtime import Runtime
@@ -40,7 +41,7 @@ from tether.server.openai_compat import OpenAIRoutes
 from tether.server.openapi import openapi_document
 from tether.server.problems import ApiError, error_response
 from tether.server.requests import DEFAULT_MAX_BODY, read_body
-from tether.server.sessions import SessionRoutes
+from tether.server.sessions import SessionRoutes, status_of_code
 from tether.server.stream import KEEPALIVE, POLL
 from tether.server.takeover import TakeoverRoutes
 from tether.stores import Store
@@ -48,6 +49,10 @@ from tether.stores import Store
 __all__ = ["create_app"]
 
 log = logging.getLogger("tether.server")
+
+READY_TIMEOUT = 2.0
+"""Seconds ``/readyz`` waits for the store (a pool waiting for a database that is down would
+otherwise hold the probe for its own timeout)."""
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -68,6 +73,8 @@ def _guarded(keys: KeyRing, handler: Handler, *, public: bool = False) -> Handle
         except ClientDisconnect:  # the client left mid-body: nothing ran, and it is no bug of ours
             log.info("%s %s: the client disconnected before its body was read", request.method, request.url.path)
             return error_response(ApiError(400, "client-disconnected", "the client disconnected mid-body"))
+        except StoreError as exc:  # the store failed a route's own read (its session): not a bug
+            return error_response(ApiError(status_of_code(exc.code), exc.code, exc.message))
         except Exception:
             log.exception("%s %s failed", request.method, request.url.path)
             return error_response(ApiError(500, "internal-error", "the server failed; this is a bug"))
@@ -164,8 +171,10 @@ def create_app(
 
     async def readyz(request: Request) -> Response:
         problems: list[str] = []
-        try:
-            await runtime.store.list(limit=1)
+        try:  # a probe answers at once: a store that does not answer soon is not ready either
+            await asyncio.wait_for(runtime.store.list(limit=1), READY_TIMEOUT)
+        except TimeoutError:
+            problems.append(f"store unreachable: no answer within {READY_TIMEOUT:g}s")
         except Exception as exc:
             problems.append(f"store unreachable: {type(exc).__name__}")
         if scheduler and not wakes.running:

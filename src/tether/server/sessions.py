@@ -24,7 +24,7 @@ from tether.server.sse import stream_turn, wants_stream
 from tether.server.stream import KEEPALIVE, POLL, event_stream, stream_cursor
 from tether.server.views import envelope, event_view, message_view, session_state, tenant_of
 
-__all__ = ["SessionRoutes", "status_of"]
+__all__ = ["SessionRoutes", "status_of", "status_of_code"]
 
 _STATUS = {
     "invalid-input": 422,
@@ -32,16 +32,19 @@ _STATUS = {
     "SESSION_CONFLICT": 409,
     "SESSION_FLOW_MISMATCH": 409,
     "SESSION_STORE_ERROR": 503,
+    "SESSION_LEASE_TIMEOUT": 503,
     "model-configuration": 503,
 }
 
 
 def status_of(response: RunResponse) -> int:
-    """The HTTP status of an envelope: 200 on success; a failure by its code (a provider failure is
-    502, an unexpected turn failure, which aborted the session, is 500)."""
-    if response.success:
-        return 200
-    code = response.code or ""
+    """The HTTP status of an envelope: 200 on success; a failure by its code (see :func:`status_of_code`)."""
+    return 200 if response.success else status_of_code(response.code or "")
+
+
+def status_of_code(code: str) -> int:
+    """The HTTP status of a failure's code: a store that failed is 503, a provider failure 502, an
+    unexpected turn failure (a bug that saved nothing) 500."""
     if code in _STATUS:
         return _STATUS[code]
     return 502 if code.startswith("model-") else 500

@@ -311,6 +311,11 @@ class Store(ABC):
                 raise SessionVersionUnsupported(
                     session_id, stored=stored_version, supported=SESSION_SCHEMA_VERSION
                 ) from exc
+            unknown = _unknown_fields(exc)
+            if stored_version == SESSION_SCHEMA_VERSION and unknown:  # a newer tether added a field
+                raise SessionVersionUnsupported(
+                    session_id, stored=stored_version, supported=SESSION_SCHEMA_VERSION, unknown_fields=unknown
+                ) from exc
             raise SessionFlowInvariant(
                 f"Stored session {session_id!r} is malformed: {exc}", operation="load", session_id=session_id
             ) from exc
@@ -362,11 +367,20 @@ class _ComposedLease:
         await self._held.release()  # nothing when the body released it already
 
 
+def _unknown_fields(exc: ValidationError) -> list[str]:
+    """The fields (dotted paths) of a document that failed validation only because our model does
+    not know them (none when anything else is wrong with it: that document is malformed)."""
+    errors = exc.errors()
+    if any(e["type"] != "extra_forbidden" for e in errors):
+        return []
+    return sorted(".".join(str(part) for part in e["loc"]) for e in errors)
+
+
 def _schema_version(text: str | bytes) -> int | None:
     """The ``schema_version`` of a stored document that did not validate, when it has one."""
     try:
         version = json.loads(text).get("schema_version")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):  # not JSON, not an object, nested too deep to read
         return None
     return version if isinstance(version, int) else None
 

@@ -53,11 +53,13 @@ class NodeMap(dict[str, NodeState]):
 
     @classmethod
     def fork(cls, states: Mapping[str, NodeState]) -> NodeMap:
-        """An open map sharing every state of ``states`` (and a copy of its index)."""
+        """An open map sharing every state of ``states``. The index moves to the fork (which
+        updates it in place) rather than being copied: the snapshot a mutation replaces rarely
+        needs one again, and builds it anew if it does."""
         forked = cls(states)
         forked._open = True
-        if isinstance(states, NodeMap) and states.index is not None:
-            forked.index = states.index.copy()
+        if isinstance(states, NodeMap):
+            forked.index, states.index = states.index, None
         return forked
 
     @property

@@ -6,6 +6,8 @@ snapshot in a store with compare-and-swap after every change (:class:`SnapshotSt
 :class:`AgentDriver` gives the model turns on agent nodes through the flow tools
 (:meth:`WorkflowRun.advance`); :class:`WorkflowChat` lets a conversation start a run and answer
 its gates and input requests. :func:`load_workflow_file` reads a definition from a ``.yaml``/``.yml``/``.json`` file.
+:func:`drive_stored_runs` drives the stored runs that have runtime work from any process
+(``tether worker``).
 """
 
 from tether.workflow_host._agent import FLOW_TOOLS, AgentDriver, TurnReport
@@ -14,6 +16,7 @@ from tether.workflow_host._files import load_workflow_file, workflow_directory_r
 from tether.workflow_host._run import Resolver, WorkflowRun
 from tether.workflow_host._store import SnapshotStore
 from tether.workflow_host._subflow import MAX_SUBFLOW_DEPTH, check_subflows
+from tether.workflow_host._worker import drive_stored_run, drive_stored_runs
 
 __all__ = [
     "AgentDriver",
@@ -25,6 +28,8 @@ __all__ = [
     "WorkflowChat",
     "WorkflowRun",
     "check_subflows",
+    "drive_stored_run",
+    "drive_stored_runs",
     "load_workflow_file",
     "workflow_directory_resolver",
 ]

@@ -36,11 +36,14 @@ __all__ = [
     "remember_input",
 ]
 
-SESSION_SCHEMA_VERSION = 2
-"""Bumped when the document shape changes; the runtime migrates or resets older documents.
+SESSION_SCHEMA_VERSION = 3
+"""Bumped when the document shape changes (a test holds its JSON Schema per version); the runtime
+migrates older documents, and refuses one no migration upgrades (``SESSION_VERSION_UNSUPPORTED``).
 
 2: ``window_from`` (the runtime stores the context window as transcript records, not inline).
-The runtime upgrades a version 1 document itself (its window is inline: nothing else changes)."""
+3: ``clarifying`` (the flows a clarification asked the customer to choose between).
+The runtime upgrades version 1 and 2 documents itself: a version 1 window is inline, and a
+document without ``clarifying`` asked nothing; nothing else changes."""
 
 SessionStatus = Literal["running", "handed_off", "completed", "aborted"]
 RunStatus = Literal["running", "asking", "waiting", "suspended"]

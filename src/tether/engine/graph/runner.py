@@ -30,8 +30,15 @@ from tether.engine.graph.collect_fields import clear_caches
 from tether.engine.graph.degrade import FAILURES, as_node_failure, degrade, recover_or_degrade
 from tether.engine.graph.dispatch import dispatch
 from tether.engine.graph.moves import finish, leave, reduce, verify
-from tether.engine.graph.starts import chain, restart
-from tether.errors import FlowRuntimeError, NodeFailedError, OscillationError, TetherError, TetherSignal
+from tether.engine.graph.starts import chain, restart, start_flow_id
+from tether.errors import (
+    FlowRuntimeError,
+    NodeFailedError,
+    OscillationError,
+    TetherError,
+    TetherSignal,
+    TransitionError,
+)
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node
 from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlow, Stay, Transition
@@ -95,14 +102,17 @@ async def _loop(ts: TurnState, run: Run, flow: Flow, pending: Any) -> Pause:
             if isinstance(result, Pause):
                 return result
             pending = result
-        move_ = _normalize(flow, node, pending)
-        pending = None
         try:
+            move_ = _normalize(flow, node, pending)
             outcome = await act(ts, run, flow, node, move_)
-        except OscillationError as exc:  # a ping-pong is the flow's bug: degrade, never fail the turn
+        except (OscillationError, TransitionError) as exc:
+            # the flow's bug (a ping-pong, a goto to no node, a value that is not a move): the run
+            # degrades, the turn goes on
             if await degrade(ts, run, flow, node, as_node_failure(flow, node, exc)):
+                pending = None
                 continue
             return ENDED
+        pending = None
         if outcome is not None:
             return outcome
 
@@ -169,6 +179,7 @@ async def act(ts: TurnState, run: Run, flow: Flow, node: Node, move_: Transition
         await leave(ts, run, flow, "escalate", handoff=HandoffRequest("human", move_.reason, run.id))
         return ENDED
     if isinstance(move_, StartFlow):
+        start_flow_id(ts, run, move_)  # a template naming no flow fails here, before the run leaves
         await leave(ts, run, flow, "flow")
         await chain(ts, run, move_)
         return ENDED

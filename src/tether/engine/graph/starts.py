@@ -24,7 +24,7 @@ from tether.flow.durations import parse_duration
 from tether.flow.flow import Flow
 from tether.flow.transitions import StartFlow
 
-__all__ = ["HOP_LIMIT", "KEEP_CLAIMS", "chain", "start_run"]
+__all__ = ["HOP_LIMIT", "KEEP_CLAIMS", "chain", "start_flow_id", "start_run"]
 
 HOP_LIMIT = 5
 KEEP_CLAIMS = 50
@@ -123,6 +123,25 @@ def restart(ts: TurnState, run: Run, flow: Flow) -> None:
         ts.queue.append(child.id)
 
 
+def start_flow_id(ts: TurnState, parent: Run, move: StartFlow) -> str:
+    """The id of the flow ``move`` starts: its template rendered (a
+    :class:`~tether.errors.TransitionError`, ``unknown-flow``, when it names no flow of the agent)."""
+    if "{" not in move.flow:  # not a template, e.g. "{input.topic}"
+        return move.flow
+    try:
+        flow_id = render(move.flow, ts.state_view(parent), parent.input, ts.options.context)
+    except TemplatePlaceholderError as exc:  # a missing value names no flow: the same error, never ""
+        raise TransitionError(
+            f"flow {parent.flow!r}, node {parent.node!r}: start_flow({move.flow!r}) has no value for "
+            f"{{{exc.placeholder}}}, so it names no flow of the agent", code="unknown-flow") from None
+    if flow_id not in ts.agent.flows_by_id:
+        raise TransitionError(
+            f"flow {parent.flow!r}, node {parent.node!r}: start_flow({move.flow!r}) rendered {flow_id!r}, which "
+            f"is not a flow of the agent (flows: {', '.join(ts.agent.flows_by_id) or 'none'})",
+            code="unknown-flow")
+    return flow_id
+
+
 async def chain(ts: TurnState, parent: Run, move: StartFlow) -> None:
     """``start_flow``: start the child one hop further; it moves later in this turn.
 
@@ -130,21 +149,8 @@ async def chain(ts: TurnState, parent: Run, move: StartFlow) -> None:
     rendered against the parent's state, input and context, and a result that names no flow of
     the agent is a :class:`~tether.errors.TransitionError` (``unknown-flow``) naming the step. Strings
     in ``input`` are rendered the same way; no ``input`` passes the parent's input on."""
-    flow_id, child_input = move.flow, move.input
+    flow_id, child_input = start_flow_id(ts, parent, move), move.input
     key = ts.key(parent, parent.node or "start")
-    if "{" in move.flow:  # a template, e.g. "{input.topic}"
-        state = ts.state_view(parent)
-        try:
-            flow_id = render(move.flow, state, parent.input, ts.options.context)
-        except TemplatePlaceholderError as exc:  # a missing value names no flow: the same error, never ""
-            raise TransitionError(
-                f"flow {parent.flow!r}, node {parent.node!r}: start_flow({move.flow!r}) has no value for "
-                f"{{{exc.placeholder}}}, so it names no flow of the agent", code="unknown-flow") from None
-        if flow_id not in ts.agent.flows_by_id:
-            raise TransitionError(
-                f"flow {parent.flow!r}, node {parent.node!r}: start_flow({move.flow!r}) rendered {flow_id!r}, which "
-                f"is not a flow of the agent (flows: {', '.join(ts.agent.flows_by_id) or 'none'})",
-                code="unknown-flow")
     if child_input is not None:
         child_input = render_value(child_input, ts.state_view(parent), parent.input, ts.options.context,
                                    where=f"flow {parent.flow!r}, node {parent.node!r}, start_flow input")

@@ -1,0 +1,77 @@
+"""Workflow runs driven by ``tether worker`` processes: throughput with 1 and with 2 workers.
+
+Stores ``--runs`` runs of a chain of ``--nodes`` function nodes (each ``sleep --sleep``: a command
+that waits on something, as most CI steps do), starts the workers (``tether worker --once``, each
+its own process), and times until every run is complete. Prints runs per second for each worker
+count and the ratio (2 workers / 1). On a machine with fewer free cores than workers the ratio says
+more about the machine than about tether: state the load with the figure.
+
+    python bench/workflow_workers.py [--runs 20] [--nodes 10] [--sleep 0.05] [--db PATH_OR_URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from tether.stores import SQLiteStore, Store, open_store
+from tether.workflow import edge, function_node, workflow
+from tether.workflow_host import SnapshotStore, WorkflowRun
+
+
+def chain(nodes: int, sleep: float) -> dict[str, object]:
+    ids = [f"n{i}" for i in range(nodes)]
+    built = workflow("bench-workers", nodes=[function_node(i, f"sleep {sleep}") for i in ids],
+                     edges=[edge(a, b) for a, b in itertools.pairwise(ids)])
+    return built.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+async def measure(store: Store, db: str, file: Path, workers: int, runs: int) -> float:
+    """Seconds for ``workers`` worker processes to complete ``runs`` fresh runs."""
+    snapshots = SnapshotStore(store, launch={"file": str(file), "workspace": tempfile.gettempdir()})
+    ids = [f"bench-{uuid.uuid4().hex[:8]}" for _ in range(runs)]
+    for run_id in ids:
+        await WorkflowRun(json.loads(file.read_text()), store=snapshots, run_id=run_id,
+                          workspace=tempfile.gettempdir()).save()
+    started = time.perf_counter()
+    procs = [await asyncio.create_subprocess_exec(sys.executable, "-m", "tether.cli", "worker", "--db", db, "--once",
+                                                  stdout=asyncio.subprocess.DEVNULL) for _ in range(workers)]
+    await asyncio.gather(*(proc.wait() for proc in procs))
+    while True:  # a worker that found the last runs held by the other may stop first: wait for the store
+        done = [await snapshots.load(run_id) for run_id in ids]
+        if all(found is not None and found[0].status == "complete" for found in done):
+            return time.perf_counter() - started
+        await asyncio.sleep(0.05)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--nodes", type=int, default=10)
+    parser.add_argument("--sleep", type=float, default=0.05)
+    parser.add_argument("--db", default=None, help="a store URL or SQLite path (default: a new SQLite file)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        db = args.db or str(Path(tmp) / "bench.db")
+        file = Path(tmp) / "chain.json"
+        file.write_text(json.dumps(chain(args.nodes, args.sleep)))
+        store = open_store(db) if "://" in db else SQLiteStore(db)
+        try:
+            seconds = {workers: await measure(store, db, file, workers, args.runs) for workers in (1, 2)}
+        finally:
+            await store.close()
+    for workers, elapsed in seconds.items():
+        print(f"{workers} worker(s): {args.runs} runs of {args.nodes} nodes in {elapsed:.1f} s, "
+              f"{args.runs / elapsed:.2f} runs/s")
+    print(f"2 workers / 1: {seconds[1] / seconds[2]:.2f}x")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
