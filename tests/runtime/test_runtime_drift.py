@@ -11,7 +11,22 @@ from typing import Any
 import pytest
 from runtime_helpers import SpyStore
 
-from tether import Agent, Field, Flow, FlowDefinitionError, Message, collect, on_message, reply, stay
+from tether import (
+    Agent,
+    Field,
+    Flow,
+    FlowDefinitionError,
+    Message,
+    Verify,
+    action,
+    collect,
+    end,
+    goto,
+    on_message,
+    reply,
+    stay,
+    tool,
+)
 from tether.flow.flow import OnDrift
 from tether.runtime import Runtime
 
@@ -50,6 +65,9 @@ async def test_a_reworded_question_continues_on_the_new_definition(make_runtime:
     assert continued[0].detail == f"{pinned} -> {current}"
     after = await spy.load(session_id)
     assert after is not None and after.runs[0].digest == current  # pinned to the new definition now
+    logged = [e.data for e in await spy.events(session_id) if e.type == "flow-drift"]  # the session's event log
+    assert [(e["code"], e["node"], e["pinned"], e["current"]) for e in logged] == [
+        ("flow-drift-continued", "ask", pinned, current)]
     again = await make_runtime(asker("v2")).run("Shop", Message("small", id="m3"), session_id=session_id)
     assert again.result is not None and "flow-drift-continued" not in again.result.codes()
 
@@ -114,3 +132,56 @@ async def test_a_migration_function_says_where_the_run_goes_on(make_runtime: Cal
 def test_an_unknown_drift_policy_fails_when_the_flow_is_defined() -> None:
     with pytest.raises(FlowDefinitionError, match="invalid-on-drift"):
         Flow("f", nodes=[reply("r", response="x")], on_drift="ignore")  # type: ignore[arg-type]
+
+
+def booker(calls: list[str], *, uses: str = "book_shipment", done: str = "booked",
+           on_drift: OnDrift = "error") -> Agent:
+    """``book`` calls the tool ``uses`` names and is held by its verify until its second dispatch,
+    so a run stands at the unfinished action with the call recorded; ``done`` says ``done``."""
+
+    @tool
+    def book_shipment(address: str) -> str:
+        """Book a shipment."""
+        calls.append("book_shipment")
+        return f"trk_{len(calls)}"
+
+    @tool
+    def book_parcel(address: str) -> str:
+        """Book a parcel."""
+        calls.append("book_parcel")
+        return f"prc_{len(calls)}"
+
+    @action("book", uses=[uses], verify=Verify(check=lambda state, data: state.get("tries", 0) >= 2))
+    async def book(state: dict[str, Any], ctx: Any) -> Any:
+        ctx.set(tracking=await ctx.tool(uses, address="1 Main St"), tries=int(ctx.data.get("tries", 0)) + 1)
+        return goto("done")
+
+    said = reply("done", response=done + " {tracking}", next=end("booked"))
+    return Agent("Shippy", tools=[book_shipment, book_parcel],
+                 flows=[Flow("ship", nodes=[book, said], on=[on_message(repeat="always")], on_drift=on_drift)])
+
+
+async def test_an_unfinished_action_continues_on_a_new_definition_with_its_journal(
+        make_runtime: Callable[..., Runtime]) -> None:
+    calls: list[str] = []
+    held = await make_runtime(booker(calls)).run("Shippy", Message("book it", id="m1"))
+    assert held.success and calls == ["book_shipment"]  # the verify holds the run at book, the call recorded
+    done = await make_runtime(booker(calls, done="shipped")).run("Shippy", Message("again", id="m2"),
+                                                                 session_id=held.session)
+    assert done.success and done.message == "shipped trk_1", done  # the new wording, the recorded result
+    assert calls == ["book_shipment"]  # replayed from the journal: the tool did not run again
+    assert done.result is not None and "flow-drift-continued" in done.result.codes()
+
+
+async def test_an_unfinished_action_whose_journal_no_longer_matches_meets_the_policy(
+        make_runtime: Callable[..., Runtime]) -> None:
+    calls: list[str] = []
+    held = await make_runtime(booker(calls)).run("Shippy", Message("book it", id="m1"))
+    refused = await make_runtime(booker(calls, uses="book_parcel")).run("Shippy", Message("again", id="m2"),
+                                                                        session_id=held.session)
+    assert not refused.success and refused.code == "flow-drift", refused
+    assert "recorded a call of tool 'book_shipment'" in refused.message and calls == ["book_shipment"]
+    restarted = await make_runtime(booker(calls, uses="book_parcel", on_drift="restart")).run(
+        "Shippy", Message("again", id="m3"), session_id=held.session)
+    assert restarted.result is not None and "flow-drift-restarted" in restarted.result.codes(), restarted
+    assert calls == ["book_shipment", "book_parcel"]  # started over: the new action ran its own call

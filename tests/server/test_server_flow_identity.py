@@ -49,3 +49,16 @@ def test_a_parked_conversation_continues_when_the_app_is_named_as_a_module(tmp_p
     _, answered = say("pkg.support:agent", db, tmp_path, "A-1002", session=sid)
     assert answered.status_code == 200, answered.text
     assert "Order A-1002 is processing" in answered.json()["message"]
+
+
+def test_a_release_that_removed_the_parked_node_answers_409_flow_drift(tmp_path: Path) -> None:
+    copy_support(tmp_path / "releases" / "1")
+    renamed = copy_support(tmp_path / "releases" / "2")
+    renamed.write_text(renamed.read_text().replace('"ask_order"', '"ask_number"'))
+    db = tmp_path / "sessions.db"
+    sid, _ = say("releases/1/support.py", db, tmp_path, "where is my order")
+    _, refused = say("releases/2/support.py", db, tmp_path, "A-1002", session=sid)
+    assert refused.status_code == 409, refused.text  # was 500, which says "a bug"
+    assert refused.json()["code"] == "flow-drift" and "node 'ask_order' is gone" in refused.json()["message"]
+    _, kept = say("releases/1/support.py", db, tmp_path, "A-1002", session=sid)  # nothing was saved: it goes on
+    assert kept.status_code == 200 and "Order A-1002 is processing" in kept.json()["message"], kept.text

@@ -3,8 +3,9 @@
 - :class:`ReplyPrinter` prints a turn's messages as their text arrives (the runtime's
   ``TurnOptions.on_delta``): ``<name>> `` before each message; the engine separates messages
   with a blank line, which becomes a new ``<name>> `` line.
-- :func:`opening` is what makes the agent speak first in a new session: a flow triggered by the
-  ``start`` event (``on_event("start")``), sent when the session opens.
+- :func:`opening` (from :mod:`tether.runtime.opening`) is what makes the agent speak first in a
+  new session: a flow triggered by the ``start`` event (``on_event("start")``), sent when the
+  session opens.
 - :func:`status_notes` names what the user should know after a turn: a handoff, a wait, a
   conversation a human now has.
 """
@@ -14,14 +15,10 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from tether.agent import Agent
-from tether.engine.core.inputs import Event, TurnInput
 from tether.engine.core.session import Session
-from tether.flow.triggers import EventTrigger
+from tether.runtime.opening import OPENING_EVENT, opening
 
 __all__ = ["OPENING_EVENT", "ReplyPrinter", "opening", "status_notes"]
-
-OPENING_EVENT = "start"
 
 
 class ReplyPrinter:
@@ -59,14 +56,6 @@ class ReplyPrinter:
         if self.streamed:
             self._write("\n")
             self._newlines = 0
-
-
-def opening(agent: Agent) -> TurnInput | None:
-    """The input that lets ``agent`` speak first in a new session, or None when it has no opening."""
-    for flow in agent.flows:
-        if any(isinstance(t, EventTrigger) and t.name == OPENING_EVENT for t in flow.on):
-            return Event(OPENING_EVENT)
-    return None
 
 
 def status_notes(session: Session | None, *, handoff_shown: bool = False) -> list[str]:

@@ -38,6 +38,7 @@ from tether.server.bodies import FlowBody, FlowRegistered
 from tether.server.costs import tenant_costs
 from tether.server.inspector import inspector_routes
 from tether.server.openai_compat import OpenAIRoutes
+from tether.server.openai_responses import ResponsesRoute
 from tether.server.openapi import openapi_document
 from tether.server.problems import ApiError, error_response
 from tether.server.requests import DEFAULT_MAX_BODY, read_body
@@ -164,6 +165,7 @@ def create_app(
     routes = SessionRoutes(runtime, max_body=max_body, stream_poll=stream_poll, stream_keepalive=stream_keepalive)
     openai_routes = OpenAIRoutes(runtime, routes.busy, max_body=max_body)
     takeover = TakeoverRoutes(runtime, routes.session_of, max_body=max_body)
+    responses_route = ResponsesRoute(openai_routes, max_body=max_body)
     document = openapi_document(_version("tether"))
 
     async def healthz(request: Request) -> Response:
@@ -223,6 +225,7 @@ def create_app(
         ("/v1/agents/{agent}/flows/{flow}", put_flow, ["PUT"], False),
         ("/v1/models", openai_routes.models, ["GET"], False),
         ("/v1/chat/completions", openai_routes.completions, ["POST"], False),
+        ("/v1/responses", responses_route.create, ["POST"], False),
         ("/v1/agents/{agent}/sessions", routes.create, ["POST"], False),
         ("/v1/agents/{agent}/sessions", routes.list, ["GET"], False),
         ("/v1/agents/{agent}/messages", routes.first_message, ["POST"], False),

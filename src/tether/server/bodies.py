@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tether.server.openai_bodies import ChatCompletionBody, ChatMessageIn, ResponsesBody
+
 __all__ = [
     "AgentInfo",
     "AgentList",
@@ -25,6 +27,7 @@ __all__ = [
     "OperatorMessageBody",
     "OperatorMessageSaid",
     "ReleaseBody",
+    "ResponsesBody",
     "SessionCreated",
     "SessionList",
     "SessionState",
@@ -255,25 +258,3 @@ class FlowRegistered(BaseModel):
     flow: str
     version: str | None
     digest: str
-
-
-class ChatMessageIn(BaseModel):
-    """One message of ``POST /v1/chat/completions`` (OpenAI's shape; other fields are ignored)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    role: str
-    content: str | list[dict[str, Any]] | None = None
-
-
-class ChatCompletionBody(BaseModel):
-    """``POST /v1/chat/completions``: ``model`` is ``tether:<agent>``; only the last message (the
-    user's) is sent; ``user`` keeps one session per end user. Sampling options are ignored (the
-    agent's flows and models decide)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    model: str
-    messages: list[ChatMessageIn] = Field(min_length=1)
-    stream: bool = False
-    user: str | None = Field(default=None, min_length=1, max_length=200)

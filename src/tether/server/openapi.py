@@ -21,6 +21,8 @@ ROUTES: list[tuple[str, str, str, type[BaseModel] | None, type[BaseModel] | None
     ("get", "/v1/models", "The agents as OpenAI-style models tether:<agent>", None, None, 200),
     ("post", "/v1/chat/completions", "OpenAI-compatible chat completion with agent tether:<agent> "
      "(stream: true answers chat.completion.chunk events)", bodies.ChatCompletionBody, None, 200),
+    ("post", "/v1/responses", "OpenAI Responses API (text) with agent tether:<agent> (stream: true answers "
+     "response.* events)", bodies.ResponsesBody, None, 200),
     ("get", "/v1/agents/{agent}/sessions", "The caller's sessions of an agent", None, bodies.SessionList, 200),
     ("post", "/v1/agents/{agent}/sessions", "Start a session (optionally a flow)", bodies.StartBody,
      bodies.SessionCreated, 201),
@@ -48,7 +50,8 @@ ROUTES: list[tuple[str, str, str, type[BaseModel] | None, type[BaseModel] | None
      "every issue", bodies.FlowBody, bodies.FlowRegistered, 200),
 ]
 
-_ERRORS = {"401": "no or bad API key",
+_ERRORS = {"400": "bad JSON, an unsupported parameter, or a history that names no conversation",
+           "401": "no or bad API key",
            "403": "another tenant's session, or an operator route without an operator key",
            "404": "unknown agent, session or route", "409": "the session is not handed off (operator-messages)",
            "413": "body too large", "422": "invalid body or query"}
@@ -72,9 +75,9 @@ def _parameters(path: str) -> list[dict[str, Any]]:
     if path.endswith("/stream"):
         params += [{"name": "after", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0}},
                    {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string"}}]
-    if path == "/v1/chat/completions":
+    if path in ("/v1/chat/completions", "/v1/responses"):
         params.append({"name": "X-Tether-Session", "in": "header", "required": False, "schema": {"type": "string"}})
-    if path.endswith("/messages"):
+    if path.endswith("/messages") or path in ("/v1/chat/completions", "/v1/responses"):
         params.append({"name": "Idempotency-Key", "in": "header", "required": False, "schema": {"type": "string"}})
     return params
 

@@ -31,6 +31,7 @@ _STATUS = {
     "invalid-request": 422,
     "SESSION_CONFLICT": 409,
     "SESSION_FLOW_MISMATCH": 409,
+    "flow-drift": 409,  # a deploy changed the run's flow so that it cannot go on: nothing saved, not a bug
     "SESSION_STORE_ERROR": 503,
     "SESSION_LEASE_TIMEOUT": 503,
     "model-configuration": 503,

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
-from tether.engine.core.inputs import Message, TurnOptions
+from tether.engine.core.inputs import Event, Message, TurnOptions
 from tether.runtime.envelope import RunResponse
 from tether.runtime.runtime import Runtime
 from tether.server.views import envelope
@@ -41,20 +41,29 @@ _running: set[asyncio.Future[RunResponse]] = set()
 
 
 class StreamedTurn:
-    """One message turn, started at once, whose text deltas are read with ``async for`` and whose
-    envelope is ``response``. A client that goes away does not stop it: it runs to its end and is
-    saved; ``on_done`` is called when it ends."""
+    """One message (or event) turn, started at once, whose text deltas are read with ``async for``
+    and whose envelope is ``response``. A client that goes away does not stop it: it runs to its
+    end and is saved, then ``after`` is awaited with its envelope (an envelope it returns replaces
+    it); ``on_done`` is called when it ends."""
 
-    def __init__(self, runtime: Runtime, agent_id: str, session_id: str | None, message: Message,
+    def __init__(self, runtime: Runtime, agent_id: str, session_id: str | None, message: Message | Event,
                  config: Mapping[str, Any], *, options: TurnOptions | None = None,
-                 on_done: Callable[[], None] | None = None) -> None:
+                 on_done: Callable[[], None] | None = None,
+                 after: Callable[[RunResponse], Awaitable[RunResponse | None]] | None = None) -> None:
         self._deltas: asyncio.Queue[str] = asyncio.Queue()
 
         async def put(text: str) -> None:
             await self._deltas.put(text)
 
-        self._turn = asyncio.ensure_future(runtime.run(agent_id, message, session_id=session_id, config=config,
-                                                       options=options, on_delta=put))
+        async def run() -> RunResponse:  # ``after`` runs even when the client has gone
+            response = await runtime.run(agent_id, message if isinstance(message, Message) else None,
+                                         event=message if isinstance(message, Event) else None,
+                                         session_id=session_id, config=config, options=options, on_delta=put)
+            if after is not None:  # it may answer another envelope (what a person said, on a quiet turn)
+                response = await after(response) or response
+            return response
+
+        self._turn = asyncio.ensure_future(run())
         _running.add(self._turn)
         self._turn.add_done_callback(_running.discard)
         if on_done is not None:

@@ -11,6 +11,7 @@ import re
 from typing import TYPE_CHECKING
 
 from tether.errors import StoreError
+from tether.stores.conversation_keys import POSTGRES_TABLE as POSTGRES_CONVERSATIONS
 from tether.stores.flow_versions import POSTGRES_ONE_ACTIVE, POSTGRES_TABLE
 
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "(agent text_pattern_ops)",
         ],
     ),
+    (5, POSTGRES_CONVERSATIONS),  # the session of a conversation a client replays in full
 ]
 """``(version, statements)`` in ascending order; every statement is safe to run twice."""
 

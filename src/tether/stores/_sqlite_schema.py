@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 
 from tether.errors import StoreError
+from tether.stores.conversation_keys import SQLITE_TABLE as SQLITE_CONVERSATIONS
 from tether.stores.flow_versions import SQLITE_ONE_ACTIVE, SQLITE_TABLE
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
@@ -86,6 +87,7 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             ) WITHOUT ROWID""",
         ],
     ),
+    (6, SQLITE_CONVERSATIONS),  # the session of a conversation a client replays in full
 ]
 """``(version, statements)`` in ascending order; every statement is safe to run twice."""
 

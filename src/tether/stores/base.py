@@ -259,6 +259,19 @@ class Store(ABC):
         first: the versions runs parked before a publish may still be pinned to."""
         raise StoreError(f"{type(self).__name__} does not store flow versions", operation="superseded_flows")
 
+    # ------------------------------------------------------------------ conversation keys
+
+    async def put_conversation(self, key: str, session_id: str) -> None:
+        """Record that the conversation ``key`` (a digest a host makes of a history) is session
+        ``session_id``. When another session already holds ``key`` the key becomes ambiguous for
+        good. A session's keys go with it (delete, prune). See
+        :mod:`tether.stores.conversation_keys`."""
+        raise StoreError(f"{type(self).__name__} does not store conversation keys", operation="put_conversation")
+
+    async def find_conversation(self, key: str) -> str | None:
+        """The session of conversation ``key``, ``""`` when two sessions wrote it, or None."""
+        raise StoreError(f"{type(self).__name__} does not store conversation keys", operation="find_conversation")
+
     # ------------------------------------------------------------------ shared helpers
 
     def now(self) -> datetime:

@@ -25,6 +25,7 @@ from tether.stores.base import (
     messages_from_rows,
     utc,
 )
+from tether.stores.conversation_keys import memory_put_key
 from tether.stores.flow_versions import FlowVersion, StoredFlow, memory_put
 from tether.stores.record_forms import EventRow, event_row, events_from_row, journal_body, journal_from_row
 from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake, session_tenant
@@ -72,6 +73,7 @@ class MemoryStore(Store):
         self._wakes: dict[tuple[str, str], str] = {}
         self._closed = False
         self._flows: builtins.list[StoredFlow] = []
+        self._conversations: dict[str, str] = {}
 
     def _check_open(self, operation: str) -> None:
         if self._closed:
@@ -223,6 +225,14 @@ class MemoryStore(Store):
         self._check_open("put_flows")
         self._flows = memory_put(self._flows, agent, builtins.list(bundle), self.now())
 
+    async def put_conversation(self, key: str, session_id: str) -> None:
+        self._check_open("put_conversation")
+        memory_put_key(self._conversations, key, session_id)
+
+    async def find_conversation(self, key: str) -> str | None:
+        self._check_open("find_conversation")
+        return self._conversations.get(key)
+
     async def active_flows(self, agent: str) -> builtins.list[StoredFlow]:
         self._check_open("active_flows")
         return [r for r in self._flows if r.agent == agent and r.status == "active"]
@@ -251,6 +261,8 @@ class MemoryStore(Store):
         self._parts.pop(session_id, None)
         for key in [k for k in self._wakes if k[0] == session_id]:
             del self._wakes[key]
+        for conversation in [k for k, held in self._conversations.items() if held == session_id]:
+            del self._conversations[conversation]
 
     def _check_records(self, session_id: str, records: TurnRecords | None) -> _Rows:
         """Encode the records and fail before anything is written, so a failed write leaves no trace."""

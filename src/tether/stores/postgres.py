@@ -24,6 +24,7 @@ from tether.stores._postgres_io import insert_records, one_statement_save, save_
 from tether.stores._postgres_lease import PostgresLease, hold_postgres_lease
 from tether.stores._postgres_schema import migrate, quote_schema
 from tether.stores.base import ClockLike, Store, backend_errors, messages_from_rows, utc
+from tether.stores.conversation_keys import postgres_find_key, postgres_put_key
 from tether.stores.flow_versions import FlowVersion, Status, StoredFlow, postgres_flows, postgres_put
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
 from tether.stores.record_forms import events_from_row, journal_from_row
@@ -42,7 +43,8 @@ _READ_DOC = (
     "SELECT doc::text, revision, (SELECT json_agg(json_build_array(path, name, body))::text "
     "FROM {s}.tether_parts WHERE session_id = d.id) FROM {s}.tether_sessions AS d WHERE id = %s"
 )
-_RECORD_TABLES = ("tether_messages", "tether_events", "tether_journal", "tether_wakes", "tether_parts")
+_RECORD_TABLES = ("tether_messages", "tether_events", "tether_journal", "tether_wakes", "tether_parts",
+                  "tether_conversations")
 
 
 def _backend_errors() -> tuple[type[BaseException], ...]:
@@ -463,6 +465,14 @@ class PostgresStore(Store):
             rows = await postgres_flows(conn, self._s, agent, wanted)
         return [StoredFlow(seq, agent_id, flow, version, digest, document, status, utc(at))
                 for seq, agent_id, flow, version, digest, document, status, at in rows]
+
+    async def put_conversation(self, key: str, session_id: str) -> None:
+        async with self._transaction("put_conversation", session_id) as conn:
+            await postgres_put_key(conn, self._s, key, session_id, self.now())
+
+    async def find_conversation(self, key: str) -> str | None:
+        async with self._connection("find_conversation") as conn:
+            return await postgres_find_key(conn, self._s, key)
 
     async def close(self) -> None:
         async with self._open_lock:

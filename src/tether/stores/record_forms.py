@@ -39,6 +39,7 @@ from tether.engine.core.events import (
     CustomEvent,
     ErrorEvent,
     FieldCorrected,
+    FlowDrift,
     FlowEnd,
     FlowEnter,
     FlowEvent,
@@ -84,7 +85,7 @@ def _layout(cls: type[FlowEvent]) -> tuple[tuple[str, Any], ...]:
 
 _CLASSES: tuple[type[FlowEvent], ...] = (
     FlowEnter, NodeEnter, NodeExit, FlowTransition, FlowEnd, HandoffEvent, ErrorEvent, CollectUpdate,
-    CustomEvent, ReplyWarning, Interactive, FieldCorrected, CustomerMessage, BudgetExceeded,
+    CustomEvent, ReplyWarning, Interactive, FieldCorrected, FlowDrift, CustomerMessage, BudgetExceeded,
 )
 LAYOUTS: dict[str, tuple[tuple[str, Any], ...]] = {cls.type: _layout(cls) for cls in _CLASSES}
 """The positional layout of each engine event type (the fields after ``type, run_id, flow, at``)."""

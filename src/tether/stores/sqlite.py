@@ -43,6 +43,7 @@ from tether.stores._sqlite_lease import SQLiteLease, hold_sqlite_lease
 from tether.stores._sqlite_schema import migrate
 from tether.stores._sqlite_thread import ConnectionThread, Outcome
 from tether.stores.base import ClockLike, Store, backend_errors, messages_from_rows, prefix_bounds, utc
+from tether.stores.conversation_keys import sqlite_find_key, sqlite_put_key
 from tether.stores.flow_versions import FlowVersion, Status, StoredFlow, sqlite_flows, sqlite_put
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
 from tether.stores.record_forms import events_from_row, journal_from_row
@@ -52,7 +53,8 @@ __all__ = ["SQLiteStore"]
 
 T = TypeVar("T")
 _ERRORS = (sqlite3.Error, OSError)
-_RECORD_TABLES = ("tether_messages", "tether_events", "tether_journal", "tether_wakes", "tether_parts")
+_RECORD_TABLES = ("tether_messages", "tether_events", "tether_journal", "tether_wakes", "tether_parts",
+                  "tether_conversations")
 _ENDED = "status IN ('completed', 'aborted') AND saved_at < ?"
 
 
@@ -533,6 +535,17 @@ class SQLiteStore(Store):
         rows = await self._call(operation, None, lambda conn: sqlite_flows(conn, agent, wanted))
         return [StoredFlow(seq, agent_id, flow, version, digest, document, status, from_us(at))
                 for seq, agent_id, flow, version, digest, document, status, at in rows]
+
+    async def put_conversation(self, key: str, session_id: str) -> None:
+        now = to_us(self.now())
+
+        def op(conn: sqlite3.Connection) -> None:
+            sqlite_put_key(conn, key, session_id, now)
+
+        await self._write("put_conversation", session_id, op)
+
+    async def find_conversation(self, key: str) -> str | None:
+        return await self._call("find_conversation", None, lambda conn: sqlite_find_key(conn, key))
 
     async def close(self) -> None:
         def op() -> None:

@@ -10,7 +10,7 @@ policy apply (``error``, ``restart`` or a migration function). Not safe means:
 - its kind changed (the kind the run recorded when it entered the node; for a run parked before
   tether recorded it, the kind its position needs: a run waiting on a timer or an event needs a
   ``wait`` node, one waiting on an approval, a signal or a deferral an ``action`` (or an
-  ``agent`` step), one asking a talk node);
+  ``agent`` step), one asking a node that asks, or one whose ``verify`` holds it);
 - an unfinished action's journal no longer matches: the run stands at an action with effects
   recorded for this visit (they are replayed when it is dispatched again), and the journal records
   a tool the node no longer declares in ``uses``.
@@ -77,15 +77,17 @@ def drift_block(run: Run, flow: Flow, journal: Sequence[JournalEntry] = ()) -> s
     if node is None:
         return f"node {at!r} is gone (the flow's nodes: {', '.join(sorted(flow.by_id))})"
     recorded = run.state.get(NODE_KIND)
-    if isinstance(recorded, str) and recorded != node.kind:
-        return f"node {at!r} was a {recorded} node and is now a {node.kind} node"
-    waiting = run.waiting.kind if run.waiting is not None else None
-    needed = _WAITS_FOR.get(waiting or "")
-    if needed is not None and node.kind not in needed:
-        return f"the run waits on {'an' if waiting in ('event', 'approval') else 'a'} {waiting} at {at!r}, " \
-               f"which is now a {node.kind} node"
-    if run.status in ("asking", "suspended") and node.kind not in _TALK:
-        return f"the run is asking at {at!r}, which is now a {node.kind} node (it does not ask)"
+    if isinstance(recorded, str):
+        if recorded != node.kind:
+            return f"node {at!r} was a {recorded} node and is now a {node.kind} node"
+    else:  # parked before kinds were recorded: the kind its position needs
+        waiting = run.waiting.kind if run.waiting is not None else None
+        needed = _WAITS_FOR.get(waiting or "")
+        if needed is not None and node.kind not in needed:
+            return f"the run waits on {'an' if waiting in ('event', 'approval') else 'a'} {waiting} at {at!r}, " \
+                   f"which is now a {node.kind} node"
+        if run.status in ("asking", "suspended") and node.kind not in _TALK and node.verify is None:
+            return f"the run is asking at {at!r}, which is now a {node.kind} node (it does not ask)"
     if isinstance(node, Action) and node.uses:
         step = f"{run.id}:{at}:{run.visits.get(at, 0)}:"
         for entry in journal:

@@ -22,6 +22,7 @@ __all__ = [
     "ErrorEvent",
     "FieldCorrected",
     "FlowEnd",
+    "FlowDrift",
     "FlowEnter",
     "FlowEvent",
     "FlowTransition",
@@ -67,6 +68,21 @@ def _field_names(cls: type) -> tuple[str, ...]:
     if names is None:
         names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
     return names
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlowDrift(FlowEvent):
+    """A run parked on another definition of its flow met the current one (a deploy): ``code`` is
+    ``flow-drift-continued`` (it goes on at ``node``), ``flow-drift-migrated`` or
+    ``flow-drift-restarted``; ``pinned`` and ``current`` are the two digests, ``reason`` why it
+    could not simply continue (None when it did)."""
+
+    type: ClassVar[str] = "flow-drift"
+    code: str
+    node: str | None
+    pinned: str
+    current: str
+    reason: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

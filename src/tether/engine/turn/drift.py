@@ -8,12 +8,14 @@ with the outcome ``flow-drift-continued`` naming both digests. Otherwise the flo
 applies: ``error`` (the default) raises ``FlowDriftError`` naming the flow, both digests and why
 (nothing of the turn is saved), ``restart`` starts the run over at its start
 (``flow-drift-restarted``), and a migration function says at which node it goes on
-(``flow-drift-migrated``).
+(``flow-drift-migrated``). Each is also a ``flow-drift`` event (:class:`FlowDrift`) in the
+session's event log.
 """
 
 from __future__ import annotations
 
 from tether.engine.core.drift_plan import plan_drift, record_kind
+from tether.engine.core.events import FlowDrift
 from tether.engine.core.session import Run
 from tether.engine.core.state import TurnState
 from tether.errors import FlowDriftError
@@ -25,14 +27,15 @@ __all__ = ["check_drift"]
 def check_drift(ts: TurnState, run: Run, flow: Flow) -> None:
     """Continue ``run`` on ``flow``'s current definition, or apply ``flow.on_drift`` when it cannot."""
     pinned = run.digest
+    if not pinned or pinned == flow.digest or run.node is None:
+        return  # every move passes here: the common case reads nothing more
     plan = plan_drift(run, flow, ts.journal.entries(run.id))
-    if plan.verdict == "unchanged":
-        return
     detail = f"{pinned} -> {flow.digest}"
     if plan.verdict == "continue":
         run.digest = flow.digest
         record_kind(run, flow.by_id[plan.node or ""])
         ts.outcome(run, code="flow-drift-continued", kind="flow", node_id=run.node, detail=detail)
+        _emit(ts, run, "flow-drift-continued", pinned, flow.digest, None)
         return
     if plan.verdict == "error":
         raise FlowDriftError(
@@ -43,6 +46,7 @@ def check_drift(ts: TurnState, run: Run, flow: Flow) -> None:
         run.node = None  # the next move enters the flow afresh (and pins the new digest)
         run.waiting = None
         ts.outcome(run, code="flow-drift-restarted", kind="flow", detail=f"{detail}: {plan.reason}")
+        _emit(ts, run, "flow-drift-restarted", pinned, flow.digest, plan.reason)
         return
     policy = flow.on_drift
     assert callable(policy)
@@ -57,3 +61,10 @@ def check_drift(ts: TurnState, run: Run, flow: Flow) -> None:
     run.digest = flow.digest
     record_kind(run, flow.by_id[node])
     ts.outcome(run, code="flow-drift-migrated", kind="flow", node_id=node, detail=f"{detail}: {plan.reason}")
+    _emit(ts, run, "flow-drift-migrated", pinned, flow.digest, plan.reason)
+
+
+def _emit(ts: TurnState, run: Run, code: str, pinned: str, current: str, reason: str | None) -> None:
+    """The drift as a stored flow event (the session's event log keeps it; the outcome does not)."""
+    ts.emit(FlowDrift(run_id=run.id, flow=run.flow, at=ts.now, code=code, node=run.node, pinned=pinned,
+                      current=current, reason=reason))

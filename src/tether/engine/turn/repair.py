@@ -1,22 +1,28 @@
-"""The turn's repair patterns: cancel, chitchat, completed and continue interrupted (see
-``docs/repair.md``; the correction pattern lives with the collect step, in
-:mod:`tether.engine.graph.corrections`).
+"""The turn's repair patterns: cancel, chitchat, completed, skip question, continue interrupted,
+and the answer to a clarification (see ``docs/repair.md``; the correction pattern lives with the
+collect step, in :mod:`tether.engine.graph.corrections`, the clarifying question in
+:mod:`tether.engine.turn.clarify`).
 
 A message's repair intent is read before the understand call, from keywords
 (:mod:`tether.engine.turn.repair_intents`: no call at all then), else from the understand call's
-``intent`` section. A handled message is not routed and is not an answer to the step being asked:
-it never counts toward that step's ``max_turns``.
+``intent`` section, else from the ``_intent`` of the collect step's extract call (applied after
+the run phase, :func:`late_repair`). A handled message is not routed and is not an answer to the
+step being asked: it never counts toward that step's ``max_turns``.
 
 - **cancel**: the run asking at a collect step ends (``cancelled``), its collected fields are
   forgotten (the next task does not silently reuse them), the agent says ``Repair.cancelled``,
-  and the task it interrupted, if any, continues. A flow's ``on_cancel`` node runs instead of the
-  built-in; a flow with ``cancellable=False`` says ``Repair.not_cancellable`` and asks again.
-- **chitchat**: ``Repair.thanks_reply`` or ``Repair.chitchat_reply``; then the step being asked
-  asks again. With no task under way, nothing starts.
+  and a task the message names starts, else the task it interrupted continues. A flow's
+  ``on_cancel`` node runs instead of the built-in; a flow with ``cancellable=False`` says
+  ``Repair.not_cancellable`` and asks again.
+- **chitchat**: ``Repair.thanks_reply``, ``chitchat_reply`` or ``small_talk_reply``; then the step
+  being asked asks again. With no task under way, nothing starts. A step the model phrases
+  answers small talk in its own speak call, and that ask is not counted.
 - **completed**: with no task under way, ``Repair.completed_reply``; the session completes when
   ``Repair.complete_session``.
+- **skip**: the flow's ``on_skip`` node, else the run escalates to a person (who is told so).
 - **continue interrupted**: when a run ended this turn and nobody is asking, the most recently
   suspended run says ``Repair.resume`` and asks its pending question again, in the same turn.
+- **clarified**: the message names one of the flows a clarification offered: it starts.
 """
 
 from __future__ import annotations
