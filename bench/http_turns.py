@@ -133,7 +133,8 @@ async def http_run(src: Path, users: int, turns: int, store: str | None = None,
                     await asyncio.sleep(0.05)
             await asyncio.sleep(2 if workers > 1 else 0)  # every worker up (the first one answers first)
             old_way = [False]
-            await asyncio.gather(*(user(port, users + w, 8, old_way) for w in range(workers)))  # warm up
+            # warm up every worker (8 connections per worker: the kernel hashes each to one)
+            await asyncio.gather(*(user(port, users + w, 8, old_way) for w in range(8 * workers)))
             pids = [server.pid, *children(server.pid)]
             cpu, wall = sum(map(cpu_seconds, pids)), time.perf_counter()
             await asyncio.gather(*(user(port, c, turns, old_way) for c in range(users)))

@@ -1,8 +1,8 @@
 """Workflow runs driven by ``tether worker`` processes: throughput with 1 and with 2 workers.
 
-Stores ``--runs`` runs of a chain of ``--nodes`` function nodes (each ``sleep --sleep``: a command
-that waits on something, as most CI steps do), starts the workers (``tether worker --once``, each
-its own process), and times until every run is complete. Prints runs per second for each worker
+Starts the workers (``tether worker``, each its own process) and lets them settle, then stores
+``--runs`` runs of a chain of ``--nodes`` function nodes (each ``sleep --sleep``: a command that
+waits on something, as most CI steps do) and times until every run is complete. Prints runs per second for each worker
 count and the ratio (2 workers / 1). On a machine with fewer free cores than workers the ratio says
 more about the machine than about tether: state the load with the figure.
 
@@ -25,6 +25,8 @@ from tether.stores import SQLiteStore, Store, open_store
 from tether.workflow import edge, function_node, workflow
 from tether.workflow_host import SnapshotStore, WorkflowRun
 
+STARTUP = 5.0  # seconds the workers get to start before the runs are stored
+
 
 def chain(nodes: int, sleep: float) -> dict[str, object]:
     ids = [f"n{i}" for i in range(nodes)]
@@ -34,21 +36,28 @@ def chain(nodes: int, sleep: float) -> dict[str, object]:
 
 
 async def measure(store: Store, db: str, file: Path, workers: int, runs: int) -> float:
-    """Seconds for ``workers`` worker processes to complete ``runs`` fresh runs."""
-    snapshots = SnapshotStore(store, launch={"file": str(file), "workspace": tempfile.gettempdir()})
-    ids = [f"bench-{uuid.uuid4().hex[:8]}" for _ in range(runs)]
-    for run_id in ids:
-        await WorkflowRun(json.loads(file.read_text()), store=snapshots, run_id=run_id,
-                          workspace=tempfile.gettempdir()).save()
-    started = time.perf_counter()
-    procs = [await asyncio.create_subprocess_exec(sys.executable, "-m", "tether.cli", "worker", "--db", db, "--once",
-                                                  stdout=asyncio.subprocess.DEVNULL) for _ in range(workers)]
-    await asyncio.gather(*(proc.wait() for proc in procs))
-    while True:  # a worker that found the last runs held by the other may stop first: wait for the store
-        done = [await snapshots.load(run_id) for run_id in ids]
-        if all(found is not None and found[0].status == "complete" for found in done):
-            return time.perf_counter() - started
-        await asyncio.sleep(0.05)
+    """Seconds for ``workers`` worker processes, started and idle beforehand, to complete ``runs``
+    fresh runs (stored once the timing has started)."""
+    procs = [await asyncio.create_subprocess_exec(sys.executable, "-m", "tether.cli", "worker", "--db", db,
+                                                  "--poll", "0.05", stdout=asyncio.subprocess.DEVNULL)
+             for _ in range(workers)]
+    try:
+        await asyncio.sleep(STARTUP)  # the workers import tether and open the store: not part of the figure
+        snapshots = SnapshotStore(store, launch={"file": str(file), "workspace": tempfile.gettempdir()})
+        ids = [f"bench-{uuid.uuid4().hex[:8]}" for _ in range(runs)]
+        started = time.perf_counter()
+        for run_id in ids:
+            await WorkflowRun(json.loads(file.read_text()), store=snapshots, run_id=run_id,
+                              workspace=tempfile.gettempdir()).save()
+        while True:
+            done = [await snapshots.load(run_id) for run_id in ids]
+            if all(found is not None and found[0].status == "complete" for found in done):
+                return time.perf_counter() - started
+            await asyncio.sleep(0.05)
+    finally:
+        for proc in procs:
+            proc.terminate()
+            await proc.wait()
 
 
 async def main() -> None:

@@ -75,7 +75,7 @@ order = Flow(
                 resolvers=[enum_check("size", SIZES), enum_list("toppings", TOPPINGS)], max_turns=6),
         collect("confirm", fields=["confirm"], ask=confirm_question,
                 resolvers=[enum_check("confirm", ["yes", "no"])], max_turns=3),
-        router("confirmed", when={"equals": {"confirm": "yes"}}, then="place", else_="cancelled"),
+        router("confirmed", when="state.confirm == 'yes'", then="place", else_="cancelled"),
         place,
         reply("placed", response="Order {order} is in the oven: a {pizza}, {price} EUR. Ready in 20 minutes.",
               next=end("placed")),

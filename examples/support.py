@@ -144,7 +144,7 @@ address = Flow(
                 ask=lambda missing, state: (f"Change the delivery address of {state['order_number']} to "
                                             f"{state['new_address']}? Please answer yes or no."),
                 resolvers=[enum_check("confirm_address", ["yes", "no"])], max_turns=3),
-        router("confirmed", when={"equals": {"confirm_address": "yes"}}, then="address_save", else_="address_kept"),
+        router("confirmed", when="state.confirm_address == 'yes'", then="address_save", else_="address_kept"),
         action("address_save", change_address, then="address_done"),
         reply("address_done", response="Done: order {order_number} will go to {new_address}.", next=end("changed")),
         reply("address_kept", response="OK, I left the address of {order_number} unchanged.", next=end("kept")),
@@ -175,7 +175,7 @@ refund = Flow(
         collect("refund_confirm", fields=["confirm_refund"],
                 ask="Open a refund request for order {order_number} ({refund_reason})? Please answer yes or no.",
                 resolvers=[enum_check("confirm_refund", ["yes", "no"])], max_turns=3),
-        router("refund_confirmed", when={"equals": {"confirm_refund": "yes"}}, then="refund_open",
+        router("refund_confirmed", when="state.confirm_refund == 'yes'", then="refund_open",
                else_="refund_kept"),
         action("refund_open", open_refund),
         reply("refund_done", response=("I've opened refund request {ticket} for order {order_number}. "

@@ -28,15 +28,19 @@ def test_values_read_as_natural_text(value: Any, text: str) -> None:
     assert spoken(value) == text
 
 
-async def test_a_python_flow_renders_a_list_as_text() -> None:
+def _order(**confirm: Any) -> Flow:
+    """An order flow whose action picks two toppings, then ``confirm`` (reply options) says them."""
     @action("pick")
     async def pick(state: dict[str, Any], ctx: Any) -> Any:
         return goto("confirm", data={"toppings": TOPPINGS})
 
-    flow = Flow("order", "Order a pizza", nodes=[pick, reply("confirm", response="A pizza with {toppings}.",
-                                                             next=end("ok"))],
+    return Flow("order", "Order a pizza", nodes=[pick, reply("confirm", next=end("ok"), **confirm)],
                 on=[on_message("pizza")])
-    agent = Agent("Pia", flows=[flow]).with_clock(FakeClock(), SequentialIds("s"))
+
+
+async def test_a_python_flow_renders_a_list_as_text() -> None:
+    agent = Agent("Pia", flows=[_order(response="A pizza with {toppings}.")]).with_clock(FakeClock(),
+                                                                                        SequentialIds("s"))
     result = await agent.turn(None, Message("a pizza please"))
     assert result.text == "A pizza with ham and olives."
 
@@ -75,13 +79,7 @@ async def test_a_workflow_instruction_renders_a_list_as_text() -> None:
 
 
 async def test_a_speak_call_is_given_a_list_as_text() -> None:
-    @action("pick")
-    async def pick(state: dict[str, Any], ctx: Any) -> Any:
-        return goto("confirm", data={"toppings": TOPPINGS})
-
-    flow = Flow("order", "Order a pizza", nodes=[pick, reply("confirm", instructions="Confirm the order.",
-                                                             next=end("ok"))],
-                on=[on_message("pizza")])
+    flow = _order(instructions="Confirm the order.")
     model = ScriptedModel(understand=[{"flows": {"order": 95}}], speak=["Ham and olives it is."])
     agent = Agent("Pia", flows=[flow], model=model).with_clock(FakeClock(), SequentialIds("s"))
     await agent.turn(None, Message("a pizza please"))

@@ -153,7 +153,8 @@ LAYERS = (
     ("tether.stores", "tether.agent"),
     ("tether.engine", "tether.tracing", "tether.workflow"),
     ("tether.flow", "tether.models", "tether.pydantic_issues", "tether.executors"),
-    ("tether.durable", "tether.errors", "tether.clock", "tether.pyfiles", "tether.spoken", "tether.syntax_errors"),
+    ("tether.durable", "tether.errors", "tether.clock", "tether.pyfiles", "tether.spoken", "tether.syntax_errors",
+     "tether.cel"),
 )
 
 

@@ -83,7 +83,7 @@ def test_the_support_examples_draw_the_menu_s_links_and_flow_file_routes() -> No
     assert files.code == 0, files.err
     lines = [line.strip() for line in files.out.splitlines()]
     for topic, flow in (("order", "orders"), ("address", "address"), ("refund", "refund"), ("person", "human")):
-        assert f"menu__n_topic -->|topic == {topic}| {flow}__start" in lines  # a static route: solid, labelled
+        assert f"menu__n_topic -->|topic == '{topic}'| {flow}__start" in lines  # a static route: solid, labelled
     assert "menu__n_topic -->|otherwise| menu__t_end" in lines
     assert not [line for line in lines if "menu__n_topic_code" in line]
     # a registered action's handler may still return a transition of its own

@@ -96,9 +96,9 @@ def test_the_echo_example_runs_with_scripted_replies_and_no_key(tmp_path: Path) 
     done = tether("workflow", "run", echo, "--script", EXAMPLES / "echo_workflow.script.json", "--db",
                   tmp_path / "t.db", "--workspace", tmp_path, stdin="Ada\na\nlooks good\n")
     assert done.code == 0, done.err
-    assert "ask_name asks: Whom should I greet?" in done.out and "sign_off: greeting.txt says: Hello, Ada!" in done.out
+    assert "ask-name asks: Whom should I greet?" in done.out and "sign-off: greeting.txt says: Hello, Ada!" in done.out
     assert '"greeting": "Hello, Ada!"' in done.out and "9 model call(s)" in done.out
     assert (tmp_path / "greeting.txt").read_text().startswith("Hello, Ada!\n")
     keyless = tether("workflow", "run", echo, "--db", tmp_path / "t2.db", "--workspace", tmp_path)
     assert keyless.code == 1
-    assert "needs agent work at ask_name: set TETHER_MODEL, --model or --script to run it" in keyless.out
+    assert "needs agent work at ask-name: set TETHER_MODEL, --model or --script to run it" in keyless.out

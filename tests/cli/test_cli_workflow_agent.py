@@ -20,7 +20,7 @@ def test_a_model_that_answers_without_a_flow_tool_is_reported_with_its_reply(tmp
                   process=True)
     assert done.code == 1, done.out + done.err
     last = done.out.strip().splitlines()[-1]
-    assert re.fullmatch(r"run \S+ needs agent work at ask_name: the model did not call a flow tool \(start_node, "
+    assert re.fullmatch(r"run \S+ needs agent work at ask-name: the model did not call a flow tool \(start_node, "
                         r"request_input, complete_node, \.\.\.\); it replied 'Happy to help! Whom shall I greet\?'",
                         last), last
     assert "set TETHER_MODEL" not in done.out
@@ -31,10 +31,10 @@ def test_rejecting_the_sign_off_when_the_script_has_no_more_replies(tmp_path: Pa
     done = tether("workflow", "run", ECHO, "--script", SCRIPT, "--db", db, "--workspace", tmp_path,
                   stdin="Ada\nr\nnot friendly enough\n", process=True)
     assert done.code == 1, done.out + done.err
-    assert re.search(r"sign_off\s+│ agent\s+│ running\s+│ rejected: not friendly enough", done.out), done.out
-    found = re.search(r"run (\S+) stopped \(running, agent work at sign_off\): the script ran out of replies "
+    assert re.search(r"sign-off\s+│ agent\s+│ running\s+│ rejected: not friendly enough", done.out), done.out
+    found = re.search(r"run (\S+) stopped \(running, agent work at sign-off\): the script ran out of replies "
                       r"\(.*\); resume with: tether workflow run (\S+) --run (\S+) --db (\S+)", done.out)
     assert found, done.out
     assert found.group(1) == found.group(3) and found.group(4) == str(db)
     listed = tether("workflow", "runs", "--db", db)
-    assert re.search(r"│ echo\s+│ running\s+│ running at sign_off", listed.out), listed.out  # saved as it stopped
+    assert re.search(r"│ echo\s+│ running\s+│ running at sign-off", listed.out), listed.out  # saved as it stopped

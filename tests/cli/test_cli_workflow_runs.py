@@ -49,7 +49,7 @@ def test_runs_lists_what_each_run_waits_on_and_the_command_that_resumes_it(tmp_p
     assert re.search(r"run\s+┃ workflow\s+┃ status\s+┃ waiting on\s+┃ saved", listed.out), listed.out
     assert re.search(r"│ release\s+│ waiting\s+│ approval at sign: Sign the release off\?\s+│ \d{4}-\d\d-\d\d ",
                      _row(listed.out, gate)), listed.out
-    assert re.search(r"│ echo\s+│ waiting\s+│ input at ask_name: Whom should I greet\?", _row(listed.out, asking))
+    assert re.search(r"│ echo\s+│ waiting\s+│ input at ask-name: Whom should I greet\?", _row(listed.out, asking))
     assert listed.out.index(asking) < listed.out.index(gate)  # newest first
     assert _resume_line(listed.out, gate) == (
         f"tether workflow run {RELEASE} --run {gate} --db {db} --workspace {workspace}")
@@ -76,9 +76,9 @@ def test_runs_finds_runs_behind_newer_sessions_and_says_agent_work_needs_a_model
     answered = _parked(ECHO, "--script", EXAMPLES / "echo_workflow.script.json", "--db", db,
                        "--workspace", tmp_path)
     done = tether("workflow", "run", ECHO, "--run", answered, "--db", db, "--workspace", tmp_path, stdin="Ada\n")
-    assert done.code == 1 and f"run {answered} needs agent work at ask_name: set TETHER_MODEL" in done.out, done.out
+    assert done.code == 1 and f"run {answered} needs agent work at ask-name: set TETHER_MODEL" in done.out, done.out
     keyless = tether("workflow", "run", ECHO, "--db", db, "--workspace", tmp_path)
-    found = re.search(r"run (\S+) needs agent work at ask_name", keyless.out)
+    found = re.search(r"run (\S+) needs agent work at ask-name", keyless.out)
     assert keyless.code == 1 and found, keyless.out
 
     async def chats_after() -> None:  # five newer sessions of an agent, saved after the runs
@@ -90,11 +90,11 @@ def test_runs_finds_runs_behind_newer_sessions_and_says_agent_work_needs_a_model
     asyncio.run(chats_after())
     newest = tether("workflow", "runs", "--db", db, "--limit", "1")
     assert newest.code == 0, newest.err
-    assert re.search(r"│ echo\s+│ waiting\s+│ agent work at ask_name \(needs --model or TETHER_MODEL\)",
+    assert re.search(r"│ echo\s+│ waiting\s+│ agent work at ask-name \(needs --model or TETHER_MODEL\)",
                      _row(newest.out, found.group(1))), newest.out
     assert answered not in newest.out and not re.search(r"\bchat-\d\b", newest.out)  # ids: a path may hold "chat-"
     both = tether("workflow", "runs", "--db", db, "--limit", "2").out
-    assert re.search(r"│ echo\s+│ running\s+│ agent work at ask_name \(needs --model or TETHER_MODEL\)",
+    assert re.search(r"│ echo\s+│ running\s+│ agent work at ask-name \(needs --model or TETHER_MODEL\)",
                      _row(both, answered)), both
 
 

@@ -207,6 +207,15 @@ def test_keywords_match_whole_words_and_small_talk_only() -> None:
     assert spoken_only("thanks, my order is A-1", ("thanks",)) == set()
 
 
+
+def test_keywords_given_as_lists_work_as_tuples_do() -> None:
+    """The phrases are split once and kept (a cache keyed by them): an author's lists work too."""
+    thanks, closing = ["thanks", "cheers mate"], ["thats all"]
+    assert spoken_only("Cheers mate, that's all", thanks, closing, filler=["ok"]) == {0, 1}  # type: ignore[arg-type]
+    assert spoken_only("ok thanks", thanks, filler=["ok"]) == {0}  # type: ignore[arg-type]
+    assert spoken_only("thanks a lot", thanks) == set()  # type: ignore[arg-type]
+
+
 async def test_a_clarification_survives_a_save_and_the_answer_starts_the_chosen_flow(tmp_path: Any) -> None:
     from tether.runtime import Runtime
     from tether.stores import SQLiteStore

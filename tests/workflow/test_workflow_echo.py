@@ -22,17 +22,17 @@ def call(name: str, **arguments: object) -> ModelResponse:
 
 def echo_model() -> ScriptedModel:
     def complete_with_the_answer(request: object) -> ModelResponse:
-        """Complete ask_name with what the human answered (read back through build_handoff)."""
+        """Complete ask-name with what the human answered (read back through build_handoff)."""
         handoff = json.loads(request.messages[-1].content)  # type: ignore[attr-defined]
-        return call("complete_node", node_id="ask_name", summary="got it",
+        return call("complete_node", node_id="ask-name", summary="got it",
                     fields={"name": handoff["input"]["response"]})
 
     return ScriptedModel(
-        agent=[call("build_handoff", node_id="ask_name"), call("start_node", node_id="ask_name"),
-               call("request_input", node_id="ask_name", prompt="Whom should I greet?", schema={"kind": "text"}),
-               call("build_handoff", node_id="ask_name"), complete_with_the_answer, "name recorded",
-               call("start_node", node_id="sign_off"), call("build_handoff", node_id="sign_off"),
-               call("request_approval", node_id="sign_off", summary="greeting.txt greets Grace")],
+        agent=[call("build_handoff", node_id="ask-name"), call("start_node", node_id="ask-name"),
+               call("request_input", node_id="ask-name", prompt="Whom should I greet?", schema={"kind": "text"}),
+               call("build_handoff", node_id="ask-name"), complete_with_the_answer, "name recorded",
+               call("start_node", node_id="sign-off"), call("build_handoff", node_id="sign-off"),
+               call("request_approval", node_id="sign-off", summary="greeting.txt greets Grace")],
         subprompt=['Here is the wish:\n{"wish": "Have a bright day."}'],
     )
 
@@ -43,16 +43,17 @@ async def test_the_echo_procedure_runs_end_to_end(executor: SubprocessExecutor, 
     run = WorkflowRun(load_workflow_file(ECHO), executor=executor, workspace=workspace, model=model, store=store,
                       run_id="echo-1")
     await run.advance()
-    assert run.node("ask_name").status == "awaiting_input" and run.status == "waiting"
-    await run.apply_input("ask_name", "Grace", provided_by="ana")
+    assert run.node("ask-name").status == "awaiting_input" and run.status == "waiting"
+    await run.apply_input("ask-name", "Grace", provided_by="ana")
     await run.advance()
     assert {n: s.status for n, s in run.snapshot.nodes.items()} == {
-        "ask_name": "complete", "wish": "complete", "write_greeting": "complete", "verify": "complete",
-        "sign_off": "awaiting_approval"}
+        "ask-name": "complete", "wish": "complete", "write-greeting": "complete", "verify": "complete",
+        "sign-off": "awaiting_approval"}
     assert (workspace / "greeting.txt").read_text() == "Hello, Grace!\nHave a bright day.\n"
-    verdict = run.node("verify").attempts[-1].verdict
-    assert verdict is not None and verdict["passed"] and verdict["provenance"] == "asserted"
-    await run.apply_approval("sign_off", "approved", decided_by="ana", feedback="ship it")
+    verdict = run.verdict("verify")
+    assert verdict is not None and verdict.passed and verdict.provenance == "asserted" and verdict.exit_code == 0
+    assert verdict.compared["NAME"].value == "Grace" and run.verdict("wish") is None
+    await run.apply_approval("sign-off", "approved", decided_by="ana", feedback="ship it")
     assert run.status == "complete"
     assert run.snapshot.output == {"name": "Grace", "greeting": "Hello, Grace!"}
     assert model.unused() == {} and run.snapshot.model_calls == 10

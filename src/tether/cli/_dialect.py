@@ -30,6 +30,7 @@ def _print(path: str, text: str, issues: list[DefinitionIssue]) -> None:
 
 
 def _spec_and_registry(path: str) -> tuple[AgentSpec | None, Registry | None, list[DefinitionIssue], str]:
+    from tether.dialect.cel_text import old_forms
     from tether.dialect.files import load_registry, read_document
     from tether.dialect.parse import parse_document
     from tether.dialect.spec import AgentSpec
@@ -51,6 +52,9 @@ def _spec_and_registry(path: str) -> tuple[AgentSpec | None, Registry | None, li
         except Exception as exc:  # the user's code module failed to import
             raise CliError(f"cannot import {spec.code}: {type(exc).__name__}: {one_line(str(exc))}") from None
     issues = validate_spec(spec, registry)
+    issues += [DefinitionIssue("old-form", "a predicate object is the older form of a condition", path=where,
+                               hint=f"write the CEL condition {text!r}", severity="warning")
+               for where, text in old_forms(spec, "agent" if isinstance(spec, AgentSpec) else "flow")]
     return spec if isinstance(spec, AgentSpec) else None, registry, issues, text
 
 

@@ -93,7 +93,11 @@ def check(app_spec: str = typer.Argument(..., metavar="APP",
             typer.echo(format_issue(issue))
         typer.echo(f"{len(problems)} problem(s)")
         raise typer.Exit(1)
-    typer.echo(f"ok: {len(app.agents)} agent(s), {app.flow_count} flow(s)")
+    old = [issue for agent in app.agents for issue in agent.old_forms()]
+    for issue in old:
+        typer.echo(format_issue(issue))
+    warned = f" ({len(old)} warning(s))" if old else ""
+    typer.echo(f"ok: {len(app.agents)} agent(s), {app.flow_count} flow(s){warned}")
 
 
 def graph(

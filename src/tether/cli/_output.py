@@ -49,7 +49,7 @@ def format_issue(issue: DefinitionIssue) -> str:
         where.append(f"at {issue.path}")
     location = " ".join(where) or "agent"
     hint = f" ({issue.hint})" if issue.hint else ""
-    return f"error [{issue.code}] {location}: {one_line(issue.message)}{hint}"
+    return f"{issue.severity} [{issue.code}] {location}: {one_line(issue.message)}{hint}"
 
 
 def stdout_console() -> Console:

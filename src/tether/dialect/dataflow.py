@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from tether.cel import compile_condition
 from tether.dialect.checker import Checker
 from tether.dialect.models import schema_properties
 from tether.dialect.parse import did_you_mean
@@ -44,7 +45,7 @@ from tether.dialect.spec import (
     Truth,
     WaitSpec,
 )
-from tether.dialect.values import RECORDING_KINDS, ROOTS, TEMPLATE, split_path
+from tether.dialect.values import CONDITION_ROOTS, RECORDING_KINDS, ROOTS, TEMPLATE, split_path
 from tether.errors import RepairOperation
 
 __all__ = ["Scope", "check_mapping", "check_path", "check_predicate", "check_template", "edges", "falls_through",
@@ -286,7 +287,15 @@ def check_mapping(check: Checker, mapping: object, where: str, scope: Scope, nod
 
 def check_predicate(check: Checker, predicate: Predicate, where: str, scope: Scope, node: str | None) -> None:
     """``predicate`` reads what is readable here, names known conditions, and compares fields
-    with literals of their type (``off-enum``, ``wrong-type``)."""
+    with literals of their type (``off-enum``, ``wrong-type``); a CEL string compiles (bounded,
+    reading only state, input, context and results)."""
+    if isinstance(predicate, str):
+        try:
+            compile_condition(predicate, CONDITION_ROOTS)
+        except ValueError as exc:
+            check.add("invalid-condition", str(exc), where, node=node,
+                      hint="write a CEL condition such as \"state.size == 'large'\"")
+        return
     for path, raw in _predicate_paths(predicate, where):
         check_path(check, raw, path, scope, node, "predicate")
     for path, name in _conditions(predicate, where):

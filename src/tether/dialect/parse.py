@@ -40,7 +40,8 @@ _MEMBERS = _member_names()
 
 def _is_member(part: int | str) -> bool:
     """A union member's name in an error location (``ReplySpec``, ``literal['once','always']``)."""
-    return isinstance(part, str) and (part in _MEMBERS or part.startswith(("literal[", "dict[", "list[")))
+    return isinstance(part, str) and (part in _MEMBERS
+                                      or part.startswith(("literal[", "dict[", "list[", "tagged-union[")))
 
 
 def _is_tag(loc: Sequence[int | str], index: int) -> bool:

@@ -4,6 +4,7 @@ a drawn graph."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from tether.dialect.spec import And, Compare, ConditionCall, Exists, Literal_, Membership, Not, Or, Path, Truth
@@ -12,6 +13,7 @@ __all__ = ["predicate_text"]
 
 _OPS = {"eq": "==", "ne": "!=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
 _LIMIT = 48
+_STATE = re.compile(r"(?<![\w.'\"])state\.")
 
 
 def predicate_text(predicate: Any) -> str:
@@ -31,6 +33,8 @@ def _operand(operand: Any) -> str:
 
 
 def _text(predicate: Any, nested: bool = False) -> str:
+    if isinstance(predicate, str):  # a CEL condition reads as itself, its state. prefixes left out
+        return _STATE.sub("", predicate)
     if isinstance(predicate, Compare):
         return f"{_operand(predicate.left)} {_OPS[predicate.op]} {_operand(predicate.right)}"
     if isinstance(predicate, Membership):

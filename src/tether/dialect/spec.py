@@ -145,8 +145,11 @@ class ConditionCall(Strict):
     arg: JsonValue = None
 
 
-Predicate = Annotated[Compare | Membership | Exists | Truth | And | Or | Not | ConditionCall,
-                      Field(discriminator="op")]
+PredicateObject = Annotated[Compare | Membership | Exists | Truth | And | Or | Not | ConditionCall,
+                            Field(discriminator="op")]
+Predicate = Annotated[str, Field(min_length=1)] | PredicateObject
+"""A condition: a CEL string over ``state``, ``input`` and ``context`` (``"state.size == 'large'"``,
+the expression language of Python flows and workflows too), or the older predicate object."""
 
 
 # --------------------------------------------------------------------------- mappings

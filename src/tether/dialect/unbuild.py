@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from tether.dialect.build import RegisteredAction, Routes, SpecCheck, SpecGate, SpecPredicate, ToolCall
 from tether.dialect.models import SCHEMA_ATTR, source_schema
-from tether.dialect.spec import FlowSpec
+from tether.dialect.spec import FlowSpec, Predicate
 from tether.errors import DefinitionIssue, FlowDefinitionError
 from tether.flow.choices import Choice, ChoiceReply
 from tether.flow.flow import Flow
@@ -116,9 +116,16 @@ def _routed(value: Any, refusals: _Refusals, node: str, option: str, default_key
     return {default_key: ref} if ref is not None else {}
 
 
+def _spec(predicate: Predicate) -> Any:
+    """A flow file's predicate as data: a CEL string as it is, an object as its mapping."""
+    return predicate if isinstance(predicate, str) else predicate.model_dump(by_alias=True)
+
+
 def _predicate(value: Any, refusals: _Refusals, node: str | None, option: str) -> Any:
     if isinstance(value, SpecPredicate):
-        return value.spec.model_dump(by_alias=True)
+        return _spec(value.spec)
+    if isinstance(value, str):
+        return value  # a CEL condition is data already
     if isinstance(value, Mapping) and set(value) <= {"equals", "known"}:
         args = [{"op": "eq", "left": {"path": f"state.{k}"}, "right": {"literal": v}}
                 for k, v in dict(value.get("equals") or {}).items()]
@@ -153,7 +160,7 @@ def _verify(verify: Verify, refusals: _Refusals, node: str) -> dict[str, Any]:
                         "write check: a predicate over state.* (a check registered in code is "
                         "{op: condition, name: <name>})")
     return {"output_schema": _schema(verify.output_schema),
-            "check": check.spec.model_dump(by_alias=True) if isinstance(check, SpecCheck) else None}
+            "check": _spec(check.spec) if isinstance(check, SpecCheck) else None}
 
 
 def _branches(node: Reply | Collect, refusals: _Refusals) -> list[dict[str, Any]]:
@@ -174,7 +181,7 @@ def _gate(gate: Any, refusals: _Refusals, index: int) -> dict[str, Any]:
         refusals.refuse(None, f"gates.{index}.when", f"the gate function {getattr(gate.when, '__name__', gate.when)!r}",
                         "write when: a predicate over state.*, input.*, context.* and results.*")
         return {"id": gate.id, "kind": "predicate", "when": {"op": "truthy", "value": {"literal": True}}}
-    return {"id": gate.id, "kind": "predicate", "when": gate.when.spec.model_dump(by_alias=True),
+    return {"id": gate.id, "kind": "predicate", "when": _spec(gate.when.spec),
             "severity": gate.severity}
 
 

@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tether.cel import compile_condition
 from tether.dialect.spec import (
     And,
     Compare,
@@ -39,6 +40,7 @@ from tether.dialect.spec import (
     Truth,
     ValueSource,
 )
+from tether.errors import FlowRuntimeError
 from tether.spoken import spoken
 
 __all__ = ["MISSING", "RECORDING_KINDS", "RESULTS_KEY", "ROOTS", "TEMPLATE", "evaluate", "read", "read_results",
@@ -54,7 +56,7 @@ RECORDING_KINDS = ("reply", "collect", "action", "decide")
 RESULTS_KEY = "results"
 """The run-state key under which the nodes a flow reads via ``results.<id>`` record their result."""
 
-_READS_RESULTS = re.compile(r"(?:\$\{|^)\s*results\.([A-Za-z_][A-Za-z0-9_-]*)")
+_READS_RESULTS = re.compile(r"(?:\$\{|^|[^A-Za-z0-9_.'\"])\s*results\.([A-Za-z_][A-Za-z0-9_-]*)")
 
 TEMPLATE = re.compile(r"\$\{([^}]*)\}")
 """A ``${root.path}`` placeholder."""
@@ -69,6 +71,9 @@ class _Missing:
 
 
 MISSING: Any = _Missing()
+
+CONDITION_ROOTS = frozenset({"state", "input", "context", "results"})
+"""The names a CEL condition of a flow file reads."""
 """What a path reads when there is nothing there."""
 
 
@@ -143,7 +148,14 @@ Conditions = Mapping[str, Callable[[Mapping[str, Any], Any], Any]]
 
 
 def evaluate(predicate: Predicate, root: Mapping[str, Any], conditions: Conditions | None = None) -> bool:
-    """Whether ``predicate`` holds over ``root`` (``{"state", "input", "context"}``). Never raises."""
+    """Whether ``predicate`` holds over ``root`` (``{"state", "input", "context"}``). A predicate
+    object never raises; a CEL string that cannot be decided (a name that is not set, a type
+    mismatch) raises :class:`~tether.errors.FlowRuntimeError` saying why, as in a Python flow."""
+    if isinstance(predicate, str):
+        try:
+            return compile_condition(predicate, CONDITION_ROOTS).holds(root)
+        except ValueError as exc:
+            raise FlowRuntimeError(str(exc)) from None
     if isinstance(predicate, Compare):
         return _compare(predicate.op, _operand(root, predicate.left), _operand(root, predicate.right))
     if isinstance(predicate, Membership):

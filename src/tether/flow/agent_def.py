@@ -6,10 +6,12 @@ defined here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, get_args
 
+from tether.cel import compile_condition
 from tether.errors import DefinitionIssue, FlowDefinitionError
 from tether.flow.choices import Choice
 from tether.flow.fields import Field, FieldType, ItemType
@@ -37,6 +39,8 @@ BUSY_POLICIES = ("queue", "reject", "interrupt")
 wait behind it in arrival order, refuse it, or interrupt the reply being spoken and then run it."""
 
 RESERVED_CONDITIONS = frozenset({"equals", "known", "silenced"})
+CONDITION_NAMES = frozenset({"state", "data", "input", "context", "silenced"})
+"""The names a CEL condition of a flow reads (``"state.size == 'large'"``)."""
 DEFAULT_FAILURE_REPLY = "I'm sorry — something went wrong on my side. Let me try to help you another way."
 """What the customer hears when a step fails (seed 000's fixed apology), unless the agent sets
 ``failure_reply``."""
@@ -253,13 +257,20 @@ class AgentDefinition:
 
     def _check_condition(self, condition: Any, issue: Callable[..., None], *, flow: str, node: str | None,
                          path: str) -> None:
-        """A JSON condition may use ``equals``/``known`` on declared fields, ``silenced``, and the
-        agent's registered conditions; code predicates are not inspected."""
+        """A CEL condition is compiled now (bounded, reading only :data:`CONDITION_NAMES`); a JSON
+        condition may use ``equals``/``known`` on declared fields, ``silenced``, and the agent's
+        registered conditions; code predicates are not inspected."""
         if condition is None or callable(condition):
             return
+        if isinstance(condition, str):
+            try:
+                compile_condition(condition, CONDITION_NAMES)
+            except ValueError as exc:
+                issue("invalid-condition", str(exc), flow=flow, node=node, path=path)
+            return
         if not isinstance(condition, Mapping):
-            issue("invalid-condition", f"a condition is a function or a mapping, got {condition!r}", flow=flow,
-                  node=node, path=path)
+            issue("invalid-condition", f"a condition is a function, a CEL string or a mapping, got {condition!r}",
+                  flow=flow, node=node, path=path)
             return
         for key, arg in condition.items():
             if key == "equals":
@@ -285,10 +296,37 @@ class AgentDefinition:
                     issue("unknown-field", f"condition names field {name!r}, which is not declared on the agent",
                           flow=flow, node=node, path=path, hint=did_you_mean(name, self.fields))
 
-    def _validate_flow(self, flow: Flow, issue: Callable[..., None]) -> None:
-        self._check_condition(flow.while_, issue, flow=flow.id, node=None, path="while_")
+    @staticmethod
+    def _conditions(flow: Flow) -> Iterator[tuple[Any, str | None, str]]:
+        """Every condition of ``flow`` with its node (None: the flow's) and option path."""
+        yield flow.while_, None, "while_"
         for i, trigger in enumerate(flow.on):
-            self._check_condition(getattr(trigger, "if_", None), issue, flow=flow.id, node=None, path=f"on.{i}.if_")
+            yield getattr(trigger, "if_", None), None, f"on.{i}.if_"
+        for node in flow.nodes:
+            if isinstance(node, Router):
+                yield node.when, node.id, "when"
+            for i, branch in enumerate(getattr(node, "branches", ())):
+                yield branch.if_, node.id, f"branches.{i}.if_"
+
+    def old_forms(self) -> list[DefinitionIssue]:
+        """A warning for every ``{"equals": ...}``/``{"known": [...]}`` condition, the older form,
+        with the CEL condition that says the same (``tether check`` lists them)."""
+        found = []
+        for flow in self.flows:
+            if not isinstance(flow, Flow):
+                continue
+            for condition, node, path in self._conditions(flow):
+                if isinstance(condition, Mapping) and condition and set(condition) <= {"equals", "known"}:
+                    cel = " && ".join([f"data.{k} == {json.dumps(v)}" for k, v in dict(condition.get("equals") or {})
+                                       .items()] + [f"{json.dumps(k)} in data" for k in condition.get("known") or ()])
+                    found.append(DefinitionIssue("old-form", f"{path}: {dict(condition)!r} is the older form of a "
+                                                 "condition", flow=flow.id, node=node, path=path, severity="warning",
+                                                 hint=f"write the CEL condition: {cel}"))
+        return found
+
+    def _validate_flow(self, flow: Flow, issue: Callable[..., None]) -> None:
+        for condition, node_id, path in self._conditions(flow):
+            self._check_condition(condition, issue, flow=flow.id, node=node_id, path=path)
         for name in (*flow.collect, *flow.clear_on_start):
             if name not in self.fields:
                 issue("unknown-field", f"field {name!r} is not declared on the agent", flow=flow.id,
@@ -298,10 +336,6 @@ class AgentDefinition:
                 issue("unknown-tool", f"tool {name!r} is not registered on the agent", flow=flow.id, path="tools",
                       hint=did_you_mean(name, self.tools_by_name))
         for node in flow.nodes:
-            if isinstance(node, Router):
-                self._check_condition(node.when, issue, flow=flow.id, node=node.id, path="when")
-            for i, branch in enumerate(getattr(node, "branches", ())):
-                self._check_condition(branch.if_, issue, flow=flow.id, node=node.id, path=f"branches.{i}.if_")
             if isinstance(node, Collect):
                 for name in node.fields:
                     if name not in self.fields:

@@ -1,7 +1,8 @@
 """Bounded expressions: guards (``requires``), bindings (``${...}``) and router ``when``.
 
-Expressions are CEL, parsed and evaluated by ``cel-python`` (``celpy``) — never Python ``eval``.
-On top of CEL, a workflow expression is *bounded* when it is compiled:
+Expressions are CEL (:mod:`tether.cel`, shared with the conditions of flows), parsed and evaluated
+by ``cel-python`` (``celpy``) — never Python ``eval``. On top of CEL, a workflow expression is
+*bounded* when it is compiled:
 
 - no function or macro calls at all (``size(x)``, ``x.exists(...)``, ``has(x.y)`` are refused);
 - no attribute escapes (names starting with ``__``, ``constructor``, ``prototype``);
@@ -25,12 +26,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import celpy
-from celpy import celparser, celtypes
 from celpy.adapter import json_to_cel
 from celpy.evaluation import CELEvalError
 from lark import Token, Tree
 
+from tether.cel import CALLS, ENV, MAX_EXPRESSION_LENGTH, bounded_tree, from_cel, primary_name
 from tether.errors import WorkflowExpressionError
 from tether.executors.values import stringify_value
 
@@ -44,13 +44,9 @@ __all__ = [
     "from_cel",
 ]
 
-MAX_EXPRESSION_LENGTH = 2000
 _ROOT_NAMES = frozenset({"input", "defaults", "nodes"})
-_ESCAPES = frozenset({"constructor", "prototype"})
-_CALLS = frozenset({"ident_arg", "member_dot_arg", "dot_ident_arg"})
 _TEMPLATE = re.compile(r"\$\{([^}]*)\}")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_ENV = celpy.Environment()
 
 
 @dataclass(frozen=True)
@@ -112,49 +108,15 @@ def _eval_error(source: str, exc: CELEvalError, node: str | None) -> WorkflowExp
     return WorkflowExpressionError(f"{source!r} failed: {detail}", node=node)
 
 
-def from_cel(value: Any) -> Any:
-    """A CEL value as plain JSON-compatible Python."""
-    if isinstance(value, celtypes.BoolType):
-        return bool(value)
-    if isinstance(value, celtypes.IntType | celtypes.UintType):
-        return int(value)
-    if isinstance(value, celtypes.DoubleType):
-        return float(value)
-    if isinstance(value, celtypes.StringType):
-        return str(value)
-    if isinstance(value, celtypes.MapType):
-        return {str(from_cel(k)): from_cel(v) for k, v in value.items()}
-    if isinstance(value, celtypes.ListType):
-        return [from_cel(v) for v in value]
-    if value is None or isinstance(value, celtypes.NullType):
-        return None
-    if isinstance(value, bool | int | float | str):
-        return value
-    return str(value)
-
-
 def _string_literal(tree: Tree[Any]) -> str | None:
     """The text of ``tree`` when it is nothing but a single-quoted or double-quoted literal."""
     tokens = [t for t in tree.scan_values(lambda v: isinstance(v, Token))]
     subtrees = [s.data for s in tree.iter_subtrees()]
-    if len(tokens) != 1 or tokens[0].type != "STRING_LIT" or any(d in _CALLS for d in subtrees):
+    if len(tokens) != 1 or tokens[0].type != "STRING_LIT" or any(d in CALLS for d in subtrees):
         return None
     text = str(tokens[0])
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"" and "\\" not in text:
         return text[1:-1]
-    return None
-
-
-def _primary_name(member: Any) -> str | None:
-    """The identifier of ``member`` when it is a bare name (``member -> primary -> ident``)."""
-    if not isinstance(member, Tree) or member.data != "member" or len(member.children) != 1:
-        return None
-    primary = member.children[0]
-    if not isinstance(primary, Tree) or primary.data != "primary" or len(primary.children) != 1:
-        return None
-    ident = primary.children[0]
-    if isinstance(ident, Tree) and ident.data == "ident":
-        return str(ident.children[0])
     return None
 
 
@@ -163,26 +125,12 @@ def compile_expression(source: str, node_ids: frozenset[str] | set[str]) -> Expr
 
     Raises :class:`ValueError` naming what is refused.
     """
-    if len(source) > MAX_EXPRESSION_LENGTH:
-        raise ValueError(f"expression is longer than {MAX_EXPRESSION_LENGTH} characters")
-    try:
-        tree = _ENV.compile(source)
-    except celparser.CELParseError as exc:
-        raise ValueError(f"invalid expression {source!r}: {str(exc).splitlines()[0]}") from None
+    tree = bounded_tree(source)
     reads: set[str] = set()
     roots: set[str] = set()
     indexed_nodes: set[int] = set()
     for sub in tree.iter_subtrees():
-        if sub.data in _CALLS:
-            raise ValueError(f"{source!r}: function calls are not allowed in workflow expressions")
-        if sub.data in ("dot_ident",):
-            raise ValueError(f"{source!r}: leading-dot names are not allowed")
-        for child in sub.children:
-            if isinstance(child, Token) and child.type == "IDENT" and (
-                child.startswith("__") or str(child) in _ESCAPES
-            ):
-                raise ValueError(f"{source!r}: attribute {str(child)!r} is not allowed")
-        if sub.data in ("member_dot", "member_index") and _primary_name(sub.children[0]) == "nodes":
+        if sub.data in ("member_dot", "member_index") and primary_name(sub.children[0]) == "nodes":
             indexed_nodes.add(id(sub.children[0]))
             key = str(sub.children[1]) if sub.data == "member_dot" else _string_literal(sub.children[1])
             if key is None:
@@ -190,10 +138,10 @@ def compile_expression(source: str, node_ids: frozenset[str] | set[str]) -> Expr
             if key not in node_ids:
                 raise ValueError(f"{source!r}: unknown node {key!r}")
             reads.add(key)
-        if sub.data == "member" and (name := _primary_name(sub)) is not None:
+        if sub.data == "member" and (name := primary_name(sub)) is not None:
             roots.add(name)
     for sub in tree.iter_subtrees():
-        if sub.data == "member" and _primary_name(sub) == "nodes" and id(sub) not in indexed_nodes:
+        if sub.data == "member" and primary_name(sub) == "nodes" and id(sub) not in indexed_nodes:
             raise ValueError(f"{source!r}: 'nodes' must be indexed with a node id")
     for name in roots:
         if name in _ROOT_NAMES:
@@ -208,7 +156,7 @@ def compile_expression(source: str, node_ids: frozenset[str] | set[str]) -> Expr
         reads_nodes=frozenset(reads),
         reads_input="input" in roots,
         reads_defaults="defaults" in roots,
-        _program=_ENV.program(tree),
+        _program=ENV.program(tree),
     )
 
 

@@ -176,6 +176,15 @@ class AgentDriver:
                         return report
             raise AssertionError("unreachable")  # pragma: no cover
 
+    async def call(self, name: str, **arguments: Any) -> dict[str, Any]:
+        """Perform flow tool ``name`` as the model would, without a model: the same checks,
+        journal entry and save (``run.agent.call("complete_node", node_id="ask", summary="done",
+        fields={"name": "Ada"})``). Returns what the model would be sent; a refused write is
+        ``{"ok": False, "code": ..., "error": ...}`` and changes nothing."""
+        async with self._lock:
+            await self.run.drain()
+            return await self._dispatch(ToolCall(id=f"host-{name}", name=name, arguments=arguments))
+
     async def _dispatch(self, call: ToolCall) -> dict[str, Any]:
         run = self.run
         args = call.arguments

@@ -33,8 +33,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from tether.errors import SpawnError, WorkflowExpressionError, WorkflowOperationError
-from tether.executors import DEFAULT_SETTLE_BUDGET, Binding, Executor, SubprocessExecutor, retry
+from tether.errors import SpawnError, WorkflowDefinitionError, WorkflowExpressionError, WorkflowOperationError
+from tether.executors import DEFAULT_SETTLE_BUDGET, Binding, CheckVerdict, Executor, SubprocessExecutor, retry
 from tether.models.tiers import ModelTiers
 from tether.models.types import Model, Usage
 from tether.stores.base import Store
@@ -54,6 +54,7 @@ from tether.workflow._contract import AgentRun, FunctionRun, GateRun, RouterRun,
 from tether.workflow._derive import changed_nodes, derive, index_of
 from tether.workflow._state import Approval
 from tether.workflow_host._agent import DEFAULT_TOOL_ROUNDS, AgentDriver, TurnReport
+from tether.workflow_host._files import load_workflow_file
 from tether.workflow_host._process import build_request, settle_outcome, spawn_failure
 from tether.workflow_host._store import SnapshotStore
 from tether.workflow_host._subflow import MAX_SUBFLOW_DEPTH, SubflowHost, check_subflows, tree_digest
@@ -162,6 +163,13 @@ class WorkflowRun:
     def node(self, node_id: str) -> NodeState:
         """The state of ``node_id``."""
         return self._snapshot.node(node_id)
+
+    def verdict(self, node_id: str) -> CheckVerdict | None:
+        """The verdict of check ``node_id``'s last settled attempt, typed (``passed``,
+        ``exit_code``, ``provenance``, ``inputs``, ``compared``, ``process``), or ``None`` before
+        it ran. A failed check keeps its verdict after a human overrides it."""
+        found = next((a.verdict for a in reversed(self.node(node_id).attempts) if a.verdict is not None), None)
+        return CheckVerdict.model_validate(found) if found is not None else None
 
     def model_for(self, tier: str) -> Model | None:
         """The model of ``tier`` (``None``: no default configured); an undeclared ``small`` or
@@ -292,22 +300,34 @@ class WorkflowRun:
         return await self.apply(replace)
 
     @classmethod
-    async def load(cls, store: Store | SnapshotStore, run_id: str, definition: Definition,
+    def from_file(cls, path: str | Path, *, store: Store | None = None, workspace: str | Path = ".",
+                  **options: Any) -> WorkflowRun:
+        """A new run of the workflow in ``path``; the store keeps the file (and the workspace), so
+        :meth:`load` finds the definition again without being given it."""
+        launch = {"file": str(Path(path).resolve()), "workspace": str(Path(workspace).resolve())}
+        snapshots = SnapshotStore(store, launch=launch) if store is not None else None
+        return cls(load_workflow_file(path), store=snapshots, workspace=workspace, **options)
+
+    @classmethod
+    async def load(cls, store: Store | SnapshotStore, run_id: str, definition: Definition | None = None,
                    **options: Any) -> WorkflowRun:
         """A run restored from ``store`` after a restart or crash (cold hydrate): work that was
         running and never committed returns to admission under a new generation.
 
-        ``definition`` must be the one the run was started with: another workflow is refused
-        (``wrong-workflow``), and so is a changed definition of its workflow, whose digest is not
-        the one the run is pinned to (``definition-changed``, naming both digests). A run saved
-        before runs were pinned has no digest and loads under any definition of its workflow.
+        Without ``definition``, the workflow file the run was started from (``from_file``, or
+        ``tether workflow run``) is loaded again; a run started from a definition in code needs it
+        passed (``definition-needed`` says so). The definition must be the one the run was started
+        with: another workflow is refused (``wrong-workflow``), and so is a changed definition of
+        its workflow, whose digest is not the one the run is pinned to (``definition-changed``,
+        naming both digests). A run saved before runs were pinned has no digest and loads under
+        any definition of its workflow.
         """
         snapshots = SnapshotStore(store) if isinstance(store, Store) else store
         found = await snapshots.load(run_id)
         if found is None:
             raise WorkflowOperationError(f"no workflow run {run_id!r} in the store", code="unknown-run")
         snapshot, revision = found
-        graph = _graph(definition)
+        graph = _graph(definition) if definition is not None else _launched(snapshot, snapshots.launch_of(run_id))
         if snapshot.workflow_id != graph.id:
             _check_pinned(snapshot, graph, graph.digest)  # refused before its sub-flows are resolved
         run = cls(graph, store=snapshots, _snapshot=snapshot, _revision=revision, **options)
@@ -449,6 +469,24 @@ class WorkflowRun:
             return True  # stale: cancelled, retried or hydrated while it ran
         await self.apply(*settle_outcome(self.graph, self._snapshot, node_id, generation, request, outcome))
         return True
+
+
+def _launched(snapshot: WorkflowSnapshot, launch: Mapping[str, Any] | None) -> WorkflowGraph:
+    """The definition of the file ``snapshot``'s run was started from (its digest is checked next)."""
+    file = (launch or {}).get("file")
+    start = f"run {snapshot.run_id!r} of workflow {snapshot.workflow_id!r}"
+    pinned = f" (digest {snapshot.workflow_digest})" if snapshot.workflow_digest else ""
+    if not isinstance(file, str):
+        raise WorkflowOperationError(
+            f"{start} was started from a definition given in code{pinned}, so the store has no file to load it "
+            f"from: pass it, as WorkflowRun.load(store, {snapshot.run_id!r}, definition)", code="definition-needed")
+    try:
+        return load_workflow_file(file)
+    except WorkflowDefinitionError as exc:
+        raise WorkflowOperationError(
+            f"{start} was started from {file}, which does not load now ({exc.message}): pass the definition it "
+            f"started with{pinned}, as WorkflowRun.load(store, {snapshot.run_id!r}, definition)",
+            code="definition-needed") from None
 
 
 def _check_pinned(snapshot: WorkflowSnapshot, graph: WorkflowGraph, digest: str) -> None:

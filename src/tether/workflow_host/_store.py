@@ -129,6 +129,10 @@ class SnapshotStore:
         self._whole.add(snapshot.run_id)
         return stored.revision
 
+    def launch_of(self, run_id: str) -> Mapping[str, Any] | None:
+        """How run ``run_id`` was started (``metadata.launch``), once it was loaded or saved here."""
+        return self.launch if self.launch is not None else self._launched.get(run_id)
+
     async def load(self, run_id: str) -> tuple[WorkflowSnapshot, int] | None:
         """The stored snapshot and its revision, or ``None``."""
         document = await self.store.load(run_id)

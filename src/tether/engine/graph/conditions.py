@@ -1,4 +1,9 @@
-"""Predicates: a code function of the run, or a JSON condition.
+"""Predicates: a code function of the run, a CEL condition, or a JSON condition.
+
+A CEL condition is a string (``"state.size == 'large' && data.vip"``) over ``state`` (the run's
+state view), ``data`` (the session fields), ``input``, ``context`` and ``silenced``: the one
+expression language of flow files and workflows (:mod:`tether.cel`), compiled when the agent is
+built. The older JSON condition still works:
 
 A JSON condition's keys are ANDed: ``equals: {field: value}`` (deep equality on the session
 fields), ``known: [fields]``, ``silenced: bool`` (is the host's gate closed), and any other key
@@ -12,9 +17,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from tether.cel import compile_condition
 from tether.engine.core.session import Run
 from tether.engine.core.state import TurnState
 from tether.errors import FlowRuntimeError
+from tether.flow.agent_def import CONDITION_NAMES
 from tether.flow.fields import is_known
 
 __all__ = ["PredicateContext", "holds"]
@@ -38,6 +45,13 @@ def holds(ts: TurnState, predicate: Any, run: Run | None, *, input: Any = None) 
     if predicate is None:
         return True
     silenced = ts.options.silence is not None
+    if isinstance(predicate, str):
+        names = {"state": ts.state_view(run), "data": ts.session.data, "context": dict(ts.options.context),
+                 "input": run.input if run is not None else input, "silenced": silenced}
+        try:
+            return compile_condition(predicate, CONDITION_NAMES).holds(names)
+        except ValueError as exc:
+            raise FlowRuntimeError(str(exc)) from None
     if callable(predicate):
         ctx = PredicateContext(context=dict(ts.options.context), data=dict(ts.session.data),
                                state=ts.state_view(run), input=run.input if run is not None else input, run=run,

@@ -1,0 +1,65 @@
+"""One expression language: a Python flow's conditions may be CEL strings, checked when the agent
+is built and read the way flow files and workflows read them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tether import Agent, Field, Flow, Message, action, end, goto, on_message, reply
+from tether.errors import FlowDefinitionError, WorkflowDefinitionError
+from tether.flow.nodes import router
+from tether.testing import FakeClock, SequentialIds
+from tether.workflow import check_node, workflow
+
+
+def _agent(when: Any, *, if_: Any = None) -> Agent:
+    @action("size")
+    async def size(state: dict[str, Any], ctx: Any) -> Any:
+        return goto("route", data={"size": "large"})
+
+    flow = Flow("order", "Order a pizza", nodes=[
+        size,
+        router("route", when=when, then="big", else_="small"),
+        reply("big", response="A large one!", next=end("ok")),
+        reply("small", response="A small one.", next=end("ok")),
+    ], on=[on_message("pizza", if_=if_)])
+    return Agent("Pia", flows=[flow], fields={"vip": Field("boolean")}).with_clock(FakeClock(), SequentialIds("s"))
+
+
+async def test_a_router_and_a_trigger_take_cel_strings() -> None:
+    agent = _agent("state.size == 'large' && !silenced", if_="context.shop == 'open'")
+    opened = await agent.turn(None, Message("a pizza please"), context={"shop": "open"})
+    assert opened.text == "A large one!"
+    closed = await agent.turn(None, Message("a pizza please"), context={"shop": "closed"})
+    assert "A large one!" not in closed.text and "A small one." not in closed.text
+
+
+@pytest.mark.parametrize(("condition", "message"), [
+    ("size(state.size) > 1", "function calls are not allowed in expressions"),
+    ("nodes.x == 1", "unknown name 'nodes' (a condition reads context, data, input, silenced, state)"),
+    ("state.size ==", "invalid expression"),
+    ("state.__class__", "attribute '__class__' is not allowed"),
+])
+def test_a_bad_cel_condition_fails_when_the_agent_is_built(condition: str, message: str) -> None:
+    with pytest.raises(FlowDefinitionError) as caught:
+        _agent(condition)
+    assert message in str(caught.value) and "route" in str(caught.value)
+
+
+def test_workflows_and_flows_refuse_the_same_thing_with_the_same_words() -> None:
+    with pytest.raises(WorkflowDefinitionError) as caught:
+        workflow("w", nodes=[check_node("c", "true", requires=["size(input.items) > 1"])], edges=[])
+    assert "function calls are not allowed in expressions" in str(caught.value)
+
+
+def test_a_condition_can_test_for_a_name_before_reading_it() -> None:
+    from tether.cel import compile_condition
+
+    guarded = compile_condition("'size' in state && state.size == 'large'", {"state"})
+    assert guarded.holds({"state": {}}) is False and guarded.holds({"state": {"size": "large"}}) is True
+    with pytest.raises(ValueError, match="no such member in mapping: 'size'"):
+        compile_condition("state.size == 'large'", {"state"}).holds({"state": {}})
+    with pytest.raises(ValueError, match="is not a condition: it gives 'large'"):
+        compile_condition("state.size", {"state"}).holds({"state": {"size": "large"}})
