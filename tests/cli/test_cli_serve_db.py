@@ -32,7 +32,8 @@ def test_serve_takes_the_flow_refresh_interval_for_every_worker(monkeypatch: pyt
                      done.out), done.out
     refused = tether("serve", SUPPORT, "--flow-refresh", "-1")
     assert refused.code == 2 and "--flow-refresh" in refused.err
-    assert _serve._app(str(SUPPORT), "memory:", 0.25).state.flow_refresh.interval == 0.25  # one process
+    served = _serve._app(_serve._agents(str(SUPPORT), None), "memory:", 0.25)
+    assert served.state.flow_refresh.interval == 0.25  # one process
     monkeypatch.setenv(_serve.APP_ENV, str(SUPPORT))  # a --workers process reads what tether serve set
     monkeypatch.setenv(_serve.STORE_ENV, "memory:")
     monkeypatch.setenv(_serve.REFRESH_ENV, "0")

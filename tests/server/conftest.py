@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stores"))  # store_backends (PostgreSQL cases)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))  # model_server (a fake provider)
 
 from server_agents import echo_agent, refund_agent
 from server_client import KEYS, app_client

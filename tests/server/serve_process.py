@@ -57,7 +57,8 @@ def tether_serve(args: list[str], *, cwd: Path, env: dict[str, str] | None = Non
 
     base = ""
     try:
-        while not base or sum("Application startup complete" in line for line in lines) < workers:
+        while (not base or sum("Application startup complete" in line for line in lines) < workers
+               or not any("/inspect" in line for line in lines)):  # the banner, printed once bound
             try:
                 line = queue.get(timeout=60)
             except Empty:

@@ -110,6 +110,13 @@ def busy_agent(model: GatedModel, on_busy: str) -> Agent:
     return Agent("Busy", flows=[flow], on_busy=on_busy).with_model(model)
 
 
+def helper_agent() -> Agent:
+    """Speaks every answer with the model it is served by (it names none of its own): with no
+    model each message gets the step's fixed fallback line."""
+    talk = reply("talk", instructions="Answer the customer's question in one sentence.")
+    return Agent("Helper", flows=[Flow("help", start=talk, nodes=[talk], on=[on_message(repeat="always")])])
+
+
 def waker_agent() -> Agent:
     """Answers the first message ``ok``, parks on a three-second timer (a stored wake: an action,
     not a message, follows it), then says ``woke``."""

@@ -5,7 +5,9 @@ showing up live, and what a session spent and logged. Screenshots go to ``test-a
 
 from __future__ import annotations
 
+import json
 import re
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +32,9 @@ WAIT = 20_000  # ms: a loaded CI machine is slow, never this slow
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     store = tmp_path_factory.mktemp("inspector") / "sessions.db"
-    with tether_serve(HERE / "inspector_app.py", store, {"TETHER_API_KEYS": f"acme:{KEY}"}) as url:
+    # the frugal agent's model is priced: $1,000 per million tokens in, $2,000 out
+    env = {"TETHER_API_KEYS": f"acme:{KEY}", "TETHER_PRICES": "function:model=1000/2000"}
+    with tether_serve(HERE / "inspector_app.py", store, env) as url:
         yield url
 
 
@@ -205,6 +209,52 @@ def test_a_handed_off_session_is_given_back_to_the_bot_from_the_page(page: Any) 
     expect(page.locator("#s-release")).to_be_hidden()
 
 
+def _customer_stream(base_url: str, session: str, after: int, got: list[dict[str, Any]]) -> None:
+    """The customer's client: reads the session's event stream until a person's message arrives."""
+    with httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {KEY}"}, timeout=60) as client, \
+            client.stream("GET", f"/v1/agents/Sam/sessions/{session}/stream", params={"after": after}) as stream:
+        kind = ""
+        for line in stream.iter_lines():
+            if line.startswith("event: "):
+                kind = line.removeprefix("event: ")
+            elif line.startswith("data: ") and kind == "operator-message":
+                got.append(json.loads(line.removeprefix("data: ")))
+                return
+
+
+def test_a_person_takes_over_answers_and_gives_the_conversation_back(page: Any, base_url: str) -> None:
+    session = new_session(page, "Sam")
+    expect(page.locator("#operator-form")).to_be_hidden()
+    say(page, "I want to talk to a person")
+    expect(page.locator("#s-status")).to_have_text("handed off", timeout=WAIT)
+    page.goto("/inspect")  # the list of sessions waiting for a person, with the reason
+    waiting = page.locator(f'#handoffs tbody tr[data-session="{session}"]')
+    expect(waiting).to_contain_text("customer asked for a person", timeout=WAIT)
+    waiting.locator("a").click()
+    expect(page.locator("#operator-form")).to_be_visible(timeout=WAIT)
+    with httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {KEY}"}) as api:
+        seen = api.get(f"/v1/agents/Sam/sessions/{session}/events").json()["events"][-1]["seq"]
+    got: list[dict[str, Any]] = []
+    customer = threading.Thread(target=_customer_stream, args=(base_url, session, seen, got), daemon=True)
+    customer.start()
+    page.fill("#operator-name", "Ann")
+    expect(page.locator("#operator-send")).to_have_text("Reply as Ann")
+    page.fill("#operator-input", "Hi, I'm Ann from Acme. I'll sort this out.")
+    page.click("#operator-send")
+    answered = page.locator(".msg.agent", has_text="I'll sort this out.")
+    expect(answered).to_have_count(1, timeout=WAIT)
+    expect(answered.locator(".meta")).to_contain_text("Ann (a person)")
+    customer.join(timeout=60)
+    said = "Hi, I'm Ann from Acme. I'll sort this out."
+    assert [(e["data"]["by"], e["data"]["text"]) for e in got] == [("Ann", said)]
+    shot(page, "person-answers")
+    page.click("#s-release")
+    expect(page.locator("#s-status")).to_have_text("running", timeout=WAIT)
+    expect(page.locator("#operator-form")).to_be_hidden()
+    say(page, "where is my order")  # the bot has the conversation again and answers
+    expect(page.locator(".msg.assistant .bubble", has_text="What's your order number?")).to_have_count(1, timeout=WAIT)
+
+
 def test_the_session_page_shows_what_the_session_spent_and_logged(page: Any) -> None:
     new_session(page, "Frugal")
     expect(page.locator("#log")).to_contain_text("Nothing logged.")
@@ -222,7 +272,9 @@ def test_the_session_page_shows_what_the_session_spent_and_logged(page: Any) -> 
         str(2 * NOTHING_FOUND.cached_input_tokens))
     expect(page.locator("#usage [data-usage=workflow_calls]")).to_have_count(0)  # nothing to say
     total = 2 * (NOTHING_FOUND.prompt_tokens + NOTHING_FOUND.completion_tokens)
-    expect(page.locator("#s-usage")).to_have_text(f"2 model calls · {total} tokens")
+    dollars = (2 * NOTHING_FOUND.prompt_tokens * 1000 + 2 * NOTHING_FOUND.completion_tokens * 2000) / 1e6
+    expect(page.locator("#s-usage")).to_have_text(f"2 model calls · {total} tokens · ~${dollars:.4f}")
+    expect(page.locator("#usage [data-usage=estimated_cost]")).to_have_text(f"${dollars:.6f}")
     warns = page.locator("#log .entry.warn")
     expect(warns).to_have_count(2)
     expect(warns.first.locator(".message")).to_have_text("extraction for 'ask_name' returned no usable data")

@@ -24,6 +24,7 @@ from tether.stores import (
     open_store,
 )
 from tether.stores._sqlite_schema import SCHEMA_VERSION as SQLITE_SCHEMA_VERSION
+from tether.stores.records import DEFAULT_TENANT
 from tether.testing import FakeClock
 
 NewSession = Callable[..., Session]
@@ -47,6 +48,20 @@ async def test_list_filters_and_orders_newest_saved_first(
     assert [r.id for r in await store.list(status="completed")] == [c.id]
     assert [r.id for r in await store.list(agent="sales", status="running")] == [b.id]
     assert [r.id for r in await store.list(limit=2)] == [a.id, c.id]
+
+
+async def test_list_filters_by_tenant_before_the_limit(
+    store: Store, new_session: NewSession, clock: FakeClock
+) -> None:
+    mine = await store.create(new_session(metadata={"config": {"tenant": "acme"}}))
+    untagged = await store.create(new_session())  # no tenant: the default tenant's
+    for _ in range(5):  # newer sessions of another tenant must not hide acme's
+        clock.advance("1s")
+        await store.create(new_session(metadata={"config": {"tenant": "globex"}}))
+    assert [r.id for r in await store.list(tenant="acme", limit=1)] == [mine.id]
+    assert [r.id for r in await store.list(tenant=DEFAULT_TENANT, limit=1)] == [untagged.id]
+    assert len(await store.list(tenant="globex", limit=3)) == 3
+    assert await store.list(tenant="nobody") == []
 
 
 async def test_prune_deletes_only_ended_sessions_older_than_the_cutoff(

@@ -11,6 +11,7 @@ processes (and hosts) share the load and each wake fires once (claimed with ``SK
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import sys
@@ -21,11 +22,13 @@ import typer
 
 from tether.cli import _reuseport
 from tether.cli._inspect import load_or_exit
-from tether.cli._output import fail
+from tether.cli._output import CliError, fail
 from tether.cli._sessions import DEFAULT_DB
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
+
+    from tether.agent import Agent
 
 __all__ = ["serve", "worker_app"]
 
@@ -36,6 +39,7 @@ APP_HELP = "path/to/file.py[:attr] or package.module:attr naming an Agent (or a 
 APP_ENV = "TETHER_SERVE_APP"
 STORE_ENV = "TETHER_SERVE_STORE"
 REFRESH_ENV = "TETHER_SERVE_FLOW_REFRESH"
+MODEL_ENV = "TETHER_SERVE_MODEL"
 DEFAULT_FLOW_REFRESH = 5.0
 
 
@@ -49,24 +53,45 @@ def _log_turns() -> None:
     logger.setLevel(logging.INFO)
 
 
-def _app(app_spec: str, store: str, flow_refresh: float) -> Starlette:
+def _agents(app_spec: str, model: str | None) -> list[Agent]:
+    """The app's agents, served by ``model`` when one is chosen (else by their own models)."""
+    from tether.cli._chat import serve_agents
+
+    try:
+        return serve_agents(load_or_exit(app_spec), model)
+    except CliError as exc:
+        fail(exc.message, exc.code)
+
+
+def model_banner(agents: list[Agent]) -> str:
+    """What serves the agents' turns, for the start-up banner: the default model selection of each
+    agent (``openai-compatible:fake``), or ``none (keyword routing)`` when no agent has one."""
+    names: list[str] = []
+    for agent in agents:
+        selection = agent.model_selections.get("default")
+        if selection is not None:
+            name = selection if isinstance(selection, str) else selection.name
+            if name not in names:
+                names.append(name)
+    return ", ".join(names) if names else "none (keyword routing)"
+
+
+def _app(agents: list[Agent], store: str, flow_refresh: float) -> Starlette:
     from tether.server import create_app, keys_from_env
     from tether.stores import open_store
 
-    loaded = load_or_exit(app_spec)
     try:
-        return create_app(list(loaded.agents), store=open_store(store), api_keys=keys_from_env(),
-                          flow_refresh=flow_refresh)
+        return create_app(agents, store=open_store(store), api_keys=keys_from_env(), flow_refresh=flow_refresh)
     except Exception as exc:
-        fail(f"cannot serve {app_spec}: {exc}")
+        fail(f"cannot serve: {exc}")
 
 
 def worker_app() -> Starlette:
     """The app of one ``--workers`` process (a uvicorn factory): the app file, store and flow refresh
-    come from ``TETHER_SERVE_APP``, ``TETHER_SERVE_STORE`` and ``TETHER_SERVE_FLOW_REFRESH``, set by
-    ``tether serve``."""
+    come from ``TETHER_SERVE_APP``, ``TETHER_SERVE_STORE`` and ``TETHER_SERVE_FLOW_REFRESH``, and
+    the model chosen by ``--model`` from ``TETHER_SERVE_MODEL``, set by ``tether serve``."""
     _log_turns()
-    return _app(os.environ[APP_ENV], os.environ[STORE_ENV],
+    return _app(_agents(os.environ[APP_ENV], os.environ.get(MODEL_ENV) or None), os.environ[STORE_ENV],
                 float(os.environ.get(REFRESH_ENV, DEFAULT_FLOW_REFRESH)))
 
 
@@ -77,12 +102,15 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="the address to bind (non-loopback needs API keys)"),
     port: int = typer.Option(8000, "--port", min=0, max=65535, help="the port to bind"),
     workers: int = typer.Option(1, "--workers", min=1, help="server processes sharing the address and the store"),
+    model: str | None = typer.Option(None, "--model", "-m", help="provider:model serving every agent "
+                                      "(default: TETHER_MODEL; else each agent's own model)"),
     flow_refresh: float = typer.Option(DEFAULT_FLOW_REFRESH, "--flow-refresh", min=0.0,
                                        help="seconds between reads of the stored flow versions, so a flow another "
                                             "worker published reaches new runs here (0: never)"),
 ) -> None:
-    """Serve the app's agents over HTTP (routes under /v1, OpenAPI at /openapi.json).
+    """Serve the app's agents over HTTP (routes under /v1, OpenAPI at /openapi.json, inspector at /inspect).
 
+    The model is chosen as for ``tether chat``: --model, else TETHER_MODEL, else each agent's own.
     API keys come from TETHER_API_KEYS ("tenant:key,tenant:key"); without any the API is open
     and binds 127.0.0.1 only. Each turn logs one line (tether.turn) to stderr, and nothing else
     is logged per request (no access log). With the fast extra installed (uvloop and httptools),
@@ -91,37 +119,56 @@ def serve(
     try:
         import uvicorn
 
+        from tether.cli._banner_server import BannerServer, base_url
+        from tether.runtime.costs import Budgets, PriceTable
         from tether.server import keys_from_env
+        from tether.server.auth import operator_keys_from_env
     except ImportError as exc:
         fail(f"tether serve needs the server extra (pip install 'tether[server]'): {exc}")
     try:
         keys = keys_from_env()
+        operators = operator_keys_from_env()
+        budgets = Budgets.from_env()
+        PriceTable.from_env()
     except ValueError as exc:
         fail(str(exc))
     if not keys and host not in LOOPBACK:
         fail(f"refusing to bind {host} with no API keys (set TETHER_API_KEYS, or bind 127.0.0.1)")
     if workers > 1 and store in ("memory:", "memory://"):
         fail("--workers needs a store the processes share (a SQLite file or PostgreSQL), not memory:")
-    loaded = load_or_exit(app_spec)
+    from tether.cli._chat import pick_model
+
+    try:
+        chosen = pick_model(model)
+    except CliError as exc:
+        fail(exc.message, exc.code)
+    agents = _agents(app_spec, chosen)
     if "://" not in store and store != "memory:":
         Path(store).expanduser().parent.mkdir(parents=True, exist_ok=True)
         store = str(Path(store).expanduser().resolve())
-    agents = ", ".join(agent.id for agent in loaded.agents)
-    typer.echo(f"tether serve: agents {agents}; store {store}; {workers} worker(s)", err=True)
+    names = ", ".join(agent.id for agent in agents)
+    typer.echo(f"tether serve: agents {names}; store {store}; {workers} worker(s)", err=True)
+    banner = f"model: {model_banner(agents)}"
     if not keys:
         typer.echo("tether serve: no API keys configured: the API is OPEN (binding 127.0.0.1 only)", err=True)
     else:
-        typer.echo(f"tether serve: {len(keys)} API key(s) configured", err=True)
+        typer.echo(f"tether serve: {len(keys)} API key(s) configured"
+                   + (f", {len(operators)} operator key(s)" if operators else ""), err=True)
+    limits = [f"{name}={value}" for name, value in dataclasses.asdict(budgets).items() if value is not None]
+    if limits:
+        typer.echo(f"tether serve: budgets {', '.join(limits)}", err=True)
     _log_turns()
     if workers == 1:
-        config = uvicorn.Config(_app(app_spec, store, flow_refresh), host=host, port=port, lifespan="on",
+        config = uvicorn.Config(_app(agents, store, flow_refresh), host=host, port=port, lifespan="on",
                                 log_level="info", access_log=False)
-        uvicorn.Server(config).run()
+        BannerServer(config, banner).run()
         return
+    typer.echo(f"tether serve: {banner}; inspector {base_url(host, port)}/inspect", err=True)
     file, sep, attr = app_spec.partition(":")
     os.environ[APP_ENV] = str(Path(file).resolve()) + sep + attr if Path(file).is_file() else app_spec
     os.environ[STORE_ENV] = store
     os.environ[REFRESH_ENV] = str(flow_refresh)
+    os.environ[MODEL_ENV] = chosen or ""
     if _reuseport.available():  # a socket per worker: the kernel spreads the connections over them
         _reuseport.run_workers(host, port, workers)
         return

@@ -25,7 +25,14 @@ from tether.flow.tools import Tool
 from tether.flow.transitions import StartFlow
 from tether.flow.triggers import MentionTrigger, MessageTrigger
 
-__all__ = ["BUSY_POLICIES", "DEFAULT_FAILURE_REPLY", "AgentDefinition", "Compaction", "Idle"]
+__all__ = [
+    "BUSY_POLICIES",
+    "DEFAULT_FAILURE_REPLY",
+    "DEFAULT_HISTORY_WINDOW",
+    "AgentDefinition",
+    "Compaction",
+    "Idle",
+]
 
 BUSY_POLICIES = ("queue", "reject", "interrupt")
 """What a host does with a message that arrives while a turn of the same session runs (``on_busy``):
@@ -37,6 +44,8 @@ CONDITION_NAMES = frozenset({"state", "data", "input", "context", "silenced"})
 DEFAULT_FAILURE_REPLY = "I'm sorry — something went wrong on my side. Let me try to help you another way."
 """What the customer hears when a step fails (seed 000's fixed apology), unless the agent sets
 ``failure_reply``."""
+DEFAULT_HISTORY_WINDOW = 40
+"""How many of the latest messages an agent's model calls see, unless it sets ``history_window``."""
 
 
 @dataclass(frozen=True)
@@ -106,7 +115,7 @@ class AgentDefinition:
         idle: Idle | str | None = None,
         business_hours: Callable[..., Any] | None = None,
         max_tool_loops: int = 5,
-        history_window: int = 40,
+        history_window: int = DEFAULT_HISTORY_WINDOW,
         compaction: Compaction | None = None,
         failure_reply: str | None = None,
         on_busy: str = "queue",

@@ -18,13 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tether.durable.decisions import normalize_decision
 from tether.engine.core.inputs import Approval, Signal, TurnInput, TurnOptions
+from tether.engine.core.session import TranscriptMessage
 from tether.errors import SessionConflict
 from tether.runtime.envelope import RunResponse, failure, failure_for
 from tether.runtime.restore import check_supported
+from tether.stores.records import TurnRecords
 
 if TYPE_CHECKING:
     from tether.durable.entries import JournalEntry
@@ -34,8 +37,8 @@ if TYPE_CHECKING:
     from tether.runtime.window import WindowCache
     from tether.stores.base import Store
 
-__all__ = ["LIVE_STATUSES", "Request", "SessionHost", "approve", "complete", "delete", "pending_approvals",
-           "release", "signal"]
+__all__ = ["LIVE_STATUSES", "Request", "SessionHost", "approve", "complete", "delete", "operator_message",
+           "pending_approvals", "release", "signal"]
 
 LIVE_STATUSES = ("running", "handed_off")
 """Session statuses a request continues (a completed or aborted session is never resumed)."""
@@ -91,18 +94,55 @@ async def delete(runtime: SessionHost, session_id: str) -> None:
     runtime.commits.notify(session_id)
 
 
-async def release(runtime: SessionHost, session_id: str) -> Session | None:
+async def release(runtime: SessionHost, session_id: str, *, by: str | None = None,
+                  now: datetime | None = None) -> Session | None:
     """Give a ``handed_off`` session back to the bot; see :meth:`tether.runtime.runtime.Runtime.release`."""
+    at = now or datetime.now(UTC)
+    records = TurnRecords(events=[{"type": "released", "at": at.isoformat(), "by": by}])
     async with runtime.locks.hold(session_id), _lease(runtime, session_id):
         for _ in range(runtime.max_replays + 1):
             doc = await runtime.store.load(session_id)
             if doc is None or doc.status != "handed_off":
                 return doc
             try:
-                return await runtime.store.save(doc.model_copy(update={"status": "running"}), doc.revision)
+                stored = await runtime.store.save(doc.model_copy(update={"status": "running"}), doc.revision, records)
             except SessionConflict:
                 continue
+            runtime.windows.forget(session_id)
+            runtime.commits.notify(session_id)
+            return stored
         raise SessionConflict(session_id, operation="release")
+
+
+async def operator_message(runtime: SessionHost, session_id: str, text: str, *, by: str, now: datetime,
+                           history_window: Callable[[str], int]) -> tuple[Session | None, TranscriptMessage | None]:
+    """Record what a person who took the session over says to the customer; see
+    :meth:`tether.runtime.runtime.Runtime.operator_message`."""
+    async with runtime.locks.hold(session_id), _lease(runtime, session_id):
+        for _ in range(runtime.max_replays + 1):
+            doc = await runtime.store.load(session_id)
+            if doc is not None:
+                check_supported(doc)
+            if doc is None or doc.status != "handed_off":
+                return doc, None
+            seq = doc.message_seq + 1
+            said = TranscriptMessage(seq=seq, role="assistant", text=text, at=now, kind="agent", by=by)
+            update: dict[str, Any] = {"message_seq": seq}
+            keep = history_window(doc.agent)
+            if doc.window_from is None:  # a document that keeps its window inline
+                update["messages"] = [*doc.messages, said][-keep:]
+            else:  # the window is the transcript's tail from window_from
+                update["window_from"] = max(doc.window_from, seq - keep + 1)
+            event = {"type": "operator-message", "at": now.isoformat(), "seq": seq, "by": by, "text": text}
+            try:
+                stored = await runtime.store.save(doc.model_copy(update=update), doc.revision,
+                                                  TurnRecords(messages=[said], events=[event]))
+            except SessionConflict:
+                continue
+            runtime.windows.forget(session_id)
+            runtime.commits.notify(session_id)
+            return stored, said
+        raise SessionConflict(session_id, operation="operator-message")
 
 
 async def approve(runtime: SessionHost, request: Request, session_id: str, approval_id: str,

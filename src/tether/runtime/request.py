@@ -101,8 +101,10 @@ from tether.errors import (
     SessionVersionUnsupported,
     StoreError,
 )
+from tether.metrics import record_turn
 from tether.runtime.attempt import Attempt, DeltaSink
 from tether.runtime.commits import CommitSignal
+from tether.runtime.costs import CostLedger
 from tether.runtime.envelope import RunResponse, describe_error, error_code, failure, failure_for, success
 from tether.runtime.lifecycle import LIVE_STATUSES
 from tether.runtime.locks import SessionLocks
@@ -119,6 +121,7 @@ from tether.runtime.turn_log import input_label, log_turn
 from tether.runtime.window import WindowCache, attached, detach_window, read_tail, upgrade_builtin, with_tail
 from tether.stores import Store, TurnRecords
 from tether.stores.leases import Leased
+from tether.stores.records import session_tenant
 
 __all__ = ["Admit", "ConflictPolicy", "RequestHost", "RequestPath", "StoredFlowSource"]
 
@@ -178,6 +181,8 @@ class RequestHost(Protocol):
     def commits(self) -> CommitSignal: ...
     @property
     def stored_flows(self) -> StoredFlowSource | None: ...
+    @property
+    def costs(self) -> CostLedger: ...
 
     async def run(self, agent_id: str, *, config: Mapping[str, Any] | None = None,
                   start: Start | None = None) -> RunResponse:
@@ -211,7 +216,9 @@ class RequestPath:
             response = await self._locked_request(agent_id, session_id, turn_input, config, options, on_delta,
                                                   traced=span is not None, admit=admit)
             tracing.end_turn(span, response)
-        log_turn(agent_id, session_id, turn_input, response, time.perf_counter() - started)
+        seconds = time.perf_counter() - started
+        log_turn(agent_id, session_id, turn_input, response, seconds)
+        record_turn(agent_id, seconds, response.success)
         return response
 
     async def _locked_request(self, agent_id: str, session_id: str | None, turn_input: TurnInput,
@@ -363,8 +370,11 @@ class RequestPath:
 
         recorded = [entry for run_id in journal_runs(agent, doc) for entry in await self.runtime.store.journal(doc.id,
                                                                                                         run_id=run_id)]
+        now = self.runtime.clock.now()
+        await self.runtime.costs.seed(self.runtime.store, session_tenant(doc.metadata), now)
         hooks: dict[str, Any] = {"checkpoint": checkpoint, "journal": recorded, "spawn": self._spawner(agent),
-                                 "phase": tracing.phase_span if attempt.traced else None}  # under the turn span
+                                 "phase": tracing.phase_span if attempt.traced else None,  # under the turn span
+                                 "budget": self.runtime.costs.budget_for(now)}
         turn_options = TurnOptions(**hooks, sleep=asyncio.sleep, gather=gather) if options is None \
             else dataclasses.replace(options, **hooks)
         result = await agent.turn(doc, turn_input, options=turn_options, on_delta=on_delta)

@@ -23,16 +23,18 @@ from typing import Any
 from tether.agent import Agent
 from tether.clock import SystemClock, UuidIds
 from tether.durable.entries import JournalEntry
-from tether.engine.core.input_checks import check_input
+from tether.engine.core.input_checks import MAX_KEY_CHARS, MAX_MESSAGE_CHARS, check_input, check_text
 from tether.engine.core.inputs import Event, Message, Start, TurnOptions
 from tether.engine.core.ports import Clock, Ids
-from tether.engine.core.session import Session
+from tether.engine.core.session import Session, TranscriptMessage
 from tether.errors import InvalidInputError
+from tether.flow.agent_def import DEFAULT_HISTORY_WINDOW
 from tether.flow.flow import Flow
 from tether.models.types import Model
 from tether.runtime import lifecycle, scheduler
 from tether.runtime.attempt import DeltaSink, one_input
 from tether.runtime.commits import CommitSignal
+from tether.runtime.costs import Budgets, CostLedger, PriceTable
 from tether.runtime.envelope import RunResponse, failure
 from tether.runtime.locks import SessionLocks
 from tether.runtime.records import turn_records
@@ -80,6 +82,8 @@ class Runtime:
         migrations: MigrationRegistry | None = None,
         lease_timeout: float = DEFAULT_LEASE_TIMEOUT,
         gate_judge: str | Model | None = None,
+        prices: PriceTable | None = None,
+        budgets: Budgets | None = None,
     ) -> None:
         if conflict_policy not in ("replay", "reject"):
             raise ValueError(f"conflict_policy must be 'replay' or 'reject', not {conflict_policy!r}")
@@ -106,6 +110,9 @@ class Runtime:
         self.flow_locks = SessionLocks()  # by agent id: publishes of one agent's flows run one at a time
         self.commits = CommitSignal()
         self.windows = WindowCache()
+        self.costs = CostLedger(prices or PriceTable(), budgets or Budgets())
+        """The price table, the budgets checked before every model call, and the tenants' spend of
+        the day in this process (see :mod:`tether.runtime.costs`)."""
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._scheduler: scheduler.WakeScheduler | None = None
         self.stored_flows: StoredFlowSource | None = None
@@ -212,11 +219,30 @@ class Runtime:
         """
         await lifecycle.delete(self, session_id)
 
-    async def release(self, session_id: str) -> Session | None:
-        """Give a ``handed_off`` session back to the bot (status ``running``); returns the stored
-        document (unchanged when it was missing or not handed off). Conflicts are retried
-        ``max_replays`` times, then ``SessionConflict`` is raised."""
-        return await lifecycle.release(self, session_id)
+    async def release(self, session_id: str, *, by: str | None = None) -> Session | None:
+        """Give a ``handed_off`` session back to the bot (status ``running``), with a ``released``
+        event naming ``by`` (the person); returns the stored document (unchanged when it was
+        missing or not handed off). Conflicts are retried ``max_replays`` times, then
+        ``SessionConflict`` is raised."""
+        return await lifecycle.release(self, session_id, by=by, now=self.clock.now())
+
+    async def operator_message(self, session_id: str, text: str, *, by: str) -> tuple[Session | None,
+                                                                                      TranscriptMessage | None]:
+        """Record ``text`` said to the customer by ``by``, a person who has the ``handed_off``
+        session: a transcript message (role ``assistant``, kind ``agent``, ``by``) and an
+        ``operator-message`` event, which wakes the session's event streams. Returns the stored
+        document and the message; the message is None (nothing written) when the session is
+        missing or not handed off. ``text`` and ``by`` are checked as a message's text is
+        (``InvalidInputError``)."""
+        check_text(text, "text", MAX_MESSAGE_CHARS)
+        check_text(by, "by", MAX_KEY_CHARS)
+
+        def window(agent_id: str) -> int:
+            agent = self.agents.get(agent_id)
+            return agent.history_window if agent is not None else DEFAULT_HISTORY_WINDOW
+
+        return await lifecycle.operator_message(self, session_id, text, by=by, now=self.clock.now(),
+                                                history_window=window)
 
     async def approve(self, session_id: str, approval_id: str, decision: bool | str, *, feedback: str | None = None,
                       decided_by: str | None = None, options: TurnOptions | None = None) -> RunResponse:

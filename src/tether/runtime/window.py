@@ -131,15 +131,16 @@ class WindowCache:
         return len(self._entries)
 
 
-BUILTIN_UPGRADES = (1, 2)
-"""The versions the runtime upgrades to the current one (3) by stamping it: a version 1 document
+BUILTIN_UPGRADES = (1, 2, 3)
+"""The versions the runtime upgrades to the current one (4) by stamping it: a version 1 document
 keeps its window inline, which is read as is; a version 2 document has no ``clarifying``, which
-reads as empty (no clarification was asked)."""
+reads as empty (no clarification was asked); a version 3 document holds no person's message (kind
+``agent``)."""
 
 
 def upgrade_builtin(doc: Session) -> Session:
-    """Versions 1 and 2 -> 3 (see :data:`BUILTIN_UPGRADES`); any other document unchanged."""
-    if doc.schema_version not in BUILTIN_UPGRADES or SESSION_SCHEMA_VERSION != 3:
+    """Versions 1, 2 and 3 -> 4 (see :data:`BUILTIN_UPGRADES`); any other document unchanged."""
+    if doc.schema_version not in BUILTIN_UPGRADES or SESSION_SCHEMA_VERSION != 4:
         return doc
     return doc.model_copy(update={"schema_version": SESSION_SCHEMA_VERSION})
 

@@ -21,19 +21,21 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from tether.agent import Agent
 from tether.dialect.registry import Registry
 from tether.errors import FlowDefinitionError, StoreError
 from tether.flow.mermaid import flow_to_mermaid
+from tether.runtime.costs import Budgets, PriceTable
 from tether.runtime.runtime import Runtime
 from tether.runtime.scheduler import WakeScheduler
 from tether.runtime.stored_flows import StoredFlowRefresh, load_stored_flows, publish_flows
-from tether.server.auth import KeyRing, keys_from_env
+from tether.server.auth import KeyRing, keys_from_env, operator_keys_from_env
 from tether.server.bodies import FlowBody, FlowRegistered
+from tether.server.costs import tenant_costs
 from tether.server.inspector import inspector_routes
 from tether.server.openai_compat import OpenAIRoutes
 from tether.server.openai_responses import ResponsesRoute
@@ -42,6 +44,7 @@ from tether.server.problems import ApiError, error_response
 from tether.server.requests import DEFAULT_MAX_BODY, read_body
 from tether.server.sessions import SessionRoutes, status_of_code
 from tether.server.stream import KEEPALIVE, POLL
+from tether.server.takeover import TakeoverRoutes
 from tether.stores import Store
 
 __all__ = ["create_app"]
@@ -61,12 +64,16 @@ def _guarded(keys: KeyRing, handler: Handler, *, public: bool = False) -> Handle
     async def endpoint(request: Request) -> Response:
         try:
             if not public:
-                request.state.tenant = keys.tenant(request.headers.get("authorization"),
-                                                   request.headers.get("x-api-key"))
+                authorization, api_key = request.headers.get("authorization"), request.headers.get("x-api-key")
+                request.state.tenant = keys.tenant(authorization, api_key)
+                request.state.operator = keys.is_operator(authorization, api_key)
             return await handler(request)
         except ApiError as exc:
             headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
             return error_response(exc, headers)
+        except ClientDisconnect:  # the client left mid-body: nothing ran, and it is no bug of ours
+            log.info("%s %s: the client disconnected before its body was read", request.method, request.url.path)
+            return error_response(ApiError(400, "client-disconnected", "the client disconnected mid-body"))
         except StoreError as exc:  # the store failed a route's own read (its session): not a bug
             return error_response(ApiError(status_of_code(exc.code), exc.code, exc.message))
         except Exception:
@@ -97,6 +104,9 @@ def create_app(
     *,
     store: Store | None = None,
     api_keys: Mapping[str, str] | None = None,
+    operator_keys: Mapping[str, str] | None = None,
+    prices: PriceTable | None = None,
+    budgets: Budgets | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     scheduler: bool = True,
     scheduler_interval: float = 1.0,
@@ -114,6 +124,15 @@ def create_app(
         store: the store of a runtime the app builds (default: the runtime's SQLite default).
         api_keys: ``{key: tenant}``; default: ``TETHER_API_KEYS`` from the environment. With no
             keys the API is open (every caller is the ``public`` tenant).
+        operator_keys: ``{key: tenant}`` of the people who take conversations over (the operator
+            routes: ``/v1/handoffs``, ``operator-messages``, ``release``); default:
+            ``TETHER_OPERATOR_KEYS``. They act on every route of their tenant; with none, every
+            key is its tenant's operator key too.
+        prices: the price table the sessions' estimated costs come from (default: the runtime's,
+            else ``TETHER_PRICES``).
+        budgets: the spending limits checked before every model call (default: the runtime's,
+            else ``TETHER_MAX_TOKENS_PER_SESSION``, ``TETHER_MAX_COST_PER_SESSION``,
+            ``TETHER_MAX_COST_PER_TENANT_PER_DAY``).
         max_body: the request body limit in bytes (413 ``body-too-large`` past it).
         scheduler: run the wake scheduler while the app is up.
         scheduler_interval: seconds between its polls.
@@ -133,12 +152,19 @@ def create_app(
             raise ValueError("give store= only with agents, not with a Runtime (it has its own store)")
         runtime = runtime_or_agents
     else:
-        runtime = Runtime(runtime_or_agents, store=store)
-    keys = KeyRing(api_keys if api_keys is not None else keys_from_env())
+        runtime = Runtime(runtime_or_agents, store=store, prices=prices or PriceTable.from_env(),
+                          budgets=budgets or Budgets.from_env())
+    if prices is not None:
+        runtime.costs.prices = prices
+    if budgets is not None:
+        runtime.costs.budgets = budgets
+    keys = KeyRing(api_keys if api_keys is not None else keys_from_env(),
+                   operator_keys if operator_keys is not None else operator_keys_from_env())
     wakes = WakeScheduler(runtime, interval=scheduler_interval)
     refresh = StoredFlowRefresh(runtime, interval=flow_refresh)
     routes = SessionRoutes(runtime, max_body=max_body, stream_poll=stream_poll, stream_keepalive=stream_keepalive)
     openai_routes = OpenAIRoutes(runtime, routes.busy, max_body=max_body)
+    takeover = TakeoverRoutes(runtime, routes.session_of, max_body=max_body)
     responses_route = ResponsesRoute(openai_routes, max_body=max_body)
     document = openapi_document(_version("tether"))
 
@@ -162,6 +188,14 @@ def create_app(
     async def openapi(request: Request) -> Response:
         return JSONResponse(document)
 
+    async def root(request: Request) -> Response:
+        # a browser goes to the inspector; an API client gets an index of where things are
+        if "text/html" in request.headers.get("accept", ""):
+            return RedirectResponse(f"{request.scope.get('root_path', '')}/inspect/", status_code=307)
+        return JSONResponse({"service": "tether", "version": document["info"]["version"],
+                             "inspector": "/inspect/", "openapi": "/openapi.json", "agents": "/v1/agents",
+                             "health": "/healthz", "ready": "/readyz"})
+
     async def agents(request: Request) -> Response:
         return JSONResponse(_agents_view(runtime))
 
@@ -183,6 +217,7 @@ def create_app(
 
     session = "/v1/agents/{agent}/sessions/{session_id}"
     table: list[tuple[str, Handler, list[str], bool]] = [
+        ("/", root, ["GET"], True),
         ("/healthz", healthz, ["GET"], True),
         ("/readyz", readyz, ["GET"], True),
         ("/openapi.json", openapi, ["GET"], True),
@@ -203,7 +238,10 @@ def create_app(
         (session + "/stream", routes.stream, ["GET"], False),
         (session + "/approvals/{approval_id}", routes.approval, ["POST"], False),
         (session + "/signals/{name}", routes.signal, ["POST"], False),
-        (session + "/release", routes.release, ["POST"], False),
+        (session + "/release", takeover.release, ["POST"], False),
+        (session + "/operator-messages", takeover.operator_message, ["POST"], False),
+        ("/v1/handoffs", takeover.handoffs, ["GET"], False),
+        ("/v1/costs", tenant_costs(runtime), ["GET"], False),
     ]
 
     @contextlib.asynccontextmanager

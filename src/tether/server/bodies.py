@@ -22,13 +22,18 @@ __all__ = [
     "FlowBody",
     "FlowInfo",
     "FlowRegistered",
+    "HandoffList",
     "MessageBody",
+    "OperatorMessageBody",
+    "OperatorMessageSaid",
+    "ReleaseBody",
     "ResponsesBody",
     "SessionCreated",
     "SessionList",
     "SessionState",
     "SignalBody",
     "StartBody",
+    "TenantCosts",
     "TranscriptPage",
 ]
 
@@ -82,6 +87,55 @@ class SignalBody(BaseModel):
 
     payload: Any = None
     id: str | None = None
+
+
+class OperatorMessageBody(BaseModel):
+    """``POST .../operator-messages``: what a person who has the session says to the customer."""
+
+    model_config = _STRICT
+
+    text: str = Field(min_length=1, description="the message to the customer")
+    by: str = Field(min_length=1, max_length=200, description="who says it (shown as the message's author)")
+
+
+class ReleaseBody(BaseModel):
+    """``POST .../release`` (optional): who gives the session back to the bot."""
+
+    model_config = _STRICT
+
+    by: str | None = Field(default=None, max_length=200)
+
+
+class TenantCosts(BaseModel):
+    """``GET /v1/costs``: what the caller's tenant spent (its latest sessions, up to 1,000):
+    ``sessions``, ``tokens_in``, ``tokens_out``, ``calls``, ``estimated_cost``, ``today`` (the
+    cost of this UTC day), and the ``prices`` and ``budgets`` in force."""
+
+    tenant: str
+    sessions: int
+    tokens_in: int
+    tokens_out: int
+    calls: int
+    estimated_cost: float
+    currency: str
+    today: float
+    prices: dict[str, Any]
+    budgets: dict[str, Any]
+
+
+class OperatorMessageSaid(BaseModel):
+    """The transcript message an operator's message was stored as (``role: "agent"``, ``by``)."""
+
+    session: str
+    message: dict[str, Any]
+
+
+class HandoffList(BaseModel):
+    """``GET /v1/handoffs``: sessions waiting for a person, oldest hand-off first; each with
+    ``session``, ``agent``, ``since`` (the hand-off), ``reason``, ``customer_messages`` and
+    ``operator_messages`` (since the hand-off) and ``last_customer_message``."""
+
+    sessions: list[dict[str, Any]]
 
 
 class Envelope(BaseModel):
@@ -143,7 +197,10 @@ class SessionState(BaseModel):
 
     ``usage`` holds ``llm_calls``, ``agent_calls``, ``workflow_calls`` and the token counts
     (``prompt_tokens``, ``completion_tokens``, ``cached_input_tokens``, ``cache_creation_tokens``,
-    ``reasoning_tokens``). ``log``, ``warn`` and ``error`` are the entries the session keeps (the
+    ``reasoning_tokens``). ``cost`` is what the runtime tallied of its model calls: ``tokens_in``,
+    ``tokens_out``, ``calls``, ``estimated_cost`` (US dollars, from the operator's price table;
+    ``unpriced_calls`` had no price), ``currency`` and ``by_model``. ``log``, ``warn`` and
+    ``error`` are the entries the session keeps (the
     engine keeps the newest 100 of each), oldest first: ``at``, ``level``, ``message`` and any details (``code``,
     ``flow``, ``node``, ...).
     """
@@ -160,6 +217,7 @@ class SessionState(BaseModel):
     pending_approvals: list[dict[str, Any]]
     waiting: list[dict[str, Any]]
     usage: dict[str, int]
+    cost: dict[str, Any]
     log: list[dict[str, Any]]
     warn: list[dict[str, Any]]
     error: list[dict[str, Any]]

@@ -37,6 +37,7 @@ from tether.server.problems import ApiError
 from tether.server.requests import read_body
 from tether.server.sessions import status_of
 from tether.server.sse import StreamedTurn
+from tether.server.takeover import takeover_reply
 
 __all__ = ["MODEL_PREFIX", "SESSION_HEADER", "AgentTurn", "OpenAIRoutes", "usage_counts"]
 
@@ -137,7 +138,8 @@ class OpenAIRoutes:
         finally:
             self.busy.done(resolved.session_id, admitted)
         await self.settle(request, turn, response, response_id=response_id)
-        return response
+        said = await takeover_reply(self.runtime, response)  # a person has the session: what they said
+        return response.model_copy(update={"message": said}) if said is not None else response
 
     def stream(self, request: Request, turn: AgentTurn, *, response_id: str | None = None) -> StreamedTurn:
         """Start ``turn`` as a streamed turn (see :meth:`run`)."""
@@ -145,8 +147,10 @@ class OpenAIRoutes:
         resolved = turn.resolved
         admitted = self.busy.admit(turn.agent, resolved.session_id)
 
-        async def after(response: RunResponse) -> None:
+        async def after(response: RunResponse) -> RunResponse | None:
             await self.settle(request, turn, response, response_id=response_id)
+            said = await takeover_reply(self.runtime, response)  # a person has the session: what they said
+            return response.model_copy(update={"message": said}) if said is not None else None
 
         return StreamedTurn(self.runtime, turn.agent.id, resolved.session_id, turn.turn_input,
                             {"tenant": request.state.tenant}, options=admitted.options,

@@ -14,6 +14,7 @@ _S = "/v1/agents/{agent}/sessions/{session_id}"
 
 ROUTES: list[tuple[str, str, str, type[BaseModel] | None, type[BaseModel] | None, int]] = [
     # (method, path, summary, request body, response body, success status)
+    ("get", "/", "An index of the server's places (a browser asking for HTML is sent to /inspect/)", None, None, 200),
     ("get", "/healthz", "The process is up", None, None, 200),
     ("get", "/readyz", "The store is reachable and the wake scheduler alive", None, None, 200),
     ("get", "/v1/agents", "The agents, their flows and mermaid graphs", None, bodies.AgentList, 200),
@@ -38,13 +39,21 @@ ROUTES: list[tuple[str, str, str, type[BaseModel] | None, type[BaseModel] | None
      None, None, 200),
     ("post", _S + "/approvals/{approval_id}", "Decide a pending approval", bodies.ApprovalBody, bodies.Envelope, 200),
     ("post", _S + "/signals/{name}", "Deliver a signal", bodies.SignalBody, bodies.Envelope, 200),
-    ("post", _S + "/release", "Give a handed-off session back to the bot", None, None, 200),
+    ("post", _S + "/release", "Give a handed-off session back to the bot (operators)", bodies.ReleaseBody, None, 200),
+    ("post", _S + "/operator-messages", "A person who has the handed-off session answers the customer (operators)",
+     bodies.OperatorMessageBody, bodies.OperatorMessageSaid, 200),
+    ("get", "/v1/costs", "What the caller's tenant spent, with the prices and budgets in force", None,
+     bodies.TenantCosts, 200),
+    ("get", "/v1/handoffs", "The sessions waiting for a person, oldest hand-off first (operators)", None,
+     bodies.HandoffList, 200),
     ("put", "/v1/agents/{agent}/flows/{flow}", "Register a new version of a flow (a flow file as JSON); 422 lists "
      "every issue", bodies.FlowBody, bodies.FlowRegistered, 200),
 ]
 
 _ERRORS = {"400": "bad JSON, an unsupported parameter, or a history that names no conversation",
-           "401": "no or bad API key", "403": "another tenant's session", "404": "unknown agent, session or route",
+           "401": "no or bad API key",
+           "403": "another tenant's session, or an operator route without an operator key",
+           "404": "unknown agent, session or route", "409": "the session is not handed off (operator-messages)",
            "413": "body too large", "422": "invalid body or query"}
 
 
@@ -60,9 +69,9 @@ def _parameters(path: str) -> list[dict[str, Any]]:
     names = [part[1:-1] for part in path.split("/") if part.startswith("{")]
     params: list[dict[str, Any]] = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
                                     for n in names]
-    if path.endswith(("/transcript", "/events")) or path.endswith("/sessions"):
+    if path.endswith(("/transcript", "/events", "/sessions", "/handoffs")):
         params += [{"name": n, "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0}}
-                   for n in (("limit",) if path.endswith("/sessions") else ("after", "limit"))]
+                   for n in (("after", "limit") if path.endswith(("/transcript", "/events")) else ("limit",))]
     if path.endswith("/stream"):
         params += [{"name": "after", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0}},
                    {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string"}}]
@@ -92,7 +101,8 @@ def openapi_document(version: str) -> dict[str, Any]:
         if parameters:
             operation["parameters"] = parameters
         if request is not None:
-            optional = request in (bodies.StartBody, bodies.SignalBody)  # an empty body is the defaults
+            # an empty body is the defaults
+            optional = request in (bodies.StartBody, bodies.SignalBody, bodies.ReleaseBody)
             operation["requestBody"] = {"required": not optional,
                                         "content": {"application/json": {"schema": _ref(request, schemas)}}}
         paths.setdefault(path, {})[method] = operation

@@ -20,8 +20,8 @@ M = TypeVar("M", bound=BaseModel)
 
 async def read_body(request: Request, model: type[M], *, limit: int, optional: bool = False) -> M:
     """The JSON body as ``model``: 413 ``body-too-large`` past ``limit`` bytes (checked while it
-    streams in), 400 ``invalid-json``, 422 ``invalid-body`` naming each bad field. An empty body is
-    ``model()`` when ``optional``."""
+    streams in), 400 ``invalid-json`` (a body nested too deeply to parse included), 422
+    ``invalid-body`` naming each bad field. An empty body is ``model()`` when ``optional``."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise ApiError(413, "body-too-large", f"the request body is over {limit} bytes")
@@ -41,6 +41,8 @@ async def read_body(request: Request, model: type[M], *, limit: int, optional: b
         value: Any = json.loads(raw)
     except (UnicodeDecodeError, ValueError) as exc:
         raise ApiError(400, "invalid-json", f"the body is not valid JSON: {exc}") from None
+    except RecursionError:  # the parser recurses once per level of nesting
+        raise ApiError(400, "invalid-json", "the body is nested too deeply to parse") from None
     try:
         return model.model_validate(value)
     except ValidationError as exc:

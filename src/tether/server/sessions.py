@@ -9,8 +9,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from tether.agent import Agent
+from tether.engine.core.input_checks import check_input
 from tether.engine.core.inputs import Event, Message, Start
 from tether.engine.core.session import Session
+from tether.errors import InvalidInputError
 from tether.runtime.envelope import RunResponse, failure
 from tether.runtime.runtime import Runtime
 from tether.runtime.window import detach_window
@@ -81,7 +83,7 @@ class SessionRoutes:
             raise ApiError(404, "agent-not-found", f"no agent {agent_id!r} is served here")
         return agent
 
-    async def _session(self, request: Request) -> tuple[Agent, Session]:
+    async def session_of(self, request: Request) -> tuple[Agent, Session]:
         """The agent and the stored session of the path, owned by the caller's tenant."""
         agent = self._agent(request)
         session_id = request.path_params["session_id"]
@@ -105,13 +107,19 @@ class SessionRoutes:
         body = await read_body(request, StartBody, limit=self.max_body, optional=True)
         if body.flow is not None and body.flow not in agent.flows_by_id:
             raise ApiError(422, "invalid-body", f"flow: agent {agent.id!r} has no flow {body.flow!r}")
+        start = Start(body.flow, body.input, body.key) if body.flow is not None else None
+        if start is not None:
+            try:
+                check_input(start)  # a start the turn would refuse leaves no empty session behind
+            except InvalidInputError as exc:
+                raise ApiError(422, "invalid-input", str(exc)) from None
         runtime = self.runtime
         doc = Session(id=runtime.ids.new_id(), agent=agent.id, created_at=runtime.clock.now(),
                       metadata={"config": {"tenant": request.state.tenant}})
         await runtime.store.create(detach_window(doc))
         result: dict[str, Any] = {"session": doc.id, "agent": agent.id, "status": doc.status, "reply": None}
-        if body.flow is not None:
-            response = await runtime.run(agent.id, start=Start(body.flow, body.input, body.key), session_id=doc.id,
+        if start is not None:
+            response = await runtime.run(agent.id, start=start, session_id=doc.id,
                                          config={"tenant": request.state.tenant})
             result["reply"] = envelope(response)
             result["session"] = response.session or doc.id
@@ -122,14 +130,8 @@ class SessionRoutes:
         agent = self._agent(request)
         limit = query_int(request, "limit", 50, low=1, high=500)
         status = request.query_params.get("status")
-        rows: list[dict[str, Any]] = []
-        for summary in await self.runtime.store.list(agent=agent.id, status=status, limit=limit * 4):
-            doc = await self.runtime.store.load(summary.id)
-            if doc is not None and tenant_of(doc) == request.state.tenant:
-                rows.append(summary.model_dump(mode="json"))
-            if len(rows) >= limit:
-                break
-        return JSONResponse({"sessions": rows})
+        found = await self.runtime.store.list(agent=agent.id, status=status, tenant=request.state.tenant, limit=limit)
+        return JSONResponse({"sessions": [summary.model_dump(mode="json") for summary in found]})
 
     async def message(self, request: Request) -> Response:
         """``POST .../messages``: one turn; the envelope (or an SSE stream of it).
@@ -138,7 +140,7 @@ class SessionRoutes:
         load, which checks the agent and the tenant (``Runtime.run(admit=...)``); a stream, or a
         policy that acts on the running turn before the message waits, checks the session first."""
         if wants_stream(request) or self._agent(request).on_busy != "queue":
-            agent, doc = await self._session(request)
+            agent, doc = await self.session_of(request)
             session_id = doc.id
         else:
             agent, session_id = self._agent(request), request.path_params["session_id"]
@@ -180,13 +182,13 @@ class SessionRoutes:
 
     async def state(self, request: Request) -> Response:
         """``GET .../{id}``: status, data, runs, what they wait on and the pending approvals."""
-        _, doc = await self._session(request)
+        _, doc = await self.session_of(request)
         approvals = await self.runtime.pending_approvals(doc.id)
         return JSONResponse(session_state(doc, approvals))
 
     async def transcript(self, request: Request) -> Response:
         """``GET .../transcript?after=SEQ&limit=N``."""
-        _, doc = await self._session(request)
+        _, doc = await self.session_of(request)
         after = query_int(request, "after", 0)
         limit = query_int(request, "limit", 100, low=1, high=1000)
         messages = await self.runtime.store.transcript(doc.id, after_seq=after, limit=limit + 1)
@@ -197,7 +199,7 @@ class SessionRoutes:
 
     async def events(self, request: Request) -> Response:
         """``GET .../events?after=SEQ&limit=N``."""
-        _, doc = await self._session(request)
+        _, doc = await self.session_of(request)
         after = query_int(request, "after", 0)
         limit = query_int(request, "limit", 100, low=1, high=1000)
         found = await self.runtime.store.events(doc.id, after=after)
@@ -207,19 +209,19 @@ class SessionRoutes:
 
     async def stream(self, request: Request) -> Response:
         """``GET .../stream``: the session's event records as SSE, live (``Last-Event-ID`` resumes)."""
-        _, doc = await self._session(request)
+        _, doc = await self.session_of(request)
         after = stream_cursor(request)
         return event_stream(self.runtime, doc.id, after, poll=self.stream_poll, keepalive=self.stream_keepalive)
 
     async def delete(self, request: Request) -> Response:
         """``DELETE .../{id}``: the session and all its records, under the session's lock and lease."""
-        _, doc = await self._session(request)
+        _, doc = await self.session_of(request)
         await self.runtime.delete(doc.id)
         return Response(status_code=204)
 
     async def event(self, request: Request) -> Response:
         """``POST .../events``: the host reports an event; the turn's envelope."""
-        agent, doc = await self._session(request)
+        agent, doc = await self.session_of(request)
         body = await read_body(request, EventBody, limit=self.max_body)
         response = await self.runtime.run(agent.id, event=Event(body.name, body.payload, body.key),
                                           session_id=doc.id, config={"tenant": request.state.tenant})
@@ -227,7 +229,7 @@ class SessionRoutes:
 
     async def approval(self, request: Request) -> Response:
         """``POST .../approvals/{approval_id}``: decide a pending approval; the turn's envelope."""
-        _, doc = await self._session(request)
+        _, doc = await self.session_of(request)
         body = await read_body(request, ApprovalBody, limit=self.max_body)
         approval_id = request.path_params["approval_id"]
         pending = {entry.key for entry in await self.runtime.pending_approvals(doc.id)}
@@ -239,13 +241,7 @@ class SessionRoutes:
 
     async def signal(self, request: Request) -> Response:
         """``POST .../signals/{name}``: deliver a signal; the turn's envelope."""
-        _, doc = await self._session(request)
+        _, doc = await self.session_of(request)
         body = await read_body(request, SignalBody, limit=self.max_body, optional=True)
         response = await self.runtime.signal(doc.id, request.path_params["name"], body.payload, signal_id=body.id)
         return answer(response)
-
-    async def release(self, request: Request) -> Response:
-        """``POST .../release``: give a handed-off session back to the bot."""
-        _, doc = await self._session(request)
-        stored = await self.runtime.release(doc.id)
-        return JSONResponse({"session": doc.id, "status": stored.status if stored is not None else "deleted"})

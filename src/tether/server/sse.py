@@ -43,13 +43,13 @@ _running: set[asyncio.Future[RunResponse]] = set()
 class StreamedTurn:
     """One message (or event) turn, started at once, whose text deltas are read with ``async for``
     and whose envelope is ``response``. A client that goes away does not stop it: it runs to its
-    end and is saved, then ``after`` is awaited with its envelope; ``on_done`` is called when it
-    ends."""
+    end and is saved, then ``after`` is awaited with its envelope (an envelope it returns replaces
+    it); ``on_done`` is called when it ends."""
 
     def __init__(self, runtime: Runtime, agent_id: str, session_id: str | None, message: Message | Event,
                  config: Mapping[str, Any], *, options: TurnOptions | None = None,
                  on_done: Callable[[], None] | None = None,
-                 after: Callable[[RunResponse], Awaitable[None]] | None = None) -> None:
+                 after: Callable[[RunResponse], Awaitable[RunResponse | None]] | None = None) -> None:
         self._deltas: asyncio.Queue[str] = asyncio.Queue()
 
         async def put(text: str) -> None:
@@ -59,8 +59,8 @@ class StreamedTurn:
             response = await runtime.run(agent_id, message if isinstance(message, Message) else None,
                                          event=message if isinstance(message, Event) else None,
                                          session_id=session_id, config=config, options=options, on_delta=put)
-            if after is not None:
-                await after(response)
+            if after is not None:  # it may answer another envelope (what a person said, on a quiet turn)
+                response = await after(response) or response
             return response
 
         self._turn = asyncio.ensure_future(run())

@@ -28,6 +28,9 @@ __all__ = ["KEEPALIVE", "POLL", "event_stream", "stream_cursor"]
 KEEPALIVE = 15.0
 """Seconds between ``: keepalive`` comments."""
 
+MAX_SEQ = 2**63 - 1
+"""The largest event seq a store can hold (a signed 64-bit integer in SQLite and PostgreSQL)."""
+
 POLL = 1.0
 """Seconds between re-reads of the store (for turns committed by other processes)."""
 
@@ -43,8 +46,8 @@ def stream_cursor(request: Request) -> int:
         value = int(text)
     except ValueError:
         raise ApiError(422, "invalid-query", f"{where} must be an event seq (an integer), not {text!r}") from None
-    if value < 0:
-        raise ApiError(422, "invalid-query", f"{where} must be >= 0")
+    if not 0 <= value <= MAX_SEQ:
+        raise ApiError(422, "invalid-query", f"{where} must be an event seq between 0 and {MAX_SEQ}")
     return value
 
 

@@ -5,18 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from tether.engine.core.session import Session, TranscriptMessage
+from tether.runtime.costs import session_cost
 from tether.runtime.envelope import RunResponse
-from tether.server.auth import OPEN_TENANT
-from tether.stores.records import JournalEntry, StoredEvent
+from tether.stores.records import JournalEntry, StoredEvent, session_tenant
 
 __all__ = ["envelope", "event_view", "message_view", "session_state", "tenant_of"]
 
 
 def tenant_of(session: Session) -> str:
     """The tenant a session belongs to (``metadata.config.tenant``; ``public`` when none)."""
-    config = session.metadata.get("config")
-    tenant = config.get("tenant") if isinstance(config, dict) else None
-    return tenant if isinstance(tenant, str) and tenant else OPEN_TENANT
+    return session_tenant(session.metadata)
 
 
 def envelope(response: RunResponse) -> dict[str, Any]:
@@ -25,8 +23,11 @@ def envelope(response: RunResponse) -> dict[str, Any]:
 
 
 def message_view(message: TranscriptMessage) -> dict[str, Any]:
-    """A transcript message as JSON."""
-    return message.model_dump(mode="json", exclude_none=True)
+    """A transcript message as JSON; a person's message (kind ``agent``) has ``role: "agent"``."""
+    view = message.model_dump(mode="json", exclude_none=True)
+    if message.kind == "agent":
+        view["role"] = "agent"
+    return view
 
 
 def event_view(event: StoredEvent) -> dict[str, Any]:
@@ -60,6 +61,7 @@ def session_state(session: Session, approvals: list[JournalEntry]) -> dict[str, 
         "pending_approvals": [_approval_view(entry) for entry in approvals],
         "waiting": waiting,
         "usage": session.usage.model_dump(mode="json"),
+        "cost": session_cost(session),
         "log": [entry.model_dump(mode="json") for entry in session.log],
         "warn": [entry.model_dump(mode="json") for entry in session.warn],
         "error": [entry.model_dump(mode="json") for entry in session.error],

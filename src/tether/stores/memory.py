@@ -28,7 +28,7 @@ from tether.stores.base import (
 from tether.stores.conversation_keys import memory_put_key
 from tether.stores.flow_versions import FlowVersion, StoredFlow, memory_put
 from tether.stores.record_forms import EventRow, event_row, events_from_row, journal_body, journal_from_row
-from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
+from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake, session_tenant
 
 __all__ = ["MemoryStore"]
 
@@ -67,6 +67,7 @@ class MemoryStore(Store):
         super().__init__(clock=clock)
         self._docs: dict[str, str] = {}
         self._summaries: dict[str, _Summary] = {}
+        self._tenants: dict[str, str] = {}
         self._records: dict[str, _Records] = {}
         self._parts: dict[str, dict[tuple[str, str], str]] = {}  # session -> (path, name) -> body
         self._wakes: dict[tuple[str, str], str] = {}
@@ -135,7 +136,7 @@ class MemoryStore(Store):
 
     async def list(
         self, *, agent: str | None = None, status: str | None = None, limit: int = 100,
-        agent_prefix: str | None = None,
+        agent_prefix: str | None = None, tenant: str | None = None,
     ) -> builtins.list[SessionSummary]:
         self._check_open("list")
         rows = [
@@ -143,6 +144,7 @@ class MemoryStore(Store):
             for s in self._summaries.values()
             if (agent is None or s.agent == agent) and (status is None or s.status == status)
             and (agent_prefix is None or s.agent.startswith(agent_prefix))
+            and (tenant is None or self._tenants[s.id] == tenant)
         ]
         rows.sort(key=lambda s: s.id)
         rows.sort(key=lambda s: s.saved_at, reverse=True)
@@ -249,10 +251,12 @@ class MemoryStore(Store):
         self._docs[stored.id] = text
         self._summaries[stored.id] = _Summary(  # from a document just validated
             stored.id, stored.agent, stored.status, stored.revision, utc(stored.created_at), utc(stored.saved_at))
+        self._tenants[stored.id] = session_tenant(stored.metadata)
 
     def _drop(self, session_id: str) -> None:
         self._docs.pop(session_id, None)
         self._summaries.pop(session_id, None)
+        self._tenants.pop(session_id, None)
         self._records.pop(session_id, None)
         self._parts.pop(session_id, None)
         for key in [k for k in self._wakes if k[0] == session_id]:

@@ -28,7 +28,7 @@ from tether.stores.conversation_keys import postgres_find_key, postgres_put_key
 from tether.stores.flow_versions import FlowVersion, Status, StoredFlow, postgres_flows, postgres_put
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
 from tether.stores.record_forms import events_from_row, journal_from_row
-from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
+from tether.stores.records import DEFAULT_TENANT, JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
@@ -337,19 +337,22 @@ class PostgresStore(Store):
 
     async def list(
         self, *, agent: str | None = None, status: str | None = None, limit: int = 100,
-        agent_prefix: str | None = None,
+        agent_prefix: str | None = None, tenant: str | None = None,
     ) -> builtins.list[SessionSummary]:
         where = ["(%(agent)s::text IS NULL OR agent = %(agent)s)", "(%(status)s::text IS NULL OR status = %(status)s)"]
         pattern = None
         if agent_prefix:  # LIKE 'prefix%' takes the text_pattern_ops index whatever the collation
             pattern = agent_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
             where.append("agent LIKE %(pattern)s ESCAPE '\\'")
+        if tenant is not None:
+            where.append("COALESCE(NULLIF(doc->'metadata'->'config'->>'tenant', ''), %(default)s) = %(tenant)s")
         rows = await self._fetchall(
             "list",
             None,
             f"SELECT id, agent, status, revision, created_at, saved_at FROM {self._s}.tether_sessions "
             f"WHERE {' AND '.join(where)} ORDER BY saved_at DESC, id LIMIT %(limit)s",
-            {"agent": agent, "status": status, "limit": limit, "pattern": pattern},
+            {"agent": agent, "status": status, "limit": limit, "pattern": pattern, "tenant": tenant,
+             "default": DEFAULT_TENANT},
         )
         return [
             SessionSummary(

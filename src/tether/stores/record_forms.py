@@ -33,7 +33,9 @@ from pydantic_core import PydanticSerializationError, to_json
 
 from tether.durable.entries import JournalEntry
 from tether.engine.core.events import (
+    BudgetExceeded,
     CollectUpdate,
+    CustomerMessage,
     CustomEvent,
     ErrorEvent,
     FieldCorrected,
@@ -83,7 +85,7 @@ def _layout(cls: type[FlowEvent]) -> tuple[tuple[str, Any], ...]:
 
 _CLASSES: tuple[type[FlowEvent], ...] = (
     FlowEnter, NodeEnter, NodeExit, FlowTransition, FlowEnd, HandoffEvent, ErrorEvent, CollectUpdate,
-    CustomEvent, ReplyWarning, Interactive, FieldCorrected, FlowDrift,
+    CustomEvent, ReplyWarning, Interactive, FieldCorrected, FlowDrift, CustomerMessage, BudgetExceeded,
 )
 LAYOUTS: dict[str, tuple[tuple[str, Any], ...]] = {cls.type: _layout(cls) for cls in _CLASSES}
 """The positional layout of each engine event type (the fields after ``type, run_id, flow, at``)."""

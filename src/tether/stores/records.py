@@ -7,6 +7,7 @@ transaction as the document, so a save that loses its compare-and-swap writes no
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -16,6 +17,7 @@ from tether.durable.entries import JournalEntry, JournalStatus
 from tether.engine.core.session import SessionStatus, TranscriptMessage
 
 __all__ = [
+    "DEFAULT_TENANT",
     "JournalEntry",
     "JournalStatus",
     "SessionSummary",
@@ -23,6 +25,7 @@ __all__ = [
     "TurnRecords",
     "Wake",
     "WakeRequest",
+    "session_tenant",
 ]
 
 _STRICT = ConfigDict(extra="forbid")
@@ -70,6 +73,17 @@ class StoredEvent(BaseModel):
     type: str
     at: datetime
     data: dict[str, Any]
+
+
+DEFAULT_TENANT = "public"
+"""The tenant of a session whose ``metadata.config.tenant`` is unset (an open server's callers, ``tether chat``)."""
+
+
+def session_tenant(metadata: Mapping[str, Any]) -> str:
+    """The tenant a session belongs to: ``metadata.config.tenant``, else :data:`DEFAULT_TENANT`."""
+    config = metadata.get("config")
+    tenant = config.get("tenant") if isinstance(config, Mapping) else None
+    return tenant if isinstance(tenant, str) and tenant else DEFAULT_TENANT
 
 
 class SessionSummary(BaseModel):

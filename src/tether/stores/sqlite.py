@@ -47,7 +47,7 @@ from tether.stores.conversation_keys import sqlite_find_key, sqlite_put_key
 from tether.stores.flow_versions import FlowVersion, Status, StoredFlow, sqlite_flows, sqlite_put
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
 from tether.stores.record_forms import events_from_row, journal_from_row
-from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
+from tether.stores.records import DEFAULT_TENANT, JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
 
 __all__ = ["SQLiteStore"]
 
@@ -389,10 +389,13 @@ class SQLiteStore(Store):
 
     async def list(
         self, *, agent: str | None = None, status: str | None = None, limit: int = 100,
-        agent_prefix: str | None = None,
+        agent_prefix: str | None = None, tenant: str | None = None,
     ) -> builtins.list[SessionSummary]:
         where: builtins.list[str] = []
         params: builtins.list[str | int] = []
+        if tenant is not None:
+            where.append("COALESCE(NULLIF(json_extract(doc, '$.metadata.config.tenant'), ''), ?) = ?")
+            params += [DEFAULT_TENANT, tenant]
         if agent is not None:
             where.append("agent = ?")
             params.append(agent)

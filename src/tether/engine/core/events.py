@@ -15,8 +15,10 @@ from typing import Any, ClassVar
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 __all__ = [
+    "BudgetExceeded",
     "CollectUpdate",
     "CustomEvent",
+    "CustomerMessage",
     "ErrorEvent",
     "FieldCorrected",
     "FlowEnd",
@@ -158,6 +160,26 @@ class CustomEvent(FlowEvent):
     type: ClassVar[str] = "custom"
     name: str
     data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CustomerMessage(FlowEvent):
+    """A customer message to a session a person has (``handed_off``): recorded, answered by nobody
+    until the person does; the event pushes it to the operators watching the session's stream."""
+
+    type: ClassVar[str] = "customer-message"
+    seq: int
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class BudgetExceeded(FlowEvent):
+    """A model call was not made: it would exceed a spending limit of the host (``reason``)."""
+
+    type: ClassVar[str] = "budget-exceeded"
+    model: str
+    call: str
+    reason: str
 
 
 @dataclass(frozen=True, kw_only=True)

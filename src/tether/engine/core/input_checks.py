@@ -7,7 +7,9 @@ the input that is wrong:
   not valid Unicode, so no store could save the session;
 - a NUL character: PostgreSQL cannot store it in text or JSON;
 - a message longer than :data:`MAX_MESSAGE_CHARS` characters, an id or key longer than
-  :data:`MAX_KEY_CHARS`.
+  :data:`MAX_KEY_CHARS`;
+- a payload (an event's, a start input, a signal's) nested deeper than :data:`MAX_PAYLOAD_DEPTH`:
+  saving, copying and rendering it would exhaust Python's recursion limit mid-turn.
 
 Every other character, control characters included, is accepted and stored as it is.
 """
@@ -16,19 +18,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from tether.engine.core.inputs import Event, Message, Start, TurnInput, Wake
+from tether.engine.core.inputs import Approval, Event, Message, Signal, Start, TurnInput, Wake
 from tether.engine.core.storable import UNSTORABLE
 from tether.errors import InvalidInputError
 
-__all__ = ["MAX_KEY_CHARS", "MAX_MESSAGE_CHARS", "check_input"]
+__all__ = ["MAX_KEY_CHARS", "MAX_MESSAGE_CHARS", "MAX_PAYLOAD_DEPTH", "check_input", "check_text"]
 
 MAX_MESSAGE_CHARS = 100_000
 """The longest customer message a turn accepts, in characters (about 25k tokens)."""
 MAX_KEY_CHARS = 512
 """The longest message id, event or start key, or flow id a turn accepts."""
+MAX_PAYLOAD_DEPTH = 100
+"""The deepest nesting of lists and objects a payload may have."""
 
 
-def _check_text(text: str, where: str, limit: int | None = None) -> None:
+def check_text(text: str, where: str, limit: int | None = None) -> None:
+    """Raise :class:`~tether.errors.InvalidInputError` when ``text`` (named ``where``) is longer
+    than ``limit`` characters or holds a character no store can save."""
     if limit is not None and len(text) > limit:
         raise InvalidInputError(f"{where} is {len(text)} characters long; the limit is {limit}", where=where)
     bad = UNSTORABLE.search(text)
@@ -39,19 +45,22 @@ def _check_text(text: str, where: str, limit: int | None = None) -> None:
 
 
 def _check_value(value: Any, where: str) -> None:
-    """Every string (keys included) inside a payload, walked without recursion."""
-    stack: list[tuple[Any, str]] = [(value, where)]
+    """Every string (keys included) inside a payload, and its depth, walked without recursion."""
+    stack: list[tuple[Any, str, int]] = [(value, where, 0)]
     while stack:
-        item, path = stack.pop()
+        item, path, depth = stack.pop()
         if isinstance(item, str):
-            _check_text(item, path)
-        elif isinstance(item, dict):
+            check_text(item, path)
+            continue
+        if isinstance(item, dict | list | tuple) and depth >= MAX_PAYLOAD_DEPTH:
+            raise InvalidInputError(f"{where} is nested deeper than {MAX_PAYLOAD_DEPTH} levels", where=where)
+        if isinstance(item, dict):
             for key, child in item.items():
                 if isinstance(key, str):
-                    _check_text(key, f"{path} key {key[:40]!r}")
-                stack.append((child, f"{path}[{key!r}]"))
+                    check_text(key, f"{path} key {key[:40]!r}")
+                stack.append((child, f"{path}[{key!r}]", depth + 1))
         elif isinstance(item, list | tuple):
-            stack.extend((child, f"{path}[{i}]") for i, child in enumerate(item))
+            stack.extend((child, f"{path}[{i}]", depth + 1) for i, child in enumerate(item))
 
 
 def check_input(input: TurnInput) -> None:
@@ -60,16 +69,26 @@ def check_input(input: TurnInput) -> None:
         if not isinstance(input.text, str):
             raise InvalidInputError(f"message.text must be a string, not {type(input.text).__name__}",
                                     where="message.text")
-        _check_text(input.text, "message.text", MAX_MESSAGE_CHARS)
+        check_text(input.text, "message.text", MAX_MESSAGE_CHARS)
         if input.id is not None:
-            _check_text(input.id, "message.id", MAX_KEY_CHARS)
+            check_text(input.id, "message.id", MAX_KEY_CHARS)
     elif isinstance(input, Wake):
-        _check_text(input.key, "wake.key")  # minted by the engine from other keys: no length limit
+        check_text(input.key, "wake.key")  # minted by the engine from other keys: no length limit
     elif isinstance(input, Event):
-        _check_text(input.name, "event.name", MAX_KEY_CHARS)
-        _check_text(input.key, "event.key", MAX_KEY_CHARS)
+        check_text(input.name, "event.name", MAX_KEY_CHARS)
+        check_text(input.key, "event.key", MAX_KEY_CHARS)
         _check_value(input.payload, "event.payload")
     elif isinstance(input, Start):
-        _check_text(input.flow, "start.flow", MAX_KEY_CHARS)
-        _check_text(input.key, "start.key", MAX_KEY_CHARS)
+        check_text(input.flow, "start.flow", MAX_KEY_CHARS)
+        check_text(input.key, "start.key", MAX_KEY_CHARS)
         _check_value(input.input, "start.input")
+    elif isinstance(input, Signal):
+        check_text(input.name, "signal.name", MAX_KEY_CHARS)
+        if input.id is not None:
+            check_text(input.id, "signal.id", MAX_KEY_CHARS)
+        _check_value(input.payload, "signal.payload")
+    elif isinstance(input, Approval):
+        check_text(input.approval_id, "approval.approval_id", MAX_KEY_CHARS)
+        for text, where in ((input.feedback, "approval.feedback"), (input.decided_by, "approval.decided_by")):
+            if text is not None:
+                check_text(text, where, MAX_MESSAGE_CHARS)

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from tether.durable.entries import JournalEntry
+from tether.engine.core.ports import CallBudget
 from tether.engine.core.session import Session, TranscriptMessage
 
 Checkpoint = Callable[[Session, Sequence[TranscriptMessage], Sequence[Any], Sequence[JournalEntry]], Awaitable[int]]
@@ -134,6 +135,8 @@ class TurnOptions:
             one, in order).
         spawn: ``spawn(flow, item, config)`` starts ``flow`` in a new session of the same agent
             and returns its response (the ``Runtime`` passes one; ``ctx.batch`` needs it).
+        budget: the host's spending limits, asked before and told after every model call (see
+            :class:`~tether.engine.core.ports.CallBudget`); None: no limit.
     """
 
     silenced: Silenced | str | None = None
@@ -149,6 +152,7 @@ class TurnOptions:
     sleep: Callable[[float], Awaitable[Any]] | None = None
     gather: Callable[[Sequence[Callable[[], Awaitable[Any]]], int | None], Awaitable[Any]] | None = None
     spawn: Callable[[str, Any, Mapping[str, Any] | None], Awaitable[Any]] | None = None
+    budget: CallBudget | None = None
 
     @property
     def silence(self) -> Silenced | None:

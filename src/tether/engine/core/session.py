@@ -36,14 +36,17 @@ __all__ = [
     "remember_input",
 ]
 
-SESSION_SCHEMA_VERSION = 3
+SESSION_SCHEMA_VERSION = 4
 """Bumped when the document shape changes (a test holds its JSON Schema per version); the runtime
 migrates older documents, and refuses one no migration upgrades (``SESSION_VERSION_UNSUPPORTED``).
 
 2: ``window_from`` (the runtime stores the context window as transcript records, not inline).
 3: ``clarifying`` (the flows a clarification asked the customer to choose between).
-The runtime upgrades version 1 and 2 documents itself: a version 1 window is inline, and a
-document without ``clarifying`` asked nothing; nothing else changes."""
+4: a transcript message's ``kind`` ``agent`` and its ``by`` (what a person who took the session
+over said).
+The runtime upgrades version 1, 2 and 3 documents itself: a version 1 window is inline, a
+document without ``clarifying`` asked nothing, and one before version 4 holds no person's
+message; nothing else changes."""
 
 SessionStatus = Literal["running", "handed_off", "completed", "aborted"]
 RunStatus = Literal["running", "asking", "waiting", "suspended"]
@@ -59,8 +62,9 @@ class TranscriptMessage(BaseModel):
     """One message of the conversation.
 
     ``seq`` numbers every message of a session from 1; ``kind`` says how an assistant message
-    was produced: ``ai`` (spoken by the model) or ``verbatim`` (rendered by the engine: a fixed
-    reply, an ask). ``key`` is the deterministic message key ``run:node:visit``.
+    was produced: ``ai`` (spoken by the model), ``verbatim`` (rendered by the engine: a fixed
+    reply, an ask) or ``agent`` (written by a person who took the conversation over; ``by`` names
+    them). ``key`` is the deterministic message key ``run:node:visit``.
     """
 
     model_config = _STRICT
@@ -69,12 +73,13 @@ class TranscriptMessage(BaseModel):
     role: Literal["user", "assistant", "system"]
     text: str
     at: datetime
-    kind: Literal["user", "ai", "verbatim", "event", "note"] = "user"
+    kind: Literal["user", "ai", "verbatim", "event", "note", "agent"] = "user"
     key: str | None = None
     run_id: str | None = None
     node_id: str | None = None
     after_ms: int = 0
     input_id: str | None = None
+    by: str | None = None
 
 
 class RunTrigger(BaseModel):

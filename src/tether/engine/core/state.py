@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol
 
 from tether.durable.journal import EffectJournal
 from tether.durable.turns import OpenTurn, SaidMessage, SpeakerMark
-from tether.engine.core.events import FlowEvent
+from tether.engine.core.events import BudgetExceeded, FlowEvent
 from tether.engine.core.inputs import Message, TurnInput, TurnOptions
 from tether.engine.core.judgement import Judgement
 from tether.engine.core.marks import input_mark
@@ -293,6 +293,14 @@ class TurnState:
     async def call(self, model: Model, request: ModelRequest, *, stream: bool = False) -> ModelResponse:
         """Call a model, counting the call and its tokens (also on failure: it was spent). With
         ``stream`` and a delta listener, the reply's visible text is passed on as it arrives."""
+        budget = self.options.budget
+        if budget is not None:
+            refused = budget.refuse(self.session, model.name, request)
+            if refused is not None:  # the call is not made: the step degrades as on a provider refusal
+                self.emit(BudgetExceeded(run_id=None, flow=None, at=self.now, model=model.name, call=request.call,
+                                         reason=refused))
+                raise ModelError(f"budget-exceeded: {refused}", kind="quota", retryable=False,
+                                 provider=model.name.split(":", 1)[0])
         self.llm_calls += 1
         if request.call in ("understand", "extract"):
             self.pre_speak_calls += 1
@@ -304,6 +312,8 @@ class TurnState:
             response = await model.complete(request)
         response = storable_response(response)  # a reply echoing "\ud800" must not make the session unsaveable
         self._tally(response.usage)
+        if budget is not None:
+            budget.spent(self.session, model.name, response.usage)
         return response
 
     def count_calls(self, calls: int, usage: Usage, *, workflow: bool = False) -> None:

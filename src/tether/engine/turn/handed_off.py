@@ -1,12 +1,14 @@
 """Turns of a session a human has (``handed_off``), and a ``Resume`` with nothing to resume.
 
 A session handed to a human stays quiet: a message is recorded (deduplicated by id, appended to
-the transcript) and nobody answers it, with the outcome ``handed-off``; any other input is ignored
+the transcript, and a ``customer-message`` event for the person's screen) and nobody answers it,
+with the outcome ``handed-off``; any other input is ignored
 with the same code. ``Runtime.release`` gives the conversation back to the bot.
 """
 
 from __future__ import annotations
 
+from tether.engine.core.events import CustomerMessage
 from tether.engine.core.inputs import Message, Resume
 from tether.engine.core.results import TurnResult
 from tether.engine.core.session import Outcome, Session, remember_input
@@ -30,7 +32,8 @@ def quiet_turn(ts: TurnState, original: Session | None) -> TurnResult:
     if message.id is not None:
         remember_input(session, message.id)
     session.last_user_at = message.at or ts.now
-    ts.append_transcript("user", message.text, kind="user", input_id=message.id, at=message.at)
+    entry = ts.append_transcript("user", message.text, kind="user", input_id=message.id, at=message.at)
+    ts.emit(CustomerMessage(run_id=None, flow=None, at=ts.now, seq=entry.seq, text=message.text))
     ts.outcomes.append(line)
     return TurnResult(session=session, changed=True, outcomes=ts.outcomes, status="handoff",
-                      new_transcript=list(ts.transcript))
+                      new_transcript=list(ts.transcript), events=ts.events)

@@ -19,6 +19,8 @@ def turn_result(ts: TurnState, original: Session | None) -> TurnResult:
         status = "handoff"
         if ts.handoff.agent == "human":
             session.status = "handed_off"  # the bot stays quiet until the host releases it
+            if not ts.messages:  # the customer hears that a person takes over (handoff("human")), never nothing
+                ts.say(ts.agent.repair.handoff, kind="verbatim", key=f"{ts.handoff.run_id}:handoff")
     elif any(r.status == "asking" for r in session.runs):
         status = "awaiting_user"
     elif any(r.waiting is not None and r.waiting.kind == "approval" for r in session.runs):

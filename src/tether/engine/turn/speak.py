@@ -293,14 +293,15 @@ async def _run_tool(ts: TurnState, tools: list[Tool], name: str, arguments: dict
 
 def choose_speaker(ts: TurnState) -> SpeakRequest | None:
     """The turn's one speaker: the node that asked to speak, else the idle speaker when a message
-    got no answer and nothing is asking (none under ``silenced``)."""
+    got no answer, nothing is asking and no flow handed the conversation off (none under
+    ``silenced``)."""
     if ts.options.silence is not None:
         ts.speaker = None
         return None
     if ts.speaker is not None:
         return ts.speaker
     if ts.message is not None and not ts.answered_by and not ts.messages and ts.agent.idle is not None \
-            and not any(r.status == "asking" for r in ts.session.runs):
+            and ts.handoff is None and not any(r.status == "asking" for r in ts.session.runs):
         ts.speaker = SpeakRequest(None, None)
         return ts.speaker
     return None

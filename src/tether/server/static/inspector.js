@@ -4,6 +4,7 @@
 
 const ROOT = location.pathname.slice(0, location.pathname.indexOf("/inspect"));
 const KEY_STORE = "tether.inspector.key";
+const OPERATOR_STORE = "tether.inspector.operator";
 const $ = (sel, root = document) => root.querySelector(sel);
 
 // ------------------------------------------------------------------------------------------ API
@@ -157,7 +158,22 @@ async function listView() {
   form.agent.addEventListener("change", fillFlows);
   fillFlows();
 
+  const loadHandoffs = async () => {
+    let page;
+    try { page = await api("/v1/handoffs"); } catch (error) {
+      if (error instanceof ApiError && error.status === 403) { $("#handoffs-card").hidden = true; return; }
+      throw error;
+    }
+    $("#handoffs-card").hidden = false;
+    $("#handoffs tbody").replaceChildren(...page.sessions.map((h) => el("tr", { "data-session": h.session },
+      el("td", {}, el("a", { href: sessionHref(h.agent, h.session) }, el("code", {}, h.session))),
+      el("td", {}, h.agent), el("td", {}, when(h.since)), el("td", {}, h.reason || ""),
+      el("td", {}, h.last_customer_message ? short(h.last_customer_message, 80) : ""))));
+    $("#no-handoffs").hidden = page.sessions.length > 0;
+  };
+
   const load = async () => {
+    await loadHandoffs();
     const chosen = filters.agent.value ? agents.filter((a) => a.id === filters.agent.value) : agents;
     const query = filters.status.value ? `?status=${encodeURIComponent(filters.status.value)}` : "";
     const pages = await Promise.all(chosen.map((a) => api(`/v1/agents/${encodeURIComponent(a.id)}/sessions${query}`)));
@@ -225,6 +241,12 @@ class SessionPage {
     const agent = agents.find((a) => a.id === this.agent);
     for (const flow of agent ? agent.flows : []) this.graphs.set(flow.id, flow);
     $("#s-release").addEventListener("click", () => this.release());
+    const name = $("#operator-name");
+    name.value = sessionStorage.getItem(OPERATOR_STORE) || "";
+    const label = () => { $("#operator-send").textContent = `Reply as ${name.value.trim() || "…"}`; };
+    name.addEventListener("input", () => { sessionStorage.setItem(OPERATOR_STORE, name.value.trim()); label(); });
+    label();
+    $("#operator-form").addEventListener("submit", (event) => { event.preventDefault(); this.reply(); });
     $("#chat-form").addEventListener("submit", (event) => { event.preventDefault(); this.send(); });
     $("#chat-input").addEventListener("keydown", (event) => {
       if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); this.send(); }
@@ -373,7 +395,23 @@ class SessionPage {
 
   async release() {
     clearError();
-    try { await api(`${this.path}/release`, { method: "POST" }); } catch (error) { showError(error); }
+    const by = $("#operator-name").value.trim() || null;
+    try { await api(`${this.path}/release`, { method: "POST", body: { by } }); } catch (error) { showError(error); }
+    await this.refresh().catch(showError);
+  }
+
+  // A person answers the customer of a handed-off session.
+  async reply() {
+    const input = $("#operator-input");
+    const by = $("#operator-name").value.trim();
+    const text = input.value.trim();
+    if (!text || !by) return;
+    clearError();
+    $("#operator-send").disabled = true;
+    try {
+      await api(`${this.path}/operator-messages`, { method: "POST", body: { text, by } });
+      input.value = "";
+    } catch (error) { showError(error); } finally { $("#operator-send").disabled = false; }
     await this.refresh().catch(showError);
   }
 
@@ -393,13 +431,14 @@ class SessionPage {
     status.replaceWith(Object.assign(badge(state.status), { id: "s-status" }));
     $("#s-revision").textContent = state.revision;
     $("#s-release").hidden = state.status !== "handed_off";
+    $("#operator-form").hidden = state.status !== "handed_off";
     this.renderTranscript(messages);
     this.renderGraph(state.runs);
     this.renderRuns(state.runs);
     this.renderApprovals(state.pending_approvals);
     this.renderInputs(state.waiting);
     this.renderFields(state.data);
-    this.renderUsage(state.usage || {});
+    this.renderUsage(state.usage || {}, state.cost || null);
     this.renderLog(state);
     this.renderEvents();
     const closed = state.status === "completed" || state.status === "aborted";
@@ -412,7 +451,8 @@ class SessionPage {
     if (this.sending) return;   // the message being sent is shown as it streams
     list.replaceChildren(...messages.map((m) => el("li", { class: `msg ${m.role} ${m.kind}`, "data-seq": m.seq },
       el("div", { class: "bubble" }, m.text),
-      el("div", { class: "meta" }, [m.kind !== "user" && m.kind !== "ai" ? m.kind : null, m.node_id, when(m.at)]
+      el("div", { class: "meta" }, [m.by ? `${m.by} (a person)` : null,
+        m.kind !== "user" && m.kind !== "ai" && m.kind !== "agent" ? m.kind : null, m.node_id, when(m.at)]
         .filter(Boolean).join(" · ")))));
     if (!messages.length) list.append(el("li", { class: "empty" }, "No messages yet. Say something below."));
     list.scrollTop = list.scrollHeight;
@@ -486,11 +526,12 @@ class SessionPage {
       : [el("p", { class: "empty" }, "No fields yet.")]));
   }
 
-  renderUsage(usage) {
+  renderUsage(usage, cost) {
     const count = (name) => Number(usage[name] || 0);
     const tokens = count("prompt_tokens") + count("completion_tokens");
+    const dollars = cost && cost.estimated_cost ? ` · ~$${cost.estimated_cost.toFixed(4)}` : "";
     $("#s-usage").textContent = `${count("llm_calls")} model call${count("llm_calls") === 1 ? "" : "s"}`
-      + (tokens ? ` · ${tokens.toLocaleString()} tokens` : "");
+      + (tokens ? ` · ${tokens.toLocaleString()} tokens` : "") + dollars;
     const rows = [["model calls", "llm_calls"], ["by agent steps", "agent_calls"], ["by workflow runs", "workflow_calls"],
       ["prompt tokens", "prompt_tokens"], ["completion tokens", "completion_tokens"],
       ["cached input tokens", "cached_input_tokens"], ["cache creation tokens", "cache_creation_tokens"],
@@ -498,7 +539,10 @@ class SessionPage {
       // the call and prompt/completion counts always; the others once there is something to say
       .filter(([, name]) => ["llm_calls", "prompt_tokens", "completion_tokens"].includes(name) || count(name));
     $("#usage").replaceChildren(...rows.flatMap(([label, name]) =>
-      [el("dt", {}, label), el("dd", { "data-usage": name }, count(name).toLocaleString())]));
+      [el("dt", {}, label), el("dd", { "data-usage": name }, count(name).toLocaleString())]),
+      ...(cost ? [el("dt", {}, "estimated cost"), el("dd", { "data-usage": "estimated_cost",
+        title: cost.unpriced_calls ? `${cost.unpriced_calls} call(s) of a model with no price` : null },
+        `$${cost.estimated_cost.toFixed(6)}${cost.unpriced_calls ? " (some calls unpriced)" : ""}`)] : []));
   }
 
   // The session's kept log, warn and error entries, newest first.

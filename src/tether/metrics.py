@@ -1,0 +1,70 @@
+"""OpenTelemetry metrics (the ``otel`` extra), on the meter ``tether``.
+
+* ``tether.model.calls`` (counter, ``{call}``): model calls made by turns of a runtime, with the
+  attribute ``tether.model`` (the selection, ``openai:gpt-4o-mini``);
+* ``tether.model.tokens`` (counter, ``{token}``): their tokens, with ``tether.model`` and
+  ``tether.token.type`` (``input`` or ``output``);
+* ``tether.turn.duration`` (histogram, seconds): each request through the runtime, with
+  ``tether.agent`` and ``tether.success``.
+
+They are recorded by the ``MeterProvider`` the application configures (none: the API's no-op).
+Without the package every hook here is a no-op.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["count_model_call", "record_turn"]
+
+try:
+    from opentelemetry import metrics as _metrics
+except ImportError:  # the otel extra is not installed
+    _metrics = None  # type: ignore[assignment]
+
+_instruments: dict[str, Any] = {}
+_provider: Any = None
+
+
+def _meter_provider() -> Any:
+    """The application's ``MeterProvider`` (the API's no-op one when none is configured)."""
+    assert _metrics is not None
+    return _metrics.get_meter_provider()
+
+
+def _instrument(name: str) -> Any:
+    """The instrument ``name`` of the configured provider's ``tether`` meter (made again when the
+    application configures another provider)."""
+    global _provider
+    provider = _meter_provider()
+    if provider is not _provider:
+        _instruments.clear()
+        _provider = provider
+    found = _instruments.get(name)
+    if found is None:
+        meter = provider.get_meter("tether")
+        if name == "tether.turn.duration":
+            found = meter.create_histogram(name, unit="s", description="requests through the runtime")
+        elif name == "tether.model.calls":
+            found = meter.create_counter(name, unit="{call}", description="model calls made by turns")
+        else:
+            found = meter.create_counter(name, unit="{token}", description="tokens of the model calls")
+        _instruments[name] = found
+    return found
+
+
+def count_model_call(model: str, tokens_in: int, tokens_out: int) -> None:
+    """Count one model call of ``model`` and its tokens."""
+    if _metrics is None:
+        return
+    _instrument("tether.model.calls").add(1, {"tether.model": model})
+    tokens = _instrument("tether.model.tokens")
+    tokens.add(tokens_in, {"tether.model": model, "tether.token.type": "input"})
+    tokens.add(tokens_out, {"tether.model": model, "tether.token.type": "output"})
+
+
+def record_turn(agent: str, seconds: float, success: bool) -> None:
+    """Record the duration of one request of ``agent``."""
+    if _metrics is None:
+        return
+    _instrument("tether.turn.duration").record(seconds, {"tether.agent": agent, "tether.success": success})
