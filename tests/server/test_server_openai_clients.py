@@ -16,11 +16,11 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from openai_served import base as base
 from server_agents import echo_agent
-from server_client import ACME, KEYS, served
+from server_client import ACME
 
 from tether.runtime import Runtime
-from tether.server import create_app
 from tether.stores import SQLiteStore
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "server.md"
@@ -34,12 +34,6 @@ async def runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
         yield runtime
     finally:
         await runtime.close()
-
-
-@pytest.fixture
-async def base(runtime: Runtime) -> AsyncIterator[str]:
-    async for url in served(create_app(runtime, api_keys=KEYS, scheduler=False)):
-        yield url
 
 
 async def _conversations(base: str, runtime: Runtime) -> list[list[str]]:

@@ -18,15 +18,16 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from openai_served import base as base
+from openai_served import openai_client as _client
 from pydantic import BaseModel
 from server_agents import echo_agent, talker_agent
-from server_client import ACME, KEYS, served
+from server_client import ACME
 
 from tether import Agent, Flow, collect, end, goto, on_message, reply
 from tether.errors import ModelError
 from tether.models.types import ModelRequest
 from tether.runtime import Runtime
-from tether.server import create_app
 from tether.stores import SQLiteStore
 from tether.testing import ScriptedModel
 
@@ -64,16 +65,6 @@ async def runtime(tmp_path: Path, failures: list[int]) -> AsyncIterator[Runtime]
         yield runtime
     finally:
         await runtime.close()
-
-
-@pytest.fixture
-async def base(runtime: Runtime) -> AsyncIterator[str]:
-    async for url in served(create_app(runtime, api_keys=KEYS, scheduler=False)):
-        yield url
-
-
-def _client(base: str, **options: Any) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(base_url=f"{base}/v1", api_key="key-acme", **options)
 
 
 async def _sessions(runtime: Runtime, agent: str) -> list[str]:

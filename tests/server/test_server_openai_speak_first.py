@@ -11,12 +11,12 @@ from typing import Any
 
 import openai
 import pytest
+from openai_served import base as base
+from openai_served import openai_client as _client
 from server_agents import echo_agent
-from server_client import KEYS, served
 
 from tether import Agent, Flow, action, end, goto, on_event, on_message, reply
 from tether.runtime import Runtime
-from tether.server import create_app
 from tether.stores import SQLiteStore
 
 OPENING = "Hi, this is Sam. How can I help?"
@@ -44,16 +44,6 @@ async def runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
         yield runtime
     finally:
         await runtime.close()
-
-
-@pytest.fixture
-async def base(runtime: Runtime) -> AsyncIterator[str]:
-    async for url in served(create_app(runtime, api_keys=KEYS, scheduler=False)):
-        yield url
-
-
-def _client(base: str) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(base_url=f"{base}/v1", api_key="key-acme", max_retries=0)
 
 
 async def _ask(client: openai.AsyncOpenAI, messages: list[dict[str, str]], stream: bool = False,
