@@ -78,7 +78,26 @@ def _fake_usage(request: ModelRequest, response: ModelResponse) -> Usage:
     return Usage(prompt_tokens=max(1, seen // 4), completion_tokens=max(1, len(response.text) // 4))
 
 
-class ScriptedModel:
+class QueuedReplies:
+    """What the scripted fakes share: replies queued per call name, and the calls made."""
+
+    _queues: dict[str, deque[Reply]]
+    calls: list[ScriptedCall]
+
+    def add(self, call: str, *replies: Reply) -> None:
+        """Queue more replies for ``call``."""
+        self._queues.setdefault(call, deque()).extend(replies)
+
+    def unused(self) -> dict[str, int]:
+        """How many queued replies were never used, per call name (empty queues omitted)."""
+        return {call: len(queue) for call, queue in self._queues.items() if queue}
+
+    def count(self, call: str | None = None) -> int:
+        """How many calls were made (of one name, or in all)."""
+        return sum(1 for c in self.calls if call is None or c.call == call)
+
+
+class ScriptedModel(QueuedReplies):
     """Replies from one FIFO queue per call name, records every call, and raises
     :class:`ScriptExhausted` when a queue is empty.
 
@@ -109,18 +128,6 @@ class ScriptedModel:
     @property
     def capabilities(self) -> Capabilities:
         return self._capabilities
-
-    def add(self, call: str, *replies: Reply) -> None:
-        """Queue more replies for ``call``."""
-        self._queues.setdefault(call, deque()).extend(replies)
-
-    def unused(self) -> dict[str, int]:
-        """How many scripted replies were never used, per call name (empty queues omitted)."""
-        return {call: len(queue) for call, queue in self._queues.items() if queue}
-
-    def count(self, call: str | None = None) -> int:
-        """How many calls were made (of one name, or in all)."""
-        return sum(1 for c in self.calls if call is None or c.call == call)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         self.calls.append(ScriptedCall(request.call, request))

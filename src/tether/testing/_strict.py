@@ -34,7 +34,7 @@ from tether.models.types import (
     ToolCall,
     Usage,
 )
-from tether.testing._models import Reply, ScriptedCall, ScriptExhausted, to_response
+from tether.testing._models import QueuedReplies, Reply, ScriptedCall, ScriptExhausted, to_response
 
 __all__ = ["Meaning", "StrictModel", "Unsaid"]
 
@@ -104,7 +104,7 @@ class _Heard:
     offered: set[str] = field(default_factory=set)
 
 
-class StrictModel:
+class StrictModel(QueuedReplies):
     """A fake model that answers from what the customer means and what each request offers.
 
     ``understand``, ``extract`` and ``speak`` calls are built from the request (see the module
@@ -137,18 +137,6 @@ class StrictModel:
         A message with no meaning means nothing the model could fill."""
         self._meanings[message] = meaning if meaning is not None else Meaning(**parts)
         self._heard.pop(message, None)  # the same words said again are judged afresh
-
-    def add(self, call: str, *replies: Reply) -> None:
-        """Queue replies for a call the model does not build itself (``summary``, ``decide``...)."""
-        self._queues.setdefault(call, deque()).extend(replies)
-
-    def unused(self) -> dict[str, int]:
-        """Queued replies never used, per call name."""
-        return {call: len(queue) for call, queue in self._queues.items() if queue}
-
-    def count(self, call: str | None = None) -> int:
-        """How many calls were made (of one name, or in all)."""
-        return sum(1 for c in self.calls if call is None or c.call == call)
 
     def unsaid(self, message: str | None = None) -> list[Unsaid]:
         """What the customer meant and no call made for that message could say (for one message, or

@@ -113,11 +113,7 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
         judged = ts.judgement.collect.get((run.id, node.id), ts.judgement.collect.get((run.flow, node.id)))
         hits, ambiguous = resolve(ts, run, node, wanted, judged or {})
         fixable = correctable(ts, run, flow, node)
-        corrected = resolver_corrections(ts, run, flow, node, fixable)
-        corrected.update({k: v for k, v in (judged or {}).items() if k in fixable and v is not None})
-        source = "model" if judged else "deterministic"
-        if corrected and (not hits or marked_as_correction(ts)) and \
-                (back := _corrected(ts, run, flow, node, corrected, source)) is not None:
+        if (back := _correction(ts, run, flow, node, hits, judged, fixable)) is not None:
             return back
         sources, rejected = merge_values(ts, run, node, hits, source="deterministic", guard=False)
         targets = [n for n in wanted if n not in sources and n not in ambiguous]
@@ -167,6 +163,18 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
     return ASKING
 
 
+def _correction(ts: TurnState, run: Run, flow: Flow, node: Collect, hits: Any, judged: Any,
+                fixable: Any) -> Any:
+    """The move a correction of an earlier step's field makes (read by that step's resolvers, or
+    judged by the model), or None: taken only when the message answers nothing here, or says it
+    corrects. ``fixable``: the fields a correction may change here (:func:`correctable`)."""
+    corrected = resolver_corrections(ts, run, flow, node, fixable)
+    corrected.update({k: v for k, v in (judged or {}).items() if k in fixable and v is not None})
+    if corrected and (not hits or marked_as_correction(ts)):
+        return _corrected(ts, run, flow, node, corrected, "model" if judged else "deterministic")
+    return None
+
+
 def _corrected(ts: TurnState, run: Run, flow: Flow, node: Collect, values: dict[str, Any], source: str) -> Any:
     """Write the corrections and go back to the earliest step that collected one (None: nothing
     changed); the step's own answer in the same message is not used."""
@@ -201,12 +209,7 @@ async def _dispatch_phrased(ts: TurnState, run: Run, flow: Flow, node: Collect) 
         ts.consumed_by[run.id] = node.id
         hits, _ = resolve(ts, run, node, missing(ts, run, node))
         judged = ts.judgement.collect.get((run.id, node.id))
-        fixable = correctable(ts, run, flow, node)
-        corrected = resolver_corrections(ts, run, flow, node, fixable)
-        corrected.update({k: v for k, v in (judged or {}).items() if k in fixable and v is not None})
-        source = "model" if judged else "deterministic"
-        if corrected and (not hits or marked_as_correction(ts)) and \
-                (back := _corrected(ts, run, flow, node, corrected, source)) is not None:
+        if (back := _correction(ts, run, flow, node, hits, judged, correctable(ts, run, flow, node))) is not None:
             return back
         merge_values(ts, run, node, hits, source="deterministic", guard=False)
     if not missing(ts, run, node):
