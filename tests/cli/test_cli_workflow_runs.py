@@ -152,7 +152,7 @@ def test_bad_input_names_what_is_wrong(tmp_path: Path) -> None:
     done = tether("sessions", "list", "--db", db, "--status", "waiting")
     assert done.code == 2 and done.err.strip() == (
         "error: --status: 'waiting' is not one of running, handed_off, completed, aborted "
-        "(tether workflow runs --status waiting lists waiting workflow runs)")
+        f"(tether workflow runs --db {shlex.quote(str(db))} --status waiting lists waiting workflow runs)")
 
 
 def test_a_run_saved_from_python_keeps_the_file_and_workspace_it_was_started_with(tmp_path: Path) -> None:

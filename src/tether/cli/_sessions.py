@@ -43,7 +43,7 @@ def list_sessions(
     if status is not None and status not in get_args(SessionStatus):
         from tether.cli._workflow_runs import RUN_STATUSES
 
-        hint = (f" (tether workflow runs --status {status} lists {status} workflow runs)"
+        hint = (f" (tether workflow runs --db {shlex.quote(db)} --status {status} lists {status} workflow runs)"
                 if status in RUN_STATUSES else "")
         fail(f"--status: {status!r} is not one of {', '.join(get_args(SessionStatus))}{hint}")
     if "://" not in db and not Path(db).expanduser().is_file():
