@@ -51,7 +51,7 @@ message; nothing else changes."""
 SessionStatus = Literal["running", "handed_off", "completed", "aborted"]
 RunStatus = Literal["running", "asking", "waiting", "suspended"]
 
-_STRICT = ConfigDict(extra="forbid")
+_STRICT = ConfigDict(extra="forbid", validate_assignment=True)
 
 
 KEEP_INPUTS = 50
@@ -184,7 +184,7 @@ class Claim(BaseModel):
 class LogEntry(BaseModel):
     """A log line kept on the session (``log``, ``warn`` or ``error``)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", validate_assignment=True)
 
     at: datetime
     level: Literal["log", "warn", "error"] = "log"
