@@ -32,7 +32,9 @@ class RunResponse(BaseModel):
             ``SESSION_FLOW_INVARIANT``, ``agent-not-registered``, ...); on success, None or an
             informational code such as ``no-session`` (a wake found no session to wake) or
             ``error_degraded`` (a step, or a trigger's code condition, failed: the customer got the
-            failure reply, the session stays usable); a turn that said nothing (``message`` is
+            failure reply, the session stays usable), ``duplicate-input`` (a message resent with
+            an id already answered: ``message`` is the reply its turn recorded and ``completed``
+            is what the first answer said); a turn that said nothing (``message`` is
             ``""``) says why: ``handed-off`` or ``no-reply`` (see :func:`quiet_reason`).
         result: the full ``TurnResult`` of a successful turn (never serialized).
     """
@@ -53,7 +55,12 @@ def success(result: TurnResult, session_id: str, *, session_running: bool = True
     completed = result.status in ("ended", "handoff") or not session_running
     degraded = any(ended.reason == "error_degraded" for ended in result.ended) \
         or any(line.code == "condition-failed" for line in result.outcomes)  # a trigger's condition raised
-    code = "error_degraded" if degraded else None if result.messages else quiet_reason(result)
+    if degraded:
+        code: str | None = "error_degraded"
+    elif any(line.code == "duplicate-input" for line in result.outcomes):
+        code = "duplicate-input"  # a resent message: the reply its turn recorded, completed as it was
+    else:
+        code = None if result.messages else quiet_reason(result)
     return RunResponse(success=True, completed=completed, message=result.text, session=session_id,
                        content_type=result.content_type, code=code, result=result)
 
