@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tether.durable.turns import OpenTurn
 
 __all__ = [
+    "KEEP_COMPLETED",
     "KEEP_INPUTS",
     "SESSION_SCHEMA_VERSION",
     "Claim",
@@ -59,6 +60,11 @@ _STRICT = ConfigDict(extra="forbid", validate_assignment=True)
 
 KEEP_INPUTS = 50
 """How many input ids a session remembers for duplicate detection."""
+
+KEEP_COMPLETED = 8
+"""How many ids of messages whose turn completed a session remembers (``completed_inputs``): a
+client resends the message whose answer it lost, nearly always its last; an older one resent
+answers not completed. Few, so that the document stays small and flat."""
 
 
 class TranscriptMessage(BaseModel):
@@ -252,7 +258,7 @@ class Session(BaseModel):
         memory: the agent steps' memory namespaces, by name.
         clarifying: the flows a clarification asked the customer to choose between (the next
             message picks one).
-        completed_inputs: the ids of the remembered messages (``inputs``) whose turn completed
+        completed_inputs: the ids of the last :data:`KEEP_COMPLETED` messages whose turn completed
             (ended its flow or handed the conversation off): a message resent with one of them
             gets the recorded reply with ``completed`` as the first answer had it.
     """
@@ -342,7 +348,7 @@ def remember_input(session: Session, input_id: str) -> None:
 
 
 def remember_completed(session: Session, input_id: str) -> None:
-    """Record that the turn of message ``input_id`` completed (the newest :data:`KEEP_INPUTS` kept)."""
+    """Record that the turn of message ``input_id`` completed (the newest :data:`KEEP_COMPLETED` kept)."""
     if input_id not in session.completed_inputs:
         session.completed_inputs.append(input_id)
-        del session.completed_inputs[: max(0, len(session.completed_inputs) - KEEP_INPUTS)]
+        del session.completed_inputs[: max(0, len(session.completed_inputs) - KEEP_COMPLETED)]
