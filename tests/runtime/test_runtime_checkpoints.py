@@ -229,3 +229,34 @@ async def test_a_turn_parses_its_document_once_on_load_and_once_on_its_final_sav
     stored = await runtime.store.load(first.session)
     assert stored is not None and stored.revision == 5  # create at 0, two checkpoints a turn, two final saves
     await runtime.close()
+
+
+async def test_the_transactions_of_a_lone_turn_on_sqlite(tmp_path: Path, clock: FakeClock) -> None:
+    # counted on the connection (every COMMIT, and whether it waited for the disk): a turn that does
+    # not move commits the lease's take (with the read) and its final save (with the release); a
+    # turn that moves adds one checkpoint per move (seed 004: saved before the next node runs);
+    # only the final save waits for the disk
+    store = await SQLiteStore.open(tmp_path / "t.db", clock=clock)
+    runtime = Runtime([relay_agent(), silence_agent()], store=store, clock=clock)
+    first = await runtime.run("Relay", Message("a", id="a"))
+    commits: list[bool] = []  # True: flushed
+    flushed = [True]
+
+    def trace(statement: str) -> None:
+        text = statement.strip().upper()
+        if text.startswith("PRAGMA SYNCHRONOUS"):
+            flushed[0] = text.endswith("FULL")
+        elif text.startswith("COMMIT"):
+            commits.append(flushed[0])
+
+    conn = store._connection("test")
+    conn.set_trace_callback(trace)
+    moving = await runtime.run("Relay", Message("b", id="b"), session_id=first.session)
+    assert moving.success
+    assert commits == [False, False, False, True]  # take, two checkpoints (two moves), the final save
+    quiet = await runtime.run("Nudger", Message("hi", id="h1"))  # a new session: one write creates it
+    commits.clear()
+    still = await runtime.run("Nudger", Message("hi again", id="h2"), session_id=quiet.session)
+    assert still.success and still.message == "Got it."
+    assert commits == [False, True]  # no move: the take and the final save
+    await runtime.close()
