@@ -57,12 +57,21 @@ def success(result: TurnResult, session_id: str, *, session_running: bool = True
         or any(line.code == "condition-failed" for line in result.outcomes)  # a trigger's condition raised
     if degraded:
         code: str | None = "error_degraded"
-    elif any(line.code == "duplicate-input" for line in result.outcomes):
-        code = "duplicate-input"  # a resent message: the reply its turn recorded, completed as it was
+    elif (resent := _resent(result)) is not None:  # the reply its turn recorded, completed as it was
+        code = "duplicate-input"
+        completed = completed or (result.session is not None and resent in result.session.completed_inputs)
     else:
         code = None if result.messages else quiet_reason(result)
     return RunResponse(success=True, completed=completed, message=result.text, session=session_id,
                        content_type=result.content_type, code=code, result=result)
+
+
+def _resent(result: TurnResult) -> str | None:
+    """The id of the message ``result`` answers as a duplicate (``duplicate-input``), or None."""
+    for line in result.outcomes:
+        if line.code == "duplicate-input" and line.key is not None:
+            return line.key
+    return None
 
 
 def quiet_reason(result: TurnResult) -> str:

@@ -14,7 +14,8 @@ That turn is continued from its last write, never restarted and never inherited:
 
 A message whose turn *finished* is a ``duplicate-input`` when it comes again (a client retrying
 after losing the response); :func:`recorded_reply` gives it the reply its turn recorded, from the
-session's window of recent messages, and :func:`was_completed` whether that turn completed.
+session's window of recent messages (the host reads whether that turn completed from
+``Session.completed_inputs``).
 
 The continuation skips Ingest, Understand and Decide (they ran and their effects were written),
 restores the turn's bookkeeping (who holds the floor, what was consumed, who answered, the
@@ -39,7 +40,7 @@ from tether.engine.turn.settle import bookkeeping, settle
 from tether.engine.turn.speak import choose_speaker, speak_unless_answered
 from tether.errors import FlowRuntimeError
 
-__all__ = ["continue_turn", "is_retry", "recorded_reply", "was_completed"]
+__all__ = ["continue_turn", "is_retry", "recorded_reply"]
 
 
 def is_retry(turn: OpenTurn, value: TurnInput) -> bool:
@@ -114,7 +115,3 @@ def recorded_reply(session: Session, value: TurnInput) -> list[OutMessage]:
                                     node_id=entry.node_id, after_ms=entry.after_ms))
     return reply
 
-
-def was_completed(session: Session, value: TurnInput) -> bool:
-    """True when ``value`` is a message (with an id) whose turn completed (``Session.completed_inputs``)."""
-    return isinstance(value, Message) and value.id is not None and value.id in session.completed_inputs

@@ -20,7 +20,7 @@ from tether.engine.core.state import ModelSource, TurnState
 from tether.engine.graph.degrade import FAILURES, speaker_failed
 from tether.engine.step.memory import compact_memories
 from tether.engine.turn.compaction import compact
-from tether.engine.turn.continuation import continue_turn, recorded_reply, was_completed
+from tether.engine.turn.continuation import continue_turn, recorded_reply
 from tether.engine.turn.handed_off import quiet_turn
 from tether.engine.turn.ingest import ingest
 from tether.engine.turn.repair import (
@@ -71,9 +71,8 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
         return quiet_turn(ts, session)
     # 2. Ingest
     ignored = ingest(ts)
-    if ignored is not None:  # a repeated message id gets the reply its turn recorded, completed as it was
-        return TurnResult(session=session, changed=False, outcomes=[ignored], messages=recorded_reply(working, input),
-                          status="ended" if was_completed(working, input) else "awaiting_user")
+    if ignored is not None:  # a repeated message id gets the reply its turn recorded
+        return TurnResult(session=session, changed=False, outcomes=[ignored], messages=recorded_reply(working, input))
     await compact(ts, agent.compaction)  # once per turn, before either call sees the history
     silence = options.silence
     if isinstance(input, Message):
