@@ -20,9 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from tether.engine.core.session import Session, TranscriptMessage
 from tether.errors import SessionConflict, SessionFlowMismatch, StoreError
-from tether.stores._postgres_io import insert_records, one_statement_save, save_in_one_statement, wake_from_row
+from tether.stores._postgres_io import (
+    insert_records,
+    one_statement_save,
+    save_in_one_round_trip,
+    save_in_one_statement,
+    wake_from_row,
+)
 from tether.stores._postgres_lease import PostgresLease, hold_postgres_lease
-from tether.stores._postgres_pipeline import save_in_one_round_trip
 from tether.stores._postgres_schema import migrate, quote_schema
 from tether.stores.base import ClockLike, Store, backend_errors, messages_from_rows, utc
 from tether.stores.conversation_keys import postgres_find_key, postgres_put_key
