@@ -160,7 +160,7 @@ def _named_task(ts: TurnState, scores: dict[str, float] | None, *, exclude: str)
         found = message_trigger(flow, catch_all=False)
         if flow.id == exclude or found is None or not found[1].phrases:
             continue
-        if holds(ts, found[1].if_, None) and repeat_allows(ts, flow, found[1].repeat):
+        if holds(ts, found[1].if_, None, flow=flow.id) and repeat_allows(ts, flow, found[1].repeat):
             eligible.append(flow)
     if scores is None:
         scores = keyword_scores(ts.message_text, eligible).flows

@@ -193,7 +193,7 @@ def bookkeeping(ts: TurnState) -> None:
         for trigger in flow.on:
             if not isinstance(trigger, SilenceTrigger):
                 continue
-            if not holds(ts, trigger.if_, None) or not repeat_allows(ts, flow, trigger.repeat):
+            if not holds(ts, trigger.if_, None, flow=flow.id) or not repeat_allows(ts, flow, trigger.repeat):
                 break
             at = session.last_assistant_at + parse_duration(trigger.after)
             if trigger.business_hours and ts.agent.business_hours is not None:
