@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from tether.durable.journal import EffectJournal
-from tether.engine.core.input_checks import check_input
+from tether.engine.core.input_checks import CheckedInput, checked
 from tether.engine.core.inputs import Message, Resume, TurnInput, TurnOptions, Wake
 from tether.engine.core.ports import Clock, Ids
 from tether.engine.core.results import TurnResult
@@ -41,14 +41,17 @@ from tether.flow.agent_def import AgentDefinition
 __all__ = ["run_turn"]
 
 
-async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnInput, *,
+async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnInput | CheckedInput, *,
                    options: TurnOptions | None = None, clock: Clock, ids: Ids, models: ModelSource,
                    session_id: str | None = None,
                    on_delta: Callable[[str], Awaitable[None]] | None = None) -> TurnResult:
     """Run one turn of ``agent`` over ``session`` (None: a fresh session). The session passed in is
     never mutated. ``on_delta`` receives every message's visible text as deltas (the speak call's as
-    it streams, an engine-rendered message when it is said)."""
-    check_input(input)  # bad input is refused before anything runs or is saved
+    it streams, an engine-rendered message when it is said). A raw ``input`` is checked first (bad
+    input is refused, :class:`~tether.errors.InvalidInputError`, before anything runs); a
+    :class:`~tether.engine.core.input_checks.CheckedInput` (what ``check_input`` returned) is not
+    checked again."""
+    input = checked(input).input
     options = options or TurnOptions()
     on_delta = on_delta or options.on_delta
     now = clock.now()
