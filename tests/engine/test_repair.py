@@ -213,6 +213,28 @@ async def test_the_cannot_handle_limit_is_the_authors_and_a_value_starts_the_cou
         assert (await off.say(text)).status == "awaiting_user"
 
 
+async def test_a_step_the_model_phrases_with_no_understand_call_offers_corrections_in_its_speak_call() -> None:
+    order = Flow("order", "Order a pizza", nodes=[
+        collect("choose", fields=["size"], ask="Small, medium or large?", resolvers=[enum_check("size", SIZES)]),
+        collect("name", fields=["name"], prompt="Ask the customer's name for the order."),
+        reply("done", response="A {size} pizza for {name}.", next=end("placed")),
+    ], on=[on_message("pizza")])
+    model = StrictModel()
+    model.means("a large pizza", flows={"order": 90})
+    model.means("the middle size after all", values={"size": "medium"}, reply="Medium it is. Your name?")
+    model.means("Ann", values={"name": "Ann"})
+    chat = Chat(Agent("Pia", flows=[order], fields={"size": Field("enum", enum=SIZES),
+                                                    "name": Field("string", extract="asked")}).with_model(model))
+    await chat.say("a large pizza")
+    fixed = await chat.say("the middle size after all")
+    # nothing else to judge, so no understand call: the step's one speak call offers the size too
+    assert [c.call for c in model.calls[-1:]] == ["speak"] and fixed.llm_calls == 1
+    assert fixed.text == "Medium it is. Your name?" and model.unsaid() == []
+    [event] = [e for e in fixed.events if e.type == "field-corrected"]
+    assert (event.field, event.old, event.new) == ("size", "large", "medium")
+    assert (await chat.say("Ann")).text.endswith("A medium pizza for Ann.")
+
+
 def test_the_cannot_handle_limit_must_be_a_positive_integer() -> None:
     with pytest.raises(FlowDefinitionError, match="cannot_handle_limit must be a positive integer, got 0"):
         Agent("A", repair=Repair(cannot_handle_limit=0))
