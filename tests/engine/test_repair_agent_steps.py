@@ -54,6 +54,7 @@ async def test_keywords_cancel_chat_and_close_at_an_agent_step_with_no_call() ->
     cancelled = await chat.say("forget it")
     assert cancelled.text == "OK, I've cancelled that." and cancelled.llm_calls == 0
     assert [e.reason for e in cancelled.ended] == ["cancelled"] and chat.doc.runs == []
+    assert chat.doc.memory == {}  # the cancelled step's own memory is not the next booking's
     assert (await chat.say("book a room please")).text == "How many guests?"  # a new booking can start
     closed = await chat.say("that's all, bye")
     assert closed.text == "Glad I could help. Goodbye!" and closed.llm_calls == 0

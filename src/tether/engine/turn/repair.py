@@ -179,6 +179,8 @@ def _cancel(ts: TurnState, run: Run, scores: dict[str, float] | None) -> None:
         ts.pending[run.id] = Static(flow.on_cancel)
         return
     for node in flow.nodes:  # what this task collected is not silently reused by the next one
+        if isinstance(node, AgentNode) and node.memory is None:
+            ts.session.memory.pop(node.namespace, None)  # an agent step's own memory (a shared one is kept)
         if isinstance(node, Collect):
             for name in node.fields:
                 field = ts.agent.fields.get(name)
