@@ -18,6 +18,7 @@ from tether.engine.graph.batching import segment_for, take_held
 from tether.engine.graph.choices import constrained_schema, decide_by_choice
 from tether.engine.graph.collect import dispatch_collect, question_first
 from tether.engine.graph.conditions import holds
+from tether.engine.graph.corrections import apply_corrections, correctable, resolver_corrections
 from tether.engine.graph.identity import identity
 from tether.engine.graph.moves import silenced
 from tether.engine.graph.prompt_parts import without_default_titles
@@ -131,6 +132,12 @@ async def _dispatch_decide(ts: TurnState, run: Run, flow: Flow, node: Decide) ->
         picked = await decide_by_choice(ts, run, node)
         if picked is not None:
             return picked
+        if ts.message_available(run) and ts.asking_at.get(run.id) == node.id:
+            # "actually make it medium" at the confirmation: an earlier step's resolvers read it, no call
+            fixes = resolver_corrections(ts, run, flow, node, correctable(ts, run, flow, node))
+            if fixes and (back := apply_corrections(ts, run, flow, node, fixes, source="deterministic")) is not None:
+                ts.consumed_by[run.id] = node.id
+                return Goto(back)
     model = ts.model(node.model, needed_for=f"decide node {node.id!r} of flow {flow.id!r}")
     if ts.message_available(run):
         ts.consumed_by[run.id] = node.id
