@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tether import Agent, Flow, Message, Session, agent, end, go, on_message, reply, tool
+from tether import Agent, Field, Flow, Message, Session, agent, collect, end, enum_check, go, on_message, reply, tool
 from tether.testing import StrictModel
 
 
@@ -76,3 +76,33 @@ async def test_the_understand_intent_cancels_or_chats_at_an_agent_step() -> None
     dropped = await chat.say("scrap that")
     assert dropped.text == "OK, I've cancelled that." and dropped.llm_calls == 1  # the understand call only
     assert chat.doc.runs == [] and model.unsaid() == []
+
+
+@tool
+def set_notes(notes: str) -> Any:
+    """Record the customer's notes for the kitchen."""
+    return go("placed").with_state({"notes": notes})
+
+
+async def test_a_correction_at_an_agent_step_is_read_by_the_earlier_steps_resolvers() -> None:
+    notes = agent("notes", prompt="The pizza is {size}. Ask for notes for the kitchen; call set_notes.",
+                  tools=[set_notes])
+    order = Flow("order", "Order a pizza", nodes=[
+        collect("choose", fields=["size"], ask="Small, medium or large?",
+                resolvers=[enum_check("size", ("small", "medium", "large"))]),
+        notes,
+        reply("placed", response="A {size} pizza.", next=end("placed")),
+    ], on=[on_message("pizza")])
+    model = StrictModel(agent=["Any notes for the kitchen?", "Medium it is. Any notes?"])
+    model.means("a large pizza", flows={"order": 90})
+    bot = Agent("Pia", flows=[order, hours],
+                fields={"size": Field("enum", enum=("small", "medium", "large"))}).with_model(model)
+    chat = Chat(bot)
+    assert (await chat.say("a large pizza")).text == "Any notes for the kitchen?"
+    fixed = await chat.say("actually make it medium")
+    [event] = [e for e in fixed.events if e.type == "field-corrected"]
+    assert (event.field, event.old, event.new) == ("size", "large", "medium")
+    # back at the size step (known now), then the agent step asks again with the new value
+    assert fixed.text == "Medium it is. Any notes?" and chat.doc.data["size"] == "medium"
+    assert "The pizza is medium." in model.calls[-1].request.system
+    assert [c.call for c in model.calls] == ["understand", "agent", "understand", "agent"]
