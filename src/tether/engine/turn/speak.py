@@ -37,7 +37,8 @@ from tether.engine.core.session import Run
 from tether.engine.core.state import SpeakRequest, TurnState
 from tether.engine.core.templates import render
 from tether.engine.graph.collect_fields import ask_text
-from tether.engine.graph.extract import collect_field_schema
+from tether.engine.graph.corrections import correctable
+from tether.engine.graph.extract import collect_field_schema, correction_note
 from tether.engine.graph.identity import identity
 from tether.engine.graph.prompt_parts import catalogue, run_facts, session_facts
 from tether.engine.turn.cannot_handle import cannot_handle_reply
@@ -89,6 +90,21 @@ class SpeakResult:
     fallback: bool = False
     covers: tuple[str, ...] = ()
     """With no model, the batched segment whose fallbacks ``text`` joins (every member has one)."""
+    corrections: tuple[str, ...] = ()
+    """Fields collected before that the envelope offered for correction (a collect step the model
+    phrases, answering a message no understand call read for it)."""
+
+
+def _correctable_here(ts: TurnState, run: Run | None, flow: Flow | None, node: Node | None,
+                      fields: tuple[str, ...]) -> list[str]:
+    """The fields collected before that this speak call offers for correction: at a collect step
+    the model phrases, reading the answer to its question, when no understand call judged that step
+    (the correction pattern, within the call the turn makes anyway)."""
+    if run is None or flow is None or not isinstance(node, Collect) or ts.message is None \
+            or ts.asking_at.get(run.id) != node.id or (run.id, node.id) in ts.judgement.collect \
+            or (run.flow, node.id) in ts.judgement.collect:
+        return []
+    return [name for name in correctable(ts, run, flow, node) if name not in fields]
 
 
 def _instruction_lines(ts: TurnState, run: Run | None, items: tuple[Any, ...]) -> list[str]:
@@ -243,12 +259,14 @@ async def speak(ts: TurnState, request: SpeakRequest) -> SpeakResult:
     tools = _tools_for(ts, flow, node)
     specs = tuple(ToolSpec(t.name, t.description, t.parameters) for t in tools)
     messages = list(ts.history(run))
-    result = SpeakResult()
-    envelope = ResponseFormat("speak", _envelope(ts, node, request.fields))
+    fixable = _correctable_here(ts, run, flow, node, request.fields)
+    result = SpeakResult(corrections=tuple(fixable))
+    envelope = ResponseFormat("speak", _envelope(ts, node, request.fields + tuple(fixable)))
     for round_ in range(ts.agent.max_tool_loops + 1):
         offered = specs if round_ < ts.agent.max_tool_loops else ()
         call = ModelRequest(call="speak", system=speaker_system(ts),
-                            instructions=_prompt(ts, run, flow, node, request.fields, request.batch),
+                            instructions=_prompt(ts, run, flow, node, request.fields, request.batch)
+                            + (f"\n\n{correction_note(ts, fixable).strip()}" if fixable else ""),
                             messages=tuple(messages), tools=offered, response_format=envelope, tier=tier)
         result.calls += 1
         try:
