@@ -17,7 +17,7 @@ from tether.engine.core.state import TurnState
 from tether.flow.choices import NO_CHOICE, Choice, match_choice
 from tether.flow.nodes import Collect, Decide, Node
 
-__all__ = ["Interactive", "announce_choices", "constrained_schema", "decide_by_choice"]
+__all__ = ["Interactive", "announce_choices", "constrained_schema", "decide_by_choice", "unmatched_choice"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,3 +80,21 @@ async def decide_by_choice(ts: TurnState, run: Run, node: Decide) -> Any:
         result = await result
     ts.outcome(run, code="choice-matched", kind="decide", node_id=node.id, detail=picked.id, llm_calls=0)
     return result
+
+
+def unmatched_choice(ts: TurnState, run: Run, node: Decide) -> Any:
+    """A decide node with choices and no model to read a message that names none of them: the
+    customer is asked to pick one (``Repair.pick_choice``) and the node waits; no call, no error.
+    None when a model may decide (or there is no message for the node)."""
+    if ts.has_model(node.model) or not ts.message_available(run) or ts.asking_at.get(run.id) != node.id:
+        return None
+    labels = [c.label for c in node.choices if isinstance(c, Choice)]
+    if not labels:
+        return None
+    ts.consumed_by[run.id] = node.id
+    options = labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " or " + labels[-1]
+    ts.say(ts.agent.repair.pick_choice.replace("{choices}", options), kind="verbatim",
+           key=f"{ts.key(run, node.id)}:pick:{ts.user_seq}", run=run, node_id=node.id)
+    ts.outcome(run, code="choice-unmatched", status="waiting", kind="decide", node_id=node.id, llm_calls=0)
+    run.status = "asking"
+    return ASKING
