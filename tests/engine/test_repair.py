@@ -42,7 +42,7 @@ def order_flow(**options: Any) -> Flow:
         action("price", price, targets=["confirm"]),
         collect("confirm", fields=["confirm"], ask="A {size} pizza for {price} EUR. Shall I? (yes/no)",
                 resolvers=[enum_check("confirm", ["yes", "no"])], max_turns=2),
-        router("confirmed", when={"equals": {"confirm": "yes"}}, then="placed", else_="kept"),
+        router("confirmed", when="data.confirm == 'yes'", then="placed", else_="kept"),
         reply("placed", response="Your {size} pizza is in the oven.", next=end("placed")),
         reply("kept", response="OK, nothing ordered.", next=end("kept")),
         # reached only by a cancel: a flow's own cancel step (on_cancel)

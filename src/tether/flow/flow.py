@@ -31,6 +31,7 @@ from tether.flow.nodes import (
     Verify,
     Wait,
 )
+from tether.flow.old_forms import warn_old_forms
 from tether.flow.options import callable_name, is_model_class
 from tether.flow.resolvers import Resolver
 from tether.flow.steps import step_problems
@@ -175,6 +176,7 @@ class Flow:
         if issues:
             raise FlowDefinitionError(issues, title=f"Flow {id!r} failed validation with {len(issues)} issue(s)")
         self.digest = self._digest()
+        warn_old_forms(self)
 
     # ------------------------------------------------------------------ queries
 
