@@ -149,7 +149,7 @@ flow:
 
 
 def test_a_declarative_python_flow_converts_and_rebuilds() -> None:
-    greet = reply("greet", response="Hi {name}, from {context.tenant}.", next=goto("ask"))
+    greet = reply("greet", response="Hi ${name}, from ${context.tenant}.", next=goto("ask"))
     ask = collect("ask", fields=["name"], ask="Name?", on_complete=goto("route"))
     route = router("route", when={"equals": {"name": "Ann"}}, then="bye", else_="pause")  # the older form
     bye = reply("bye", response="Bye.", next=handoff("desk"))

@@ -40,10 +40,10 @@ def order_flow(**options: Any) -> Flow:
         collect("choose", fields=["size"], ask="Small, medium or large?", resolvers=[enum_check("size", SIZES)],
                 max_turns=2),
         action("price", price, targets=["confirm"]),
-        collect("confirm", fields=["confirm"], ask="A {size} pizza for {price} EUR. Shall I? (yes/no)",
+        collect("confirm", fields=["confirm"], ask="A ${size} pizza for ${price} EUR. Shall I? (yes/no)",
                 resolvers=[enum_check("confirm", ["yes", "no"])], max_turns=2),
         router("confirmed", when="data.confirm == 'yes'", then="placed", else_="kept"),
-        reply("placed", response="Your {size} pizza is in the oven.", next=end("placed")),
+        reply("placed", response="Your ${size} pizza is in the oven.", next=end("placed")),
         reply("kept", response="OK, nothing ordered.", next=end("kept")),
         # reached only by a cancel: a flow's own cancel step (on_cancel)
         *([reply("dropped", response="Order dropped, see you soon.", next=end("dropped"))]
@@ -180,7 +180,7 @@ async def test_closing_after_a_task_completes_the_session_and_starts_nothing() -
 async def test_with_a_model_the_understand_intent_cancels() -> None:
     refunds = Flow("refunds", "Get a refund", nodes=[
         collect("why", fields=["reason"], ask="Why?"),
-        reply("ok", response="Refund opened: {reason}.", next=end()),
+        reply("ok", response="Refund opened: ${reason}.", next=end()),
     ], on=[on_message("refund")])
     agent = Agent("Desk", flows=[order_flow(), refunds], fields={**FIELDS, "reason": Field("string", extract="asked")})
     model = ScriptedModel(understand=[understood(flows={"order": 90}), understood(intent="cancel")])
@@ -251,7 +251,7 @@ async def test_a_step_the_model_phrases_is_offered_the_fields_collected_before_i
     signup = Flow("signup", "Sign up", nodes=[
         collect("ask_email", fields=["email"], prompt="Ask for the email."),
         collect("ask_name", fields=["name"], prompt="Ask for their name."),
-        reply("bye", response="Signed up {name} <{email}>!", next=end("done")),
+        reply("bye", response="Signed up ${name} <${email}>!", next=end("done")),
     ], on=[on_message("sign up")])
     faq = Flow("faq", "FAQ", nodes=[reply("answer", response="We ship worldwide.", next=end())],
                on=[on_message("shipping question")])
@@ -289,7 +289,7 @@ async def test_an_extract_call_reports_small_talk_and_it_never_counts_toward_max
 async def test_small_talk_a_phrased_step_answers_does_not_use_up_its_asks() -> None:
     signup = Flow("signup", "Sign up", nodes=[
         collect("ask_email", fields=["email"], prompt="Ask for the email.", max_asks=2),
-        reply("bye", response="Signed up <{email}>!", next=end("done")),
+        reply("bye", response="Signed up <${email}>!", next=end("done")),
     ], on=[on_message("sign up")])
     faq = Flow("faq", "FAQ", nodes=[reply("answer", response="We ship worldwide.", next=end())],
                on=[on_message("shipping question")])

@@ -1,11 +1,14 @@
 """The older forms a Python flow may still be written in, and the one form that replaces each.
 
-A condition written as a JSON dict (``{"equals": {"size": "large"}}``, ``{"known": ["email"]}``,
-``{"silenced": True}``) is the older form of a CEL condition (``"data.size == 'large'"``). Each is
-found when the flow is built: :class:`~tether.flow.flow.Flow` emits a :class:`DeprecationWarning`
-naming the flow, the node and the CEL condition that says the same, and ``tether check`` lists
-the same findings (:func:`old_forms`). A dict naming an agent's registered condition is not an
-older form: it has no CEL equivalent.
+A placeholder written ``{name}`` in a node's text is the older form of ``${name}``
+(:mod:`tether.templating`). A condition written as a JSON dict (``{"equals": {"size": "large"}}``,
+``{"known": ["email"]}``, ``{"silenced": True}``) is the older form of a CEL condition
+(``"data.size == 'large'"``). Each is found when the flow is built: :class:`~tether.flow.flow.Flow`
+emits a :class:`DeprecationWarning` naming the flow, the node and the form that says the same, and
+``tether check`` lists the same findings (:func:`old_forms`). A dict naming an agent's registered
+condition is not an older form: it has no CEL equivalent. A text with placeholders of both forms
+is refused (:func:`mixed_templates`): ``"${amount}"`` was a dollar sign before the value in the
+older syntax.
 """
 
 from __future__ import annotations
@@ -13,16 +16,29 @@ from __future__ import annotations
 import json
 import sys
 import warnings
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Protocol
 
 from tether.errors import DefinitionIssue
-from tether.flow.nodes import Router
+from tether.flow.nodes import Node, Router
+from tether.flow.steps import AgentNode
+from tether.flow.texts import templates_of
+from tether.templating import rewrite, slots
 
-if TYPE_CHECKING:
-    from tether.flow.flow import Flow
 
-__all__ = ["OLD_CONDITION_KEYS", "cel_for", "conditions_of", "old_forms", "warn_old_forms"]
+class Flow(Protocol):
+    """What is read of a :class:`~tether.flow.flow.Flow` here."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def while_(self) -> Any: ...
+    @property
+    def on(self) -> Sequence[Any]: ...
+    @property
+    def nodes(self) -> Sequence[Node]: ...
+
+__all__ = ["OLD_CONDITION_KEYS", "cel_for", "conditions_of", "mixed_templates", "old_forms", "warn_old_forms"]
 
 OLD_CONDITION_KEYS = frozenset({"equals", "known", "silenced"})
 """The keys of a JSON condition that CEL says directly."""
@@ -56,9 +72,41 @@ def cel_for(condition: Mapping[str, Any]) -> str | None:
     return " && ".join(parts)
 
 
+def _texts(node: Node) -> Iterator[tuple[str, str]]:
+    """The template texts of ``node``, an agent step's prompt among them."""
+    yield from templates_of(node)
+    if isinstance(node, AgentNode) and isinstance(node.prompt, str):
+        yield "prompt", node.prompt
+
+
+def mixed_templates(nodes: Sequence[Node]) -> list[tuple[str, str, str]]:
+    """``(node id, option path, message)`` for every text that has placeholders of both forms."""
+    found = []
+    for index, node in enumerate(nodes):
+        for option, text in _texts(node):
+            written = slots(text, old=True)
+            older = [slot.written for slot in written if slot.old]
+            if older and any(not slot.old for slot in written):
+                found.append((node.id, f"nodes.{index}.{option}", (
+                    f"{option} has placeholders of both forms ({', '.join(older)} and "
+                    f"{', '.join(slot.written for slot in written if not slot.old)}): in the older syntax "
+                    '"${amount}" was a dollar sign before the value, in the one syntax it is the value; write '
+                    f'{", ".join(slot.source for slot in written if slot.old)} for the older placeholders, and '
+                    '"$${amount}" where a dollar sign goes before a value')))
+    return found
+
+
 def old_forms(flow: Flow) -> list[DefinitionIssue]:
     """A warning for every older form in ``flow``, with the form that replaces it."""
     found = []
+    for index, step in enumerate(flow.nodes):
+        for option, text in _texts(step):
+            older = [slot.written for slot in slots(text, old=True) if slot.old]
+            if older:
+                found.append(DefinitionIssue(
+                    "old-form", f"{option}: {', '.join(older)} is the older form of a placeholder", flow=flow.id,
+                    node=step.id, path=f"nodes.{index}.{option}", severity="warning",
+                    hint=f"write {rewrite(text, lambda slot: slot.source, old=True)!r}"))
     for condition, node, path in conditions_of(flow):
         cel = cel_for(condition) if isinstance(condition, Mapping) else None
         if cel is not None:
