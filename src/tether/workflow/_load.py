@@ -90,8 +90,19 @@ def load_workflow(source: Mapping[str, Any] | Workflow | str, fmt: Literal["json
 
 
 def workflow_json_schema() -> dict[str, Any]:
-    """The JSON Schema of the v2 contract, generated from the models (wire names)."""
-    schema = Workflow.model_json_schema(by_alias=True, mode="validation")
+    """The JSON Schema of the v2 contract, generated from the models: the snake_case keys a file
+    is written in (seed 001's camelCase files are read too, but this schema describes one form)."""
+    schema = Workflow.model_json_schema(by_alias=False, mode="validation")
+    _rename_field(schema, "$schema")
+    _rename_field(schema.get("$defs", {}).get("GateRun", {}), "schema")
     schema["$id"] = SCHEMA_ID
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     return schema
+
+
+def _rename_field(model: dict[str, Any], key: str) -> None:
+    """The ``schema_`` field of a model's JSON Schema, under the key a file writes it with."""
+    properties = model.get("properties", {})
+    if "schema_" in properties:
+        properties[key] = properties.pop("schema_")
+        model["required"] = [key if name == "schema_" else name for name in model.get("required", [])]
