@@ -13,7 +13,7 @@ out of the node commits). What each kind does when the engine dispatches it:
 - ``action``: your ``run(state, ctx)``; no model call. Returns a transition, an action result
   (``ok``/``skipped``/``failed``/``defer``) or ``None`` (take ``then``).
 - ``decide``: one structured model call against ``schema``; ``decide(data, state)`` branches.
-- ``router``: a code predicate or JSON condition picks ``then`` or ``else_``; no model call.
+- ``router``: a CEL condition or a code predicate picks ``then`` or ``else_``; no model call.
 - ``wait``: parks the run on a timer or until an event.
 """
 
@@ -73,7 +73,7 @@ class Verify:
 @dataclass(frozen=True)
 class Branch:
     """A branch of a talk node, judged while the node is asking: ``when`` (text the understand
-    call judges true/false) or ``if_`` (a code predicate or JSON condition). The first true
+    call judges true/false) or ``if_`` (a CEL condition or a code predicate). The first true
     branch takes ``then``."""
 
     then: Any

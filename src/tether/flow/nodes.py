@@ -260,8 +260,9 @@ def decide(
 
 
 def router(id: str, *, when: Any, then: Target = NEXT, else_: Target = None, label: str | None = None) -> Router:
-    """A router node: ``then`` when ``when`` holds (a predicate over the run, or a JSON condition),
-    else ``else_`` (default ``end``). No model call."""
+    """A router node: ``then`` when ``when`` holds (a CEL condition such as
+    ``"data.size == 'large'"``, or a predicate over the run), else ``else_`` (default ``end``). No
+    model call."""
     return Router(id=id, when=when, then=then, else_=else_ if else_ is not None else End("end"), label=label)
 
 
