@@ -28,7 +28,9 @@ from tether.workflow._graph import WorkflowGraph, compile_workflow
 from tether.workflow._normalize import normalize_v1
 
 __all__ = [
+    "CAMEL_KEYS",
     "SCHEMA_ID",
+    "camel_keys",
     "load_workflow",
     "parse_workflow",
     "parse_workflow_text",
@@ -87,6 +89,30 @@ def load_workflow(source: Mapping[str, Any] | Workflow | str, fmt: Literal["json
     if isinstance(source, str):
         return parse_workflow_text(source, fmt)
     return parse_workflow(source)
+
+
+CAMEL_KEYS = {"schemaVersion": "schema_version", "successExit": "success_exit", "onFail": "on_fail",
+              "maxSize": "max_size", "passContext": "pass_context", "timeoutSec": "timeout_sec",
+              "parallelGroup": "parallel_group", "researchDepth": "research_depth", "autoReview": "auto_review",
+              "cliMode": "cli_mode"}
+"""Seed 001's camelCase keys of a workflow file, and the snake_case key each is written as."""
+
+
+def camel_keys(data: Any, path: str = "") -> list[tuple[str, str, str]]:
+    """``(path, key, snake_case key)`` for every camelCase key of seed 001 in ``data`` (a workflow
+    file's contents): the older form of the file's keys, read as they are (``tether check`` lists
+    them)."""
+    found: list[tuple[str, str, str]] = []
+    if isinstance(data, Mapping):
+        for key, value in data.items():
+            where = f"{path}.{key}" if path else str(key)
+            if key in CAMEL_KEYS:
+                found.append((where, key, CAMEL_KEYS[key]))
+            found += camel_keys(value, where)
+    elif isinstance(data, list):
+        for index, item in enumerate(data):
+            found += camel_keys(item, f"{path}.{index}" if path else str(index))
+    return found
 
 
 def workflow_json_schema() -> dict[str, Any]:
