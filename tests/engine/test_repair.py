@@ -218,7 +218,7 @@ async def test_a_step_the_model_phrases_with_no_understand_call_offers_correctio
     order = Flow("order", "Order a pizza", nodes=[
         collect("choose", fields=["size"], ask="Small, medium or large?", resolvers=[enum_check("size", SIZES)]),
         collect("name", fields=["name"], prompt="Ask the customer's name for the order."),
-        reply("done", response="A {size} pizza for {name}.", next=end("placed")),
+        reply("done", response="A ${size} pizza for ${name}.", next=end("placed")),
     ], on=[on_message("pizza")])
     model = StrictModel()
     model.means("a large pizza", flows={"order": 90})
@@ -243,7 +243,7 @@ async def test_a_decide_step_waiting_for_a_choice_reads_a_correction_with_the_ea
         collect("choose", fields=["size"], ask="Small, medium or large?", resolvers=[enum_check("size", SIZES)]),
         decide("confirm", choices=["yes", "no"], prompt="Shall I place the order?", targets=["placed", "kept"],
                decide=lambda data, state: goto("placed") if data.choice == "yes" else goto("kept")),
-        reply("placed", response="Your {size} pizza is in the oven.", next=end("placed")),
+        reply("placed", response="Your ${size} pizza is in the oven.", next=end("placed")),
         reply("kept", response="OK, nothing ordered.", next=end("kept")),
     ], on=[on_message("pizza")])
     bot = Agent("Pia", flows=[order], fields={"size": Field("enum", enum=SIZES)})
