@@ -16,6 +16,7 @@ from tether.engine.core.session import Run
 from tether.engine.core.state import TurnState
 from tether.flow.choices import NO_CHOICE, Choice, match_choice
 from tether.flow.nodes import Collect, Decide, Node
+from tether.templating import fill_names
 
 __all__ = ["Interactive", "announce_choices", "constrained_schema", "decide_by_choice", "unmatched_choice"]
 
@@ -93,7 +94,7 @@ def unmatched_choice(ts: TurnState, run: Run, node: Decide) -> Any:
         return None
     ts.consumed_by[run.id] = node.id
     options = labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " or " + labels[-1]
-    ts.say(ts.agent.repair.pick_choice.replace("{choices}", options), kind="verbatim",
+    ts.say(fill_names(ts.agent.repair.pick_choice, {"choices": options}), kind="verbatim",
            key=f"{ts.key(run, node.id)}:pick:{ts.user_seq}", run=run, node_id=node.id)
     ts.outcome(run, code="choice-unmatched", status="waiting", kind="decide", node_id=node.id, llm_calls=0)
     run.status = "asking"

@@ -52,6 +52,7 @@ from tether.flow.nodes import Collect, Node
 from tether.flow.repair import content_words, task_name
 from tether.flow.steps import AgentNode
 from tether.flow.transitions import Escalate
+from tether.templating import fill_names
 
 __all__ = ["clarified_choice", "continue_interrupted", "handle_repair", "keyword_repair", "late_repair",
            "reask_after_detour"]
@@ -172,7 +173,7 @@ async def late_repair(ts: TurnState) -> None:
 
 
 def _say(ts: TurnState, pattern: str, text: str, *, flow: Flow | None = None) -> None:
-    text = text.replace("{task}", task_name(flow)) if flow is not None else text
+    text = fill_names(text, {"task": task_name(flow)}) if flow is not None else text
     ts.say(text, kind="verbatim", key=f"repair:{pattern}:{message_key(ts)}")
 
 
