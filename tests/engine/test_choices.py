@@ -80,6 +80,21 @@ async def test_with_no_model_a_message_that_names_no_choice_asks_for_a_pick_and_
     assert picked.text == "A large one!"
 
 
+async def test_a_decide_prompt_fills_its_placeholders() -> None:
+    agent = pizza_agent(prompt="Which size for ${input.table}?")
+    first = await agent.turn(None, Start("pizza", key="k", input={"table": "table 4"}))
+    assert first.text == "Which size for table 4?"
+    (event,) = interactive(first)
+    assert event.prompt == "Which size for table 4?"
+
+
+async def test_a_collect_question_fills_its_placeholders() -> None:
+    ask_name = collect("ask_name", fields=["name"], question="Hello! Your name, please? (${input.shop})")
+    first = await pizza_agent(ScriptedModel(), first=ask_name).turn(None, Start("pizza", key="k",
+                                                                               input={"shop": "Via Roma"}))
+    assert first.text == "Hello! Your name, please? (Via Roma)"
+
+
 async def test_any_other_message_asks_the_model_constrained_to_the_choice_ids() -> None:
     model = ScriptedModel(decide=[{"choice": "xl"}])
     agent = pizza_agent(model)
