@@ -26,6 +26,7 @@ def build(*nodes: Any, **agent_options: Any) -> Agent:
     (reply("r", instructions="Confirm ${oder_id}.", next=end()), "instructions"),
     (reply("r", instructions="Confirm.", fallback="Placed ${oder_id}.", next=end()), "fallback"),
     (collect("c", schema=Order, ask="Which size, ${oder_id}?"), "ask"),
+    (collect("c", schema=Order, question="Which size, ${oder_id}?"), "question"),
     (collect("c", schema=Order, ask={"size": "Size for ${oder_id}?"}), "ask.size"),
     (collect("c", schema=Order, instructions="Extract for ${oder_id}."), "instructions"),
 ])

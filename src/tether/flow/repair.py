@@ -9,8 +9,9 @@ pattern off by leaving it out of ``patterns``. A flow overrides the cancel patte
 ``Flow(..., on_cancel="node_id")`` or refuses it with ``cancellable=False``.
 
 Texts may use ``${task}`` (the flow's name, else its description, of the task concerned),
-``${options}`` (the choices a clarification offers) and ``${abilities}`` (what the agent's flows
-do), in the one template syntax (:mod:`tether.templating`; the older ``{task}`` works too).
+``${options}`` (the choices a clarification offers), ``${abilities}`` (what the agent's flows
+do) and ``${choices}`` (a decide step's choices), in the one template syntax
+(:mod:`tether.templating`; the older ``{task}`` works too).
 """
 
 from __future__ import annotations
@@ -132,6 +133,8 @@ class Repair:
             or with no task under way and no model) before a person takes over, saying
             ``handoff``; small talk, questions and other repairs never count.
         handoff: said when a step cannot go on and a person takes over.
+        pick_choice: said when, with no model, a message names none of a decide step's choices
+            (``${choices}``: their labels, "Yes or No"); the step waits for a pick.
     """
 
     patterns: tuple[str, ...] = PATTERNS
@@ -163,6 +166,7 @@ class Repair:
     cannot_handle: str = "Sorry, I didn't understand that. I can ${abilities}."
     cannot_handle_limit: int = 3
     handoff: str = "I'm passing you to a person, who will take it from here."
+    pick_choice: str = "Sorry, I didn't catch that. Please answer ${choices}."
 
     def on(self, pattern: str) -> bool:
         """Whether ``pattern`` is switched on."""

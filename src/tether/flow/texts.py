@@ -1,4 +1,5 @@
-"""The texts of a node that are templates (``response``, ``fallback``, ``ask``, ``instructions``)."""
+"""The texts of a node that are templates (``response``, ``fallback``, ``ask``, ``question``,
+``prompt``, ``instructions``)."""
 
 from __future__ import annotations
 
@@ -17,11 +18,16 @@ def templates_of(node: Node) -> Iterator[tuple[str, str]]:
             if isinstance(value, str):
                 yield option, value
     elif isinstance(node, Collect):
+        if isinstance(node.question, str):
+            yield "question", node.question
         if isinstance(node.ask, str):
             yield "ask", node.ask
         elif isinstance(node.ask, Mapping):
             yield from ((f"ask.{name}", text) for name, text in node.ask.items() if isinstance(text, str))
         if isinstance(node.instructions, str):
             yield "instructions", node.instructions
-    elif isinstance(node, Decide) and isinstance(node.instructions, str):
-        yield "instructions", node.instructions
+    elif isinstance(node, Decide):
+        if isinstance(node.prompt, str):
+            yield "prompt", node.prompt
+        if isinstance(node.instructions, str):
+            yield "instructions", node.instructions

@@ -36,7 +36,7 @@ from __future__ import annotations
 from tether.engine.core.pauses import Static
 from tether.engine.core.session import Run
 from tether.engine.core.state import SpeakRequest, TurnState
-from tether.engine.graph.collect_fields import ask_text, missing, pending
+from tether.engine.graph.collect_fields import ask_text, missing, pending, question_text
 from tether.engine.graph.conditions import holds
 from tether.engine.graph.interrupted import restore_values
 from tether.engine.graph.moves import finish
@@ -275,7 +275,8 @@ def reask_after_detour(ts: TurnState, *, spoken: bool) -> Run | None:
     if not spoken and not ts.spoke and node.phrased_by_model and asks and ts.has_model(node.model):
         ts.speaker = SpeakRequest(run.id, node.id, tuple(asks))
         return run
-    question = node.question if node.phrased_by_model and node.question else ask_text(ts, run, node, still)
+    question = question_text(ts, run, node) if node.phrased_by_model and node.question else \
+        ask_text(ts, run, node, still)
     ts.say(question, kind="verbatim", key=f"repair:continue-ask:{message_key(ts)}", run=run, node_id=node.id)
     return run
 
