@@ -220,7 +220,7 @@ edges:
 """)
     stored = tether("workflow", "run", file, "--input", "who=ana", "--db", db, "--detach", "--workspace",
                     tmp_path / "ws")
-    assert stored.code == 0 and "stored (running)" in stored.out and f"tether worker --db {db}" in stored.out
+    assert stored.code == 0 and "queued (running)" in stored.out and f"tether worker --db {db}" in stored.out
     assert not log.exists()  # nothing ran: the run waits for a worker
     driven = tether("worker", "--db", db, "--once")
     assert driven.code == 0 and "1 run(s) driven" in driven.out, driven.err
