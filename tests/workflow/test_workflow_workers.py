@@ -15,7 +15,9 @@ from typing import Any
 from store_backends import Backend
 from workflow_helpers import definition, fn
 
+from tether.models.types import ModelResponse, ToolCall
 from tether.stores import Store
+from tether.testing import ScriptedModel
 from tether.workflow_host import SnapshotStore, WorkflowRun, drive_stored_runs, queue_run
 
 NODES = 10
@@ -109,6 +111,14 @@ async def test_agent_work_waits_for_a_worker_with_a_model(backend: Backend, tmp_
     assert queued.agent
     assert await drive_stored_runs(store, once=True) == 0  # no model: not taken
     assert [q.leased_until for q in await store.queued_runs()] == [None]
+
+    def call(name: str, **arguments: Any) -> ModelResponse:
+        return ModelResponse(tool_calls=(ToolCall(id=f"c-{name}", name=name, arguments=arguments),),
+                             finish_reason="tool_calls")
+    model = ScriptedModel(agent=[call("start_node", node_id="write"),
+                                 call("complete_node", node_id="write", summary="written"), "done"])
+    assert await drive_stored_runs(store, model=model, once=True) == 1
+    assert await statuses(store, ["a"]) == {"a": "complete"} and await store.queued_runs() == []
 
 
 async def test_a_run_saved_unqueued_is_queued_by_its_next_change(backend: Backend, tmp_path: Path) -> None:
