@@ -134,3 +134,20 @@ async def test_a_run_saved_unqueued_is_queued_by_its_next_change(backend: Backen
     await run.set_autonomous_mode(True)
     assert await drive_stored_runs(store, once=True) == 1
     assert await statuses(store, ["old"]) == {"old": "complete"}
+
+
+async def test_a_run_whose_only_work_is_a_subprompt_waits_for_a_worker_with_a_model(
+    backend: Backend, tmp_path: Path
+) -> None:
+    file = tmp_path / "note.json"
+    file.write_text(json.dumps(definition([fn("first"), {"id": "note", "label": "Note", "description": "a note",
+                                                         "run": {"kind": "subprompt", "instruction": "write"}}],
+                                          [("first", "note")])))
+    store = await backend.make()
+    await queue_run(store, file, run_id="s", workspace=tmp_path)
+    assert [q.agent for q in await store.queued_runs()] == [False]  # `first` needs no model
+    assert await drive_stored_runs(store, once=True) == 1
+    assert [(q.agent, q.leased_until) for q in await store.queued_runs()] == [(True, None)]  # `note` needs one
+    assert await drive_stored_runs(store, once=True) == 0
+    assert await drive_stored_runs(store, model=ScriptedModel(subprompt=["a note"]), once=True) == 1
+    assert await statuses(store, ["s"]) == {"s": "complete"} and await store.queued_runs() == []

@@ -89,6 +89,8 @@ class WorkflowRun:
         model: serves subprompt nodes and agent turns: a :class:`~tether.models.Model` or a
             ``provider:model`` string (the ``default`` tier only), or :class:`ModelTiers`.
         max_tool_rounds: how many rounds of tool calls one agent turn may make (default 8).
+        leave_model_work: leave subprompt nodes available instead of failing them when no model
+            is configured (a worker without a model leaves them to a worker with one).
     """
 
     def __init__(
@@ -106,6 +108,7 @@ class WorkflowRun:
         budget: float = DEFAULT_SETTLE_BUDGET,
         model: Model | ModelTiers | str | None = None,
         max_tool_rounds: int = DEFAULT_TOOL_ROUNDS,
+        leave_model_work: bool = False,
         _ancestry: tuple[str, ...] = (),
         _parent: WorkflowRun | None = None,
         _snapshot: WorkflowSnapshot | None = None,
@@ -119,6 +122,7 @@ class WorkflowRun:
         self.budget = budget
         self.models = model if isinstance(model, ModelTiers) else ModelTiers(default=model)
         self.max_tool_rounds = max_tool_rounds
+        self.leave_model_work = leave_model_work and self.models.default is None
         self._models: dict[str, Model | None] = {}
         self.journal: list[dict[str, Any]] = []  # tool calls waiting for the next save (JournalEntry fields)
         self.ancestry = (*_ancestry, self.graph.id)
@@ -406,7 +410,8 @@ class WorkflowRun:
             if isinstance(graph.nodes[node_id].run, SubflowRun) and await self.subflows.start(node_id):
                 return True
         for node_id in available:
-            if not isinstance(graph.nodes[node_id].run, FunctionRun | SubpromptRun):
+            if not isinstance(graph.nodes[node_id].run, FunctionRun | SubpromptRun) or (
+                    self.leave_model_work and isinstance(graph.nodes[node_id].run, SubpromptRun)):
                 continue
             group = graph.nodes[node_id].control.parallel_group
             if group is None:
@@ -414,6 +419,7 @@ class WorkflowRun:
                     return True
                 continue
             members = [n for n in available if isinstance(graph.nodes[n].run, FunctionRun | SubpromptRun)
+                       and not (self.leave_model_work and isinstance(graph.nodes[n].run, SubpromptRun))
                        and graph.nodes[n].control.parallel_group == group]
             if any(await asyncio.gather(*(self._run_work(n) for n in members))):
                 return True

@@ -150,7 +150,8 @@ async def _drive(store: Store, run_id: str, model: WorkerModel) -> tuple[int, Wo
         graph = load_workflow_file(path)
         run = await WorkflowRun.load(SnapshotStore(store, queue=False), run_id, graph,
                                      workspace=Path(str(launch.get("workspace") or ".")),
-                                     resolve=workflow_directory_resolver(path.parent), model=model)
+                                     resolve=workflow_directory_resolver(path.parent), model=model,
+                                     leave_model_work=model is None)
     except (OSError, TetherError) as exc:
         log.warning("workflow run %r cannot be resumed from %s (left out of the queue until it changes): %s",
                     run_id, file, exc)
