@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import signal
 import uuid
 from pathlib import Path
 from typing import Any, Literal
@@ -399,15 +400,22 @@ def mermaid(graph: WorkflowGraph) -> str:
 def run_worker(db: str, *, once: bool, poll: float, model: str | None = None, script: Path | None = None,
                lease: float = DEFAULT_RUN_LEASE) -> None:
     """``tether worker``: drive the queued runs (see :func:`drive_stored_runs`), with the model of
-    ``--model``/``TETHER_MODEL`` (or a script) for subprompt and agent nodes."""
+    ``--model``/``TETHER_MODEL`` (or a script) for subprompt and agent nodes. A ``SIGTERM`` or
+    ``SIGINT`` stops it once the run it drives waits or ends (``SIGKILL`` leaves that run's node in
+    doubt for the next worker)."""
     from tether.workflow_host import drive_stored_runs
 
     chosen = _model(model, script)
 
     async def work() -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):  # finish the run being driven, then stop
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(signum, stop.set)
         store = open_db(db)
         try:
-            return await drive_stored_runs(store, model=chosen, once=once, poll=poll, lease=lease)
+            return await drive_stored_runs(store, model=chosen, once=once, poll=poll, lease=lease, stop=stop)
         finally:
             await store.close()
 
