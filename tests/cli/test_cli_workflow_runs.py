@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import shlex
 import signal
 import sys
-import shlex
 from datetime import UTC, datetime
 from pathlib import Path
 
