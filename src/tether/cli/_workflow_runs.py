@@ -83,13 +83,13 @@ def waits_on(snapshot: WorkflowSnapshot) -> str:
         return f"agent work at {', '.join(_movable(snapshot))} (needs --model or TETHER_MODEL)"
     if snapshot.status == "running":
         running = _at(snapshot, "running")
-        rejected = [f"rejected at {node_id}: {_short(approval.feedback or 'no feedback')}" for node_id in running
-                    if (approval := snapshot.nodes[node_id].approval) is not None and approval.decision == "rejected"]
-        if rejected:  # back with the agent, to revise (its feedback may still wait for the agent's next turn)
-            return f"{'; '.join(rejected)} (agent work: needs --model or TETHER_MODEL)"
         answered = {stimulus.get("node") for stimulus in snapshot.stimuli}  # the agent's next turn starts with them
         if running and all(node_id in answered for node_id in running):
             return f"agent work at {', '.join(running)} (needs --model or TETHER_MODEL)"
+        rejected = [f"rejected at {node_id}: {_short(approval.feedback or 'no feedback')}" for node_id in running
+                    if (approval := snapshot.nodes[node_id].approval) is not None and approval.decision == "rejected"]
+        if rejected:  # back with the agent, to revise
+            return f"{'; '.join(rejected)} (agent work: needs --model or TETHER_MODEL)"
         return f"running at {', '.join(running or _movable(snapshot))} (resume to continue)"
     failed = [f"failed at {node_id}: {_short(snapshot.nodes[node_id].error or 'no error recorded')}"
               for node_id in _at(snapshot, "failed")]
