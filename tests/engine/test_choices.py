@@ -108,7 +108,7 @@ async def test_a_collect_with_choices_announces_them_and_a_tapped_label_fills_it
 
     pick = collect("pick", schema=Size, ask="Which size?", choices=["Small", ("L", "Large")],
                    on_complete=lambda data, state: goto("done", data=data))
-    done = reply("done", response="Size {size}.", next=end())
+    done = reply("done", response="Size ${size}.", next=end())
     agent = Agent("Bot", flows=[Flow("f", nodes=[pick, done])], idle="silent").with_clock(
         FakeClock(), SequentialIds("s")).with_model(ScriptedModel())
     first = await agent.turn(None, Start("f", key="k"))
