@@ -4,8 +4,8 @@ Every ``/v1`` route resolves the caller's tenant first (401 without a valid key 
 configured), and every error is JSON with a stable code: an ``ApiError`` keeps its status, an
 unknown route is 404 ``not-found``, a wrong method 405 ``method-not-allowed``, and anything else is
 logged and answered 500 ``internal-error`` (a 500 is a bug). The app's lifespan loads the stored
-flows, runs the wake scheduler and the stored flow refresh (other workers' publishes) and, when the
-app built the runtime, closes it.
+flows, runs the wake scheduler, the stored flow refresh (other workers' publishes) and a worker of
+the store's workflow run queue and, when the app built the runtime, closes it.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from tether.agent import Agent
 from tether.dialect.registry import Registry
 from tether.errors import FlowDefinitionError, StoreError
 from tether.flow.mermaid import flow_to_mermaid
+from tether.models.tiers import ModelTiers
+from tether.models.types import Model
 from tether.runtime.costs import Budgets, PriceTable
 from tether.runtime.runtime import Runtime
 from tether.runtime.scheduler import WakeScheduler
@@ -46,6 +48,7 @@ from tether.server.sessions import SessionRoutes, status_of_code
 from tether.server.stream import KEEPALIVE, POLL
 from tether.server.takeover import TakeoverRoutes
 from tether.stores import Store
+from tether.workflow_host import RunQueueTask
 
 __all__ = ["create_app"]
 
@@ -115,6 +118,8 @@ def create_app(
     flow_refresh: float = 5.0,
     stream_poll: float = POLL,
     stream_keepalive: float = KEEPALIVE,
+    workflow_runs: bool | None = None,
+    workflow_model: Model | ModelTiers | str | None = None,
 ) -> Starlette:
     """The ASGI app serving ``runtime_or_agents`` under ``/v1``.
 
@@ -145,6 +150,11 @@ def create_app(
         stream_poll: seconds between the session event stream's re-reads of the store (it sees
             turns of other processes that late at most; this process's turns wake it at once).
         stream_keepalive: seconds between the event stream's ``: keepalive`` comments.
+        workflow_runs: drive the store's queued workflow runs while the app is up (one run at a
+            time, beside the requests: :class:`~tether.workflow_host.RunQueueTask`); default: as
+            ``scheduler``.
+        workflow_model: the model of those runs' subprompt and agent nodes (``None``: runs whose
+            only work is agent work are left to a worker with a model).
     """
     owned = not isinstance(runtime_or_agents, Runtime)
     if isinstance(runtime_or_agents, Runtime):
@@ -161,6 +171,8 @@ def create_app(
     keys = KeyRing(api_keys if api_keys is not None else keys_from_env(),
                    operator_keys if operator_keys is not None else operator_keys_from_env())
     wakes = WakeScheduler(runtime, interval=scheduler_interval)
+    runs = RunQueueTask(runtime.store, model=workflow_model)
+    drive_runs = scheduler if workflow_runs is None else workflow_runs
     refresh = StoredFlowRefresh(runtime, interval=flow_refresh)
     routes = SessionRoutes(runtime, max_body=max_body, stream_poll=stream_poll, stream_keepalive=stream_keepalive)
     openai_routes = OpenAIRoutes(runtime, routes.busy, max_body=max_body)
@@ -249,11 +261,14 @@ def create_app(
         await load_stored_flows(runtime, flow_registry)  # flows PUT before a restart, or by another worker
         if scheduler:
             wakes.start()
+        if drive_runs:
+            runs.start()
         refresh.start()  # and flows PUT on another worker since
         try:
             yield
         finally:
             await refresh.stop()
+            await runs.stop()
             await wakes.stop()
             if owned:
                 await runtime.close()

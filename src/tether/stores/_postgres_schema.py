@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from tether.errors import StoreError
 from tether.stores.conversation_keys import POSTGRES_TABLE as POSTGRES_CONVERSATIONS
 from tether.stores.flow_versions import POSTGRES_ONE_ACTIVE, POSTGRES_TABLE
+from tether.stores.run_queue import POSTGRES_TABLE as POSTGRES_RUN_QUEUE
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -85,6 +86,7 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
         ],
     ),
     (5, POSTGRES_CONVERSATIONS),  # the session of a conversation a client replays in full
+    (6, POSTGRES_RUN_QUEUE),  # the workflow runs a worker should drive (open runs stored before are queued)
 ]
 """``(version, statements)`` in ascending order; every statement is safe to run twice."""
 

@@ -12,6 +12,7 @@ import sqlite3
 from tether.errors import StoreError
 from tether.stores.conversation_keys import SQLITE_TABLE as SQLITE_CONVERSATIONS
 from tether.stores.flow_versions import SQLITE_ONE_ACTIVE, SQLITE_TABLE
+from tether.stores.run_queue import SQLITE_TABLE as SQLITE_RUN_QUEUE
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
 
@@ -88,6 +89,7 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
         ],
     ),
     (6, SQLITE_CONVERSATIONS),  # the session of a conversation a client replays in full
+    (7, SQLITE_RUN_QUEUE),  # the workflow runs a worker should drive (open runs stored before are queued)
 ]
 """``(version, statements)`` in ascending order; every statement is safe to run twice."""
 

@@ -6,30 +6,35 @@ snapshot in a store with compare-and-swap after every change (:class:`SnapshotSt
 :class:`AgentDriver` gives the model turns on agent nodes through the flow tools
 (:meth:`WorkflowRun.advance`); :class:`WorkflowChat` lets a conversation start a run and answer
 its gates and input requests. :func:`load_workflow_file` reads a definition from a ``.yaml``/``.yml``/``.json`` file.
-:func:`drive_stored_runs` drives the stored runs that have runtime work from any process
-(``tether worker``).
+:func:`queue_run` stores a new run queued for the workers; :func:`drive_stored_runs` is a
+worker, driving the queued runs from any process (``tether worker``; in ``tether serve``,
+:class:`RunQueueTask`).
 """
 
 from tether.workflow_host._agent import FLOW_TOOLS, AgentDriver, TurnReport
 from tether.workflow_host._chat import WorkflowChat
 from tether.workflow_host._files import load_workflow_file, workflow_directory_resolver
+from tether.workflow_host._queue import pending_work
 from tether.workflow_host._run import Resolver, WorkflowRun
 from tether.workflow_host._store import SnapshotStore
 from tether.workflow_host._subflow import MAX_SUBFLOW_DEPTH, check_subflows
-from tether.workflow_host._worker import drive_stored_run, drive_stored_runs
+from tether.workflow_host._worker import DEFAULT_RUN_LEASE, RunQueueTask, drive_stored_runs, queue_run
 
 __all__ = [
     "AgentDriver",
+    "DEFAULT_RUN_LEASE",
     "FLOW_TOOLS",
     "MAX_SUBFLOW_DEPTH",
     "Resolver",
+    "RunQueueTask",
     "SnapshotStore",
     "TurnReport",
     "WorkflowChat",
     "WorkflowRun",
     "check_subflows",
-    "drive_stored_run",
     "drive_stored_runs",
     "load_workflow_file",
+    "pending_work",
+    "queue_run",
     "workflow_directory_resolver",
 ]
