@@ -133,9 +133,11 @@ class OperatorMessageSaid(BaseModel):
 class HandoffList(BaseModel):
     """``GET /v1/handoffs``: sessions waiting for a person, oldest hand-off first; each with
     ``session``, ``agent``, ``since`` (the hand-off), ``reason``, ``customer_messages`` and
-    ``operator_messages`` (since the hand-off) and ``last_customer_message``."""
+    ``operator_messages`` (since the hand-off) and ``last_customer_message``. ``next``: the
+    ``after`` of the next page (``null`` on the last)."""
 
     sessions: list[dict[str, Any]]
+    next: str | None = None
 
 
 class Envelope(BaseModel):

@@ -72,6 +72,8 @@ def _parameters(path: str) -> list[dict[str, Any]]:
     if path.endswith(("/transcript", "/events", "/sessions", "/handoffs")):
         params += [{"name": n, "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0}}
                    for n in (("after", "limit") if path.endswith(("/transcript", "/events")) else ("limit",))]
+    if path.endswith("/handoffs"):
+        params.append({"name": "after", "in": "query", "required": False, "schema": {"type": "string"}})
     if path.endswith("/stream"):
         params += [{"name": "after", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0}},
                    {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string"}}]
