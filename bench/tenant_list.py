@@ -8,8 +8,8 @@ into the store's tables, each a real document with ``metadata.config.tenant``; o
 
 * ``list(tenant="rare", limit=100)``: a tenant with 10 old sessions among them all;
 * ``list(tenant=T, limit=100)``: one tenant's newest sessions;
-* ``list(tenant=T, status="handed_off", limit=100)``: what ``GET /v1/handoffs`` used to ask for;
-* ``handoffs(tenant=T, limit=100)``: the waiting sessions, oldest hand-off first.
+* ``list(tenant=T, status="handed_off", limit=100)``: the tenant's waiting sessions (what
+  ``GET /v1/handoffs`` asks the store for).
 
     python bench/tenant_list.py [--sessions 20000] [--tenants 10] [--postgres URL]
 """
@@ -95,11 +95,7 @@ async def measure(name: str, store: Store, tenant: str, repeat: int) -> None:
     print(f"{name}: list(tenant=rare) {rare:.2f} ms · ", end="")
     listed = await median_ms(lambda: store.list(tenant=tenant, limit=100), repeat)
     handed = await median_ms(lambda: store.list(tenant=tenant, status="handed_off", limit=100), repeat)
-    print(f"list(tenant) {listed:.2f} ms · list(tenant, handed_off) {handed:.2f} ms", end="")
-    if hasattr(store, "handoffs"):
-        waiting = await median_ms(lambda: store.handoffs(tenant=tenant, limit=100), repeat)
-        print(f" · handoffs(tenant) {waiting:.2f} ms", end="")
-    print()
+    print(f"list(tenant) {listed:.2f} ms · list(tenant, handed_off) {handed:.2f} ms")
 
 
 async def main() -> None:
