@@ -38,6 +38,7 @@ from tether.workflow_host import (
     WorkflowRun,
     check_subflows,
     load_workflow_file,
+    submit_run,
     workflow_directory_resolver,
 )
 
@@ -250,6 +251,14 @@ async def _run(graph: WorkflowGraph, *, path: Path, inputs: dict[str, Any], run_
         raise CliError(f"no store at {db} (--run resumes a run stored there)", 1)
     workspace.mkdir(parents=True, exist_ok=True)  # where the run's commands write their files
     store = open_db(db)
+    if detach:  # the one way a run is stored for the workers (the server's POST .../runs too)
+        try:
+            snapshot = await submit_run(store, path, workspace=workspace, input=inputs, autonomous=autonomous)
+        finally:
+            await store.close()
+        console.print(f"run {snapshot.run_id} stored ({snapshot.status}); `tether worker --db {db_argument(db)}` "
+                      "drives it", markup=False, highlight=False)
+        return 0
     # stored with the run, so that `tether workflow runs` prints the command that resumes it
     snapshots = SnapshotStore(store, launch={"file": str(path.resolve()), "workspace": str(workspace.resolve())})
     options: dict[str, Any] = {"workspace": workspace, "resolve": workflow_directory_resolver(path.parent),
@@ -278,11 +287,6 @@ async def _run(graph: WorkflowGraph, *, path: Path, inputs: dict[str, Any], run_
                 await run.retry_node(node_id)
         else:
             run = WorkflowRun(graph, store=snapshots, run_id=held, input=inputs, autonomous=autonomous, **options)
-        if detach:
-            await run.save()
-            console.print(f"run {run.run_id} stored ({run.status}); `tether worker --db {db_argument(db)}` drives it",
-                          markup=False, highlight=False)
-            return 0
         exhausted: ScriptExhausted | None = None
         try:
             while True:

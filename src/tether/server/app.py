@@ -13,8 +13,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from importlib.metadata import version as _version
+from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
@@ -45,6 +47,7 @@ from tether.server.requests import DEFAULT_MAX_BODY, read_body
 from tether.server.sessions import SessionRoutes, status_of_code
 from tether.server.stream import KEEPALIVE, POLL
 from tether.server.takeover import TakeoverRoutes
+from tether.server.workflow_runs import WorkflowRunRoutes
 from tether.stores import Store
 
 __all__ = ["create_app"]
@@ -115,6 +118,8 @@ def create_app(
     flow_refresh: float = 5.0,
     stream_poll: float = POLL,
     stream_keepalive: float = KEEPALIVE,
+    workflows: str | os.PathLike[str] | None = None,
+    workflow_workspace: str | os.PathLike[str] = ".",
 ) -> Starlette:
     """The ASGI app serving ``runtime_or_agents`` under ``/v1``.
 
@@ -145,6 +150,10 @@ def create_app(
         stream_poll: seconds between the session event stream's re-reads of the store (it sees
             turns of other processes that late at most; this process's turns wake it at once).
         stream_keepalive: seconds between the event stream's ``: keepalive`` comments.
+        workflows: the directory of the workflow files (``<id>.yaml``, ``.yml``, ``.json``) that
+            ``POST /v1/workflows/{id}/runs`` starts runs of; ``None``: no runs are started here
+            (the stored runs of the caller's tenant are still listed and operable).
+        workflow_workspace: the working directory of the commands of the runs started here.
     """
     owned = not isinstance(runtime_or_agents, Runtime)
     if isinstance(runtime_or_agents, Runtime):
@@ -165,6 +174,8 @@ def create_app(
     routes = SessionRoutes(runtime, max_body=max_body, stream_poll=stream_poll, stream_keepalive=stream_keepalive)
     openai_routes = OpenAIRoutes(runtime, routes.busy, max_body=max_body)
     takeover = TakeoverRoutes(runtime, routes.session_of, max_body=max_body)
+    runs = WorkflowRunRoutes(runtime, workflows=Path(workflows) if workflows is not None else None,
+                             workspace=Path(workflow_workspace), max_body=max_body)
     responses_route = ResponsesRoute(openai_routes, max_body=max_body)
     document = openapi_document(_version("tether"))
 
@@ -242,6 +253,15 @@ def create_app(
         (session + "/operator-messages", takeover.operator_message, ["POST"], False),
         ("/v1/handoffs", takeover.handoffs, ["GET"], False),
         ("/v1/costs", tenant_costs(runtime), ["GET"], False),
+        ("/v1/workflows", runs.workflows_list, ["GET"], False),
+        ("/v1/workflows/{workflow}/runs", runs.start, ["POST"], False),
+        ("/v1/workflow-runs", runs.list, ["GET"], False),
+        ("/v1/workflow-runs/{run}", runs.show, ["GET"], False),
+        ("/v1/workflow-runs/{run}/cancel", runs.cancel, ["POST"], False),
+        ("/v1/workflow-runs/{run}/nodes/{node}/approve", runs.approve, ["POST"], False),
+        ("/v1/workflow-runs/{run}/nodes/{node}/reject", runs.reject, ["POST"], False),
+        ("/v1/workflow-runs/{run}/nodes/{node}/input", runs.input, ["POST"], False),
+        ("/v1/workflow-runs/{run}/nodes/{node}/retry", runs.retry, ["POST"], False),
     ]
 
     @contextlib.asynccontextmanager

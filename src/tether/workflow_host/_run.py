@@ -120,6 +120,7 @@ class WorkflowRun:
         self.max_tool_rounds = max_tool_rounds
         self._models: dict[str, Model | None] = {}
         self.journal: list[dict[str, Any]] = []  # tool calls waiting for the next save (JournalEntry fields)
+        self.notes: list[dict[str, Any]] = []  # events waiting for the next save (see note())
         self.ancestry = (*_ancestry, self.graph.id)
         self._parent = _parent
         self.resolver = resolve
@@ -208,11 +209,17 @@ class WorkflowRun:
                 self._snapshot = after
         return self._snapshot
 
+    def note(self, event: dict[str, Any]) -> None:
+        """Write ``event`` (a dict with a ``type``) with the run's next save, in its transaction:
+        what a person did to the run, say, beside the node changes it made."""
+        self.notes.append({**event, "run_id": self.run_id})
+
     async def _save(self, before: WorkflowSnapshot | None, after: WorkflowSnapshot) -> None:
         journal, self.journal = self.journal, []
+        notes, self.notes = self.notes, []
         if self.snapshots is None:
             return
-        events = _events(self.graph, before, after)
+        events = [*notes, *_events(self.graph, before, after)]
         if self._revision is None:
             self._revision = await self.snapshots.create(after, events, journal)
         else:
