@@ -257,3 +257,17 @@ async def test_a_server_without_a_workflows_directory_starts_no_run(runtime: Run
         answer = await c.post("/v1/workflows/ship/runs", json={}, headers=ACME)
         assert answer.status_code == 404 and "--workflows" in answer.json()["message"]
         assert (await c.get("/v1/workflows", headers=ACME)).json() == {"workflows": []}
+
+
+async def test_a_lone_surrogate_in_a_run_id_or_a_name_is_a_422(client: httpx.AsyncClient, runtime: Runtime) -> None:
+    bad = {"Content-Type": "application/json", **ACME}
+    started = await client.post("/v1/workflows/ship/runs", content=b'{"run": "r\\ud800"}', headers=bad)
+    assert started.status_code == 422, started.text
+    rid = (await _start(client, "ship"))["run"]
+    await drive_stored_run(runtime.store, rid)
+    before = await _revision(runtime, rid)
+    for body in (b'{"by": "\\udc00"}', b'{"feedback": "x\\ud800"}', b'{"response": "\\ud800"}'):
+        answer = await client.post(f"{RUNS}/{rid}/nodes/sign/approve", content=body,
+                                   headers={"Content-Type": "application/json", **ANN})
+        assert answer.status_code == 422, (body, answer.text)
+    assert await _revision(runtime, rid) == before

@@ -18,13 +18,21 @@ from __future__ import annotations
 import builtins
 from datetime import datetime
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, TypeVar, get_args
 
+from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from tether.engine.core.input_checks import check_value
 from tether.engine.core.session import Session
-from tether.errors import SessionConflict, WorkflowDefinitionError, WorkflowError, WorkflowOperationError
+from tether.errors import (
+    InvalidInputError,
+    SessionConflict,
+    WorkflowDefinitionError,
+    WorkflowError,
+    WorkflowOperationError,
+)
 from tether.runtime.runtime import Runtime
 from tether.server.bodies import (
     WorkflowApproveBody,
@@ -35,7 +43,8 @@ from tether.server.bodies import (
     WorkflowRunStartBody,
 )
 from tether.server.problems import ApiError
-from tether.server.requests import query_int, read_body
+from tether.server.requests import query_int
+from tether.server.requests import read_body as read_json
 from tether.server.takeover import require_operator
 from tether.server.views import event_view
 from tether.stores.records import session_tenant
@@ -46,6 +55,8 @@ from tether.workflow_host._files import WORKFLOW_SUFFIXES
 from tether.workflow_host._store import WORKFLOW_AGENT_PREFIX, stored_run
 
 __all__ = ["WAITING_KINDS", "WorkflowRunRoutes", "run_view"]
+
+M = TypeVar("M", bound=BaseModel)
 
 WAITING_KINDS = ("approval", "input", "agent", "worker", "failed", "blocked", "none")
 """What ``GET /v1/workflow-runs?waiting=`` filters on (``none``: the runs that wait on nothing)."""
@@ -95,6 +106,18 @@ def _cursor(text: str | None) -> tuple[datetime, str] | None:
     if not sep or not run or at is None or at.tzinfo is None:
         raise ApiError(422, "invalid-query", "query parameter 'after' must be the 'next' of a page (<saved_at>|<run>)")
     return at, run
+
+
+async def read_body(request: Request, model: type[M], *, limit: int, optional: bool = False) -> M:
+    """The body as ``model`` (see :func:`tether.server.requests.read_body`), with every string in it
+    storable and no value nested too deep: 422 ``invalid-body`` naming the field otherwise (what a
+    run keeps, from a name to an answer, goes to the store as it is)."""
+    body = await read_json(request, model, limit=limit, optional=optional)
+    try:
+        check_value(body.model_dump(), "body")
+    except InvalidInputError as exc:
+        raise ApiError(422, "invalid-body", str(exc)) from None
+    return body
 
 
 def _beyond(saved_at: datetime, run: str, after: tuple[datetime, str]) -> bool:
