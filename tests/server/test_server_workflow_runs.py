@@ -271,3 +271,35 @@ async def test_a_lone_surrogate_in_a_run_id_or_a_name_is_a_422(client: httpx.Asy
                                    headers={"Content-Type": "application/json", **ANN})
         assert answer.status_code == 422, (body, answer.text)
     assert await _revision(runtime, rid) == before
+
+
+async def test_a_filter_few_runs_match_reads_a_bounded_number_of_runs_per_page(
+        client: httpx.AsyncClient, runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tether.server import workflow_runs
+
+    monkeypatch.setattr(workflow_runs, "_SCAN", 3)  # the runs one request reads
+    made = []
+    for index in range(7):
+        made.append((await _start(client, "ship" if index in (1, 5) else "flaky"))["run"])
+        runtime.clock.advance("1s")  # type: ignore[attr-defined]
+    pages: list[list[str]] = []
+    params = {"waiting": "worker", "limit": "5"}
+    while True:
+        page = (await client.get(RUNS, params={**params, "workflow": "ship"}, headers=ACME)).json()
+        pages.append([r["run"] for r in page["runs"]])
+        if page["next"] is None:
+            break
+        params["after"] = page["next"]
+    assert [run for page in pages for run in page] == [made[5], made[1]]
+    assert len(pages) == 1  # the workflow's own runs: the store lists only them
+
+    params = {"waiting": "approval"}
+    reads = 0
+    while True:
+        page = (await client.get(RUNS, params=params, headers=ACME)).json()
+        assert page["runs"] == []
+        reads += 1
+        if page["next"] is None:
+            break
+        params["after"] = page["next"]
+    assert reads == 3  # 7 runs, 3 a request

@@ -65,6 +65,10 @@ _RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
 # the document status a run of each status is stored with (failed and blocked: either)
 _STORED = {"running": "running", "waiting": "running", "complete": "completed", "cancelled": "aborted"}
 _EVENTS = 200  # the latest events a run's page shows
+_SCAN = 500
+"""The most runs one ``GET /v1/workflow-runs`` reads (a run's state is in its document): a filter few
+runs match answers a shorter page with a ``next`` to read on, never a request that reads them all."""
+_OPEN = ("approval", "input", "agent", "worker")  # what only an open run (stored running) waits on
 _REFUSED = {"unknown-run": (404, "run-not-found"), "unknown-node": (404, "node-not-found"),
             "bad-response": (422, "bad-response"), "bad-input": (422, "bad-input"),
             "bad-decision": (422, "bad-decision"), "override-needs-feedback": (422, "override-needs-feedback"),
@@ -175,16 +179,22 @@ class WorkflowRunRoutes:
         after = _cursor(request.query_params.get("after"))
         store, tenant = self.runtime.store, request.state.tenant
         agent = f"{WORKFLOW_AGENT_PREFIX}{workflow}" if workflow else None
+        stored = _STORED.get(status or "") or ("running" if waiting in _OPEN else None)
         found: builtins.list[dict[str, Any]] = []
         seen: set[str] = set()
-        asked = limit + 1
+        last: tuple[datetime, str] | None = None  # the last run read
+        asked, budget = limit + 1, _SCAN
         while True:  # the filters on a run's own state are read from its document: ask for more rows until enough
             rows = await store.list(agent=agent, agent_prefix=None if agent else WORKFLOW_AGENT_PREFIX,
-                                    status=_STORED.get(status or ""), tenant=tenant, limit=asked)
+                                    status=stored, tenant=tenant, limit=asked)
             for row in rows:
                 if row.id in seen or (after is not None and not _beyond(row.saved_at, row.id, after)):
                     continue
+                if budget == 0 or len(found) > limit:
+                    break
                 seen.add(row.id)
+                budget -= 1
+                last = (row.saved_at, row.id)
                 document = await store.load(row.id)
                 snapshot = stored_run(document) if document is not None else None
                 if document is None or snapshot is None or (status is not None and snapshot.status != status):
@@ -192,19 +202,16 @@ class WorkflowRunRoutes:
                 view = run_view(document, snapshot)
                 if waiting is not None and (view["waiting"] or "none") != waiting:
                     continue
-                found.append({**view, "_key": (row.saved_at, row.id)})
-                if len(found) > limit:
-                    break
-            if len(found) > limit or len(rows) < asked:
+                found.append({**view, "_key": last})
+            if len(found) > limit or budget == 0 or len(rows) < asked:
                 break
             asked *= 4
-        page, more = found[:limit], len(found) > limit
-        cursor = None
-        if more:
-            at, run = page[-1]["_key"]
-            cursor = f"{at.isoformat()}|{run}"
+        page = found[:limit]
+        # more runs matched than the page holds: the page ends at its last run; the runs read ran out
+        # first (budget): the page ends where the reading stopped (it may hold fewer than limit, even none)
+        end = page[-1]["_key"] if len(found) > limit else last if budget == 0 else None
         return JSONResponse({"runs": [{k: v for k, v in row.items() if k != "_key"} for row in page],
-                             "next": cursor})
+                             "next": f"{end[0].isoformat()}|{end[1]}" if end is not None else None})
 
     async def workflows_list(self, request: Request) -> Response:
         """``GET /v1/workflows``: the workflows runs may be started of here."""
