@@ -37,6 +37,9 @@ async def test_an_older_sqlite_database_gets_the_tenant_index_and_the_filter_rea
             conn.execute(statement)
     conn.execute("CREATE TABLE tether_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
     conn.execute("INSERT INTO tether_meta VALUES ('schema_version', ?)", (str(before),))
+    for name, doc in (("garbage", "not json"), ("deep", "[" * 5000 + "]" * 5000)):  # rows no index may refuse
+        conn.execute("INSERT INTO tether_sessions (id, agent, status, revision, created_at, saved_at, doc) "
+                     "VALUES (?, 'a', 'running', 0, 0, 0, ?)", (name, doc))
     conn.close()
     assert "tether_sessions_tenant" not in _sqlite_plan(str(path), f"{sqlite_schema.TENANT} = ?")
     store = SQLiteStore(path, clock=clock)
@@ -44,7 +47,7 @@ async def test_an_older_sqlite_database_gets_the_tenant_index_and_the_filter_rea
         for tenant in ("acme", None, "globex"):
             metadata = {"config": {"tenant": tenant}} if tenant else {}
             await store.create(Session(id=str(uuid.uuid4()), agent="a", created_at=clock.now(), metadata=metadata))
-        assert [len(await store.list(tenant=t)) for t in ("acme", "public", "globex", "x")] == [1, 1, 1, 0]
+        assert [len(await store.list(tenant=t)) for t in ("acme", "public", "globex", "x")] == [1, 3, 1, 0]
     finally:
         await store.close()
     assert "USING INDEX tether_sessions_tenant" in _sqlite_plan(str(path), f"{sqlite_schema.TENANT} = ?")

@@ -16,9 +16,13 @@ from tether.stores.records import DEFAULT_TENANT
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "TENANT", "migrate"]
 
-TENANT = f"COALESCE(NULLIF(json_extract(doc, '$.metadata.config.tenant'), ''), '{DEFAULT_TENANT}')"
+TENANT = (f"CASE WHEN json_valid(doc) THEN COALESCE(NULLIF(json_extract(doc, '$.metadata.config.tenant'), ''), "
+          f"'{DEFAULT_TENANT}') ELSE '{DEFAULT_TENANT}' END")
 """A session's tenant (``session_tenant``), as the SQL of the tenant index: a query that filters
-by tenant says exactly this, so SQLite takes the index instead of parsing every document."""
+by tenant says exactly this, so SQLite takes the index instead of parsing every document. A row
+that is not JSON SQLite can read (a corrupt row, a document nested past its depth limit) indexes as
+the default tenant's instead of failing the write, or the migration that builds the index; loading
+it still fails as before, with the session's id."""
 
 MIGRATIONS: list[tuple[int, list[str]]] = [
     (
