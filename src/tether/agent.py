@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tether.clock import SystemClock, UuidIds
+from tether.engine.core.input_checks import CheckedInput
 from tether.engine.core.inputs import Message, TurnInput, TurnOptions
 from tether.engine.core.ports import Clock, Ids
 from tether.engine.core.results import ScheduledWake, TurnResult
@@ -214,10 +215,11 @@ class Agent(AgentDefinition):
         """The wakes a saved session waits on (parked runs and silence flows); no model calls."""
         return pending_wakes(self._pinned(session), session, options, self.clock)
 
-    async def turn(self, session: Session | None, input: TurnInput | str, *, options: TurnOptions | None = None,
-                   session_id: str | None = None, on_delta: Callable[[str], Awaitable[None]] | None = None,
-                   **option_fields: Any) -> TurnResult:
-        """Run one turn. ``input`` is a Message (a plain string is a message), Wake, Event or Start;
+    async def turn(self, session: Session | None, input: TurnInput | CheckedInput | str, *,
+                   options: TurnOptions | None = None, session_id: str | None = None,
+                   on_delta: Callable[[str], Awaitable[None]] | None = None, **option_fields: Any) -> TurnResult:
+        """Run one turn. ``input`` is a Message (a plain string is a message), Wake, Event or Start
+        (or any of them as ``check_input`` returned it, which is not checked again);
         ``session`` is the previous turn's ``result.session`` (None starts a new session). The
         session passed in is never mutated. ``on_delta`` receives the text said as it is produced
         (the deltas :meth:`turn_stream` yields)."""
@@ -232,7 +234,7 @@ class Agent(AgentDefinition):
             error = failed.error
             raise error from error.__cause__
 
-    async def turn_stream(self, session: Session | None, input: TurnInput | str, *,
+    async def turn_stream(self, session: Session | None, input: TurnInput | CheckedInput | str, *,
                           options: TurnOptions | None = None, session_id: str | None = None,
                           **option_fields: Any) -> AsyncIterator[TurnChunk]:
         """Like :meth:`turn`, but yields every message's text as deltas, then one final chunk with

@@ -192,6 +192,32 @@ async def test_with_a_model_the_understand_intent_cancels() -> None:
     assert schema["properties"]["intent"]["enum"] == ["cancel", "chitchat", "completed", "skip", None]
 
 
+async def test_the_cannot_handle_limit_is_the_authors_and_a_value_starts_the_count_again() -> None:
+    both = Flow("order", "Order a pizza", nodes=[
+        collect("choose", fields=["size", "crust"], ask="Which size and crust?",
+                resolvers=[enum_check("size", SIZES), enum_check("crust", ("thin", "thick"))]),  # max_turns 10
+        reply("placed", response="A {size} {crust} pizza.", next=end("placed")),
+    ], on=[on_message("pizza")])
+    fields = {"size": Field("enum", enum=SIZES), "crust": Field("enum", enum=("thin", "thick"))}
+    chat = Chat(Agent("Pia", flows=[both], fields=fields, repair=Repair(cannot_handle_limit=2)))
+    await chat.say("a pizza")
+    assert (await chat.say("hmm")).status == "awaiting_user"
+    assert (await chat.say("large")).text == "Which size and crust?"  # a value: the count starts again
+    assert (await chat.say("hmm")).status == "awaiting_user"
+    handed = await chat.say("what")
+    assert handed.status == "handoff" and handed.text == "I'm passing you to a person, who will take it from here."
+    assert handed.handoff is not None and "could be understood (2 times in a row)" in str(handed.handoff.reason)
+    off = Chat(Agent("Pia", flows=[both], fields=fields, repair=Repair(patterns=("correction", "cancel"))))
+    await off.say("a pizza")
+    for text in ("hmm", "what", "eh"):  # the pattern switched off: only max_turns escalates
+        assert (await off.say(text)).status == "awaiting_user"
+
+
+def test_the_cannot_handle_limit_must_be_a_positive_integer() -> None:
+    with pytest.raises(FlowDefinitionError, match="cannot_handle_limit must be a positive integer, got 0"):
+        Agent("A", repair=Repair(cannot_handle_limit=0))
+
+
 def test_a_cancel_step_must_be_a_node_of_the_flow_and_patterns_must_exist() -> None:
     with pytest.raises(FlowDefinitionError, match="on_cancel names 'nope'"):
         order_flow(on_cancel="nope")

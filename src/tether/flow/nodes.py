@@ -457,7 +457,9 @@ def collect(
             fields.
         instructions: steers the non-speaking extraction call.
         max_turns: extraction passes before giving up (default 10): then the node completes only
-            if truly satisfied, else escalates naming the missing fields.
+            if truly satisfied, else escalates naming the missing fields. With the cannot-handle
+            repair pattern on, answers in a row that give nothing escalate sooner
+            (``Repair.cannot_handle_limit``, default 3).
         max_asks: how many times a model-phrased question asks one field (default 3).
         resolvers: tier-0 resolvers run on the user's text before any model call.
         verbatim_fields: fields whose values must appear in the user's message (never guessed).

@@ -126,6 +126,9 @@ class Repair:
         clarify_margin: two flows whose scores are within this margin (and at or above the
             routing threshold) are a tie to clarify.
         cannot_handle: said when nothing understands a message (``{abilities}``).
+        cannot_handle_limit: how many messages in a row nothing understands (at one collect step,
+            or with no task under way and no model) before a person takes over, saying
+            ``handoff``; small talk, questions and other repairs never count.
         handoff: said when a step cannot go on and a person takes over.
     """
 
@@ -156,6 +159,7 @@ class Repair:
     clarify: str = "Do you want to {options}?"
     clarify_margin: float = 10.0
     cannot_handle: str = "Sorry, I didn't understand that. I can {abilities}."
+    cannot_handle_limit: int = 3
     handoff: str = "I'm passing you to a person, who will take it from here."
 
     def on(self, pattern: str) -> bool:
@@ -166,6 +170,9 @@ class Repair:
         """What is wrong with this configuration (an unknown pattern name, a bad margin)."""
         found = [f"unknown repair pattern {name!r} (known: {', '.join(PATTERNS)})"
                  for name in self.patterns if name not in PATTERNS]
+        if isinstance(self.cannot_handle_limit, bool) or not isinstance(self.cannot_handle_limit, int) \
+                or self.cannot_handle_limit < 1:
+            found.append(f"cannot_handle_limit must be a positive integer, got {self.cannot_handle_limit!r}")
         if not 0 <= self.clarify_margin <= 100:
             found.append(f"clarify_margin must be between 0 and 100, got {self.clarify_margin!r}")
         return found

@@ -22,9 +22,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tether.durable.decisions import normalize_decision
+from tether.engine.core.input_checks import CheckedInput, check_input
 from tether.engine.core.inputs import Approval, Signal, TurnInput, TurnOptions
 from tether.engine.core.session import TranscriptMessage
-from tether.errors import SessionConflict
+from tether.errors import InvalidInputError, SessionConflict
 from tether.runtime.envelope import RunResponse, failure, failure_for
 from tether.runtime.restore import check_supported
 from tether.stores.records import TurnRecords
@@ -43,7 +44,7 @@ __all__ = ["LIVE_STATUSES", "Request", "SessionHost", "approve", "complete", "de
 LIVE_STATUSES = ("running", "handed_off")
 """Session statuses a request continues (a completed or aborted session is never resumed)."""
 
-Request = Callable[[str, str, TurnInput, Mapping[str, Any] | None, TurnOptions | None], Awaitable[RunResponse]]
+Request = Callable[[str, str, CheckedInput, Mapping[str, Any] | None, TurnOptions | None], Awaitable[RunResponse]]
 """The runtime's request path: ``(agent_id, session_id, turn_input, config, options)`` to the
 envelope of the turn it ran (never raises)."""
 
@@ -179,11 +180,15 @@ async def pending_approvals(runtime: SessionHost, session_id: str) -> list[Journ
 async def _deliver(runtime: SessionHost, request: Request, session_id: str, turn_input: TurnInput,
                    options: TurnOptions | None) -> RunResponse:
     """Run ``turn_input`` as a turn of the live session's stored agent (``no-session`` when the
-    session is missing or has ended)."""
+    session is missing or has ended); an input that cannot be taken is refused before any I/O."""
+    try:
+        checked = check_input(turn_input)
+    except InvalidInputError as exc:
+        return failure(exc.message, session_id, exc.code)
     try:
         doc = await runtime.store.load(session_id)
     except Exception as exc:
         return failure_for(exc, session_id)
     if doc is None or doc.status not in LIVE_STATUSES:
         return RunResponse(success=True, completed=True, message="", session="", code="no-session")
-    return await request(doc.agent, session_id, turn_input, None, options)
+    return await request(doc.agent, session_id, checked, None, options)

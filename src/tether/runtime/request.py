@@ -86,7 +86,8 @@ from tether import tracing
 from tether.agent import Agent, gather
 from tether.durable.entries import JournalEntry
 from tether.durable.turns import OpenTurn
-from tether.engine.core.inputs import Approval, Resume, Signal, Start, TurnInput, TurnOptions, Wake
+from tether.engine.core.input_checks import CheckedInput, check_input
+from tether.engine.core.inputs import Approval, Resume, Signal, Start, TurnOptions, Wake
 from tether.engine.core.journal_runs import journal_runs
 from tether.engine.core.ports import Clock, Ids
 from tether.engine.core.session import Run, Session, TranscriptMessage
@@ -126,6 +127,9 @@ from tether.stores.records import session_tenant
 __all__ = ["Admit", "ConflictPolicy", "RequestHost", "RequestPath", "StoredFlowSource"]
 
 log = logging.getLogger("tether.runtime")
+
+RESUME = check_input(Resume())
+"""The input that completes a session's unfinished turn (nothing in it to check)."""
 
 ConflictPolicy = Literal["replay", "reject"]
 """What a compare-and-swap conflict does: re-run the input on the fresh document, or fail."""
@@ -205,23 +209,23 @@ class RequestPath:
         self._agents = agents
         self._selections_checked: dict[str, Agent] = {}  # the definitions whose model selections passed
 
-    async def request(self, agent_id: str, session_id: str | None, turn_input: TurnInput,
+    async def request(self, agent_id: str, session_id: str | None, turn_input: CheckedInput,
                       config: Mapping[str, Any] | None, options: TurnOptions | None,
                       on_delta: DeltaSink | None = None, *, admit: Admit | None = None) -> RunResponse:
-        """Run ``turn_input`` as a turn of agent ``agent_id`` in session ``session_id`` (None: a new
-        one) under the request's trace span and log line; never raises. ``admit`` checks the
-        stored session first (see :data:`Admit`)."""
+        """Run ``turn_input`` (checked by the caller, before any session I/O) as a turn of agent
+        ``agent_id`` in session ``session_id`` (None: a new one) under the request's trace span and
+        log line; never raises. ``admit`` checks the stored session first (see :data:`Admit`)."""
         started = time.perf_counter()
-        with tracing.turn_span(agent_id, session_id, input_label(turn_input)) as span:
+        with tracing.turn_span(agent_id, session_id, input_label(turn_input.input)) as span:
             response = await self._locked_request(agent_id, session_id, turn_input, config, options, on_delta,
                                                   traced=span is not None, admit=admit)
             tracing.end_turn(span, response)
         seconds = time.perf_counter() - started
-        log_turn(agent_id, session_id, turn_input, response, seconds)
+        log_turn(agent_id, session_id, turn_input.input, response, seconds)
         record_turn(agent_id, seconds, response.success)
         return response
 
-    async def _locked_request(self, agent_id: str, session_id: str | None, turn_input: TurnInput,
+    async def _locked_request(self, agent_id: str, session_id: str | None, turn_input: CheckedInput,
                               config: Mapping[str, Any] | None, options: TurnOptions | None,
                               on_delta: DeltaSink | None, *, traced: bool = False,
                               admit: Admit | None = None) -> RunResponse:
@@ -249,7 +253,7 @@ class RequestPath:
             finally:
                 await leasing.__aexit__(None, None, None)
 
-    async def _attempts(self, agent: Agent, session_id: str | None, turn_input: TurnInput,
+    async def _attempts(self, agent: Agent, session_id: str | None, turn_input: CheckedInput,
                         config: Mapping[str, Any] | None, options: TurnOptions | None,
                         on_delta: DeltaSink | None, lease: Leased | None, traced: bool,
                         admit: Admit | None = None) -> RunResponse:
@@ -324,7 +328,7 @@ class RequestPath:
         await self._write(restored, None, attempt, expected=doc.revision)
         return attempt.stored
 
-    async def _attempt(self, agent: Agent, session_id: str | None, turn_input: TurnInput,
+    async def _attempt(self, agent: Agent, session_id: str | None, turn_input: CheckedInput,
                        config: Mapping[str, Any] | None, options: TurnOptions | None,
                        attempt: Attempt) -> RunResponse:
         doc = await self._load(agent, session_id, attempt)
@@ -336,23 +340,24 @@ class RequestPath:
                 except StoreError as exc:  # nothing done yet: the next request reloads
                     return failure(exc.message, session_id, exc.code)
         if doc is None:
-            if isinstance(turn_input, Wake | Approval | Signal | Resume):
+            if isinstance(turn_input.input, Wake | Approval | Signal | Resume):
                 return RunResponse(success=True, completed=True, message="", session="", code="no-session")
             metadata: dict[str, Any] = {"config": dict(config)} if config else {}
             doc = attempt.fresh = Session(id=self.runtime.ids.new_id(), agent=agent.id,
                                           created_at=self.runtime.clock.now(), metadata=metadata)
         elif doc.turn is not None and _is_mine(doc.turn, attempt.mine):
-            turn_input = Resume()  # a replay: our own checkpointed turn goes on (its reply is ours)
-        elif doc.turn is not None and not is_retry(doc.turn, turn_input) and not isinstance(turn_input, Resume):
+            turn_input = RESUME  # a replay: our own checkpointed turn goes on (its reply is ours)
+        elif doc.turn is not None and not is_retry(doc.turn, turn_input.input) \
+                and not isinstance(turn_input.input, Resume):
             # another input's turn is unfinished: complete it first (its reply is recorded, not ours)
-            await self._turn(agent, doc, Resume(), options, attempt, last=False)
+            await self._turn(agent, doc, RESUME, options, attempt, last=False)
             doc = attempt.stored
             assert doc is not None
             attempt.messages = attempt.events = attempt.journal = 0
             attempt.checkpointed = None
         return await self._turn(agent, doc, turn_input, options, attempt, on_delta=attempt.on_delta)
 
-    async def _turn(self, agent: Agent, doc: Session, turn_input: TurnInput, options: TurnOptions | None,
+    async def _turn(self, agent: Agent, doc: Session, turn_input: CheckedInput, options: TurnOptions | None,
                     attempt: Attempt, *, on_delta: DeltaSink | None = None, last: bool = True) -> RunResponse:
         """Run one turn on ``doc`` with the runtime's checkpoint and write what it produced (the
         request's ``last`` turn releases the lease with its final save)."""

@@ -184,8 +184,7 @@ class Runtime:
         tenant this way instead of loading the session themselves).
         """
         try:
-            turn_input = one_input(message, wake, event, start)
-            check_input(turn_input)  # bad input is refused before any session I/O
+            turn_input = check_input(one_input(message, wake, event, start))  # refused before any session I/O
         except InvalidInputError as exc:
             return failure(exc.message, session_id, exc.code)
         except ValueError as exc:

@@ -108,7 +108,8 @@ class StrictModel(QueuedReplies):
     """A fake model that answers from what the customer means and what each request offers.
 
     ``understand``, ``extract`` and ``speak`` calls are built from the request (see the module
-    notes), a ``summary`` is ``"[summary]"`` unless one is queued; any other call (``decide``,
+    notes), a ``summary`` (a call, or the section of an understand call that carries it) is
+    ``"[summary]"`` unless one is queued; any other call (``decide``,
     ``judge``...) takes its reply from a queue, as :class:`~tether.testing.ScriptedModel` does, and
     fails the test when none is left.
 
@@ -165,6 +166,12 @@ class StrictModel(QueuedReplies):
                                  usage=Usage())
         if request.response_format is not None and request.call in ("understand", "speak"):
             data = _envelope(request, meaning, heard, self._speak)
+            if "summary" in (request.response_format.schema.get("properties") or {}):
+                # the understand call carries the window's summary: a queued one, else "[summary]"
+                queued = self._queues.get("summary")
+                reply = queued.popleft() if queued else "[summary]"
+                reply = reply(request) if callable(reply) else reply
+                data["summary"] = reply.text if isinstance(reply, ModelResponse) else str(reply)
             message = data.get("message") if isinstance(data.get("message"), str) else json.dumps(data)
             return ModelResponse(text=str(message), data=data, finish_reason="stop", usage=Usage())
         if request.call == "speak":

@@ -30,6 +30,7 @@ def understood(
     mentions: Mapping[str, bool] | None = None,
     asks: bool | None = None,
     intent: str | None = None,
+    summary: str | None = None,
 ) -> Callable[[ModelRequest], dict[str, Any]]:
     """A scripted ``understand`` reply.
 
@@ -42,6 +43,9 @@ def understood(
         asks: whether the message asks a question (only when the request asks that).
         intent: a repair intent (``cancel``, ``chitchat``, ``completed``, ``skip``), when the
             request lists it.
+        summary: the window's summary, when the request carries one (its ``summary`` section:
+            the window folds at the end of the turn); left out, the section is null and the window
+            folds with a ``summary`` call of its own once it cannot wait.
 
     >>> model = ScriptedModel(understand=[understood(flows={"orders": 90}, values={"order_number": "A-1"})])
     """
@@ -86,6 +90,10 @@ def understood(
             if intent not in listed:
                 raise AssertionError(f"the understand request does not list the intent {intent!r} (it lists: {listed})")
             envelope["intent"] = intent
+        if summary is not None:
+            if "summary" not in envelope:
+                raise AssertionError("the understand request does not carry the window's summary")
+            envelope["summary"] = summary
         return envelope
 
     return reply

@@ -12,17 +12,23 @@ the input that is wrong:
   saving, copying and rendering it would exhaust Python's recursion limit mid-turn.
 
 Every other character, control characters included, is accepted and stored as it is.
+
+:func:`check_input` returns the input as a :class:`CheckedInput`: a host that checked an input
+(the runtime does, before any session I/O) hands that to the turn, which then does not check it
+again; a raw input given to the turn is checked there.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from tether.engine.core.inputs import Approval, Event, Message, Signal, Start, TurnInput, Wake
 from tether.engine.core.storable import UNSTORABLE
 from tether.errors import InvalidInputError
 
-__all__ = ["MAX_KEY_CHARS", "MAX_MESSAGE_CHARS", "MAX_PAYLOAD_DEPTH", "check_input", "check_text", "check_value"]
+__all__ = ["MAX_KEY_CHARS", "MAX_MESSAGE_CHARS", "MAX_PAYLOAD_DEPTH", "CheckedInput", "check_input", "check_text",
+           "check_value", "checked"]
 
 MAX_MESSAGE_CHARS = 100_000
 """The longest customer message a turn accepts, in characters (about 25k tokens)."""
@@ -30,6 +36,13 @@ MAX_KEY_CHARS = 512
 """The longest message id, event or start key, or flow id a turn accepts."""
 MAX_PAYLOAD_DEPTH = 100
 """The deepest nesting of lists and objects a payload may have."""
+
+
+@dataclass(frozen=True)
+class CheckedInput:
+    """A turn input :func:`check_input` accepted (made only by it): ``run_turn`` takes it as it is."""
+
+    input: TurnInput
 
 
 def check_text(text: str, where: str, limit: int | None = None) -> None:
@@ -65,8 +78,14 @@ def check_value(value: Any, where: str) -> None:
             stack.extend((child, f"{path}[{i}]", depth + 1) for i, child in enumerate(item))
 
 
-def check_input(input: TurnInput) -> None:
-    """Raise :class:`~tether.errors.InvalidInputError` when ``input`` cannot be taken safely."""
+def checked(input: TurnInput | CheckedInput) -> CheckedInput:
+    """``input`` checked: a :class:`CheckedInput` as it is, a raw input through :func:`check_input`."""
+    return input if isinstance(input, CheckedInput) else check_input(input)
+
+
+def check_input(input: TurnInput) -> CheckedInput:
+    """``input``, checked; raise :class:`~tether.errors.InvalidInputError` when it cannot be taken
+    safely."""
     if isinstance(input, Message):
         if not isinstance(input.text, str):
             raise InvalidInputError(f"message.text must be a string, not {type(input.text).__name__}",
@@ -94,3 +113,4 @@ def check_input(input: TurnInput) -> None:
         for text, where in ((input.feedback, "approval.feedback"), (input.decided_by, "approval.decided_by")):
             if text is not None:
                 check_text(text, where, MAX_MESSAGE_CHARS)
+    return CheckedInput(input)

@@ -141,6 +141,11 @@ class TurnState:
     repaired: str | None = None
     """The repair pattern that handled this turn's message (``cancel``, ``chitchat``...): the
     message is not routed, nor given to a step as its answer."""
+    fold_due: bool = False
+    """The window will soon have to fold (:mod:`tether.engine.turn.compaction`): an understand
+    call made this turn also writes the summary (its ``summary`` section)."""
+    carried_summary: str | None = None
+    """The summary this turn's understand call wrote: the window folds at the end of the turn."""
 
     def __post_init__(self) -> None:
         if self.on_delta is not None and self.outbox is None:

@@ -97,6 +97,9 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
     if node.phrased_by_model:
         return await _dispatch_phrased(ts, run, flow, node)
     sources: dict[str, str] = {}
+    # an answer to this step's question (not a message that started it): a pass that understands
+    # nothing counts toward the cannot-handle hand-off
+    answer_pass = ts.message_available(run) and ts.asking_at.get(run.id) == node.id
     if ts.message_available(run):
         ts.consumed_by[run.id] = node.id
         before = missing(ts, run, node)
@@ -152,6 +155,8 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
         return _stay_answer(ts, run, node)
     if not still:
         return complete(ts, run, node, code="already-known" if known and not sources and not answering else None)
+    if answer_pass and (escalate := _not_understood(ts, run, node, understood=bool(sources))) is not None:
+        return escalate
     if question_first(ts, run, node):
         # a confirm step (or any fixed ask) answers the customer's question first; Settle re-asks
         ts.speaker = SpeakRequest(run.id, node.id, (), then_ask=ask_text(ts, run, node, still))
@@ -161,6 +166,25 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
     ts.outcome(run, status="waiting", kind="collect", node_id=node.id, detail=", ".join(still))
     run.status = "asking"
     return ASKING
+
+
+def _not_understood(ts: TurnState, run: Run, node: Collect, *, understood: bool) -> Escalate | None:
+    """The cannot-handle count of an answer pass: a value resets it; a question (answered before
+    the step asks again) is not counted, toward ``max_turns`` either; anything else counts, and
+    ``Repair.cannot_handle_limit`` passes in a row hand the session to a person."""
+    key = f"__cannotHandle_{node.id}"
+    if understood:
+        run.state.pop(key, None)
+        return None
+    if question_first(ts, run, node):
+        run.state[f"__collectTurns_{node.id}"] = int(run.state.get(f"__collectTurns_{node.id}", 1)) - 1
+        return None
+    count = int(run.state.get(key, 0)) + 1
+    run.state[key] = count
+    repair = ts.agent.repair
+    if repair.on("cannot_handle") and count >= repair.cannot_handle_limit:
+        return Escalate(f'Nothing the customer said at "{node.id}" could be understood ({count} times in a row).')
+    return None
 
 
 def _correction(ts: TurnState, run: Run, flow: Flow, node: Collect, hits: Any, judged: Any,

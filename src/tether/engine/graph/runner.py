@@ -29,6 +29,7 @@ from tether.engine.graph.choices import announce_choices
 from tether.engine.graph.collect_fields import clear_caches
 from tether.engine.graph.degrade import FAILURES, as_node_failure, degrade, recover_or_degrade
 from tether.engine.graph.dispatch import dispatch
+from tether.engine.graph.interrupted import suspend
 from tether.engine.graph.moves import finish, leave, reduce, verify
 from tether.engine.graph.starts import chain, restart, start_flow_id
 from tether.errors import (
@@ -195,8 +196,7 @@ def _stay_on(ts: TurnState, run: Run, flow: Flow) -> Pause | None:
     run.staying = True
     others_asking = any(r.id != run.id and r.status == "asking" for r in ts.session.runs)
     if others_asking and ts.floor != run.id:
-        run.status = "suspended"
-        run.suspended_at = ts.now
+        suspend(ts, run)
         return Pause("asking")
     run.status = "asking"
     if ts.floor == run.id and ts.message is not None and not ts.answered_by and ts.speaker is None:

@@ -21,7 +21,8 @@ step being asked: it never counts toward that step's ``max_turns``.
   ``Repair.complete_session``.
 - **skip**: the flow's ``on_skip`` node, else the run escalates to a person (who is told so).
 - **continue interrupted**: when a run ended this turn and nobody is asking, the most recently
-  suspended run says ``Repair.resume`` and asks its pending question again, in the same turn.
+  suspended run says ``Repair.resume`` and asks its pending question again, in the same turn,
+  with its own values (:mod:`tether.engine.graph.interrupted`: a detour does not change them).
 - **clarified**: the message names one of the flows a clarification offered: it starts.
 """
 
@@ -32,6 +33,7 @@ from tether.engine.core.session import Run
 from tether.engine.core.state import SpeakRequest, TurnState
 from tether.engine.graph.collect_fields import ask_text, missing, pending
 from tether.engine.graph.conditions import holds
+from tether.engine.graph.interrupted import restore_values
 from tether.engine.graph.moves import finish
 from tether.engine.turn.keys import message_key
 from tether.engine.turn.keywords import keyword_scores
@@ -202,6 +204,7 @@ def reask_after_detour(ts: TurnState, *, spoken: bool) -> Run | None:
         return None  # a catch-all's question is its opening ("what would you like to do?"): not a task to resume
     if not asking:
         resume_suspended(ts)
+    restore_values(ts, run)
     ts.repaired = "continue"
     _say(ts, "continue", ts.agent.repair.resume, flow=ts.agent.flows_by_id.get(run.flow))
     asks = pending(ts, run, node)

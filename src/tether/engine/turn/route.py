@@ -20,6 +20,7 @@ from tether.engine.core.pauses import Static
 from tether.engine.core.session import Run
 from tether.engine.core.state import TurnState
 from tether.engine.graph.conditions import holds
+from tether.engine.graph.interrupted import hold_others, unsuspend
 from tether.engine.graph.starts import start_run
 from tether.engine.turn.clarify import ask_which, close_candidates
 from tether.engine.turn.keys import message_key
@@ -54,11 +55,11 @@ def _best(candidates: list[Flow], scores: dict[str, float], *, exclude: str | No
 def route_to(ts: TurnState, flow: Flow, *, catch_all: bool) -> Run | None:
     """``flow`` takes the floor: its live run resumes, else a new run starts (None: a start check
     refused it)."""
+    hold_others(ts, flow.id)
     live = next((r for r in ts.session.runs if r.flow == flow.id), None)
     if live is not None:
         if live.status in ("suspended", "asking"):
-            live.status = "asking"
-            live.suspended_at = None
+            unsuspend(ts, live)
         ts.floor = live.id
         if live.id not in ts.queue:
             ts.queue.append(live.id)

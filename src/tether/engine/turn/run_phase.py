@@ -15,6 +15,7 @@ from tether.engine.core.inputs import Wake
 from tether.engine.core.session import Run
 from tether.engine.core.state import TurnState
 from tether.engine.graph.conditions import holds
+from tether.engine.graph.interrupted import restore_values, suspend, unsuspend
 from tether.engine.graph.moves import finish
 from tether.engine.graph.runner import enter_flow, move, resume
 from tether.engine.turn.drift import check_drift
@@ -31,8 +32,7 @@ def resume_suspended(ts: TurnState) -> Run | None:
     if not suspended:
         return None
     run = max(suspended, key=lambda r: (r.suspended_at or r.started_at))
-    run.status = "asking"
-    run.suspended_at = None
+    unsuspend(ts, run)
     return run
 
 
@@ -40,15 +40,13 @@ def become_asker(ts: TurnState, run: Run) -> None:
     """``run`` is asking now: every other asking run is suspended behind it."""
     for other in ts.session.runs:
         if other.id != run.id and other.status == "asking":
-            other.status = "suspended"
-            other.suspended_at = ts.now
+            suspend(ts, other)
 
 
 def keep_asking(ts: TurnState, run: Run) -> None:
     """A repair pattern handled the message: ``run`` holds the floor and moves this turn, but the
     message is not its step's answer (the step asks again, and the pass is not counted)."""
-    run.status = "asking"
-    run.suspended_at = None
+    unsuspend(ts, run)
     become_asker(ts, run)
     ts.floor = run.id
     ts.consumed_by[run.id] = "repair"
@@ -84,6 +82,7 @@ async def _move_one(ts: TurnState, run: Run) -> None:
             finish(ts, run, flow, "skipped")
             return
     check_drift(ts, run, flow)
+    restore_values(ts, run)  # back from a detour: its own values again
     was_status = run.status
     if run.node is None:
         enter_flow(ts, run, flow)

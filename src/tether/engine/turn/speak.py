@@ -37,10 +37,10 @@ from tether.engine.graph.collect_fields import ask_text
 from tether.engine.graph.extract import collect_field_schema
 from tether.engine.graph.identity import identity
 from tether.engine.graph.prompt_parts import catalogue, run_facts, session_facts
+from tether.engine.turn.cannot_handle import cannot_handle_reply
 from tether.errors import ModelError, ToolError
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node, Reply, Tier
-from tether.flow.repair import cannot_handle_text
 from tether.flow.tools import Tool, ToolResult
 from tether.models.parsing import ReplyParseError, extract_json
 from tether.models.types import ChatMessage, ModelRequest, ResponseFormat, ToolSpec
@@ -231,7 +231,7 @@ async def speak(ts: TurnState, request: SpeakRequest) -> SpeakResult:
         ts.log("error", hint, code="no-model")
         if run is None and ts.agent.repair.on("cannot_handle"):
             # nothing understood the message: say what the agent can do (the cannot-handle pattern)
-            return SpeakResult(text=cannot_handle_text(ts.agent.repair, ts.agent.flows), no_model=True)
+            return SpeakResult(text=cannot_handle_reply(ts), no_model=True)
         return SpeakResult(text=ts.agent.failure_reply, no_model=True)
     tools = _tools_for(ts, flow, node)
     specs = tuple(ToolSpec(t.name, t.description, t.parameters) for t in tools)

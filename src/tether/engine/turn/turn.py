@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from tether.durable.journal import EffectJournal
-from tether.engine.core.input_checks import check_input
+from tether.engine.core.input_checks import CheckedInput, checked
 from tether.engine.core.inputs import Message, Resume, TurnInput, TurnOptions, Wake
 from tether.engine.core.ports import Clock, Ids
 from tether.engine.core.results import TurnResult
@@ -19,7 +19,7 @@ from tether.engine.core.session import Outcome, Run, Session, fork_session
 from tether.engine.core.state import ModelSource, TurnState
 from tether.engine.graph.degrade import FAILURES, speaker_failed
 from tether.engine.step.memory import compact_memories
-from tether.engine.turn.compaction import compact
+from tether.engine.turn.compaction import compact, fold_carried, fold_now
 from tether.engine.turn.continuation import continue_turn, recorded_reply
 from tether.engine.turn.handed_off import quiet_turn
 from tether.engine.turn.ingest import ingest
@@ -41,14 +41,17 @@ from tether.flow.agent_def import AgentDefinition
 __all__ = ["run_turn"]
 
 
-async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnInput, *,
+async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnInput | CheckedInput, *,
                    options: TurnOptions | None = None, clock: Clock, ids: Ids, models: ModelSource,
                    session_id: str | None = None,
                    on_delta: Callable[[str], Awaitable[None]] | None = None) -> TurnResult:
     """Run one turn of ``agent`` over ``session`` (None: a fresh session). The session passed in is
     never mutated. ``on_delta`` receives every message's visible text as deltas (the speak call's as
-    it streams, an engine-rendered message when it is said)."""
-    check_input(input)  # bad input is refused before anything runs or is saved
+    it streams, an engine-rendered message when it is said). A raw ``input`` is checked first (bad
+    input is refused, :class:`~tether.errors.InvalidInputError`, before anything runs); a
+    :class:`~tether.engine.core.input_checks.CheckedInput` (what ``check_input`` returned) is not
+    checked again."""
+    input = checked(input).input
     options = options or TurnOptions()
     on_delta = on_delta or options.on_delta
     now = clock.now()
@@ -73,7 +76,7 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
     ignored = ingest(ts)
     if ignored is not None:  # a repeated message id gets the reply its turn recorded
         return TurnResult(session=session, changed=False, outcomes=[ignored], messages=recorded_reply(working, input))
-    await compact(ts, agent.compaction)  # once per turn, before either call sees the history
+    await compact(ts, agent.compaction)  # once per turn, before any call sees the history
     silence = options.silence
     if isinstance(input, Message):
         asker = _asker(ts)  # also when Ingest gave the floor to another run: the message may come back to it
@@ -90,6 +93,7 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
             with _phase(ts, "decide"):
                 if silence is not None or not handle_repair(ts, asker, ts.judgement.intent, ts.judgement.flows):
                     decide(ts, found, ts.judgement, asker)
+    await fold_now(ts, agent.compaction)  # the window cannot wait and no understand call carried its summary
     # 5. Run
     with _phase(ts, "run"):
         await run_phase(ts)
@@ -113,6 +117,7 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
         if result is not None:
             await keep_moving(ts)
     reask_after_detour(ts, spoken=True)  # (the detour spoke: its fixed question follows the reply)
+    fold_carried(ts, agent.compaction)  # the summary the understand call wrote: the window folds with this turn
     await compact_memories(ts)  # agent steps' namespaces with summaries on, before the save
     bookkeeping(ts)
     await ts.flush_deltas()

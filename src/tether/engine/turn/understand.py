@@ -11,6 +11,8 @@ with one envelope holding only the sections with something to judge, every prope
 nullable. A reply with no usable JSON is an empty judgement (the call still counts); a provider
 failure raises. The reply is held to the schema that was sent (:mod:`tether.engine.graph.reply_check`):
 an invalid or unoffered entry is dropped with a warning, the rest of the judgement stands.
+When the window will soon fold, the call also writes its summary (a ``summary`` section, see
+:mod:`tether.engine.turn.compaction`), so the summary costs no call of its own.
 
 The request keeps its stable text first (:mod:`tether.engine.graph.prompt_parts`): identity, the
 judge's standing orders and the flow catalogue in ``system``; what to judge this turn in
@@ -33,6 +35,7 @@ from tether.engine.graph.corrections import correctable
 from tether.engine.graph.identity import identity
 from tether.engine.graph.prompt_parts import catalogue
 from tether.engine.graph.reply_check import check_reply, coerce_field_values, report_dropped
+from tether.engine.turn.compaction import SUMMARY_ORDER
 from tether.engine.turn.keywords import keyword_scores
 from tether.engine.turn.repair_intents import INTENTS
 from tether.flow.fields import is_known
@@ -58,7 +61,8 @@ JUDGE_ORDERS = (
     "- branches: true when the statement the task gives under that key is true of the message;\n"
     "- fields: the values the customer gave for these fields (null when not given);\n"
     "- collect: the values the customer gave for the step being answered (null when not given; never guess); "
-    "a field the task lists as correctable takes a value only when the message changes the one given before."
+    "a field the task lists as correctable takes a value only when the message changes the one given before.\n"
+    "- summary: " + SUMMARY_ORDER
 )
 _TRUE = {"true", "yes", "sim", "1"}
 _FALSE = {"false", "no", "não", "nao", "0"}
@@ -317,6 +321,8 @@ def _envelope(ts: TurnState, found: Judgeables) -> tuple[dict[str, Any], dict[st
                 now = ", ".join(f"{n} (now {ts.session.data.get(n)!r})" for n in fixable)
                 lines.setdefault("collect", []).append(f"- {alias} correctable: {now}")
         section("collect", props)
+    if ts.fold_due:  # the window folds soon: this call writes the summary (last: the rest keeps its prefix)
+        properties["summary"] = {"type": ["string", "null"]}
     schema = {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
     task = "\n".join(f"{name}:\n" + "\n".join(entries) for name, entries in lines.items())
     return schema, aliases, task
@@ -418,4 +424,6 @@ async def understand(ts: TurnState, found: Judgeables) -> Judgement:
     # only what was offered, as the schema says: an invalid or unoffered entry is dropped, the rest stands
     kept, dropped = check_reply(data, schema, entry_depth=2, section_depths={"collect": 3})
     report_dropped(ts, "understand", dropped, fields_sections=("fields", "collect"))
+    if ts.fold_due and isinstance(kept, Mapping) and isinstance(kept.get("summary"), str):
+        ts.carried_summary = kept["summary"].strip() or None
     return _parse(found, aliases, kept if isinstance(kept, Mapping) else {})
