@@ -91,7 +91,8 @@ def report(per_message: list[list[dict[str, Any]]], folds: list[str]) -> None:
     print(f"calls per message (summaries counted): mean {statistics.mean(calls):.2f}, max {max(calls)} "
           f"(message {worst + 1}: {', '.join(call_kind(b) for b in per_message[worst])}); goal mean <= 1.2, max <= 2")
     print(f"  {sum(calls)} calls over {len(calls)} messages: {summaries} summary call(s) of their own; "
-          f"folds: {len(folds)}, {carried} carried by an understand call")
+          f"folds: {len(folds)}, {carried} carried by an understand call; without the summary calls "
+          f"{(sum(calls) - summaries) / len(calls):.2f} per message (the floor summaries alone can reach)")
     for line in folds:
         print(f"    {line}")
 

@@ -100,7 +100,7 @@ confirm = agent(
 goodbye = terminal("goodbye")
 
 booking = Flow("booking", description="Book a room: dates, guests, confirmation", start=ask_dates,
-               nodes=[ask_dates, ask_guests, confirm, goodbye], on=[on_message()])
+               nodes=[ask_dates, ask_guests, confirm, goodbye], on=[on_message(repeat="always")])
 
 
 # ------------------------------------------------------------------ reading the dates people type

@@ -17,6 +17,7 @@ from tether import (
     Session,
     action,
     collect,
+    decide,
     end,
     enum_check,
     goto,
@@ -211,6 +212,50 @@ async def test_the_cannot_handle_limit_is_the_authors_and_a_value_starts_the_cou
     await off.say("a pizza")
     for text in ("hmm", "what", "eh"):  # the pattern switched off: only max_turns escalates
         assert (await off.say(text)).status == "awaiting_user"
+
+
+async def test_a_step_the_model_phrases_with_no_understand_call_offers_corrections_in_its_speak_call() -> None:
+    order = Flow("order", "Order a pizza", nodes=[
+        collect("choose", fields=["size"], ask="Small, medium or large?", resolvers=[enum_check("size", SIZES)]),
+        collect("name", fields=["name"], prompt="Ask the customer's name for the order."),
+        reply("done", response="A {size} pizza for {name}.", next=end("placed")),
+    ], on=[on_message("pizza")])
+    model = StrictModel()
+    model.means("a large pizza", flows={"order": 90})
+    model.means("the middle size after all", values={"size": "medium"}, reply="Medium it is. Your name?")
+    model.means("Ann", values={"name": "Ann"})
+    chat = Chat(Agent("Pia", flows=[order], fields={"size": Field("enum", enum=SIZES),
+                                                    "name": Field("string", extract="asked")}).with_model(model))
+    await chat.say("a large pizza")
+    fixed = await chat.say("the middle size after all")
+    # nothing else to judge, so no understand call: the step's one speak call offers the size too
+    assert [c.call for c in model.calls[-1:]] == ["speak"] and fixed.llm_calls == 1
+    assert fixed.text == "Medium it is. Your name?" and model.unsaid() == []
+    [event] = [e for e in fixed.events if e.type == "field-corrected"]
+    assert (event.field, event.old, event.new) == ("size", "large", "medium")
+    assert (await chat.say("Ann")).text.endswith("A medium pizza for Ann.")
+
+
+@pytest.mark.parametrize("with_model", [False, True])
+async def test_a_decide_step_waiting_for_a_choice_reads_a_correction_with_the_earlier_steps_resolvers(
+        with_model: bool) -> None:
+    order = Flow("order", "Order a pizza", nodes=[
+        collect("choose", fields=["size"], ask="Small, medium or large?", resolvers=[enum_check("size", SIZES)]),
+        decide("confirm", choices=["yes", "no"], prompt="Shall I place the order?", targets=["placed", "kept"],
+               decide=lambda data, state: goto("placed") if data.choice == "yes" else goto("kept")),
+        reply("placed", response="Your {size} pizza is in the oven.", next=end("placed")),
+        reply("kept", response="OK, nothing ordered.", next=end("kept")),
+    ], on=[on_message("pizza")])
+    bot = Agent("Pia", flows=[order], fields={"size": Field("enum", enum=SIZES)})
+    model = StrictModel()
+    model.means("a large pizza", flows={"order": 90})
+    chat = Chat(bot.with_model(model) if with_model else bot)
+    assert (await chat.say("a large pizza")).text == "Shall I place the order?"
+    fixed = await chat.say("actually make it medium")
+    assert fixed.text == "Shall I place the order?" and "corrected" in fixed.codes()
+    assert chat.session is not None and chat.session.data["size"] == "medium"
+    assert (await chat.say("yes")).text == "Your medium pizza is in the oven."
+    assert "decide" not in [c.call for c in model.calls]  # the labels and the resolvers decided: no decide call
 
 
 def test_the_cannot_handle_limit_must_be_a_positive_integer() -> None:

@@ -9,7 +9,10 @@ and a checkpoint already committed stays committed (at-least-once under replay).
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
+import pytest
 from journal_agents import charging_agent
 from runtime_helpers import SpyStore, msg, relay_agent, silence_agent, waiting_agent
 
@@ -17,6 +20,8 @@ from tether import Message
 from tether.engine.core.session import Session
 from tether.runtime import Runtime
 from tether.runtime.window import attach_window
+from tether.stores import SQLiteStore
+from tether.testing import FakeClock
 
 
 async def test_a_multi_node_turn_writes_at_every_move_and_every_record_once(
@@ -202,3 +207,56 @@ async def test_a_replay_continues_the_session_its_checkpoint_created(
     assert [c for c in spy.calls if c[0] == "create"] == [("create", response.session)]
     assert response.message == "prepped=1 held=1"
     assert [m.text for m in await spy.transcript(response.session)] == ["hi", "prepped=1 held=1"]
+
+
+async def test_a_turn_parses_its_document_once_on_load_and_once_on_its_final_save(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # two checkpoints and a final save: the checkpoints are checked without a parse
+    runtime = Runtime(relay_agent(), store=SQLiteStore(tmp_path / "t.db", clock=clock), clock=clock)
+    first = await runtime.run("Relay", Message("a", id="a"))
+    parses: list[str] = []
+    validate = Session.model_validate_json
+
+    def counted(text: str | bytes, **kwargs: Any) -> Session:
+        parses.append("parse")
+        return validate(text, **kwargs)
+
+    monkeypatch.setattr(Session, "model_validate_json", counted)
+    second = await runtime.run("Relay", Message("b", id="b"), session_id=first.session)
+    assert second.success and second.message == "prepped=2 held=2"
+    assert len(parses) == 2  # the load, the final save
+    stored = await runtime.store.load(first.session)
+    assert stored is not None and stored.revision == 5  # create at 0, two checkpoints a turn, two final saves
+    await runtime.close()
+
+
+async def test_the_transactions_of_a_lone_turn_on_sqlite(tmp_path: Path, clock: FakeClock) -> None:
+    # counted on the connection (every COMMIT, and whether it waited for the disk): a turn that does
+    # not move commits the lease's take (with the read) and its final save (with the release); a
+    # turn that moves adds one checkpoint per move (seed 004: saved before the next node runs);
+    # only the final save waits for the disk
+    store = await SQLiteStore.open(tmp_path / "t.db", clock=clock)
+    runtime = Runtime([relay_agent(), silence_agent()], store=store, clock=clock)
+    first = await runtime.run("Relay", Message("a", id="a"))
+    commits: list[bool] = []  # True: flushed
+    flushed = [True]
+
+    def trace(statement: str) -> None:
+        text = statement.strip().upper()
+        if text.startswith("PRAGMA SYNCHRONOUS"):
+            flushed[0] = text.endswith("FULL")
+        elif text.startswith("COMMIT"):
+            commits.append(flushed[0])
+
+    conn = store._connection("test")
+    conn.set_trace_callback(trace)
+    moving = await runtime.run("Relay", Message("b", id="b"), session_id=first.session)
+    assert moving.success
+    assert commits == [False, False, False, True]  # take, two checkpoints (two moves), the final save
+    quiet = await runtime.run("Nudger", Message("hi", id="h1"))  # a new session: one write creates it
+    commits.clear()
+    still = await runtime.run("Nudger", Message("hi again", id="h2"), session_id=quiet.session)
+    assert still.success and still.message == "Got it."
+    assert commits == [False, True]  # no move: the take and the final save
+    await runtime.close()

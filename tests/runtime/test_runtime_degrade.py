@@ -102,3 +102,29 @@ async def test_a_bad_move_from_author_code_degrades_and_the_session_goes_on(
     moves[0] = goto("placed")
     fixed = await runtime.run("Shop", Message("order please", id="m2"), session_id=failed.session)
     assert fixed.success and fixed.session == failed.session and fixed.message == "Placed." and fixed.code is None
+
+
+async def test_a_trigger_condition_that_raises_degrades_the_turn(
+        make_runtime: Callable[..., Runtime], spy: SpyStore) -> None:
+    broken = [True]
+
+    def open_hours(ctx: Any) -> bool:
+        if broken[0]:
+            raise KeyError("opening_hours")
+        return True
+
+    answer = reply("answer", response="We are open.", next=end("answered"))
+    flow = Flow("hours", nodes=[answer], on=[on_message(repeat="always", if_=open_hours)])
+    runtime = make_runtime(Agent("Shop", flows=[flow], idle="silent"))
+    failed = await runtime.run("Shop", Message("are you open?", id="m1"))
+    assert failed.success and failed.code == "error_degraded"  # not turn-failed: the author's code failed
+    assert failed.message == DEFAULT_FAILURE_REPLY
+    stored = await spy.load(failed.session)
+    assert stored is not None and stored.status == "running"
+    (logged,) = stored.error  # once, though the condition is asked in more than one phase
+    assert logged.code == "condition-failed" and logged.flow == "hours"
+    assert "open_hours" in logged.message and "KeyError" in logged.message
+    assert [e.type for e in await spy.events(failed.session)] == ["error"]
+    broken[0] = False
+    again = await runtime.run("Shop", Message("and now?", id="m2"), session_id=failed.session)
+    assert again.success and again.message == "We are open." and again.session == failed.session

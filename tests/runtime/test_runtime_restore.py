@@ -31,7 +31,7 @@ async def test_a_document_of_a_version_nothing_upgrades_is_refused_never_replace
         response = await runtime.run("Counter", msg(), session_id=old.id)
         assert not response.success and response.code == "SESSION_VERSION_UNSUPPORTED" and response.session == old.id
         assert response.message == (
-            "Session 'old-1' has schema version 0, older than this tether reads (4), and no migration upgrades it: "
+            "Session 'old-1' has schema version 0, older than this tether reads (5), and no migration upgrades it: "
             "register one (Runtime(migrations=...)) or an on_restore hook that decides; the document is kept as "
             "it is.")
     assert await spy.inner.load(old.id) == old  # kept, untouched
@@ -58,7 +58,7 @@ async def test_a_version_1_document_is_upgraded_and_continued_with_its_inline_wi
     assert response.result is not None and response.result.session is not None
     assert response.result.session.messages[0] == said  # the inline window was read as it is
     stored = await spy.inner.load(old.id)
-    assert stored is not None and stored.schema_version == SESSION_SCHEMA_VERSION == 4
+    assert stored is not None and stored.schema_version == SESSION_SCHEMA_VERSION == 5
     assert stored.messages == [] and stored.window_from == 1  # from now on the window is the records
 
 async def test_a_version_2_document_without_clarifying_is_upgraded_and_continued(

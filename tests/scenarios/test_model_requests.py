@@ -86,7 +86,8 @@ async def test_the_idle_speaker_sees_known_fields_as_background_only() -> None:
     await convo.say("Ada")  # the intro ends silently: the idle speaker answers
     await convo.say("how are you?")
     for speak in requests(model, "speak"):
-        assert "background, not a current task" in speak.instructions and "- name: Ada" in speak.instructions
+        assert "Background:\n- name: Ada" in speak.instructions
+        assert "Background: known from earlier in the conversation, not a current task" in speak.system
         assert "settled" not in speak.instructions
 
 
@@ -169,7 +170,7 @@ async def test_the_system_text_of_a_call_kind_is_the_same_every_turn_and_holds_t
         assert system.index("- orders: Order status") < system.index("- refunds: Refunds")
     # per-turn text stays out of the stable part: the step's guideline is in the instructions
     speak = requests(model, "speak")
-    assert all("Your task now" not in r.system and "Your task now" in r.instructions for r in speak)
+    assert all("Your task now:" not in r.system and "Your task now:" in r.instructions for r in speak)
     understand = requests(model, "understand")
     assert all("Score 0-100" not in r.system for r in understand)
 

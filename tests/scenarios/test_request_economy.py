@@ -175,7 +175,7 @@ async def test_the_score_sheet_stays_whole_but_only_the_candidates_scores_route(
     # the same sheet, in the agent's order, although refunds (repeat once) may not start again
     assert list(first["properties"]) == list(second["properties"]) == ["menu", "orders", "refunds"]
     # refunds scored 99 on the second message but is no candidate any more: orders took it
-    assert model.calls[-1].call == "speak" and "Order status" in model.calls[-1].request.instructions
+    assert model.calls[-1].call == "speak" and "Current flow: orders" in model.calls[-1].request.instructions
 
 
 class _Triage(BaseModel):

@@ -3,13 +3,17 @@ checks the agent and the tenant), and a conversation's first message creates its
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from server_client import ACME, GLOBEX
+from server_agents import echo_agent
+from server_client import ACME, GLOBEX, KEYS, app_client
 
+from tether import Agent
 from tether.runtime import Runtime
+from tether.server import create_app
 from tether.stores import SQLiteStore
 
 ECHO = "/v1/agents/Echo"
@@ -73,3 +77,21 @@ async def test_the_first_message_creates_the_conversation(client: httpx.AsyncCli
     assert unknown.status_code == 404 and unknown.json()["code"] == "agent-not-found"
     bad = await client.post(f"{ECHO}/messages", json={"txt": "hi"}, headers=ACME)
     assert bad.status_code == 422
+
+
+async def test_a_turn_that_says_nothing_says_why(tmp_path: Path) -> None:
+    # the envelope's message stays a string; its code tells a client there is no answer to show
+    runtime = Runtime([echo_agent(), Agent("Mute", flows=[], idle="silent")],
+                      store=SQLiteStore(tmp_path / "t.db"))
+    async for client in app_client(create_app(runtime, api_keys=KEYS, scheduler=False)):
+        mute = (await client.post("/v1/agents/Mute/messages", json={"text": "hello?"}, headers=ACME)).json()
+        assert mute["success"] and mute["message"] == "" and mute["code"] == "no-reply" and mute["session"]
+        handed = (await client.post(f"{ECHO}/messages", json={"text": "human"}, headers=ACME)).json()
+        assert handed["completed"] and handed["code"] is None and handed["message"]  # the hand-off is said
+        quiet = await client.post(f"{ECHO}/sessions/{handed['session']}/messages", json={"text": "anyone?"},
+                                  headers=ACME)
+        assert quiet.status_code == 200
+        assert quiet.json()["message"] == "" and quiet.json()["code"] == "handed-off"
+        spoken = (await client.post(f"{ECHO}/messages", json={"text": "hi"}, headers=ACME)).json()
+        assert spoken["message"] == "reply 1: hi" and spoken["code"] is None
+    await runtime.close()

@@ -59,6 +59,35 @@ async def test_a_retried_message_id_returns_the_first_answer(client: httpx.Async
     assert [m["text"] for m in transcript] == ["hi", "reply 1: hi", "hi", "reply 2: hi"]
 
 
+async def test_a_resent_answered_message_is_a_duplicate_completed_as_it_was(client: httpx.AsyncClient) -> None:
+    sid = await _session(client)
+    url = f"{ECHO}/{sid}/messages"
+    first = (await client.post(url, json={"text": "hi", "id": "k1"}, headers=ACME)).json()
+    assert first["completed"] is True and first["code"] is None  # the chat flow ended: completed
+    again = (await client.post(url, json={"text": "hi", "id": "k1"}, headers=ACME)).json()
+    assert again == {**first, "code": "duplicate-input"}  # the same answer, completed as it was
+    handed = (await client.post(url, json={"text": "human", "id": "k2"}, headers=ACME)).json()
+    resent = (await client.post(url, json={"text": "human", "id": "k2"}, headers=ACME)).json()
+    assert resent == {**handed, "code": "duplicate-input"} and resent["completed"] is True
+    transcript = (await client.get(f"{ECHO}/{sid}/transcript", headers=ACME)).json()["messages"]
+    assert [m["text"] for m in transcript][:2] == ["hi", "reply 1: hi"] and len(transcript) == 4
+
+
+async def test_a_resent_message_whose_turn_asks_is_a_duplicate_not_completed(tmp_path: Path) -> None:
+    clock = FakeClock("2026-01-05T09:00:00Z")
+    runtime = Runtime(frugal_agent(), store=SQLiteStore(tmp_path / "t.db", clock=clock), clock=clock)
+    async for client in app_client(create_app(runtime, api_keys=KEYS, scheduler=False)):
+        sid = await _session(client, "Frugal")
+        url = f"/v1/agents/Frugal/sessions/{sid}/messages"
+        first = (await client.post(url, json={"text": "hi", "id": "m1"}, headers=ACME)).json()
+        assert first["completed"] is False and first["message"] == "What is your name?"
+        again = (await client.post(url, json={"text": "hi", "id": "m1"}, headers=ACME)).json()
+        assert again == {**first, "code": "duplicate-input"}
+        state = (await client.get(f"/v1/agents/Frugal/sessions/{sid}", headers=ACME)).json()
+        assert state["usage"]["llm_calls"] == 1  # the resent message ran no turn
+    await runtime.close()
+
+
 async def test_session_state_transcript_and_events_are_paged(client: httpx.AsyncClient) -> None:
     sid = await _session(client)
     for text in ("a", "b", "c"):

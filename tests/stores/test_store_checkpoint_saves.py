@@ -10,10 +10,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 from store_backends import Backend
 
 from tether.engine.core.session import Session, TranscriptMessage
-from tether.errors import SessionConflict, StoreError
+from tether.errors import SessionConflict, SessionFlowInvariant, StoreError
 from tether.stores import SQLiteStore, TurnRecords, WakeRequest
 
 NewSession = Callable[..., Session]
@@ -136,3 +137,34 @@ def test_the_store_thread_serves_every_event_loop_and_ends_with_the_store(tmp_pa
             break
         threading.Event().wait(0.01)
     assert store_threads() == []
+
+
+async def test_a_malformed_checkpoint_is_refused_and_writes_nothing(backend: Backend,
+                                                                    new_session: NewSession) -> None:
+    # a checkpoint is not parsed again (its turn's final save is), yet nothing malformed is stored
+    store = await backend.make()
+    created = await store.create(new_session(data={"step": 1}))
+    malformed = [
+        created.model_copy(update={"agent": " "}),  # a validator
+        created.model_copy(update={"status": "paused"}),  # a literal
+        created.model_copy(update={"created_at": None}),  # a required field
+        created.model_copy(update={"message_seq": "1"}),  # a typed field's type
+        created.model_copy(update={"data": {"when": object()}}),  # not JSON
+        created.model_copy(update={"runs": ["not a run"]}),  # a nested model
+        Session.model_construct(id=created.id, agent=created.agent),  # fields missing
+    ]
+    for bad in malformed:
+        with pytest.raises(SessionFlowInvariant, match=created.id):
+            await store.save_checkpoint(bad, created.revision, TurnRecords(messages=[_said(1, "lost")]))
+    loaded = await store.load(created.id)
+    assert loaded is not None and loaded.revision == 0 and loaded.data == {"step": 1}
+    assert await store.transcript(created.id) == []
+
+
+def test_the_document_validates_every_assignment() -> None:
+    # what lets a checkpoint skip the parse: a bad value is refused where it is set
+    doc = Session(id="s1", agent="a", created_at=datetime(2026, 1, 1, tzinfo=UTC))
+    for name, value in (("status", "paused"), ("agent", ""), ("revision", -1), ("runs", ["x"])):
+        with pytest.raises(ValidationError):
+            setattr(doc, name, value)
+    assert doc.status == "running" and doc.agent == "a"

@@ -7,7 +7,8 @@ from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 from tether.engine.core.results import TurnResult
 from tether.errors import TetherError
 
-__all__ = ["CONTENT_TYPE", "RunResponse", "describe_error", "error_code", "failure", "failure_for", "success"]
+__all__ = ["CONTENT_TYPE", "RunResponse", "describe_error", "error_code", "failure", "failure_for", "quiet_reason",
+           "success"]
 
 CONTENT_TYPE = "text/plain"
 """The content type of a failure envelope, and of a reply no agent step typed."""
@@ -30,8 +31,11 @@ class RunResponse(BaseModel):
         code: the stable error code of a failure (``SESSION_CONFLICT``, ``SESSION_FLOW_MISMATCH``,
             ``SESSION_FLOW_INVARIANT``, ``agent-not-registered``, ...); on success, None or an
             informational code such as ``no-session`` (a wake found no session to wake) or
-            ``error_degraded`` (a step failed: the customer got the failure reply, the session
-            stays usable).
+            ``error_degraded`` (a step, or a trigger's code condition, failed: the customer got the
+            failure reply, the session stays usable), ``duplicate-input`` (a message resent with
+            an id already answered: ``message`` is the reply its turn recorded and ``completed``
+            is what the first answer said); a turn that said nothing (``message`` is
+            ``""``) says why: ``handed-off`` or ``no-reply`` (see :func:`quiet_reason`).
         result: the full ``TurnResult`` of a successful turn (never serialized).
     """
 
@@ -49,9 +53,34 @@ class RunResponse(BaseModel):
 def success(result: TurnResult, session_id: str, *, session_running: bool = True) -> RunResponse:
     """The envelope of a turn that ran (and, when it changed anything, was saved)."""
     completed = result.status in ("ended", "handoff") or not session_running
-    degraded = any(ended.reason == "error_degraded" for ended in result.ended)
+    degraded = any(ended.reason == "error_degraded" for ended in result.ended) \
+        or any(line.code == "condition-failed" for line in result.outcomes)  # a trigger's condition raised
+    if degraded:
+        code: str | None = "error_degraded"
+    elif (resent := _resent(result)) is not None:  # the reply its turn recorded, completed as it was
+        code = "duplicate-input"
+        completed = completed or (result.session is not None and resent in result.session.completed_inputs)
+    else:
+        code = None if result.messages else quiet_reason(result)
     return RunResponse(success=True, completed=completed, message=result.text, session=session_id,
-                       content_type=result.content_type, code="error_degraded" if degraded else None, result=result)
+                       content_type=result.content_type, code=code, result=result)
+
+
+def _resent(result: TurnResult) -> str | None:
+    """The id of the message ``result`` answers as a duplicate (``duplicate-input``), or None."""
+    for line in result.outcomes:
+        if line.code == "duplicate-input" and line.key is not None:
+            return line.key
+    return None
+
+
+def quiet_reason(result: TurnResult) -> str:
+    """Why a turn that ran said nothing: ``handed-off`` (a person has the conversation: the bot
+    stays quiet until it is released, and the person's answer comes through the session's
+    transcript and stream), else ``no-reply`` (nothing answered the input and no idle speaker
+    did: the agent's idle speaker is silent, the host's gate was closed, or the input was not a
+    message)."""
+    return "handed-off" if any(line.code == "handed-off" for line in result.outcomes) else "no-reply"
 
 
 def failure(message: str, session_id: str | None, code: str | None) -> RunResponse:

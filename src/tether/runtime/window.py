@@ -131,16 +131,17 @@ class WindowCache:
         return len(self._entries)
 
 
-BUILTIN_UPGRADES = (1, 2, 3)
-"""The versions the runtime upgrades to the current one (4) by stamping it: a version 1 document
+BUILTIN_UPGRADES = (1, 2, 3, 4)
+"""The versions the runtime upgrades to the current one (5) by stamping it: a version 1 document
 keeps its window inline, which is read as is; a version 2 document has no ``clarifying``, which
 reads as empty (no clarification was asked); a version 3 document holds no person's message (kind
-``agent``)."""
+``agent``); a version 4 document has no ``completed_inputs``, which reads as empty (a message it
+answered, resent, answers not completed)."""
 
 
 def upgrade_builtin(doc: Session) -> Session:
-    """Versions 1, 2 and 3 -> 4 (see :data:`BUILTIN_UPGRADES`); any other document unchanged."""
-    if doc.schema_version not in BUILTIN_UPGRADES or SESSION_SCHEMA_VERSION != 4:
+    """Versions 1 to 4 -> 5 (see :data:`BUILTIN_UPGRADES`); any other document unchanged."""
+    if doc.schema_version not in BUILTIN_UPGRADES or SESSION_SCHEMA_VERSION != 5:
         return doc
     return doc.model_copy(update={"schema_version": SESSION_SCHEMA_VERSION})
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from tether.stores._postgres_pipeline import save_in_one_round_trip
 from tether.stores.base import duplicate_message, message_rows, utc
 from tether.stores.record_forms import event_row, journal_body
 from tether.stores.records import TurnRecords, Wake
@@ -14,7 +15,8 @@ if TYPE_CHECKING:
 
     Conn = AsyncConnection[tuple[Any, ...]]
 
-__all__ = ["insert_records", "one_statement_save", "save_in_one_statement", "wake_from_row"]
+__all__ = ["insert_records", "one_statement_save", "save_in_one_round_trip", "save_in_one_statement",
+           "wake_from_row"]
 
 
 def wake_from_row(row: Any) -> Wake:

@@ -13,13 +13,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, get_args
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from tether.engine.core.ports import Clock
-from tether.engine.core.session import SESSION_SCHEMA_VERSION, Session, TranscriptMessage
+from tether.engine.core.session import SESSION_SCHEMA_VERSION, Session, SessionStatus, TranscriptMessage
 from tether.errors import SessionConflict, SessionFlowInvariant, SessionVersionUnsupported, StoreError
 from tether.stores.flow_versions import FlowVersion, StoredFlow
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased, LocalLeases
@@ -128,8 +128,12 @@ class Store(ABC):
         waiting for the disk: it survives a crash of this process at once, and a power loss from
         the next flushed commit on, which makes every earlier commit durable too (SQLite's WAL and
         PostgreSQL's WAL are written in order). A checkpoint lost to a power loss loses only a turn
-        that had not answered yet, as if the machine had stopped before it. This default is
-        ``save``.
+        that had not answered yet, as if the machine had stopped before it.
+
+        The stores check a checkpoint's document without parsing it again (a turn's final save
+        parses its document: one validation per turn; see ``_prepare``): it is refused as
+        malformed (``SessionFlowInvariant``) like a save's, and the copy returned is a shallow
+        copy of ``session`` (the caller's working copy). This default is ``save``.
         """
         return await self.save(session, expected_revision, records)
 
@@ -278,18 +282,30 @@ class Store(ABC):
         """The store clock's time, as aware UTC."""
         return utc(self._clock())
 
-    def _prepare(self, session: Session, *, revision: int, operation: str) -> tuple[Session, str]:
-        """Validate ``session`` and return the copy to store (``revision``, ``saved_at`` stamped)
-        with its JSON. Raises ``SessionFlowInvariant`` when the document does not validate.
+    def _prepare(self, session: Session, *, revision: int, operation: str,
+                 checked: bool = True) -> tuple[Session, str]:
+        """Check ``session`` and return the copy to store (``revision``, ``saved_at`` stamped) with
+        its JSON. Raises ``SessionFlowInvariant`` when the document does not validate.
 
-        One serialization and one validation: the JSON that is stored is the JSON that was
-        validated, and the copy returned is parsed from it (it shares nothing with ``session``).
+        ``checked`` (every save but a checkpoint): one serialization and one validation; the JSON
+        that is stored is the JSON that was validated, and the copy returned is parsed from it (it
+        shares nothing with ``session``). A checkpoint (``checked=False``) is not parsed again: its
+        turn's final save is, so a turn validates its document once. What a checkpoint stores is
+        still checked: the serialization refuses any value that does not fit its field's type (a
+        non-JSON value in ``data`` or a run's state, a wrong type in a typed field), the document's
+        models validate every assignment (a bad status or a blank id is refused where it is set),
+        and :func:`_check_head` checks what a copy made without validation could still get wrong.
+        The copy returned is a shallow copy of ``session``.
         """
         session_id = str(getattr(session, "id", "?"))
         try:
-            text = session.model_copy(update={"revision": revision, "saved_at": self.now()}).model_dump_json(
-                warnings="error", exclude_none=True)
-            stored = Session.model_validate_json(text)
+            stamped = session.model_copy(update={"revision": revision, "saved_at": self.now()})
+            text = stamped.model_dump_json(warnings="error", exclude_none=True)
+            if checked:
+                stored = Session.model_validate_json(text)
+            else:
+                _check_head(stamped)
+                stored = stamped
         except (ValidationError, PydanticSerializationError, AttributeError, TypeError, ValueError) as exc:
             raise SessionFlowInvariant(
                 f"Session {session_id!r} is malformed and was not written: {exc}",
@@ -378,6 +394,28 @@ class _ComposedLease:
 
     async def __aexit__(self, *exc: object) -> None:
         await self._held.release()  # nothing when the body released it already
+
+
+_STATUSES = frozenset(get_args(SessionStatus))
+
+
+def _check_head(session: Session) -> None:
+    """The document's own scalar fields, checked as validation would (cheap): a copy made with
+    ``model_copy(update=...)`` or ``model_construct`` skips validation, and serialization checks
+    neither a literal's value, nor a validator, nor a missing required field."""
+    values = session.__dict__
+    for name in ("id", "agent"):
+        value = values.get(name)
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"{name}: must be a string that is not blank, not {value!r}")
+    if values.get("status") not in _STATUSES:
+        raise ValueError(f"status: must be one of {sorted(_STATUSES)}, not {values.get('status')!r}")
+    if not isinstance(values.get("created_at"), datetime):
+        raise ValueError(f"created_at: must be a datetime, not {values.get('created_at')!r}")
+    for name in ("revision", "schema_version"):
+        value = values.get(name)
+        if type(value) is not int or value < 0:
+            raise ValueError(f"{name}: must be an integer >= 0, not {value!r}")
 
 
 def _unknown_fields(exc: ValidationError) -> list[str]:

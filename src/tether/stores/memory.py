@@ -105,7 +105,17 @@ class MemoryStore(Store):
     async def save(
         self, session: Session, expected_revision: int, records: TurnRecords | None = None
     ) -> Session:
-        stored, text = self._prepare(session, revision=expected_revision + 1, operation="save")
+        return self._save(session, expected_revision, records)
+
+    async def save_checkpoint(
+        self, session: Session, expected_revision: int, records: TurnRecords | None = None
+    ) -> Session:
+        """``save`` with the document checked without a parse (see ``Store._prepare``)."""
+        return self._save(session, expected_revision, records, checked=False)
+
+    def _save(self, session: Session, expected_revision: int, records: TurnRecords | None, *,
+              checked: bool = True) -> Session:
+        stored, text = self._prepare(session, revision=expected_revision + 1, operation="save", checked=checked)
         self._check_open("save")
         current = self._summaries.get(stored.id)
         if current is None or current.revision != expected_revision:

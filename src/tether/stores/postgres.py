@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from tether.engine.core.session import Session, TranscriptMessage
 from tether.errors import SessionConflict, SessionFlowMismatch, StoreError
-from tether.stores._postgres_io import insert_records, one_statement_save, save_in_one_statement, wake_from_row
+from tether.stores._postgres_io import (
+    insert_records,
+    one_statement_save,
+    save_in_one_round_trip,
+    save_in_one_statement,
+    wake_from_row,
+)
 from tether.stores._postgres_lease import PostgresLease, hold_postgres_lease
 from tether.stores._postgres_schema import TENANT, migrate, quote_schema
 from tether.stores.base import ClockLike, Store, backend_errors, messages_from_rows, utc
@@ -276,33 +282,16 @@ class PostgresStore(Store):
     async def _save(
         self, session: Session, expected_revision: int, records: TurnRecords | None, *, flush: bool = True
     ) -> Session:
-        stored, text = self._prepare(session, revision=expected_revision + 1, operation="save")
-        if one_statement_save(records):
-            row = (stored.id, stored.agent, stored.status, stored.revision, stored.saved_at, text)
-            async with self._connection("save", stored.id) as conn:
-                if not await save_in_one_statement(conn, self._s, row, expected_revision, records, flush=flush):
-                    await self._explain_failed_save(conn, stored, expected_revision)
-            return stored
-        async with self._transaction("save", stored.id) as conn:
-            if not flush:
-                await conn.execute("SET LOCAL synchronous_commit = off")
-            cur = await conn.execute(
-                f"UPDATE {self._s}.tether_sessions "
-                "SET status = %s, revision = %s, saved_at = %s, doc = %s::json "
-                "WHERE id = %s AND revision = %s AND agent = %s",
-                (
-                    stored.status,
-                    stored.revision,
-                    stored.saved_at,
-                    text,
-                    stored.id,
-                    expected_revision,
-                    stored.agent,
-                ),
-            )
-            if cur.rowcount != 1:
+        # a checkpoint (no flush) is checked without a parse: its turn's final save parses
+        stored, text = self._prepare(session, revision=expected_revision + 1, operation="save", checked=flush)
+        row = (stored.id, stored.agent, stored.status, stored.revision, stored.saved_at, text)
+        async with self._connection("save", stored.id) as conn:
+            if one_statement_save(records):
+                swapped = await save_in_one_statement(conn, self._s, row, expected_revision, records, flush=flush)
+            else:  # wakes or parts: a transaction, sent as one pipeline
+                swapped = await save_in_one_round_trip(conn, self._s, row, expected_revision, records, flush=flush)
+            if not swapped:
                 await self._explain_failed_save(conn, stored, expected_revision)
-            await insert_records(conn, self._s, stored.id, records)
         return stored
 
     async def _explain_failed_save(self, conn: Conn, stored: Session, expected: int) -> None:

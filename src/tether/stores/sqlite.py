@@ -327,7 +327,8 @@ class SQLiteStore(Store):
         self, session: Session, expected_revision: int, records: TurnRecords | None, lease: SQLiteLease[Any] | None,
         *, flush: bool = True,
     ) -> Session:
-        stored, text = self._prepare(session, revision=expected_revision + 1, operation="save")
+        # a checkpoint (no flush) is checked without a parse: its turn's final save parses
+        stored, text = self._prepare(session, revision=expected_revision + 1, operation="save", checked=flush)
         assert stored.saved_at is not None
         params = (
             stored.status,

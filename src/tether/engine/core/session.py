@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tether.durable.turns import OpenTurn
 
 __all__ = [
+    "KEEP_COMPLETED",
     "KEEP_INPUTS",
     "SESSION_SCHEMA_VERSION",
     "Claim",
@@ -33,10 +34,11 @@ __all__ = [
     "WaitingOn",
     "fork_run",
     "fork_session",
+    "remember_completed",
     "remember_input",
 ]
 
-SESSION_SCHEMA_VERSION = 4
+SESSION_SCHEMA_VERSION = 5
 """Bumped when the document shape changes (a test holds its JSON Schema per version); the runtime
 migrates older documents, and refuses one no migration upgrades (``SESSION_VERSION_UNSUPPORTED``).
 
@@ -44,18 +46,25 @@ migrates older documents, and refuses one no migration upgrades (``SESSION_VERSI
 3: ``clarifying`` (the flows a clarification asked the customer to choose between).
 4: a transcript message's ``kind`` ``agent`` and its ``by`` (what a person who took the session
 over said).
-The runtime upgrades version 1, 2 and 3 documents itself: a version 1 window is inline, a
-document without ``clarifying`` asked nothing, and one before version 4 holds no person's
-message; nothing else changes."""
+5: ``completed_inputs`` (the message ids whose turn completed: a resent one answers as it did).
+The runtime upgrades version 1 to 4 documents itself: a version 1 window is inline, a document
+without ``clarifying`` asked nothing, one before version 4 holds no person's message, and one
+before version 5 noted no completed turn (a resent message of such a turn answers not completed);
+nothing else changes."""
 
 SessionStatus = Literal["running", "handed_off", "completed", "aborted"]
 RunStatus = Literal["running", "asking", "waiting", "suspended"]
 
-_STRICT = ConfigDict(extra="forbid")
+_STRICT = ConfigDict(extra="forbid", validate_assignment=True)
 
 
 KEEP_INPUTS = 50
 """How many input ids a session remembers for duplicate detection."""
+
+KEEP_COMPLETED = 8
+"""How many ids of messages whose turn completed a session remembers (``completed_inputs``): a
+client resends the message whose answer it lost, nearly always its last; an older one resent
+answers not completed. Few, so that the document stays small and flat."""
 
 
 class TranscriptMessage(BaseModel):
@@ -184,7 +193,7 @@ class Claim(BaseModel):
 class LogEntry(BaseModel):
     """A log line kept on the session (``log``, ``warn`` or ``error``)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", validate_assignment=True)
 
     at: datetime
     level: Literal["log", "warn", "error"] = "log"
@@ -249,6 +258,9 @@ class Session(BaseModel):
         memory: the agent steps' memory namespaces, by name.
         clarifying: the flows a clarification asked the customer to choose between (the next
             message picks one).
+        completed_inputs: the ids of the last :data:`KEEP_COMPLETED` messages whose turn completed
+            (ended its flow or handed the conversation off): a message resent with one of them
+            gets the recorded reply with ``completed`` as the first answer had it.
     """
 
     model_config = _STRICT
@@ -276,6 +288,7 @@ class Session(BaseModel):
     error: list[LogEntry] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
     clarifying: list[str] = Field(default_factory=list)
+    completed_inputs: list[str] = Field(default_factory=list)
     turn: OpenTurn | None = None
     memory: dict[str, MemorySpace] = Field(default_factory=dict)
 
@@ -322,6 +335,7 @@ def fork_session(session: Session) -> Session:
         "error": list(session.error),
         "metadata": copy.deepcopy(session.metadata),
         "clarifying": list(session.clarifying),
+        "completed_inputs": list(session.completed_inputs),
         "memory": {name: space.model_copy(update={"messages": list(space.messages)})
                    for name, space in session.memory.items()},
     })
@@ -331,3 +345,10 @@ def remember_input(session: Session, input_id: str) -> None:
     """Record ``input_id`` as seen (the newest :data:`KEEP_INPUTS` are kept)."""
     session.inputs.append(input_id)
     del session.inputs[: max(0, len(session.inputs) - KEEP_INPUTS)]
+
+
+def remember_completed(session: Session, input_id: str) -> None:
+    """Record that the turn of message ``input_id`` completed (the newest :data:`KEEP_COMPLETED` kept)."""
+    if input_id not in session.completed_inputs:
+        session.completed_inputs.append(input_id)
+        del session.completed_inputs[: max(0, len(session.completed_inputs) - KEEP_COMPLETED)]

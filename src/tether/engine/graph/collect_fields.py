@@ -25,9 +25,10 @@ __all__ = ["ask_text", "clear_caches", "gathered", "merge_values", "missing", "m
 
 
 def clear_caches(run: Run, node_id: str) -> None:
-    """Forget a collect node's gathered values and pass count (when the run leaves the node)."""
+    """Forget a collect node's gathered values and pass counts (when the run leaves the node)."""
     run.state.pop(f"__collect_{node_id}", None)
     run.state.pop(f"__collectTurns_{node_id}", None)
+    run.state.pop(f"__cannotHandle_{node_id}", None)
 
 
 def gathered(run: Run, node: Collect) -> dict[str, Any]:

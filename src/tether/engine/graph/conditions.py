@@ -18,13 +18,17 @@ from datetime import datetime
 from typing import Any
 
 from tether.cel import compile_condition
-from tether.engine.core.session import Run
+from tether.engine.core.events import ErrorEvent
+from tether.engine.core.session import Outcome, Run
 from tether.engine.core.state import TurnState
-from tether.errors import FlowRuntimeError
+from tether.errors import FlowRuntimeError, TetherError, TetherSignal
 from tether.flow.agent_def import CONDITION_NAMES
 from tether.flow.fields import is_known
 
-__all__ = ["PredicateContext", "holds"]
+__all__ = ["CONDITION_FAILED", "PredicateContext", "holds"]
+
+CONDITION_FAILED = "condition-failed"
+"""The code of a code predicate that raised (its error log entry and turn outcome)."""
 
 
 @dataclass(frozen=True)
@@ -40,8 +44,11 @@ class PredicateContext:
     now: datetime
 
 
-def holds(ts: TurnState, predicate: Any, run: Run | None, *, input: Any = None) -> bool:
-    """Evaluate ``predicate`` (None holds)."""
+def holds(ts: TurnState, predicate: Any, run: Run | None, *, input: Any = None, flow: str | None = None) -> bool:
+    """Evaluate ``predicate`` (None holds) for ``flow`` (default: the run's).
+
+    A code predicate is the author's code: when it raises, the turn degrades instead of failing
+    (DESIGN §9): the predicate does not hold, and :func:`_predicate_failed` makes the failure loud."""
     if predicate is None:
         return True
     silenced = ts.options.silence is not None
@@ -56,7 +63,13 @@ def holds(ts: TurnState, predicate: Any, run: Run | None, *, input: Any = None) 
         ctx = PredicateContext(context=dict(ts.options.context), data=dict(ts.session.data),
                                state=ts.state_view(run), input=run.input if run is not None else input, run=run,
                                silenced=silenced, now=ts.now)
-        return bool(predicate(ctx))
+        try:
+            return bool(predicate(ctx))
+        except (TetherError, TetherSignal):
+            raise
+        except Exception as exc:
+            _predicate_failed(ts, predicate, run, flow or (run.flow if run is not None else None), exc)
+            return False
     if not isinstance(predicate, Mapping):
         raise FlowRuntimeError(f"not a predicate: {predicate!r}")
     data = ts.session.data
@@ -80,3 +93,22 @@ def holds(ts: TurnState, predicate: Any, run: Run | None, *, input: Any = None) 
             if not condition(ctx, arg):
                 return False
     return True
+
+
+def _predicate_failed(ts: TurnState, predicate: Any, run: Run | None, flow: str | None, exc: Exception) -> None:
+    """A code predicate raised: an ``error`` event, an entry in the session's error log and the
+    agent's failure reply (once per predicate and turn: a trigger's condition is asked in
+    several phases); the session stays usable."""
+    name = getattr(predicate, "__qualname__", None) or repr(predicate)
+    message = f"flow {flow!r}: condition {name}: {type(exc).__name__}: {exc}"
+    if any(entry.message == message and entry.at == ts.now for entry in ts.session.error):
+        return
+    live = run is not None and any(r is run for r in ts.session.runs)  # not a would-be run of a start check
+    run_id = run.id if live and run is not None else None
+    ts.emit(ErrorEvent(run_id=run_id, flow=flow, at=ts.now, error=message))
+    ts.log("error", message, code=CONDITION_FAILED, flow=flow, run=run_id)
+    ts.outcomes.append(Outcome(code=CONDITION_FAILED, status="failed", kind="error", run_id=run_id, flow_id=flow,
+                               detail=message, at=ts.now))
+    text = ts.agent.failure_reply
+    if ts.options.silence is None and text and not any(m.text == text for m in ts.messages):
+        ts.say(text, kind="verbatim", key=f"{flow}:condition:failure", run=run if live else None)

@@ -1,5 +1,6 @@
-"""The correction repair pattern, at a collect step: the customer gives a new value for a field an
-earlier step of the same run collected ("actually make it medium" at the confirmation).
+"""The correction repair pattern, at a collect step (or a decide step waiting for a choice): the
+customer gives a new value for a field an earlier step of the same run collected ("actually make
+it medium" at the confirmation).
 
 Which fields may be corrected: the agent fields that an earlier collect step of the run's flow
 (one the run has visited) collects and that hold a value now, other than the step's own. With no
@@ -25,28 +26,29 @@ from tether.engine.core.state import TurnState
 from tether.engine.graph.extract import validate_value
 from tether.flow.fields import is_known
 from tether.flow.flow import Flow
-from tether.flow.nodes import Collect
+from tether.flow.nodes import Collect, Node
 from tether.flow.repair import phrase_in
 from tether.flow.resolvers import JsonPath, WholeMessage
 
 __all__ = ["apply_corrections", "correctable", "marked_as_correction", "resolver_corrections"]
 
 
-def _owners(flow: Flow, run: Run, node: Collect) -> dict[str, Collect]:
+def _owners(flow: Flow, run: Run, node: Node) -> dict[str, Collect]:
     """Each correctable field's earliest visited collect step (other than ``node``)."""
     owners: dict[str, Collect] = {}
     for other in flow.nodes:
         if other is node or not isinstance(other, Collect) or not run.visits.get(other.id):
             continue
         for name in other.fields:
-            if name in node.fields or (other.schema is not None and name in other.schema.model_fields):
+            if name in getattr(node, "fields", ()) or (other.schema is not None and name in other.schema.model_fields):
                 continue  # a schema field lives in its own step's frame, not in the session
             owners.setdefault(name, other)
     return owners
 
 
-def correctable(ts: TurnState, run: Run, flow: Flow | None, node: Collect) -> list[str]:
-    """The fields the customer may correct while ``run`` asks at ``node``."""
+def correctable(ts: TurnState, run: Run, flow: Flow | None, node: Node) -> list[str]:
+    """The fields the customer may correct while ``run`` asks at ``node`` (a collect step, or a
+    decide step waiting for a choice)."""
     if flow is None or not ts.agent.repair.on("correction"):
         return []
     return [name for name in _owners(flow, run, node)
@@ -58,7 +60,7 @@ def marked_as_correction(ts: TurnState) -> bool:
     return phrase_in(ts.message_text, ts.agent.repair.correction_markers)
 
 
-def resolver_corrections(ts: TurnState, run: Run, flow: Flow, node: Collect, names: list[str]) -> dict[str, Any]:
+def resolver_corrections(ts: TurnState, run: Run, flow: Flow, node: Node, names: list[str]) -> dict[str, Any]:
     """New values the earlier steps' own resolvers read from the message, for ``names``."""
     if not names:
         return {}
@@ -81,7 +83,7 @@ def _changed(ts: TurnState, values: dict[str, Any]) -> dict[str, Any]:
             if value is not None and value != "" and value != ts.session.data.get(name)}
 
 
-def apply_corrections(ts: TurnState, run: Run, flow: Flow, node: Collect, values: dict[str, Any], *,
+def apply_corrections(ts: TurnState, run: Run, flow: Flow, node: Node, values: dict[str, Any], *,
                       source: str) -> str | None:
     """Validate and write the corrected values; returns the step to go back to (the earliest step
     that collected a corrected field), or None when no value was a valid change."""

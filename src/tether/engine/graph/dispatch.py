@@ -18,11 +18,17 @@ from tether.engine.graph.batching import segment_for, take_held
 from tether.engine.graph.choices import constrained_schema, decide_by_choice
 from tether.engine.graph.collect import dispatch_collect, question_first
 from tether.engine.graph.conditions import holds
+from tether.engine.graph.corrections import (
+    apply_corrections,
+    correctable,
+    marked_as_correction,
+    resolver_corrections,
+)
 from tether.engine.graph.identity import identity
 from tether.engine.graph.moves import silenced
 from tether.engine.graph.prompt_parts import without_default_titles
 from tether.engine.graph.reply_check import check_reply, describe_dropped
-from tether.engine.step.agent_step import dispatch_agent
+from tether.engine.step.agent_step import dispatch_agent, leave_step
 from tether.errors import FlowRuntimeError, ModelError
 from tether.flow.durations import parse_duration
 from tether.flow.flow import Flow
@@ -71,6 +77,9 @@ async def dispatch(ts: TurnState, run: Run, flow: Flow, node: Node) -> Any:
     if isinstance(node, Wait):
         return _dispatch_wait(ts, run, flow, node)
     if isinstance(node, AgentNode):
+        if (back := _agent_step_correction(ts, run, flow, node)) is not None:
+            await leave_step(ts, run, flow, node, back.target)
+            return back
         run.last_talk = node.id
         return await dispatch_agent(ts, run, flow, node)
     raise FlowRuntimeError(f"flow {flow.id!r}: node {node.id!r} has an unknown kind {node.kind!r}")
@@ -126,11 +135,30 @@ def _dispatch_reply(ts: TurnState, run: Run, flow: Flow, node: Reply) -> Any:
     return ASKING
 
 
+def _agent_step_correction(ts: TurnState, run: Run, flow: Flow, node: AgentNode) -> Goto | None:
+    """A message to an agent step that says it corrects a value an earlier collect step gathered
+    ("actually, make it medium"), read by that step's resolvers: the value is corrected and the run
+    goes back there, with no call (the step's model hears any other message)."""
+    if not (ts.message_available(run) and ts.asking_at.get(run.id) == node.id and marked_as_correction(ts)):
+        return None
+    fixes = resolver_corrections(ts, run, flow, node, correctable(ts, run, flow, node))
+    if fixes and (back := apply_corrections(ts, run, flow, node, fixes, source="deterministic")) is not None:
+        ts.consumed_by[run.id] = node.id
+        return Goto(back)
+    return None
+
+
 async def _dispatch_decide(ts: TurnState, run: Run, flow: Flow, node: Decide) -> Any:
     if node.choices:
         picked = await decide_by_choice(ts, run, node)
         if picked is not None:
             return picked
+        if ts.message_available(run) and ts.asking_at.get(run.id) == node.id:
+            # "actually make it medium" at the confirmation: an earlier step's resolvers read it, no call
+            fixes = resolver_corrections(ts, run, flow, node, correctable(ts, run, flow, node))
+            if fixes and (back := apply_corrections(ts, run, flow, node, fixes, source="deterministic")) is not None:
+                ts.consumed_by[run.id] = node.id
+                return Goto(back)
     model = ts.model(node.model, needed_for=f"decide node {node.id!r} of flow {flow.id!r}")
     if ts.message_available(run):
         ts.consumed_by[run.id] = node.id

@@ -31,7 +31,8 @@ KEEP_CLAIMS = 50
 MESSAGE_KINDS = ("message", "mention")
 """Triggers keyed by the turn's message: a ``repeat="always"`` start of theirs keeps no claim in
 the document. The key is the message id, which ingest already refuses to take twice
-(``session.inputs``), or ``<ms>-<seq>``, which no other message has."""
+(``session.inputs``), or ``<ms>-<seq>``, which no other message has. A departure from seed 003
+(one claim per start, 50 kept): those claims cost every save, see ``docs/cost.md``."""
 TriggerKind = Literal["message", "mention", "silence", "event", "start", "flow"]
 
 OUTCOME_MESSAGES = {

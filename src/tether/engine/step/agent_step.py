@@ -22,7 +22,7 @@ from tether.engine.step.view import call_hook
 from tether.flow.flow import Flow
 from tether.flow.steps import CLOSING_MESSAGE, AgentNode
 
-__all__ = ["START_MESSAGE", "dispatch_agent"]
+__all__ = ["START_MESSAGE", "dispatch_agent", "leave_step"]
 
 START_MESSAGE = "Start"
 """The message a step's arrival puts in its memory when nothing else starts it (no customer
@@ -53,6 +53,14 @@ async def dispatch_agent(ts: TurnState, run: Run, flow: Flow, node: AgentNode) -
         ts.consumed_by[run.id] = node.id
         append(ts, node.namespace, "user", ts.message_text, step=node.id)
     return await converse(ts, run, flow, node, ctx)
+
+
+async def leave_step(ts: TurnState, run: Run, flow: Flow, node: AgentNode, target: str) -> None:
+    """The engine moves the run from the step to ``target`` (a correction going back to the step
+    that collected the value): ``on_exit`` runs and the bookkeeping says where the run is, as a
+    tool's ``go(target)`` would."""
+    await call_hook(node.on_exit, StepContext(ts, run, flow, node))
+    book(run).update(at=target, entered=None, prior=node.id)
 
 
 async def _arrive(ts: TurnState, run: Run, flow: Flow, node: AgentNode, ctx: StepContext) -> None:

@@ -14,7 +14,8 @@ That turn is continued from its last write, never restarted and never inherited:
 
 A message whose turn *finished* is a ``duplicate-input`` when it comes again (a client retrying
 after losing the response); :func:`recorded_reply` gives it the reply its turn recorded, from the
-session's window of recent messages.
+session's window of recent messages (the host reads whether that turn completed from
+``Session.completed_inputs``).
 
 The continuation skips Ingest, Understand and Decide (they ran and their effects were written),
 restores the turn's bookkeeping (who holds the floor, what was consumed, who answered, the
@@ -113,3 +114,4 @@ def recorded_reply(session: Session, value: TurnInput) -> list[OutMessage]:
             reply.append(OutMessage(text=entry.text, kind=kind, key=entry.key or "", run_id=entry.run_id,
                                     node_id=entry.node_id, after_ms=entry.after_ms))
     return reply
+

@@ -2,8 +2,9 @@
 
 A session handed to a human stays quiet: a message is recorded (deduplicated by id, appended to
 the transcript, and a ``customer-message`` event for the person's screen) and nobody answers it,
-with the outcome ``handed-off``; any other input is ignored
-with the same code. ``Runtime.release`` gives the conversation back to the bot.
+with the outcome ``handed-off`` (the same message resent is a ``duplicate-input`` and gets the
+reply it had: the hand-off's, or nothing); any other input is ignored with the same code.
+``Runtime.release`` gives the conversation back to the bot.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from tether.engine.core.inputs import Message, Resume
 from tether.engine.core.results import TurnResult
 from tether.engine.core.session import Outcome, Session, remember_input
 from tether.engine.core.state import TurnState
+from tether.engine.turn.continuation import recorded_reply
 
 __all__ = ["quiet_turn"]
 
@@ -26,8 +28,12 @@ def quiet_turn(ts: TurnState, original: Session | None) -> TurnResult:
     message = ts.message
     line = Outcome(code="handed-off", status="skipped", kind="turn", at=ts.now,
                    detail="a human has this conversation; the bot stays quiet until it is released")
-    if not isinstance(message, Message) or (message.id is not None and message.id in ts.session.inputs):
+    if not isinstance(message, Message):
         return TurnResult(session=original, changed=False, outcomes=[line])
+    if message.id is not None and message.id in ts.session.inputs:  # resent: the reply it got, if any
+        again = Outcome(code="duplicate-input", status="skipped", kind="wait", key=message.id, at=ts.now)
+        return TurnResult(session=original, changed=False, outcomes=[again], status="handoff",
+                          messages=recorded_reply(ts.session, message))
     session = ts.session
     if message.id is not None:
         remember_input(session, message.id)

@@ -24,6 +24,9 @@ step being asked: it never counts toward that step's ``max_turns``.
   suspended run says ``Repair.resume`` and asks its pending question again, in the same turn,
   with its own values (:mod:`tether.engine.graph.interrupted`: a detour does not change them).
 - **clarified**: the message names one of the flows a clarification offered: it starts.
+
+At an agent step, cancel, chitchat and completed (a message made only of closing phrases) apply
+too, without running the step's model loop (:func:`_at_agent_step`).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from tether.engine.graph.collect_fields import ask_text, missing, pending
 from tether.engine.graph.conditions import holds
 from tether.engine.graph.interrupted import restore_values
 from tether.engine.graph.moves import finish
+from tether.engine.step.memory import append
 from tether.engine.turn.keys import message_key
 from tether.engine.turn.keywords import keyword_scores
 from tether.engine.turn.repair_intents import keyword_intent, small_talk_kind
@@ -42,35 +46,47 @@ from tether.engine.turn.route import ROUTE_MIN_SCORE, route_to
 from tether.engine.turn.run_phase import keep_asking, move_floor, resume_suspended
 from tether.engine.turn.understand import message_trigger, repeat_allows
 from tether.flow.flow import Flow
-from tether.flow.nodes import Collect
+from tether.flow.nodes import Collect, Node
 from tether.flow.repair import content_words, task_name
+from tether.flow.steps import AgentNode
 from tether.flow.transitions import Escalate
 
 __all__ = ["clarified_choice", "continue_interrupted", "handle_repair", "keyword_repair", "late_repair",
            "reask_after_detour"]
 
 
-def _asking_node(ts: TurnState, run: Run | None) -> Collect | None:
+def _step_at(ts: TurnState, run: Run | None) -> Node | None:
     flow = ts.agent.flows_by_id.get(run.flow) if run is not None else None
-    node = flow.by_id.get(run.node or "") if flow is not None and run is not None else None
+    return flow.by_id.get(run.node or "") if flow is not None and run is not None else None
+
+
+def _asking_node(ts: TurnState, run: Run | None) -> Collect | None:
+    node = _step_at(ts, run)
     return node if isinstance(node, Collect) else None
 
 
 def keyword_repair(ts: TurnState, asker: Run | None) -> str | None:
     """The repair intent the message's keywords carry (no model), when a pattern may apply: with a
-    run asking at a collect step, or with nobody asking."""
-    if asker is not None and _asking_node(ts, asker) is None:
-        return None  # an agent step or a reply holds its own conversation
-    return keyword_intent(ts.agent.repair, ts.message_text, task_under_way=asker is not None)
+    run asking at a collect step or an agent step, or with nobody asking."""
+    node = _step_at(ts, asker)
+    if asker is not None and not isinstance(node, Collect | AgentNode):
+        return None  # a reply holds its own conversation
+    return keyword_intent(ts.agent.repair, ts.message_text, task_under_way=asker is not None,
+                          agent_step=isinstance(node, AgentNode) and not asker.staying if asker else False)
 
 
 def handle_repair(ts: TurnState, asker: Run | None, intent: str | None, scores: dict[str, float] | None = None) -> bool:
     """Apply a repair intent; True when the message is handled (Decide does not route it).
     ``scores``: the flows' scores for the message (the understand call's), else keywords decide
     where a cancel that names another task goes."""
+    if intent is None:
+        return False
+    step = _step_at(ts, asker)
+    if asker is not None and isinstance(step, AgentNode) and not asker.staying:
+        return _at_agent_step(ts, asker, step, intent, scores)
     node = _asking_node(ts, asker)
-    if intent is None or (asker is not None and (node is None or asker.staying)):
-        return False  # an agent step, a reply, a run staying on its step: they hold their own conversation
+    if asker is not None and (node is None or asker.staying):
+        return False  # a reply, a run staying on its step: they hold their own conversation
     if intent == "chitchat" and node is not None and node.phrased_by_model and ts.has_model(node.model):
         ts.small_talk = True  # the step's own speak call answers it and asks again; that ask is not counted
         return False
@@ -92,6 +108,33 @@ def handle_repair(ts: TurnState, asker: Run | None, intent: str | None, scores: 
         return False
     ts.repaired = intent
     ts.outcome(asker, code=f"repair-{intent}", kind="collect", node_id=asker.node if asker else None)
+    return True
+
+
+def _at_agent_step(ts: TurnState, run: Run, node: AgentNode, intent: str, scores: dict[str, float] | None) -> bool:
+    """A repair intent at an agent step (seed 004): cancel ends the step's run and says so;
+    small talk gets its short reply and the step goes on (its model hears the next message, and
+    both lines join the step's memory); a closing ends the run with the closing reply. Neither
+    runs the step's model loop: no call."""
+    repair = ts.agent.repair
+    if intent == "cancel":
+        _cancel(ts, run, scores)
+    elif intent == "chitchat":
+        kind = small_talk_kind(repair, ts.message_text)
+        text = {"how_are_you": repair.chitchat_reply, "thanks": repair.thanks_reply}.get(kind, repair.small_talk_reply)
+        _say(ts, "chitchat", text)
+        append(ts, node.namespace, "user", ts.message_text, step=node.id)
+        append(ts, node.namespace, "assistant", text, step=node.id)
+        keep_asking(ts, run)
+    elif intent == "completed":
+        finish(ts, run, ts.agent.flows_by_id[run.flow], "completed")
+        _say(ts, "completed", repair.completed_reply)
+        if repair.complete_session:
+            ts.session.status = "completed"
+    else:
+        return False  # "I don't know": the step's model hears it as an answer
+    ts.repaired = intent
+    ts.outcome(run, code=f"repair-{intent}", kind="agent", node_id=node.id)
     return True
 
 
@@ -136,6 +179,8 @@ def _cancel(ts: TurnState, run: Run, scores: dict[str, float] | None) -> None:
         ts.pending[run.id] = Static(flow.on_cancel)
         return
     for node in flow.nodes:  # what this task collected is not silently reused by the next one
+        if isinstance(node, AgentNode) and node.memory is None:
+            ts.session.memory.pop(node.namespace, None)  # an agent step's own memory (a shared one is kept)
         if isinstance(node, Collect):
             for name in node.fields:
                 field = ts.agent.fields.get(name)
@@ -160,7 +205,7 @@ def _named_task(ts: TurnState, scores: dict[str, float] | None, *, exclude: str)
         found = message_trigger(flow, catch_all=False)
         if flow.id == exclude or found is None or not found[1].phrases:
             continue
-        if holds(ts, found[1].if_, None) and repeat_allows(ts, flow, found[1].repeat):
+        if holds(ts, found[1].if_, None, flow=flow.id) and repeat_allows(ts, flow, found[1].repeat):
             eligible.append(flow)
     if scores is None:
         scores = keyword_scores(ts.message_text, eligible).flows

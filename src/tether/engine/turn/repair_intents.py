@@ -24,9 +24,17 @@ def _parts(repair: Repair, text: str) -> set[int]:
                        filler=repair.filler)
 
 
-def keyword_intent(repair: Repair, text: str, *, task_under_way: bool) -> str | None:
-    """The repair intent the message's words carry, or None."""
+def keyword_intent(repair: Repair, text: str, *, task_under_way: bool, agent_step: bool = False) -> str | None:
+    """The repair intent the message's words carry, or None. At an agent step (``agent_step``) a
+    message made only of closing phrases completes the conversation, and nothing is a skip (its
+    model hears "I don't know" as it hears any answer)."""
     parts = _parts(repair, text)
+    if agent_step:
+        if repair.on("cancel") and phrase_in(text, repair.cancel_phrases):
+            return "cancel"
+        if repair.on("completed") and _CLOSING in parts:
+            return "completed"
+        return "chitchat" if repair.on("chitchat") and parts else None
     if task_under_way:
         if repair.on("cancel") and phrase_in(text, repair.cancel_phrases):
             return "cancel"

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from tether.engine.core.inputs import Message
 from tether.engine.core.results import TurnResult
-from tether.engine.core.session import Session
+from tether.engine.core.session import Session, remember_completed
 from tether.engine.core.state import TurnState
 
 __all__ = ["turn_result"]
@@ -11,7 +12,8 @@ __all__ = ["turn_result"]
 
 def turn_result(ts: TurnState, original: Session | None) -> TurnResult:
     """Phase 8, Return: the turn's result, with the session's status for the host (a hand-off to a
-    human marks the session ``handed_off``)."""
+    human marks the session ``handed_off``; a message whose turn completes is noted, so that the
+    same message resent answers completed too)."""
     session = ts.session
     changed = original is None or bool(ts.messages or ts.schedule or ts.outcomes or ts.skipped or ts.started
                                        or ts.ended) or session != original
@@ -29,6 +31,8 @@ def turn_result(ts: TurnState, original: Session | None) -> TurnResult:
         status = "awaiting_user"
     else:
         status = "ended"
+    if status in ("ended", "handoff") and isinstance(ts.input, Message) and ts.input.id is not None:
+        remember_completed(session, ts.input.id)
     return TurnResult(session=session, changed=changed, status=status,  # type: ignore[arg-type]
                       messages=ts.messages, schedule=ts.schedule, outcomes=ts.outcomes, started=ts.started,
                       ended=ts.ended, skipped=ts.skipped, llm_calls=ts.llm_calls, agent_calls=ts.agent_calls,

@@ -19,6 +19,7 @@ from tether.engine.core.state import SpeakRequest, TurnState
 from tether.engine.graph.batching import hold
 from tether.engine.graph.collect import complete
 from tether.engine.graph.collect_fields import merge_values, missing, pending
+from tether.engine.graph.corrections import apply_corrections
 from tether.engine.graph.degrade import user_code
 from tether.engine.graph.dispatch import reply_next
 from tether.engine.graph.moves import finish
@@ -29,6 +30,7 @@ from tether.errors import ModelError
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Reply
 from tether.flow.results import ReplyTurn
+from tether.flow.transitions import Goto
 
 __all__ = ["RETRY_LADDER", "bookkeeping", "provider_code", "settle"]
 
@@ -84,6 +86,10 @@ async def settle(ts: TurnState, request: SpeakRequest, result: SpeakResult) -> N
         run.status = "asking"
         return
     if isinstance(node, Collect):
+        fixes = {k: v for k, v in result.data.items() if k in result.corrections}
+        if fixes and (back := apply_corrections(ts, run, flow, node, fixes, source="model")) is not None:
+            await resume(ts, run, flow, Goto(back))  # what depended on the value runs again; the step's answer waits
+            return
         values = {k: v for k, v in result.data.items() if k in request.fields}
         merge_values(ts, run, node, values, source="model", guard=True)
         if request.then_ask is not None and missing(ts, run, node):
@@ -193,7 +199,7 @@ def bookkeeping(ts: TurnState) -> None:
         for trigger in flow.on:
             if not isinstance(trigger, SilenceTrigger):
                 continue
-            if not holds(ts, trigger.if_, None) or not repeat_allows(ts, flow, trigger.repeat):
+            if not holds(ts, trigger.if_, None, flow=flow.id) or not repeat_allows(ts, flow, trigger.repeat):
                 break
             at = session.last_assistant_at + parse_duration(trigger.after)
             if trigger.business_hours and ts.agent.business_hours is not None:

@@ -10,8 +10,11 @@ there is no new customer message, what this turn already sent. The customer's me
 quoted: it is the last user message of the conversation. Departure from seed 003's order: the
 response format (what the envelope's keys mean) is part of the stable standing orders, not the
 per-turn tail, so that tail stays short and the cacheable prefix long; the schema itself travels
-as the request's response format. When the step's fixed question follows the reply word for
-word, the task is only to answer the customer.
+as the request's response format. Likewise what each part of the task means ("Known: use these
+values as they are...") is said once in the standing orders, the task's parts carry only their
+headings, and the flow's description is its entry in the catalogue (the task names the flow).
+When the step's fixed question follows the reply word for word, the task is only to answer the
+customer.
 
 The envelope is ``{message, ...pending fields}``, every property required and nullable, so one
 call both answers and extracts. A reply is offered only the tools its node declares (``tools=``
@@ -34,7 +37,8 @@ from tether.engine.core.session import Run
 from tether.engine.core.state import SpeakRequest, TurnState
 from tether.engine.core.templates import render
 from tether.engine.graph.collect_fields import ask_text
-from tether.engine.graph.extract import collect_field_schema
+from tether.engine.graph.corrections import correctable
+from tether.engine.graph.extract import collect_field_schema, correction_note
 from tether.engine.graph.identity import identity
 from tether.engine.graph.prompt_parts import catalogue, run_facts, session_facts
 from tether.engine.turn.cannot_handle import cannot_handle_reply
@@ -60,7 +64,12 @@ SPEAKER_ORDERS = (
     "the customer's latest message (the last user message of the conversation) unless the task says "
     "there is none. Reply with one JSON object with exactly the keys of the schema: `message` is what "
     "you say to the customer; any other key is a value to read from the customer's messages (null when "
-    "not given)."
+    "not given).\n"
+    "The task has these parts, each only when it applies: Current flow (its entry in the flows below); "
+    "Your task now; Still to collect: ask for these naturally, and fill the ones the customer gave; Known: "
+    "the task's values, to use as they are and never to ask for again; Background: known from earlier in "
+    "the conversation, not a current task; Instructions; Already sent this turn: do not repeat it; Sent "
+    "after your reply: sent word for word right after your reply, so do not ask it yourself."
 )
 BATCH_GUIDELINE = "one message that does each of these, in this order:"
 THEN_ASK_GUIDELINE = "Answer the customer's latest message briefly; do not ask for anything yourself."
@@ -81,6 +90,21 @@ class SpeakResult:
     fallback: bool = False
     covers: tuple[str, ...] = ()
     """With no model, the batched segment whose fallbacks ``text`` joins (every member has one)."""
+    corrections: tuple[str, ...] = ()
+    """Fields collected before that the envelope offered for correction (a collect step the model
+    phrases, answering a message no understand call read for it)."""
+
+
+def _correctable_here(ts: TurnState, run: Run | None, flow: Flow | None, node: Node | None,
+                      fields: tuple[str, ...]) -> list[str]:
+    """The fields collected before that this speak call offers for correction: at a collect step
+    the model phrases, reading the answer to its question, when no understand call judged that step
+    (the correction pattern, within the call the turn makes anyway)."""
+    if run is None or flow is None or not isinstance(node, Collect) or ts.message is None \
+            or ts.asking_at.get(run.id) != node.id or (run.id, node.id) in ts.judgement.collect \
+            or (run.flow, node.id) in ts.judgement.collect:
+        return []
+    return [name for name in correctable(ts, run, flow, node) if name not in fields]
 
 
 def _instruction_lines(ts: TurnState, run: Run | None, items: tuple[Any, ...]) -> list[str]:
@@ -134,7 +158,7 @@ def _prompt(ts: TurnState, run: Run | None, flow: Flow | None, node: Node | None
             batch: tuple[str, ...] = ()) -> str:
     sections: list[str] = []
     if flow is not None:
-        sections.append(f"Current flow: {flow.name}" + (f" - {flow.description}" if flow.description else ""))
+        sections.append(f"Current flow: {flow.id}")  # what it does is in the catalogue (stable text)
     guideline: Any = None
     if isinstance(node, Reply) and len(batch) > 1 and flow is not None:  # a batched segment: seed 000's join
         parts = [part for member in batch if (part := _reply_guideline(ts, run, flow.by_id[member]))]
@@ -150,14 +174,14 @@ def _prompt(ts: TurnState, run: Run | None, flow: Flow | None, node: Node | None
     sections.append(f"Your task now: {guideline or ANSWER_GUIDELINE}")
     if isinstance(node, Collect) and fields and run is not None:
         asks = [f"- {name}: {ask_text(ts, run, node, [name])}" for name in fields]
-        sections.append("Still to collect (ask naturally; fill what the customer gave):\n" + "\n".join(asks))
+        sections.append("Still to collect:\n" + "\n".join(asks))
     if run is not None and flow is not None:
         if facts := run_facts(ts, run, flow, node):
             listed = "\n".join(f"- {k}: {spoken(v)}" for k, v in facts.items())
-            sections.append(f"What this task knows (use these values as they are; never ask for them again):\n{listed}")
+            sections.append(f"Known:\n{listed}")
     elif facts := session_facts(ts):
         listed = "\n".join(f"- {k}: {spoken(v)}" for k, v in facts.items())
-        sections.append(f"Known from earlier in the conversation (background, not a current task):\n{listed}")
+        sections.append(f"Background:\n{listed}")
     items = ts.agent.instructions + (flow.instructions if flow is not None else ())
     if flow is None and ts.agent.idle is not None:
         items += ts.agent.idle.instructions
@@ -172,10 +196,9 @@ def _prompt(ts: TurnState, run: Run | None, flow: Flow | None, node: Node | None
         sections.append("There is no new customer message: you speak first.")
     if ts.messages:
         sent = "\n".join(f"- {m.text}" for m in ts.messages)
-        sections.append(f"Already sent this turn (do not repeat it):\n{sent}")
+        sections.append(f"Already sent this turn:\n{sent}")
     if ts.speaker is not None and ts.speaker.then_ask:  # the customer asked first: answer, the question follows
-        sections.append("Sent right after your reply, word for word (so do not ask it yourself):\n"
-                        + ts.speaker.then_ask)
+        sections.append(f"Sent after your reply:\n{ts.speaker.then_ask}")
     return "\n\n".join(sections)
 
 
@@ -236,12 +259,14 @@ async def speak(ts: TurnState, request: SpeakRequest) -> SpeakResult:
     tools = _tools_for(ts, flow, node)
     specs = tuple(ToolSpec(t.name, t.description, t.parameters) for t in tools)
     messages = list(ts.history(run))
-    result = SpeakResult()
-    envelope = ResponseFormat("speak", _envelope(ts, node, request.fields))
+    fixable = _correctable_here(ts, run, flow, node, request.fields)
+    result = SpeakResult(corrections=tuple(fixable))
+    envelope = ResponseFormat("speak", _envelope(ts, node, request.fields + tuple(fixable)))
     for round_ in range(ts.agent.max_tool_loops + 1):
         offered = specs if round_ < ts.agent.max_tool_loops else ()
         call = ModelRequest(call="speak", system=speaker_system(ts),
-                            instructions=_prompt(ts, run, flow, node, request.fields, request.batch),
+                            instructions=_prompt(ts, run, flow, node, request.fields, request.batch)
+                            + (f"\n\n{correction_note(ts, fixable).strip()}" if fixable else ""),
                             messages=tuple(messages), tools=offered, response_format=envelope, tier=tier)
         result.calls += 1
         try:

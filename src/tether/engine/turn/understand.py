@@ -128,7 +128,8 @@ def passing_catch_all(ts: TurnState) -> tuple[Flow, int, MessageTrigger] | None:
         if found is None:
             continue
         index, trigger = found
-        if holds(ts, trigger.if_, None) and (repeat_allows(ts, flow, trigger.repeat) or _live_run(ts, flow)):
+        if holds(ts, trigger.if_, None, flow=flow.id) and (repeat_allows(ts, flow, trigger.repeat)
+                                                            or _live_run(ts, flow)):
             return flow, index, trigger
     return None
 
@@ -150,7 +151,8 @@ def find_judgeables(ts: TurnState, floor: Run | None) -> Judgeables:
         scored = message_trigger(flow, catch_all=False)
         if scored is None or (floor_flow is not None and flow.id == floor_flow.id):
             continue
-        if holds(ts, scored[1].if_, None) and (repeat_allows(ts, flow, scored[1].repeat) or _live_run(ts, flow)):
+        if holds(ts, scored[1].if_, None, flow=flow.id) and (repeat_allows(ts, flow, scored[1].repeat)
+                                                              or _live_run(ts, flow)):
             eligible.append(flow)
     catch_all = passing_catch_all(ts) if floor is None else None
     found.catch_all = catch_all[0] if catch_all else None

@@ -12,7 +12,7 @@ from datetime import datetime
 from tether.engine.core.inputs import Message, TurnOptions
 from tether.engine.core.ports import Clock
 from tether.engine.core.results import ScheduledWake
-from tether.engine.core.session import Session
+from tether.engine.core.session import Session, fork_session
 from tether.flow.agent_def import AgentDefinition
 from tether.flow.durations import parse_duration
 from tether.flow.triggers import SilenceTrigger
@@ -40,11 +40,12 @@ def pending_wakes(agent: AgentDefinition, session: Session, options: TurnOptions
     last_assistant, last_user = session.last_assistant_at, session.last_user_at
     if last_assistant is not None and (last_user is None or last_user <= last_assistant):
         clock = clock or _Frozen(session)
-        ts = TurnState(agent=agent, session=session, input=Message(""), options=options or TurnOptions(),
+        ts = TurnState(agent=agent, session=fork_session(session), input=Message(""), options=options or TurnOptions(),
                        clock=clock, ids=_NoIds(), models=_NoModels(), now=clock.now())
         for flow in agent.flows:
             trigger = next((t for t in flow.on if isinstance(t, SilenceTrigger)), None)
-            if trigger is None or not holds(ts, trigger.if_, None) or not repeat_allows(ts, flow, trigger.repeat):
+            if trigger is None or not holds(ts, trigger.if_, None, flow=flow.id) \
+                    or not repeat_allows(ts, flow, trigger.repeat):
                 continue
             at = last_assistant + parse_duration(trigger.after)
             if trigger.business_hours and agent.business_hours is not None:
