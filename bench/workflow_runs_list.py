@@ -2,7 +2,7 @@
 reads every run of the tenant, since what a run waits on is read from its document).
 
 Stores ``--runs`` runs of a two-node workflow (a function, then a gate) in a fresh SQLite file
-through ``submit_run`` (the path of ``POST /v1/workflows/{id}/runs``), then times, as the median of
+through ``queue_run`` (the path of ``POST /v1/workflows/{id}/runs``), then times, as the median of
 ``--repeat`` requests through the ASGI app: the first page (``limit=50``), the first page
 ``waiting=worker`` (every run waits on a worker: the page fills at once), and ``waiting=approval``
 (no run matches: the whole list is read).
@@ -25,7 +25,7 @@ import httpx
 from tether.runtime import Runtime
 from tether.server import create_app
 from tether.stores import SQLiteStore
-from tether.workflow_host import submit_run
+from tether.workflow_host import queue_run
 
 WORKFLOW = {"schemaVersion": 2, "id": "ship", "version": "1", "name": "ship", "edges": [
     {"id": "build->sign", "source": "build", "target": "sign", "type": "flow"}], "nodes": [
@@ -46,7 +46,7 @@ async def main() -> None:
         file.write_text(json.dumps(WORKFLOW))
         store = SQLiteStore(root / "runs.db")
         for start in range(0, args.runs, 100):  # concurrent saves share commits
-            await asyncio.gather(*(submit_run(store, file, workspace=root, run_id=f"r{i:06d}")
+            await asyncio.gather(*(queue_run(store, file, workspace=root, run_id=f"r{i:06d}")
                                    for i in range(start, min(start + 100, args.runs))))
         runtime = Runtime([], store=store)
         app = create_app(runtime, api_keys={}, scheduler=False, workflows=root / "flows")

@@ -1,8 +1,10 @@
 """Workflow runs driven by ``tether worker`` processes: throughput with 1 and with 2 workers.
 
-Starts the workers (``tether worker``, each its own process) and lets them settle, then stores
-``--runs`` runs of a chain of ``--nodes`` function nodes (each ``sleep --sleep``: a command that
-waits on something, as most CI steps do) and times until every run is complete. Prints runs per second for each worker
+Starts the workers (``tether worker``, each its own process) and lets them settle, then queues
+``--runs`` runs of a chain of ``--nodes`` function nodes (``queue_run``, as ``tether workflow run
+--detach`` does; each node ``sleep --sleep``: a command that waits on something, as most CI steps
+do; ``--sleep 0`` runs ``true``) and times until every run is complete. The workers take the runs
+from the store's run queue (on PostgreSQL with ``SKIP LOCKED``). Prints runs per second for each worker
 count and the ratio (2 workers / 1). On a machine with fewer free cores than workers the ratio says
 more about the machine than about tether: state the load with the figure.
 
@@ -23,14 +25,15 @@ from pathlib import Path
 
 from tether.stores import SQLiteStore, Store, open_store
 from tether.workflow import edge, function_node, workflow
-from tether.workflow_host import SnapshotStore, WorkflowRun
+from tether.workflow_host import SnapshotStore, queue_run
 
 STARTUP = 5.0  # seconds the workers get to start before the runs are stored
 
 
 def chain(nodes: int, sleep: float) -> dict[str, object]:
     ids = [f"n{i}" for i in range(nodes)]
-    built = workflow("bench-workers", nodes=[function_node(i, f"sleep {sleep}") for i in ids],
+    command = f"sleep {sleep}" if sleep > 0 else "true"
+    built = workflow("bench-workers", nodes=[function_node(i, command) for i in ids],
                      edges=[edge(a, b) for a, b in itertools.pairwise(ids)])
     return built.model_dump(mode="json", by_alias=True, exclude_none=True)
 
@@ -43,12 +46,11 @@ async def measure(store: Store, db: str, file: Path, workers: int, runs: int) ->
              for _ in range(workers)]
     try:
         await asyncio.sleep(STARTUP)  # the workers import tether and open the store: not part of the figure
-        snapshots = SnapshotStore(store, launch={"file": str(file), "workspace": tempfile.gettempdir()})
+        snapshots = SnapshotStore(store)
         ids = [f"bench-{uuid.uuid4().hex[:8]}" for _ in range(runs)]
         started = time.perf_counter()
         for run_id in ids:
-            await WorkflowRun(json.loads(file.read_text()), store=snapshots, run_id=run_id,
-                              workspace=tempfile.gettempdir()).save()
+            await queue_run(store, file, run_id=run_id, workspace=tempfile.gettempdir())
         while True:
             done = [await snapshots.load(run_id) for run_id in ids]
             if all(found is not None and found[0].status == "complete" for found in done):

@@ -5,17 +5,20 @@ waits on and the command that resumes it; ``tether sessions list/show`` point th
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import shlex
+import signal
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from cli_helpers import EXAMPLES, tether
+from cli_helpers import EXAMPLES, child_env, tether
 
 from tether.cli._workflow_runs import _runs
 from tether.engine.core.session import Session
 from tether.stores import MemoryStore, SQLiteStore
-from tether.workflow_host import WorkflowRun
+from tether.workflow_host import WorkflowRun, queue_run
 
 RELEASE = EXAMPLES / "release.yaml"
 ECHO = EXAMPLES / "echo_workflow.yaml"
@@ -220,7 +223,7 @@ edges:
 """)
     stored = tether("workflow", "run", file, "--input", "who=ana", "--db", db, "--detach", "--workspace",
                     tmp_path / "ws")
-    assert stored.code == 0 and "stored (running)" in stored.out and f"tether worker --db {db}" in stored.out
+    assert stored.code == 0 and "queued (running)" in stored.out and f"tether worker --db {db}" in stored.out
     assert not log.exists()  # nothing ran: the run waits for a worker
     driven = tether("worker", "--db", db, "--once")
     assert driven.code == 0 and "1 run(s) driven" in driven.out, driven.err
@@ -240,5 +243,32 @@ async def test_workflow_run_holds_the_run_so_a_worker_leaves_it_alone(tmp_path: 
         async with store.lease(run_id):  # another process drives it now
             busy = await asyncio.to_thread(tether, "workflow", "run", file, "--run", run_id, "--db", db, stdin="q\n")
         assert busy.code == 1 and f"run {run_id} is being driven by another process" in busy.err
+    finally:
+        await store.close()
+
+
+async def test_a_worker_stopped_with_sigterm_finishes_the_run_it_drives(tmp_path: Path) -> None:
+    started, go, db, file = tmp_path / "started", tmp_path / "go", tmp_path / "t.db", tmp_path / "slow.json"
+    file.write_text(json.dumps({
+        "schemaVersion": 2, "id": "slow", "version": "1", "name": "Slow", "edges": [],
+        "nodes": [{"id": "wait", "label": "Wait", "description": "waits for go", "run": {
+            "kind": "function", "command": f"touch {started}; while [ ! -f {go} ]; do sleep 0.02; done"}}]}))
+    store = SQLiteStore(db)
+    try:
+        await queue_run(store, file, run_id="r", workspace=tmp_path)
+        worker = await asyncio.create_subprocess_exec(sys.executable, "-m", "tether.cli", "worker", "--db", str(db),
+                                                      "--poll", "0.05", stdout=asyncio.subprocess.PIPE,
+                                                      env=child_env())
+        for _ in range(3000):
+            if started.exists():
+                break
+            await asyncio.sleep(0.02)
+        worker.send_signal(signal.SIGTERM)  # mid-node: the worker finishes the run first
+        await asyncio.sleep(0.2)
+        go.touch()
+        out, _ = await asyncio.wait_for(worker.communicate(), 60)
+        assert worker.returncode == 0 and "1 run(s) driven" in out.decode()
+        loaded = await WorkflowRun.load(store, "r")
+        assert loaded.status == "complete" and not loaded.node("wait").attempts[0].in_doubt
     finally:
         await store.close()

@@ -18,7 +18,7 @@ from tether.models.types import ModelResponse, ToolCall
 from tether.runtime import Runtime
 from tether.server import create_app
 from tether.testing import ScriptedModel
-from tether.workflow_host import WorkflowRun, drive_stored_run
+from tether.workflow_host import WorkflowRun, drive_stored_runs
 
 OPERATOR_KEYS = {"key-ann": "acme", "key-bob": "globex"}
 ANN = {"Authorization": "Bearer key-ann"}
@@ -84,7 +84,7 @@ async def test_a_run_started_over_http_is_driven_by_a_worker_and_approved_by_an_
     assert run["input"] == {"version": "2.0"}
     rid = run["run"]
 
-    assert await drive_stored_run(runtime.store, rid)  # what `tether worker` does with it
+    assert await drive_stored_runs(runtime.store, once=True) == 1  # what `tether worker` does with it
     assert (tmp_path / "work" / "built.txt").read_text() == "built\n"
     waiting = (await client.get(RUNS, params={"waiting": "approval"}, headers=ACME)).json()["runs"]
     assert [(r["run"], r["status"]) for r in waiting] == [(rid, "waiting")]
@@ -129,7 +129,7 @@ async def test_runs_are_scoped_by_tenant_and_another_tenants_run_is_a_404(
 async def test_a_refused_action_answers_a_clear_4xx_and_changes_nothing(
         client: httpx.AsyncClient, runtime: Runtime) -> None:
     rid = (await _start(client, "ship"))["run"]
-    await drive_stored_run(runtime.store, rid)
+    await drive_stored_runs(runtime.store, once=True)
     before = await _revision(runtime, rid)
     events = len(await runtime.store.events(rid))
     cases: list[tuple[str, dict[str, Any] | None, int, str]] = [
@@ -156,7 +156,7 @@ async def test_a_refused_action_answers_a_clear_4xx_and_changes_nothing(
 async def test_reject_with_feedback_keeps_the_gate_parked_with_the_reason(
         client: httpx.AsyncClient, runtime: Runtime) -> None:
     rid = (await _start(client, "ship"))["run"]
-    await drive_stored_run(runtime.store, rid)
+    await drive_stored_runs(runtime.store, once=True)
     rejected = await client.post(f"{RUNS}/{rid}/nodes/sign/reject", json={"feedback": "not on a Friday", "by": "Ann"},
                                  headers=ANN)
     assert rejected.status_code == 200, rejected.text
@@ -171,7 +171,7 @@ async def test_reject_with_feedback_keeps_the_gate_parked_with_the_reason(
 async def test_retry_a_failed_node_and_cancel_a_run(client: httpx.AsyncClient, runtime: Runtime,
                                                      tmp_path: Path) -> None:
     rid = (await _start(client, "flaky"))["run"]
-    await drive_stored_run(runtime.store, rid)
+    await drive_stored_runs(runtime.store, once=True)
     failed = (await client.get(f"{RUNS}/{rid}", headers=ACME)).json()
     assert failed["status"] == "failed" and failed["waiting"] == "failed"
     assert failed["waiting_on"][0]["node"] == "probe" and failed["waiting_on"][0]["retryable"] is True
@@ -180,7 +180,7 @@ async def test_retry_a_failed_node_and_cancel_a_run(client: httpx.AsyncClient, r
     (tmp_path / "work" / "ok").write_text("")
     retried = await client.post(f"{RUNS}/{rid}/nodes/probe/retry", json={"by": "Ann"}, headers=ANN)
     assert retried.status_code == 200 and retried.json()["waiting"] == "worker"
-    await drive_stored_run(runtime.store, rid)
+    await drive_stored_runs(runtime.store, once=True)
     assert (await client.get(f"{RUNS}/{rid}", headers=ACME)).json()["status"] == "complete"
 
     other = (await _start(client, "ship"))["run"]
@@ -188,7 +188,7 @@ async def test_retry_a_failed_node_and_cancel_a_run(client: httpx.AsyncClient, r
     assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
     again = await client.post(f"{RUNS}/{other}/cancel", headers=ANN)
     assert again.status_code == 409 and again.json()["code"] == "run-ended"
-    assert not await drive_stored_run(runtime.store, other)  # a worker leaves it alone
+    assert await drive_stored_runs(runtime.store, once=True) == 0  # a worker leaves it alone
 
 
 async def test_an_operator_answers_an_input_request(client: httpx.AsyncClient, runtime: Runtime) -> None:
@@ -264,7 +264,7 @@ async def test_a_lone_surrogate_in_a_run_id_or_a_name_is_a_422(client: httpx.Asy
     started = await client.post("/v1/workflows/ship/runs", content=b'{"run": "r\\ud800"}', headers=bad)
     assert started.status_code == 422, started.text
     rid = (await _start(client, "ship"))["run"]
-    await drive_stored_run(runtime.store, rid)
+    await drive_stored_runs(runtime.store, once=True)
     before = await _revision(runtime, rid)
     for body in (b'{"by": "\\udc00"}', b'{"feedback": "x\\ud800"}', b'{"response": "\\ud800"}'):
         answer = await client.post(f"{RUNS}/{rid}/nodes/sign/approve", content=body,

@@ -1,6 +1,6 @@
-"""A ``tether worker`` process for the worker tests: drives the store's runs until it is killed.
+"""A ``tether worker`` process for the worker tests: drives the store's queued runs until killed.
 
-Usage: ``python runs_worker.py STORE_URL_OR_PATH [SCHEMA]``
+Usage: ``python runs_worker.py STORE_URL_OR_PATH SCHEMA LEASE`` (SCHEMA ``-`` for SQLite).
 """
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ from tether.workflow_host import drive_stored_runs
 
 
 async def main() -> None:
-    target = sys.argv[1]
-    schema = sys.argv[2] if len(sys.argv) > 2 else None
+    target, schema, lease = sys.argv[1], sys.argv[2], float(sys.argv[3])
     store: Store = PostgresStore(target, schema=schema) if "://" in target else SQLiteStore(target)
     try:
-        await drive_stored_runs(store, poll=0.05)
+        await drive_stored_runs(store, poll=0.05, lease=lease)
     finally:
         await store.close()
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from workflow_helpers import definition, fn, node
 
-from tether.errors import WorkflowOperationError
+from tether.errors import ModelError, WorkflowOperationError
 from tether.models.types import ModelRequest, ModelResponse, ToolCall
 from tether.stores import MemoryStore
 from tether.testing import FunctionModel, ScriptedModel
@@ -380,3 +380,27 @@ async def test_a_child_agents_input_request_is_projected_and_answered_through_th
     await run.apply_input("sub", "M", provided_by="ana")
     assert run.status == "complete" and run.node("sub").output.fields == {"size": "M"}  # type: ignore[union-attr]
     assert run.node("sub").input_request.response == "M"  # type: ignore[union-attr]
+
+
+async def test_a_failed_model_call_keeps_the_rejection_feedback_for_the_next_turn() -> None:
+    data = definition([agent("release", fields=NAME)])
+    store = MemoryStore()
+    run, _, _ = await turn(data, call("start_node", node_id="release"),
+                           call("request_approval", node_id="release", summary="ship v2?", fields={"name": "v2"}),
+                           store=store, run_id="r")
+    await run.apply_approval("release", "rejected", feedback="bump the version", decided_by="ana")
+    feedback = run.snapshot.stimuli
+
+    def down(request: ModelRequest) -> ModelResponse:
+        raise ModelError("the provider is down", kind="network", provider="scripted")
+    run.models = type(run.models)(default=FunctionModel(down))
+    run._models.clear()
+    with pytest.raises(ModelError):
+        await run.agent.turn()
+    assert run.snapshot.stimuli == feedback and len(feedback) == 1  # kept, in memory and in the store
+    assert (await WorkflowRun.load(store, "r", data)).snapshot.stimuli == feedback
+
+    run, model, _ = await turn(data, call("request_approval", node_id="release", summary="ship v3?",
+                                          fields={"name": "v3"}), run=run)
+    assert json.loads(model.calls[0].request.messages[0].content)["stimuli"] == feedback
+    assert run.snapshot.stimuli == []  # taken once the model answered

@@ -1,4 +1,4 @@
-"""Stored runs operated from another process on every store: ``submit_run`` stores a run of a
+"""Stored runs operated from another process on every store: ``queue_run`` stores a run of a
 tenant for the workers, the tenant stays with the run through a worker's saves, ``act_on_run``
 applies an action with its ``workflow.action`` event in the same save, and refuses (nothing
 written) another tenant's run, a node that is not waiting, and a run a process drives."""
@@ -14,7 +14,7 @@ from workflow_helpers import definition, fn, node
 
 from tether.errors import WorkflowOperationError
 from tether.stores.records import session_tenant
-from tether.workflow_host import RunAction, act_on_run, drive_stored_run, submit_run, waiting_on
+from tether.workflow_host import RunAction, act_on_run, drive_stored_runs, queue_run, waiting_on
 
 
 def _file(tmp_path: Path) -> Path:
@@ -28,9 +28,9 @@ def _file(tmp_path: Path) -> Path:
 async def test_a_submitted_run_keeps_its_tenant_and_an_action_is_an_event_of_its_save(
         backend: Backend, tmp_path: Path) -> None:
     store = await backend.make()
-    snapshot = await submit_run(store, _file(tmp_path), workspace=tmp_path, tenant="acme", run_id="r1")
+    snapshot = await queue_run(store, _file(tmp_path), workspace=tmp_path, tenant="acme", run_id="r1")
     assert waiting_on(snapshot) == [{"kind": "worker", "nodes": ["build"]}]
-    assert await drive_stored_run(store, "r1")  # a worker's saves keep the tenant
+    assert await drive_stored_runs(store, once=True) == 1  # a worker's saves keep the tenant
     document = await store.load("r1")
     assert document is not None and session_tenant(document.metadata) == "acme"
     assert [row.id for row in await store.list(tenant="acme", agent_prefix="workflow:")] == ["r1"]

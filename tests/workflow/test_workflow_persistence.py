@@ -82,10 +82,11 @@ async def test_loading_checks_the_run_and_its_workflow(backend: Backend) -> None
 
 
 def crash_definition(workspace: Path) -> dict[str, Any]:
-    """``first`` commits; ``slow`` marks itself started (pid in a file) and hangs the first time."""
+    """``first`` commits; ``slow`` marks itself started (pid in a file) and hangs the first time
+    (safe to run again, so it declares a retry: in doubt after a crash, it runs again)."""
     slow = (f'echo $$ > {workspace}/slow.pid; if [ -e {workspace}/started ]; then exit 0; fi; '
             f'touch {workspace}/started; exec sleep 60')
-    return definition([fn("first", "printf one", capture="v"), fn("slow", slow), fn("after")],
+    return definition([fn("first", "printf one", capture="v"), fn("slow", slow, control={"retries": 1}), fn("after")],
                       [("first", "slow"), ("slow", "after")])
 
 
@@ -134,6 +135,8 @@ async def test_a_crash_mid_drain_reruns_uncommitted_work_under_a_new_generation(
         assert run.status == "complete"
         assert run.node("first").output.fields == {"v": "one"}  # type: ignore[union-attr]
         assert run.node("first").attempts[0].generation == 1 and len(run.node("first").attempts) == 1
-        assert run.node("slow").generation == 3 and [a.generation for a in run.node("slow").attempts] == [3]
+        slow = run.node("slow").attempts  # the attempt lost in the crash is in doubt, then the retry
+        assert run.node("slow").generation == 3
+        assert [(a.generation, a.in_doubt) for a in slow] == [(1, True), (3, False)]
     finally:
         await backend.aclose()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 from tether.cli._dialect import run_scenarios, schema
@@ -51,18 +53,23 @@ def drift(
 @app.command()
 def worker(
     db: str = typer.Option(DEFAULT_DB, "--db", help="the store: a SQLite path or a store URL"),
-    once: bool = typer.Option(False, "--once", help="stop when no run has work left, instead of waiting for more"),
-    poll: float = typer.Option(1.0, "--poll", min=0.01, help="seconds between looks when no run has work"),
+    once: bool = typer.Option(False, "--once", help="stop when no queued run has work left, instead of waiting"),
+    poll: float = typer.Option(1.0, "--poll", min=0.01, help="seconds between looks when no run is queued"),
+    model: str | None = typer.Option(None, "--model", "-m", help="provider:model for subprompt and agent nodes "
+                                     "(default: TETHER_MODEL; none: agent work is left to a worker with one)"),
+    script: Path | None = typer.Option(None, "--script", help="a JSON file of scripted model replies (no key needed)"),
+    lease: float = typer.Option(30.0, "--lease", min=0.5, help="seconds a take of a run lasts unrenewed: how long "
+                                "a run whose worker died waits before another worker resumes it"),
 ) -> None:
-    """Drive the stored workflow runs that have work, from any number of processes on one store.
+    """Drive the queued workflow runs, from any number of processes on one store.
 
-    Takes each run's lease without waiting (a run another worker drives is skipped), resumes it
-    from the workflow file it was started with, and drains it until it waits or ends.
+    Takes the oldest queued run (leased to this worker; on PostgreSQL with SKIP LOCKED), resumes it
+    from the workflow file it was started with, and drives it until it waits on a person or ends.
     """
     from tether.cli._workflow_run import run_worker
 
     try:
-        run_worker(db, once=once, poll=poll)
+        run_worker(db, once=once, poll=poll, model=model, script=script, lease=lease)
     except CliError as exc:
         fail(exc.message, exc.code)
 

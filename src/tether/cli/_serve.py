@@ -1,4 +1,5 @@
-"""``tether serve``: the HTTP API of an app on uvicorn, with the wake scheduler.
+"""``tether serve``: the HTTP API of an app on uvicorn, with the wake scheduler and a worker of the
+store's workflow run queue in every process (the model chosen here serves their agent nodes).
 
 With no API keys (``TETHER_API_KEYS`` unset) the API is open, so the server binds 127.0.0.1 only
 and says so; binding another address needs keys. ``--workers N`` runs N processes on one address,
@@ -77,13 +78,14 @@ def model_banner(agents: list[Agent]) -> str:
     return ", ".join(names) if names else "none (keyword routing)"
 
 
-def _app(agents: list[Agent], store: str, flow_refresh: float, workflows: str | None = None) -> Starlette:
+def _app(agents: list[Agent], store: str, flow_refresh: float, model: str | None = None,
+         workflows: str | None = None) -> Starlette:
     from tether.server import create_app, keys_from_env
     from tether.stores import open_store
 
     try:
         return create_app(agents, store=open_store(store), api_keys=keys_from_env(), flow_refresh=flow_refresh,
-                          workflows=workflows)
+                          workflow_model=model, workflows=workflows)
     except Exception as exc:
         fail(f"cannot serve: {exc}")
 
@@ -93,8 +95,9 @@ def worker_app() -> Starlette:
     come from ``TETHER_SERVE_APP``, ``TETHER_SERVE_STORE`` and ``TETHER_SERVE_FLOW_REFRESH``, and
     the model chosen by ``--model`` from ``TETHER_SERVE_MODEL``, set by ``tether serve``."""
     _log_turns()
-    return _app(_agents(os.environ[APP_ENV], os.environ.get(MODEL_ENV) or None), os.environ[STORE_ENV],
-                float(os.environ.get(REFRESH_ENV, DEFAULT_FLOW_REFRESH)), os.environ.get(WORKFLOWS_ENV) or None)
+    model = os.environ.get(MODEL_ENV) or None
+    return _app(_agents(os.environ[APP_ENV], model), os.environ[STORE_ENV],
+                float(os.environ.get(REFRESH_ENV, DEFAULT_FLOW_REFRESH)), model, os.environ.get(WORKFLOWS_ENV) or None)
 
 
 def serve(
@@ -116,7 +119,9 @@ def serve(
 ) -> None:
     """Serve the app's agents over HTTP (routes under /v1, OpenAPI at /openapi.json, inspector at /inspect).
 
-    The model is chosen as for ``tether chat``: --model, else TETHER_MODEL, else each agent's own.
+    The model is chosen as for ``tether chat``: --model, else TETHER_MODEL, else each agent's own;
+    every server process also drives the store's queued workflow runs, with that model for their
+    subprompt and agent nodes (none chosen: agent work is left to a worker with one).
     API keys come from TETHER_API_KEYS ("tenant:key,tenant:key"); without any the API is open
     and binds 127.0.0.1 only. Each turn logs one line (tether.turn) to stderr, and nothing else
     is logged per request (no access log). With the fast extra installed (uvloop and httptools),
@@ -169,7 +174,7 @@ def serve(
         typer.echo(f"tether serve: budgets {', '.join(limits)}", err=True)
     _log_turns()
     if workers == 1:
-        config = uvicorn.Config(_app(agents, store, flow_refresh, folder), host=host, port=port, lifespan="on",
+        config = uvicorn.Config(_app(agents, store, flow_refresh, chosen, folder), host=host, port=port, lifespan="on",
                                 log_level="info", access_log=False)
         BannerServer(config, banner).run()
         return

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import signal
 import uuid
 from pathlib import Path
 from typing import Any, Literal
@@ -34,11 +35,12 @@ from tether.testing import ScriptedModel, ScriptExhausted
 from tether.workflow import WorkflowGraph, WorkflowSnapshot
 from tether.workflow._contract import RouterRun
 from tether.workflow_host import (
+    DEFAULT_RUN_LEASE,
     SnapshotStore,
     WorkflowRun,
     check_subflows,
     load_workflow_file,
-    submit_run,
+    queue_run,
     workflow_directory_resolver,
 )
 
@@ -251,13 +253,13 @@ async def _run(graph: WorkflowGraph, *, path: Path, inputs: dict[str, Any], run_
         raise CliError(f"no store at {db} (--run resumes a run stored there)", 1)
     workspace.mkdir(parents=True, exist_ok=True)  # where the run's commands write their files
     store = open_db(db)
-    if detach:  # the one way a run is stored for the workers (the server's POST .../runs too)
+    if detach:
         try:
-            snapshot = await submit_run(store, path, workspace=workspace, input=inputs, autonomous=autonomous)
+            snapshot = await queue_run(store, path, input=inputs, workspace=workspace, autonomous=autonomous)
         finally:
             await store.close()
-        console.print(f"run {snapshot.run_id} stored ({snapshot.status}); `tether worker --db {db_argument(db)}` "
-                      "drives it", markup=False, highlight=False)
+        console.print(f"run {snapshot.run_id} queued ({snapshot.status}); `tether worker --db {db_argument(db)}` "
+                      "(or tether serve on this store) drives it", markup=False, highlight=False)
         return 0
     # stored with the run, so that `tether workflow runs` prints the command that resumes it
     snapshots = SnapshotStore(store, launch={"file": str(path.resolve()), "workspace": str(workspace.resolve())})
@@ -395,14 +397,25 @@ def mermaid(graph: WorkflowGraph) -> str:
     return "\n".join(lines)
 
 
-def run_worker(db: str, *, once: bool, poll: float) -> None:
-    """``tether worker``: drive the stored runs that have work (see :func:`drive_stored_runs`)."""
+def run_worker(db: str, *, once: bool, poll: float, model: str | None = None, script: Path | None = None,
+               lease: float = DEFAULT_RUN_LEASE) -> None:
+    """``tether worker``: drive the queued runs (see :func:`drive_stored_runs`), with the model of
+    ``--model``/``TETHER_MODEL`` (or a script) for subprompt and agent nodes. A ``SIGTERM`` or
+    ``SIGINT`` stops it once the run it drives waits or ends (``SIGKILL`` leaves that run's node in
+    doubt for the next worker)."""
     from tether.workflow_host import drive_stored_runs
 
+    chosen = _model(model, script)
+
     async def work() -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):  # finish the run being driven, then stop
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(signum, stop.set)
         store = open_db(db)
         try:
-            return await drive_stored_runs(store, once=once, poll=poll)
+            return await drive_stored_runs(store, model=chosen, once=once, poll=poll, lease=lease, stop=stop)
         finally:
             await store.close()
 

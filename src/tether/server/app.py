@@ -4,8 +4,8 @@ Every ``/v1`` route resolves the caller's tenant first (401 without a valid key 
 configured), and every error is JSON with a stable code: an ``ApiError`` keeps its status, an
 unknown route is 404 ``not-found``, a wrong method 405 ``method-not-allowed``, and anything else is
 logged and answered 500 ``internal-error`` (a 500 is a bug). The app's lifespan loads the stored
-flows, runs the wake scheduler and the stored flow refresh (other workers' publishes) and, when the
-app built the runtime, closes it.
+flows, runs the wake scheduler, the stored flow refresh (other workers' publishes) and a worker of
+the store's workflow run queue and, when the app built the runtime, closes it.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ from tether.agent import Agent
 from tether.dialect.registry import Registry
 from tether.errors import FlowDefinitionError, StoreError
 from tether.flow.mermaid import flow_to_mermaid
+from tether.models.tiers import ModelTiers
+from tether.models.types import Model
 from tether.runtime.costs import Budgets, PriceTable
 from tether.runtime.runtime import Runtime
 from tether.runtime.scheduler import WakeScheduler
@@ -49,6 +51,7 @@ from tether.server.stream import KEEPALIVE, POLL
 from tether.server.takeover import TakeoverRoutes
 from tether.server.workflow_runs import WorkflowRunRoutes
 from tether.stores import Store
+from tether.workflow_host import RunQueueTask
 
 __all__ = ["create_app"]
 
@@ -120,6 +123,8 @@ def create_app(
     stream_keepalive: float = KEEPALIVE,
     workflows: str | os.PathLike[str] | None = None,
     workflow_workspace: str | os.PathLike[str] = ".",
+    workflow_runs: bool | None = None,
+    workflow_model: Model | ModelTiers | str | None = None,
 ) -> Starlette:
     """The ASGI app serving ``runtime_or_agents`` under ``/v1``.
 
@@ -150,6 +155,11 @@ def create_app(
         stream_poll: seconds between the session event stream's re-reads of the store (it sees
             turns of other processes that late at most; this process's turns wake it at once).
         stream_keepalive: seconds between the event stream's ``: keepalive`` comments.
+        workflow_runs: drive the store's queued workflow runs while the app is up (one run at a
+            time, beside the requests: :class:`~tether.workflow_host.RunQueueTask`); default: as
+            ``scheduler``.
+        workflow_model: the model of those runs' subprompt and agent nodes (``None``: runs whose
+            only work is agent work are left to a worker with a model).
         workflows: the directory of the workflow files (``<id>.yaml``, ``.yml``, ``.json``) that
             ``POST /v1/workflows/{id}/runs`` starts runs of; ``None``: no runs are started here
             (the stored runs of the caller's tenant are still listed and operable).
@@ -170,12 +180,14 @@ def create_app(
     keys = KeyRing(api_keys if api_keys is not None else keys_from_env(),
                    operator_keys if operator_keys is not None else operator_keys_from_env())
     wakes = WakeScheduler(runtime, interval=scheduler_interval)
+    runs = RunQueueTask(runtime.store, model=workflow_model)
+    drive_runs = scheduler if workflow_runs is None else workflow_runs
     refresh = StoredFlowRefresh(runtime, interval=flow_refresh)
     routes = SessionRoutes(runtime, max_body=max_body, stream_poll=stream_poll, stream_keepalive=stream_keepalive)
     openai_routes = OpenAIRoutes(runtime, routes.busy, max_body=max_body)
     takeover = TakeoverRoutes(runtime, routes.session_of, max_body=max_body)
-    runs = WorkflowRunRoutes(runtime, workflows=Path(workflows) if workflows is not None else None,
-                             workspace=Path(workflow_workspace), max_body=max_body)
+    run_routes = WorkflowRunRoutes(runtime, workflows=Path(workflows) if workflows is not None else None,
+                                   workspace=Path(workflow_workspace), max_body=max_body)
     responses_route = ResponsesRoute(openai_routes, max_body=max_body)
     document = openapi_document(_version("tether"))
 
@@ -253,15 +265,15 @@ def create_app(
         (session + "/operator-messages", takeover.operator_message, ["POST"], False),
         ("/v1/handoffs", takeover.handoffs, ["GET"], False),
         ("/v1/costs", tenant_costs(runtime), ["GET"], False),
-        ("/v1/workflows", runs.workflows_list, ["GET"], False),
-        ("/v1/workflows/{workflow}/runs", runs.start, ["POST"], False),
-        ("/v1/workflow-runs", runs.list, ["GET"], False),
-        ("/v1/workflow-runs/{run}", runs.show, ["GET"], False),
-        ("/v1/workflow-runs/{run}/cancel", runs.cancel, ["POST"], False),
-        ("/v1/workflow-runs/{run}/nodes/{node}/approve", runs.approve, ["POST"], False),
-        ("/v1/workflow-runs/{run}/nodes/{node}/reject", runs.reject, ["POST"], False),
-        ("/v1/workflow-runs/{run}/nodes/{node}/input", runs.input, ["POST"], False),
-        ("/v1/workflow-runs/{run}/nodes/{node}/retry", runs.retry, ["POST"], False),
+        ("/v1/workflows", run_routes.workflows_list, ["GET"], False),
+        ("/v1/workflows/{workflow}/runs", run_routes.start, ["POST"], False),
+        ("/v1/workflow-runs", run_routes.list, ["GET"], False),
+        ("/v1/workflow-runs/{run}", run_routes.show, ["GET"], False),
+        ("/v1/workflow-runs/{run}/cancel", run_routes.cancel, ["POST"], False),
+        ("/v1/workflow-runs/{run}/nodes/{node}/approve", run_routes.approve, ["POST"], False),
+        ("/v1/workflow-runs/{run}/nodes/{node}/reject", run_routes.reject, ["POST"], False),
+        ("/v1/workflow-runs/{run}/nodes/{node}/input", run_routes.input, ["POST"], False),
+        ("/v1/workflow-runs/{run}/nodes/{node}/retry", run_routes.retry, ["POST"], False),
     ]
 
     @contextlib.asynccontextmanager
@@ -269,11 +281,14 @@ def create_app(
         await load_stored_flows(runtime, flow_registry)  # flows PUT before a restart, or by another worker
         if scheduler:
             wakes.start()
+        if drive_runs:
+            runs.start()
         refresh.start()  # and flows PUT on another worker since
         try:
             yield
         finally:
             await refresh.stop()
+            await runs.stop()
             await wakes.stop()
             if owned:
                 await runtime.close()

@@ -4,10 +4,11 @@ retry a failed node, cancel).
 
 A run is stored like a session (:mod:`tether.workflow_host._store`) with the tenant that started
 it; a run of another tenant is answered as one that does not exist (404 ``run-not-found``). A run
-started here goes through :func:`tether.workflow_host.submit_run`, the path of
-``tether workflow run --detach``: the server stores it and a worker on the same store drives it
-(``tether worker``). The actions go through :func:`tether.workflow_host.act_on_run`, which refuses
-what the run cannot take (404/409/422, nothing written) and records a ``workflow.action`` event.
+started here goes through :func:`tether.workflow_host.queue_run`, the path of
+``tether workflow run --detach``: the server queues it, and a worker of the store's run queue
+drives it (``tether worker``, or ``tether serve`` itself). The actions go through
+:func:`tether.workflow_host.act_on_run`, which refuses what the run cannot take (404/409/422,
+nothing written) and records a ``workflow.action`` event.
 
 Who may do what: any key of a tenant lists and reads its runs and starts runs; the actions are
 operator routes (``require_operator``: an operator key once any is configured).
@@ -50,7 +51,7 @@ from tether.server.views import event_view
 from tether.stores.records import session_tenant
 from tether.workflow import WorkflowSnapshot
 from tether.workflow._state import RunStatus
-from tether.workflow_host import RunAction, act_on_run, find_workflow_file, load_workflow_file, submit_run, waiting_on
+from tether.workflow_host import RunAction, act_on_run, find_workflow_file, load_workflow_file, queue_run, waiting_on
 from tether.workflow_host._files import WORKFLOW_SUFFIXES
 from tether.workflow_host._store import WORKFLOW_AGENT_PREFIX, stored_run
 
@@ -241,7 +242,7 @@ class WorkflowRunRoutes:
             raise ApiError(404, "workflow-not-found", f"workflow {name!r}: {where}")
         body = await read_body(request, WorkflowRunStartBody, limit=self.max_body, optional=True)
         try:
-            snapshot = await submit_run(self.runtime.store, file, workspace=self.workspace, input=body.input,
+            snapshot = await queue_run(self.runtime.store, file, workspace=self.workspace, input=body.input,
                                         autonomous=body.autonomous, run_id=body.run, tenant=request.state.tenant)
         except WorkflowDefinitionError as exc:
             raise ApiError(409, "invalid-workflow", f"workflow {name!r} does not load: {exc.message}",

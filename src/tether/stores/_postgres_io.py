@@ -9,6 +9,7 @@ from tether.stores._postgres_pipeline import save_in_one_round_trip
 from tether.stores.base import duplicate_message, message_rows, utc
 from tether.stores.record_forms import event_row, journal_body
 from tether.stores.records import TurnRecords, Wake
+from tether.stores.run_queue import postgres_queue
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -87,13 +88,15 @@ async def insert_records(conn: Conn, s: str, session_id: str, records: TurnRecor
                 "DO UPDATE SET at = EXCLUDED.at, leased_until = NULL, worker = ''",
                 (session_id, wake.key, utc(wake.at)),
             )
+    if records.queue is not None:
+        await postgres_queue(conn, s, session_id, records.queue)
 
 
 def one_statement_save(records: TurnRecords | None) -> bool:
     """True when a save with ``records`` fits in one statement: the document, transcript messages,
-    events and journal entries. Wakes (a delete and an upsert may touch one row) and document
-    parts take the transaction."""
-    return records is None or not (records.wakes or records.cancel_wakes or records.parts)
+    events and journal entries. Wakes (a delete and an upsert may touch one row), document
+    parts and the run queue take the transaction."""
+    return records is None or not (records.wakes or records.cancel_wakes or records.parts or records.queue)
 
 
 async def save_in_one_statement(conn: Conn, s: str, session: tuple[Any, ...], expected: int,

@@ -14,6 +14,7 @@ from tether.errors import StoreError
 from tether.stores.conversation_keys import POSTGRES_TABLE as POSTGRES_CONVERSATIONS
 from tether.stores.flow_versions import POSTGRES_ONE_ACTIVE, POSTGRES_TABLE
 from tether.stores.records import DEFAULT_TENANT
+from tether.stores.run_queue import POSTGRES_TABLE as POSTGRES_RUN_QUEUE
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -90,8 +91,9 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
         ],
     ),
     (5, POSTGRES_CONVERSATIONS),  # the session of a conversation a client replays in full
+    (6, POSTGRES_RUN_QUEUE),  # the workflow runs a worker should drive (open runs stored before are queued)
     (
-        6,
+        7,
         [  # Store.list(tenant=...), and its handed-off sessions (GET /v1/handoffs): no scan of every document
             f"CREATE INDEX IF NOT EXISTS tether_sessions_tenant ON {{s}}.tether_sessions "
             f"(({TENANT}), saved_at DESC, id)",

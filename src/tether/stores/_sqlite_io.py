@@ -9,6 +9,7 @@ from typing import Any
 from tether.stores.base import duplicate_message, message_rows, utc
 from tether.stores.record_forms import event_row, journal_body
 from tether.stores.records import TurnRecords, Wake
+from tether.stores.run_queue import sqlite_queue
 
 __all__ = ["from_us", "insert_records", "to_us", "wake_from_row"]
 
@@ -88,3 +89,5 @@ def insert_records(conn: sqlite3.Connection, session_id: str, records: TurnRecor
             "DO UPDATE SET at = excluded.at, leased_until = NULL, worker = ''",
             (session_id, wake.key, to_us(wake.at)),
         )
+    if records.queue is not None:
+        sqlite_queue(conn, session_id, records.queue, to_us(records.queue.at))

@@ -13,6 +13,7 @@ from tether.errors import StoreError
 from tether.stores.conversation_keys import SQLITE_TABLE as SQLITE_CONVERSATIONS
 from tether.stores.flow_versions import SQLITE_ONE_ACTIVE, SQLITE_TABLE
 from tether.stores.records import DEFAULT_TENANT
+from tether.stores.run_queue import SQLITE_TABLE as SQLITE_RUN_QUEUE
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "TENANT", "migrate"]
 
@@ -97,8 +98,9 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
         ],
     ),
     (6, SQLITE_CONVERSATIONS),  # the session of a conversation a client replays in full
+    (7, SQLITE_RUN_QUEUE),  # the workflow runs a worker should drive (open runs stored before are queued)
     (
-        7,
+        8,
         [  # Store.list(tenant=...), and its handed-off sessions (GET /v1/handoffs): no scan of every document
             f"CREATE INDEX IF NOT EXISTS tether_sessions_tenant ON tether_sessions ({TENANT}, saved_at DESC, id)",
             "CREATE INDEX IF NOT EXISTS tether_sessions_handed_off ON tether_sessions (saved_at) "

@@ -23,7 +23,7 @@ from tether.engine.core.session import SESSION_SCHEMA_VERSION, Session, SessionS
 from tether.errors import SessionConflict, SessionFlowInvariant, SessionVersionUnsupported, StoreError
 from tether.stores.flow_versions import FlowVersion, StoredFlow
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased, LocalLeases
-from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
+from tether.stores.records import JournalEntry, QueuedRun, SessionSummary, StoredEvent, TurnRecords, Wake
 
 __all__ = [
     "ENDED_STATUSES",
@@ -243,6 +243,32 @@ class Store(ABC):
     @abstractmethod
     async def close(self) -> None:
         """Release connections and threads. The store cannot be used afterwards."""
+
+    # ------------------------------------------------------------------ the run queue
+
+    async def take_runs(
+        self, now: datetime, *, limit: int = 1, lease: float = 30.0, worker: str = "", agent: bool = True
+    ) -> builtins.list[QueuedRun]:
+        """Take up to ``limit`` queued runs runnable at ``now`` that no live lease holds, oldest
+        first, each leased to ``worker`` until ``now + lease`` seconds, so concurrent callers (in
+        any process) never take the same run; with ``agent=False``, not the runs whose only work
+        is agent work. See :mod:`tether.stores.run_queue`."""
+        raise StoreError(f"{type(self).__name__} has no run queue", operation="take_runs")
+
+    async def renew_run(self, run: QueuedRun, now: datetime, *, lease: float = 30.0) -> bool:
+        """Extend the lease of a taken run to ``now + lease``; False when ``run.worker`` no longer
+        holds it (its lease lapsed and another worker took it)."""
+        raise StoreError(f"{type(self).__name__} has no run queue", operation="renew_run")
+
+    async def release_run(self, run: QueuedRun, work: str | None = None) -> None:
+        """End a take: with ``work`` ``None`` the run leaves the queue (it waits or ended), else it
+        stays queued, unleased, for ``work`` (``runtime`` or ``agent``). Nothing happens when
+        ``run.worker`` no longer holds it."""
+        raise StoreError(f"{type(self).__name__} has no run queue", operation="release_run")
+
+    async def queued_runs(self, session_id: str | None = None) -> builtins.list[QueuedRun]:
+        """Every queued run (leased or not), oldest first (optionally one session's)."""
+        raise StoreError(f"{type(self).__name__} has no run queue", operation="queued_runs")
 
     # ------------------------------------------------------------------ flow versions
 

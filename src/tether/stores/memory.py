@@ -28,7 +28,16 @@ from tether.stores.base import (
 from tether.stores.conversation_keys import memory_put_key
 from tether.stores.flow_versions import FlowVersion, StoredFlow, memory_put
 from tether.stores.record_forms import EventRow, event_row, events_from_row, journal_body, journal_from_row
-from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake, session_tenant
+from tether.stores.records import (
+    JournalEntry,
+    QueuedRun,
+    SessionSummary,
+    StoredEvent,
+    TurnRecords,
+    Wake,
+    session_tenant,
+)
+from tether.stores.run_queue import memory_queue
 
 __all__ = ["MemoryStore"]
 
@@ -71,6 +80,7 @@ class MemoryStore(Store):
         self._records: dict[str, _Records] = {}
         self._parts: dict[str, dict[tuple[str, str], str]] = {}  # session -> (path, name) -> body
         self._wakes: dict[tuple[str, str], str] = {}
+        self._queue: dict[str, QueuedRun] = {}
         self._closed = False
         self._flows: builtins.list[StoredFlow] = []
         self._conversations: dict[str, str] = {}
@@ -231,6 +241,47 @@ class MemoryStore(Store):
         wakes.sort(key=lambda w: (w.at, w.session_id, w.key))
         return wakes
 
+    # ------------------------------------------------------------------ the run queue
+
+    async def take_runs(
+        self, now: datetime, *, limit: int = 1, lease: float = 30.0, worker: str = "", agent: bool = True
+    ) -> builtins.list[QueuedRun]:
+        self._check_open("take_runs")
+        now = utc(now)
+        free = sorted((q for q in self._queue.values() if q.at <= now and (agent or not q.agent)
+                       and (q.leased_until is None or q.leased_until <= now)), key=lambda q: (q.at, q.session_id))
+        taken = []
+        for queued in free[:limit]:
+            held = queued.model_copy(update={"leased_until": now + timedelta(seconds=lease), "worker": worker,
+                                             "takes": queued.takes + 1})
+            self._queue[queued.session_id] = held
+            taken.append(held)
+        return taken
+
+    async def renew_run(self, run: QueuedRun, now: datetime, *, lease: float = 30.0) -> bool:
+        self._check_open("renew_run")
+        held = self._queue.get(run.session_id)
+        if held is None or held.worker != run.worker:
+            return False
+        self._queue[run.session_id] = held.model_copy(update={"leased_until": utc(now) + timedelta(seconds=lease)})
+        return True
+
+    async def release_run(self, run: QueuedRun, work: str | None = None) -> None:
+        self._check_open("release_run")
+        held = self._queue.get(run.session_id)
+        if held is None or held.worker != run.worker:
+            return
+        if work is None:
+            del self._queue[run.session_id]
+        else:
+            self._queue[run.session_id] = held.model_copy(update={"leased_until": None, "worker": "",
+                                                                  "agent": work == "agent"})
+
+    async def queued_runs(self, session_id: str | None = None) -> builtins.list[QueuedRun]:
+        self._check_open("queued_runs")
+        return sorted((q for q in self._queue.values() if session_id is None or q.session_id == session_id),
+                      key=lambda q: (q.at, q.session_id))
+
     async def put_flows(self, agent: str, bundle: Iterable[FlowVersion]) -> None:
         self._check_open("put_flows")
         self._flows = memory_put(self._flows, agent, builtins.list(bundle), self.now())
@@ -271,6 +322,7 @@ class MemoryStore(Store):
         self._parts.pop(session_id, None)
         for key in [k for k in self._wakes if k[0] == session_id]:
             del self._wakes[key]
+        self._queue.pop(session_id, None)
         for conversation in [k for k, held in self._conversations.items() if held == session_id]:
             del self._conversations[conversation]
 
@@ -316,3 +368,5 @@ class MemoryStore(Store):
                 self._wakes.pop((session_id, request.replaces), None)
             wake = Wake(session_id=session_id, key=request.key, at=utc(request.at))
             self._wakes[(session_id, request.key)] = wake.model_dump_json()
+        if records.queue is not None:
+            memory_queue(self._queue, session_id, records.queue)

@@ -34,7 +34,15 @@ from tether.stores.conversation_keys import postgres_find_key, postgres_put_key
 from tether.stores.flow_versions import FlowVersion, Status, StoredFlow, postgres_flows, postgres_put
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
 from tether.stores.record_forms import events_from_row, journal_from_row
-from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
+from tether.stores.records import (
+    JournalEntry,
+    QueuedRun,
+    SessionSummary,
+    StoredEvent,
+    TurnRecords,
+    Wake,
+)
+from tether.stores.run_queue import postgres_queued, postgres_release, postgres_renew, postgres_take
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
@@ -50,7 +58,7 @@ _READ_DOC = (
     "FROM {s}.tether_parts WHERE session_id = d.id) FROM {s}.tether_sessions AS d WHERE id = %s"
 )
 _RECORD_TABLES = ("tether_messages", "tether_events", "tether_journal", "tether_wakes", "tether_parts",
-                  "tether_conversations")
+                  "tether_conversations", "tether_run_queue")
 
 
 def _backend_errors() -> tuple[type[BaseException], ...]:
@@ -436,6 +444,27 @@ class PostgresStore(Store):
             {"sid": session_id},
         )
         return [wake_from_row(r) for r in rows]
+
+    # ------------------------------------------------------------------ the run queue
+
+    async def take_runs(
+        self, now: datetime, *, limit: int = 1, lease: float = 30.0, worker: str = "", agent: bool = True
+    ) -> builtins.list[QueuedRun]:
+        now = utc(now)
+        async with self._transaction("take_runs") as conn:
+            return await postgres_take(conn, self._s, now, now + timedelta(seconds=lease), worker, limit, agent, utc)
+
+    async def renew_run(self, run: QueuedRun, now: datetime, *, lease: float = 30.0) -> bool:
+        async with self._connection("renew_run", run.session_id) as conn:
+            return await postgres_renew(conn, self._s, run, utc(now) + timedelta(seconds=lease))
+
+    async def release_run(self, run: QueuedRun, work: str | None = None) -> None:
+        async with self._connection("release_run", run.session_id) as conn:
+            await postgres_release(conn, self._s, run, work)
+
+    async def queued_runs(self, session_id: str | None = None) -> builtins.list[QueuedRun]:
+        async with self._connection("queued_runs", session_id) as conn:
+            return await postgres_queued(conn, self._s, session_id, utc)
 
     async def put_flows(self, agent: str, bundle: Iterable[FlowVersion]) -> None:
         rows = builtins.list(bundle)

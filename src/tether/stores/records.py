@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -20,6 +20,8 @@ __all__ = [
     "DEFAULT_TENANT",
     "JournalEntry",
     "JournalStatus",
+    "QueueRequest",
+    "QueuedRun",
     "SessionSummary",
     "StoredEvent",
     "TurnRecords",
@@ -59,6 +61,33 @@ class Wake(BaseModel):
     at: datetime
     leased_until: datetime | None = None
     worker: str = ""
+
+
+class QueueRequest(BaseModel):
+    """Put the session in the run queue, or take it out, with the write (see
+    :mod:`tether.stores.run_queue`): ``work`` is ``runtime`` (any worker), ``agent`` (only agent
+    work left: a worker with a model) or ``None`` (out of the queue); ``at`` is when a new row
+    becomes runnable (a row already queued keeps its own ``at`` and lease)."""
+
+    model_config = _STRICT
+
+    work: Literal["runtime", "agent"] | None
+    at: datetime
+
+
+class QueuedRun(BaseModel):
+    """A row of the run queue, as the store holds it: ``leased_until``/``worker`` are set while a
+    worker holds a take from ``Store.take_runs``; ``takes`` counts the takes (a run taken again
+    after its worker died has more than one)."""
+
+    model_config = _STRICT
+
+    session_id: str
+    at: datetime
+    agent: bool = False
+    leased_until: datetime | None = None
+    worker: str = ""
+    takes: int = 0
 
 
 class StoredEvent(BaseModel):
@@ -116,6 +145,7 @@ class TurnRecords(BaseModel):
             replaces the stored one; a save writes only the parts it is given, so a document
             whose large members change a few at a time writes only those. Parts are removed
             with their session, never one by one.
+        queue: the session's place in the run queue, changed in the same write (``None``: unchanged).
     """
 
     model_config = _STRICT
@@ -126,6 +156,7 @@ class TurnRecords(BaseModel):
     wakes: list[WakeRequest] = Field(default_factory=list)
     cancel_wakes: list[str] = Field(default_factory=list)
     parts: dict[str, dict[str, str]] = Field(default_factory=dict)
+    queue: QueueRequest | None = None
 
     @field_validator("parts")
     @classmethod
@@ -158,7 +189,8 @@ class TurnRecords(BaseModel):
 
     def is_empty(self) -> bool:
         """True when there is nothing to write."""
-        return not (self.messages or self.events or self.journal or self.wakes or self.cancel_wakes or self.parts)
+        return not (self.messages or self.events or self.journal or self.wakes or self.cancel_wakes or self.parts
+                    or self.queue)
 
     def part_rows(self) -> list[tuple[str, str, str]]:
         """``(path, name, body)`` per part."""

@@ -47,14 +47,22 @@ from tether.stores.conversation_keys import sqlite_find_key, sqlite_put_key
 from tether.stores.flow_versions import FlowVersion, Status, StoredFlow, sqlite_flows, sqlite_put
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
 from tether.stores.record_forms import events_from_row, journal_from_row
-from tether.stores.records import JournalEntry, SessionSummary, StoredEvent, TurnRecords, Wake
+from tether.stores.records import (
+    JournalEntry,
+    QueuedRun,
+    SessionSummary,
+    StoredEvent,
+    TurnRecords,
+    Wake,
+)
+from tether.stores.run_queue import sqlite_queued, sqlite_release, sqlite_renew, sqlite_take
 
 __all__ = ["SQLiteStore"]
 
 T = TypeVar("T")
 _ERRORS = (sqlite3.Error, OSError)
 _RECORD_TABLES = ("tether_messages", "tether_events", "tether_journal", "tether_wakes", "tether_parts",
-                  "tether_conversations")
+                  "tether_conversations", "tether_run_queue")
 _ENDED = "status IN ('completed', 'aborted') AND saved_at < ?"
 
 
@@ -517,6 +525,26 @@ class SQLiteStore(Store):
             ).fetchall()
 
         return [wake_from_row(r) for r in await self._call("pending_wakes", session_id, op)]
+
+    # ------------------------------------------------------------------ the run queue
+
+    async def take_runs(
+        self, now: datetime, *, limit: int = 1, lease: float = 30.0, worker: str = "", agent: bool = True
+    ) -> builtins.list[QueuedRun]:
+        at, until = to_us(now), to_us(utc(now) + timedelta(seconds=lease))
+        return await self._write("take_runs", None,
+                                 lambda conn: sqlite_take(conn, at, until, worker, limit, agent, from_us))
+
+    async def renew_run(self, run: QueuedRun, now: datetime, *, lease: float = 30.0) -> bool:
+        until = to_us(utc(now) + timedelta(seconds=lease))
+        return await self._write("renew_run", run.session_id, lambda conn: sqlite_renew(conn, run, until),
+                                 flush=False)
+
+    async def release_run(self, run: QueuedRun, work: str | None = None) -> None:
+        await self._write("release_run", run.session_id, lambda conn: sqlite_release(conn, run, work))
+
+    async def queued_runs(self, session_id: str | None = None) -> builtins.list[QueuedRun]:
+        return await self._call("queued_runs", session_id, lambda conn: sqlite_queued(conn, session_id, from_us))
 
     async def put_flows(self, agent: str, bundle: Iterable[FlowVersion]) -> None:
         rows, now = builtins.list(bundle), to_us(self.now())

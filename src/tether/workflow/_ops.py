@@ -13,10 +13,10 @@ from typing import Any, Literal
 from tether.errors import WorkflowOperationError
 from tether.executors.provenance import ObtainedBy, Origin
 from tether.workflow._answers import check_answer, coerce_input_schema
-from tether.workflow._contract import GateRun
+from tether.workflow._contract import FunctionRun, GateRun
 from tether.workflow._derive import contract_problem, origins_of, select_route
 from tether.workflow._graph import WorkflowGraph
-from tether.workflow._state import Approval, Attempt, InputRequest, NodeOutput, WorkflowSnapshot
+from tether.workflow._state import Approval, Attempt, InputRequest, NodeOutput, NodeState, WorkflowSnapshot
 
 __all__ = [
     "Change",
@@ -25,11 +25,13 @@ __all__ = [
     "cancel",
     "complete_node",
     "cold_restart",
+    "in_doubt_attempts",
     "fail_node",
     "park",
     "park_input",
     "request_approval",
     "request_input",
+    "resolve_in_doubt",
     "retry_node",
     "retryable",
     "run_ended",
@@ -345,4 +347,49 @@ def cold_restart(keep: frozenset[str] = frozenset()) -> Change:
             if state.status == "running" or projected:
                 state.status, state.approval = "pending", None
                 state.generation += 1
+    return change
+
+
+def in_doubt_attempts(state: NodeState) -> int:
+    """How many of the node's latest attempts in a row were in doubt (each used one of its retries)."""
+    count = 0
+    for attempt in reversed(state.attempts):
+        if not attempt.in_doubt:
+            break
+        count += 1
+    return count
+
+
+def resolve_in_doubt(graph: WorkflowGraph) -> Change:
+    """After a crash: a function or check node stored ``running`` was in flight when its host
+    stopped, so its command may have run, in part or in full, or not at all. An in-doubt attempt is
+    recorded (failed, ``in_doubt``), and the node runs again only if its author declared the
+    command safe to run again: a retry budget (``control.retries``) with a retry left, which the
+    in-doubt attempt uses up (so a command that kills its worker every time stops). Otherwise
+    the node fails (an optional node is skipped, as any terminal failure) with an ``in doubt``
+    error; a person who has checked what the command did can retry it (:func:`retry_node`).
+    Either way the lost attempt's generation is stale. (Sub-flow and subprompt nodes return to
+    admission with :func:`cold_restart`: a subprompt is one model call, and a sub-flow restarts
+    from its parent's boundary, seed 001.)"""
+    def change(snapshot: WorkflowSnapshot) -> None:
+        for node_id, state in snapshot.nodes.items():
+            node = graph.nodes[node_id]
+            if state.status != "running" or not isinstance(node.run, FunctionRun):
+                continue
+            again = node.control.retries > in_doubt_attempts(state)
+            why = ("it runs again: a retry of its control.retries" if again
+                   else "it is not run again on its own: it declares no retries (control.retries)"
+                   if not node.control.retries
+                   else "its retries (control.retries) were used by earlier in-doubt attempts")
+            error = (f"in doubt: node {node_id!r} was running its command (generation {state.generation}) when its "
+                     f"worker stopped, so the command may have run, in part or in full; {why}"
+                     + ("" if again else ". Retry the node once you have checked what the command did"))
+            attempt = Attempt(generation=state.generation, status="failed", error=error, in_doubt=True)
+            if again:
+                state.attempts.append(attempt)
+                state.status, state.error = "pending", None
+                state.error_history.append(error)
+            else:
+                fail_node(graph, node_id, error, attempt)(snapshot)
+            state.generation += 1
     return change

@@ -52,7 +52,9 @@ class Attempt(BaseModel):
 
     ``verdict`` is a check's :class:`~tether.executors.CheckVerdict` in JSON form: it stays with a
     failed check even after an override completes the node. ``summary`` is a subprompt's reply,
-    kept on a failed attempt too.
+    kept on a failed attempt too. ``in_doubt``: the attempt was in flight when its host stopped (a
+    worker killed mid-node), so whether its command ran is unknown (see
+    :func:`tether.workflow.ops.resolve_in_doubt`).
     """
 
     model_config = _CONFIG
@@ -63,6 +65,7 @@ class Attempt(BaseModel):
     exit_code: int | None = None
     timed_out: bool = False
     spawn_failed: bool = False
+    in_doubt: bool = False
     fields: dict[str, JsonValue] = Field(default_factory=dict)
     summary: str | None = None
     verdict: dict[str, Any] | None = None

@@ -2,7 +2,9 @@
 
 A turn is one bounded tool loop (at most ``max_tool_rounds`` rounds of tool calls; asking for
 more is an ``agent-turn-budget`` error). It starts with the run's pending stimuli
-(``input_received``, ``approval_received``) and the agent nodes ready for work, and ends when the
+(``input_received``, ``approval_received``: taken off the run once the model has answered the
+turn's first call, so a failed call leaves them for the next turn) and the agent nodes ready for
+work, and ends when the
 model answers without calling a tool, or when a ``request_input`` / ``request_approval`` parks a
 node for a human. Deterministic work is drained before the turn and after every write, so the
 agent always sees the runtime's results. Turns on one run are serialized.
@@ -143,9 +145,7 @@ class AgentDriver:
             if model is None:
                 raise WorkflowOperationError(f"nodes {work} need a language model, and none is configured "
                                              "(set TETHER_MODEL or pass model=...)", code="no-model", node=work[0])
-            stimuli = list(run.snapshot.stimuli)
-            if stimuli:
-                await run.apply(_take_stimuli(len(stimuli)))
+            stimuli = list(run.snapshot.stimuli)  # taken once the model has answered: a failed call keeps them
             opening: dict[str, Any] = {"workflow": run.graph.id, "run": run.run_id, "ready_agent_nodes": ready}
             if stimuli:
                 opening["stimuli"] = stimuli
@@ -155,6 +155,9 @@ class AgentDriver:
                 request = ModelRequest(call="agent", system=SYSTEM_PROMPT, messages=tuple(messages),
                                        tools=self.tools(), tier=tier)
                 response = await model.complete(request)
+                if stimuli:
+                    await run.apply(_take_stimuli(len(stimuli)))
+                    stimuli = []
                 await run.count_model_call(response.usage)
                 report.text = response.text
                 if not response.tool_calls:

@@ -63,7 +63,8 @@ class WorkflowChat:
                  model: Model | ModelTiers | str | None = None, workspace: str | Path = ".",
                  resolve: Resolver | Mapping[str, Definition] | None = None, prefix: str = "workflow") -> None:
         self.graph: WorkflowGraph = definition if isinstance(definition, WorkflowGraph) else load_workflow(definition)
-        self.snapshots = SnapshotStore(store)
+        # the conversation drives its runs itself (and they have no launch file a worker could load)
+        self.snapshots = SnapshotStore(store, queue=False)
         self.input = input
         self.options: dict[str, Any] = {"executor": executor, "model": model, "workspace": workspace,
                                         "resolve": resolve}

@@ -1,7 +1,5 @@
 """Stored workflow runs operated from another process (the HTTP server, say).
 
-- :func:`submit_run` stores a new run of a workflow file for the workers to drive: what
-  ``tether workflow run --detach`` does, and what ``POST /v1/workflows/{id}/runs`` calls.
 - :func:`waiting_on` says what a stored run waits on, as data: approvals, input requests, agent
   work, work for a worker, failed nodes, what blocks it.
 - :func:`act_on_run` acts on a stored run as a person: approve or reject a pending approval,
@@ -25,34 +23,15 @@ from tether.stores.records import session_tenant
 from tether.workflow import WorkflowGraph, WorkflowSnapshot, ops
 from tether.workflow_host._files import load_workflow_file, workflow_directory_resolver
 from tether.workflow_host._run import WorkflowRun
-from tether.workflow_host._store import SnapshotStore, stored_run
+from tether.workflow_host._store import stored_run
 
-__all__ = ["ACTIONS", "Action", "RunAction", "act_on_run", "submit_run", "waiting_on"]
+__all__ = ["ACTIONS", "Action", "RunAction", "act_on_run", "waiting_on"]
 
 Action = Literal["approve", "reject", "input", "retry", "cancel"]
 ACTIONS: tuple[Action, ...] = ("approve", "reject", "input", "retry", "cancel")
 
 ACT_WAIT = 2.0
 """Seconds :func:`act_on_run` waits for the run's lease before it answers ``run-busy``."""
-
-
-async def submit_run(store: Store, file: str | Path, *, workspace: str | Path = ".",
-                     input: Mapping[str, Any] | None = None, autonomous: bool = False, run_id: str | None = None,
-                     tenant: str | None = None) -> WorkflowSnapshot:
-    """Store a new run of the workflow in ``file`` for a worker to drive, and return its snapshot.
-
-    The run keeps the file and the workspace (``metadata.launch``), so any worker on the store
-    loads it; ``tenant`` is the tenant it belongs to. A bad definition raises
-    :class:`~tether.errors.WorkflowDefinitionError`; an input the workflow refuses, or a run id
-    already stored, raises before anything is written."""
-    path = Path(file)
-    graph = load_workflow_file(path)
-    launch = {"file": str(path.resolve()), "workspace": str(Path(workspace).resolve())}
-    snapshots = SnapshotStore(store, launch=launch, tenant=tenant)
-    run = WorkflowRun(graph, store=snapshots, run_id=run_id, input=dict(input or {}), autonomous=autonomous,
-                      workspace=workspace, resolve=workflow_directory_resolver(path.parent))
-    await run.save()
-    return run.snapshot
 
 
 def waiting_on(snapshot: WorkflowSnapshot) -> list[dict[str, Any]]:

@@ -56,6 +56,7 @@ from tether.workflow._state import Approval
 from tether.workflow_host._agent import DEFAULT_TOOL_ROUNDS, AgentDriver, TurnReport
 from tether.workflow_host._files import load_workflow_file
 from tether.workflow_host._process import build_request, settle_outcome, spawn_failure
+from tether.workflow_host._queue import pending_work
 from tether.workflow_host._store import SnapshotStore
 from tether.workflow_host._subflow import MAX_SUBFLOW_DEPTH, SubflowHost, check_subflows, tree_digest
 from tether.workflow_host._subprompt import run_subprompt
@@ -88,6 +89,8 @@ class WorkflowRun:
         model: serves subprompt nodes and agent turns: a :class:`~tether.models.Model` or a
             ``provider:model`` string (the ``default`` tier only), or :class:`ModelTiers`.
         max_tool_rounds: how many rounds of tool calls one agent turn may make (default 8).
+        leave_model_work: leave subprompt nodes available instead of failing them when no model
+            is configured (a worker without a model leaves them to a worker with one).
     """
 
     def __init__(
@@ -105,6 +108,7 @@ class WorkflowRun:
         budget: float = DEFAULT_SETTLE_BUDGET,
         model: Model | ModelTiers | str | None = None,
         max_tool_rounds: int = DEFAULT_TOOL_ROUNDS,
+        leave_model_work: bool = False,
         _ancestry: tuple[str, ...] = (),
         _parent: WorkflowRun | None = None,
         _snapshot: WorkflowSnapshot | None = None,
@@ -118,6 +122,7 @@ class WorkflowRun:
         self.budget = budget
         self.models = model if isinstance(model, ModelTiers) else ModelTiers(default=model)
         self.max_tool_rounds = max_tool_rounds
+        self.leave_model_work = leave_model_work and self.models.default is None
         self._models: dict[str, Model | None] = {}
         self.journal: list[dict[str, Any]] = []  # tool calls waiting for the next save (JournalEntry fields)
         self.notes: list[dict[str, Any]] = []  # events waiting for the next save (see note())
@@ -220,11 +225,13 @@ class WorkflowRun:
         if self.snapshots is None:
             return
         events = [*notes, *_events(self.graph, before, after)]
+        work = pending_work(self.graph, after) if self.snapshots.queue else False
         if self._revision is None:
-            self._revision = await self.snapshots.create(after, events, journal)
+            self._revision = await self.snapshots.create(after, events, journal, work=work)
         else:
             changed = frozenset() if before is after else changed_nodes(after) if before is not None else None
-            self._revision = await self.snapshots.save(after, self._revision, events, journal, changed=changed)
+            self._revision = await self.snapshots.save(after, self._revision, events, journal, changed=changed,
+                                                       work=work)
 
     async def flush_journal(self) -> None:
         """Save the journal entries waiting for the next change now (a save with no change)."""
@@ -308,18 +315,20 @@ class WorkflowRun:
 
     @classmethod
     def from_file(cls, path: str | Path, *, store: Store | None = None, workspace: str | Path = ".",
-                  **options: Any) -> WorkflowRun:
+                  tenant: str | None = None, **options: Any) -> WorkflowRun:
         """A new run of the workflow in ``path``; the store keeps the file (and the workspace), so
         :meth:`load` finds the definition again without being given it."""
         launch = {"file": str(Path(path).resolve()), "workspace": str(Path(workspace).resolve())}
-        snapshots = SnapshotStore(store, launch=launch) if store is not None else None
+        snapshots = SnapshotStore(store, launch=launch, tenant=tenant) if store is not None else None
         return cls(load_workflow_file(path), store=snapshots, workspace=workspace, **options)
 
     @classmethod
     async def load(cls, store: Store | SnapshotStore, run_id: str, definition: Definition | None = None,
                    **options: Any) -> WorkflowRun:
         """A run restored from ``store`` after a restart or crash (cold hydrate): work that was
-        running and never committed returns to admission under a new generation.
+        running and never committed returns to admission under a new generation, except a
+        function or check node's command, which is in doubt: it runs again only when its node
+        declares retries, else the node fails ``in doubt`` (:func:`tether.workflow.ops.resolve_in_doubt`).
 
         Without ``definition``, the workflow file the run was started from (``from_file``, or
         ``tether workflow run``) is loaded again; a run started from a definition in code needs it
@@ -344,7 +353,12 @@ class WorkflowRun:
                or (state.approval and state.approval.kind == "sub-flow" and state.status == "awaiting_approval")
                or (state.input_request and state.input_request.child_node and state.status == "awaiting_input")
                for node_id, state in snapshot.nodes.items()):
-            await run.apply(ops.cold_restart(run.agent_nodes))
+            in_doubt, restart = ops.resolve_in_doubt(graph), ops.cold_restart(run.agent_nodes)
+
+            def recover(snap: WorkflowSnapshot) -> None:
+                in_doubt(snap)
+                restart(snap)
+            await run.apply(recover)
         return run
 
     # ------------------------------------------------------------------ draining
@@ -403,7 +417,8 @@ class WorkflowRun:
             if isinstance(graph.nodes[node_id].run, SubflowRun) and await self.subflows.start(node_id):
                 return True
         for node_id in available:
-            if not isinstance(graph.nodes[node_id].run, FunctionRun | SubpromptRun):
+            if not isinstance(graph.nodes[node_id].run, FunctionRun | SubpromptRun) or (
+                    self.leave_model_work and isinstance(graph.nodes[node_id].run, SubpromptRun)):
                 continue
             group = graph.nodes[node_id].control.parallel_group
             if group is None:
@@ -411,6 +426,7 @@ class WorkflowRun:
                     return True
                 continue
             members = [n for n in available if isinstance(graph.nodes[n].run, FunctionRun | SubpromptRun)
+                       and not (self.leave_model_work and isinstance(graph.nodes[n].run, SubpromptRun))
                        and graph.nodes[n].control.parallel_group == group]
             if any(await asyncio.gather(*(self._run_work(n) for n in members))):
                 return True
@@ -464,8 +480,8 @@ class WorkflowRun:
         await self.apply(ops.start_node(node_id))
         generation = self.node(node_id).generation
         try:
-            outcome = await retry(self.executor, request, self.graph.nodes[node_id].control.retries, abort,
-                                  budget=self.budget)
+            retries = max(0, self.graph.nodes[node_id].control.retries - ops.in_doubt_attempts(self.node(node_id)))
+            outcome = await retry(self.executor, request, retries, abort, budget=self.budget)
         except SpawnError as exc:
             if self.node(node_id).generation == generation:
                 await self.apply(spawn_failure(self.graph, node_id, generation, exc.message))
@@ -523,8 +539,12 @@ def _events(graph: WorkflowGraph, before: WorkflowSnapshot | None, after: Workfl
         state = after.nodes[node_id]
         old = before.nodes[node_id].status if before is not None else None
         if old != state.status:
-            events.append({"type": "workflow.node", "run_id": after.run_id, "node": node_id,
-                           "status": state.status, "generation": state.generation})
+            event = {"type": "workflow.node", "run_id": after.run_id, "node": node_id, "status": state.status,
+                     "generation": state.generation}
+            if (state.attempts and state.attempts[-1].in_doubt
+                    and (before is None or len(before.nodes[node_id].attempts) < len(state.attempts))):
+                event["code"] = "in-doubt"
+            events.append(event)
     if before is None or before.status != after.status:
         events.append({"type": "workflow.status", "run_id": after.run_id, "status": after.status})
     return events

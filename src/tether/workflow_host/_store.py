@@ -33,7 +33,7 @@ from tether.durable.entries import JournalEntry
 from tether.engine.core.session import Session, SessionStatus, SessionUsage
 from tether.errors import SessionFlowInvariant
 from tether.stores.base import Store
-from tether.stores.records import TurnRecords
+from tether.stores.records import QueueRequest, TurnRecords
 from tether.workflow import WorkflowSnapshot, ops
 
 __all__ = ["WORKFLOW_AGENT_PREFIX", "SnapshotStore", "document_status", "stored_run"]
@@ -66,15 +66,20 @@ class SnapshotStore:
 
     ``launch`` (for example ``{"file": ..., "workspace": ...}``) is written to the document's
     ``metadata.launch`` on every save; without it, a loaded run keeps the one it was stored with.
+    ``queue``: whether saves keep the run's place in the run queue (``False`` for the worker
+    driving the run: it holds the run's row).
     ``tenant``: the tenant a new run belongs to (``metadata.config.tenant``, as a session's: the
     server lists and acts on a run for its tenant only); a loaded run keeps the one it was stored
     with, and a run stored without one is the default tenant's.
     """
 
-    def __init__(self, store: Store, *, launch: Mapping[str, str] | None = None, tenant: str | None = None) -> None:
+    def __init__(self, store: Store, *, launch: Mapping[str, str] | None = None, queue: bool = True,
+                 tenant: str | None = None) -> None:
         self.store = store
         self.launch = dict(launch) if launch else None
+        self.queue = queue
         self.tenant = tenant
+        self._queued: dict[str, str | None] = {}  # run -> the queue state this store last wrote
         self._created: dict[str, datetime] = {}
         self._launched: dict[str, Any] = {}
         self._config: dict[str, Any] = {}  # run id -> the metadata.config it was stored with
@@ -105,8 +110,14 @@ class SnapshotStore:
             return snapshot.model_dump(mode="json", by_alias=True)
         return {**snapshot.model_dump(mode="json", by_alias=True, exclude={"nodes"}), "nodes": {}}
 
+    def _queue(self, run_id: str, work: str | bool | None) -> QueueRequest | None:
+        """The queue change a save of ``run_id`` with ``work`` writes (``False``: none asked)."""
+        if work is False or not self.queue or (run_id in self._queued and self._queued[run_id] == work):
+            return None
+        return QueueRequest(work=work, at=self.store.now())
+
     def _records(self, snapshot: WorkflowSnapshot, changed: Collection[str] | None, events: list[dict[str, Any]],
-                 journal: list[dict[str, Any]], revision: int) -> TurnRecords:
+                 journal: list[dict[str, Any]], revision: int, queue: QueueRequest | None = None) -> TurnRecords:
         at = self.store.now()
         entries = [JournalEntry(**entry, key=f"flow-tool:{revision}:{index}", at=at)
                    for index, entry in enumerate(journal)]
@@ -114,29 +125,40 @@ class SnapshotStore:
         if self.store.document_parts:
             written = snapshot.nodes if changed is None or snapshot.run_id not in self._whole else changed
             parts[_NODES] = {node_id: snapshot.nodes[node_id].model_dump_json(by_alias=True) for node_id in written}
-        return TurnRecords(events=[{**event, "at": at} for event in events], journal=entries, parts=parts)
+        return TurnRecords(events=[{**event, "at": at} for event in events], journal=entries, parts=parts,
+                           queue=queue)
+
+    def _wrote(self, run_id: str, queue: QueueRequest | None) -> None:
+        self._whole.add(run_id)
+        if queue is not None:
+            self._queued[run_id] = queue.work
 
     async def create(self, snapshot: WorkflowSnapshot, events: list[dict[str, Any]],
-                     journal: list[dict[str, Any]] | None = None) -> int:
-        """Insert a new run; returns its revision (0). An existing id raises ``SessionConflict``."""
-        records = self._records(snapshot, None, events, journal or [], 0)
+                     journal: list[dict[str, Any]] | None = None, *, work: str | bool | None = False) -> int:
+        """Insert a new run; returns its revision (0). An existing id raises ``SessionConflict``.
+        ``work``: what the run has for a worker (``runtime``, ``agent`` or ``None``: queued
+        accordingly, see the module notes; ``False``: the queue is left alone)."""
+        queue = self._queue(snapshot.run_id, work)
+        records = self._records(snapshot, None, events, journal or [], 0, queue)
         stored = await self.store.create(self._document(snapshot, 0), records)
-        self._whole.add(snapshot.run_id)
+        self._wrote(snapshot.run_id, queue)
         return stored.revision
 
     async def save(self, snapshot: WorkflowSnapshot, expected_revision: int, events: list[dict[str, Any]],
-                   journal: list[dict[str, Any]] | None = None, *, changed: Collection[str] | None = None) -> int:
+                   journal: list[dict[str, Any]] | None = None, *, changed: Collection[str] | None = None,
+                   work: str | bool | None = False) -> int:
         """Replace the run if it is still at ``expected_revision``; returns the new revision.
 
         ``changed``: the nodes that changed since the revision expected (``None``: any); only
         those are written (every node on the first save after a load). ``journal`` holds
         effect-journal entries (the agent's tool calls) written in the same transaction, keyed by
-        the revision written, so every key is unique in the run.
+        the revision written, so every key is unique in the run. ``work``: as for :meth:`create`.
         """
         document = self._document(snapshot, expected_revision)
-        records = self._records(snapshot, changed, events, journal or [], expected_revision + 1)
+        queue = self._queue(snapshot.run_id, work)
+        records = self._records(snapshot, changed, events, journal or [], expected_revision + 1, queue)
         stored = await self.store.save(document, expected_revision, records)
-        self._whole.add(snapshot.run_id)
+        self._wrote(snapshot.run_id, queue)
         return stored.revision
 
     def launch_of(self, run_id: str) -> Mapping[str, Any] | None:
@@ -154,6 +176,7 @@ class SnapshotStore:
                                        session_id=run_id)
         self._created[run_id] = document.created_at
         self._whole.discard(run_id)
+        self._queued.pop(run_id, None)
         if "launch" in document.metadata:
             self._launched[run_id] = document.metadata["launch"]
         if isinstance(document.metadata.get("config"), dict):
