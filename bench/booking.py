@@ -39,7 +39,7 @@ def booking_agent() -> Agent:
         receipt = await ctx.tool("reserve", day=state["day"], party=state["party"], name=state["name"])
         return goto("confirm", data={"ref": receipt["ref"]})
 
-    confirm = reply("confirm", response="Booked for {party} on {day} under {name}: reference {ref}.",
+    confirm = reply("confirm", response="Booked for ${party} on ${day} under ${name}: reference ${ref}.",
                     next=end("booked"))
     flow = Flow("booking", start=details, nodes=[details, book, confirm], on=[on_message(repeat="always")],
                 clear_on_start=["day", "party", "name", "ref"])

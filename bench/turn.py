@@ -31,7 +31,7 @@ def model_agent() -> Agent:
 def deterministic_agent() -> Agent:
     ask = collect("ask", fields=["order"], ask="Order number?", resolvers=[pattern("order", r"\b(\d{4})\b")],
                   on_complete=lambda data, state: goto("answer"))
-    answer = reply("answer", response="Order {order} is on its way.", next=end("done"))
+    answer = reply("answer", response="Order ${order} is on its way.", next=end("done"))
     flow = Flow("orders", "Orders", nodes=[ask, answer], on=[on_message(repeat="always")],
                 clear_on_start=["order"])
     return Agent("Bench", fields={"order": Field()}, flows=[flow], idle="silent")

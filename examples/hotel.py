@@ -65,7 +65,7 @@ ask_dates = agent(
 )
 ask_guests = agent(
     "guests",
-    prompt="The stay is {check_in} to {check_out} ({nights} nights). Ask how many guests will stay and call "
+    prompt="The stay is ${check_in} to ${check_out} (${nights} nights). Ask how many guests will stay and call "
            "set_guests. Call terminate_session if the customer wants to stop.",
     tools=[set_guests, "terminate_session"],
 )
@@ -92,7 +92,7 @@ async def confirm_booking(args: dict[str, Any], ctx: Any) -> Any:
 
 confirm = agent(
     "confirm",
-    prompt="Read back the booking: {check_in} to {check_out}, {guests} guest(s). Ask the customer to confirm, "
+    prompt="Read back the booking: ${check_in} to ${check_out}, ${guests} guest(s). Ask the customer to confirm, "
            "then call confirm_booking with confirmed true or false.",
     tools=[ConfirmBooking, "terminate_session"],
     handlers={"confirm_booking": confirm_booking},

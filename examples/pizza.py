@@ -77,7 +77,7 @@ order = Flow(
                 resolvers=[enum_check("confirm", ["yes", "no"])], max_turns=3),
         router("confirmed", when="state.confirm == 'yes'", then="place", else_="cancelled"),
         place,
-        reply("placed", response="Order {order} is in the oven: a {pizza}, {price} EUR. Ready in 20 minutes.",
+        reply("placed", response="Order ${order} is in the oven: a ${pizza}, ${price} EUR. Ready in 20 minutes.",
               next=end("placed")),
         reply("cancelled", response="No problem, I haven't placed anything. Tell me what you'd like to start again.",
               next=end("cancelled")),

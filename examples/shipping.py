@@ -53,7 +53,7 @@ done = reply(
     "done",
     context="reset_with_summary",
     instructions="Confirm the shipment was booked with its tracking id, then end.",
-    fallback="Booked! Your shipment to {address} has tracking id {tracking_id}.",
+    fallback="Booked! Your shipment to ${address} has tracking id ${tracking_id}.",
     next=lambda turn, state: end("booked"),
 )
 

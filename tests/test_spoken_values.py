@@ -39,7 +39,7 @@ def _order(**confirm: Any) -> Flow:
 
 
 async def test_a_python_flow_renders_a_list_as_text() -> None:
-    agent = Agent("Pia", flows=[_order(response="A pizza with {toppings}.")]).with_clock(FakeClock(),
+    agent = Agent("Pia", flows=[_order(response="A pizza with ${toppings}.")]).with_clock(FakeClock(),
                                                                                         SequentialIds("s"))
     result = await agent.turn(None, Message("a pizza please"))
     assert result.text == "A pizza with ham and olives."

@@ -153,6 +153,7 @@ LAYERS = (
     ("tether.stores", "tether.agent"),
     ("tether.engine", "tether.tracing", "tether.workflow"),
     ("tether.flow", "tether.models", "tether.pydantic_issues", "tether.executors"),
+    ("tether.templating",),
     ("tether.durable", "tether.errors", "tether.clock", "tether.pyfiles", "tether.spoken", "tether.syntax_errors",
      "tether.cel"),
 )

@@ -10,7 +10,7 @@ APP = '''
 from tether import Agent, Field, Flow, collect, end, on_message, reply
 
 size = collect("size", fields=["size"], ask="Which size?", choices=["Small", ("L", "Large")])
-done = reply("done", response="A {size} pizza, coming up.", next=end("ordered"))
+done = reply("done", response="A ${size} pizza, coming up.", next=end("ordered"))
 agent = Agent("Pia", fields={"size": Field("string")},
               flows=[Flow("pizza", "Order a pizza", nodes=[size, done], on=[on_message()])])
 '''

@@ -92,5 +92,6 @@ def test_check_lists_the_older_json_conditions_of_a_python_app(tmp_path: Path) -
     assert done.code == 0, done.err
     assert done.out.splitlines() == [
         "warning [old-form] flow 'f' node 'r': when: {'equals': {'size': 'large'}, 'known': ['size']} is the "
-        'older form of a condition (write the CEL condition: data.size == "large" && "size" in data)',
+        'older form of a condition (write the CEL condition: "size" in data && data.size == "large" && "size" in '
+        'data)',
         "ok: 1 agent(s), 1 flow(s) (1 warning(s))"]

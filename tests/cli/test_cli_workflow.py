@@ -21,6 +21,14 @@ def test_check_validates_workflow_files(tmp_path: Path) -> None:
     done = tether("check", broken)
     assert done.code == 1
     assert done.out.splitlines() == ['<root>: Unrecognized key: "whoops"', "1 problem(s)"]
+    seed = tmp_path / "seed.yaml"  # seed 001's camelCase keys: read, and listed as the older form
+    seed.write_text(RELEASE.read_text().replace("schema_version", "schemaVersion").replace("timeout_sec", "timeoutSec"))
+    done = tether("check", seed)
+    assert done.code == 0 and done.out.splitlines() == [
+        "warning [old-form] schemaVersion: schemaVersion is the older camelCase form of the key (write schema_version)",
+        "warning [old-form] nodes.1.control.timeoutSec: timeoutSec is the older camelCase form of the key "
+        "(write timeout_sec)",
+        "ok: workflow 'release' (6 node(s), 6 edge(s)) (2 warning(s))"]
 
 
 def test_release_runs_with_no_api_key_parks_at_the_gate_and_resumes(tmp_path: Path) -> None:

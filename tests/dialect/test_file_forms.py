@@ -104,9 +104,10 @@ def test_python_authoring_converts_too() -> None:
     ask = collect("ask", fields=["size"], ask={"size": "Which size?"},
                   branches=[branch("stop", if_={"equals": {"size": "none"}}),
                             branch(end("asked"), when="they ask a question")], on_complete="stop")
-    flow = Flow("py", start=ask, nodes=[ask, reply("stop", response="Bye.", next=end("bye"))],
-                on=[on_mention("a refund", extract={"order": "string"})],
-                gates=[judge_gate("judged", inputs=["state.size"])])
+    with pytest.warns(DeprecationWarning, match="flow 'py', node 'ask'"):  # the older condition form
+        flow = Flow("py", start=ask, nodes=[ask, reply("stop", response="Bye.", next=end("bye"))],
+                    on=[on_mention("a refund", extract={"order": "string"})],
+                    gates=[judge_gate("judged", inputs=["state.size"])])
     data = to_spec(flow)
     assert data["nodes"][0]["ask"] == {"size": "Which size?"}
     assert data["nodes"][0]["branches"] == [

@@ -149,12 +149,13 @@ flow:
 
 
 def test_a_declarative_python_flow_converts_and_rebuilds() -> None:
-    greet = reply("greet", response="Hi {name}, from {context.tenant}.", next=goto("ask"))
+    greet = reply("greet", response="Hi ${name}, from ${context.tenant}.", next=goto("ask"))
     ask = collect("ask", fields=["name"], ask="Name?", on_complete=goto("route"))
-    route = router("route", when={"equals": {"name": "Ann"}}, then="bye", else_="pause")
+    route = router("route", when={"equals": {"name": "Ann"}}, then="bye", else_="pause")  # the older form
     bye = reply("bye", response="Bye.", next=handoff("desk"))
     pause = wait("pause", event="paid", then=end("paid"))
-    flow = Flow("py", nodes=[greet, ask, route, bye, pause], on=[on_message("hi"), on_silence("5m")])
+    with pytest.warns(DeprecationWarning, match="flow 'py', node 'route'"):
+        flow = Flow("py", nodes=[greet, ask, route, bye, pause], on=[on_message("hi"), on_silence("5m")])
     spec = to_spec(flow)
     assert spec["nodes"][0]["response"] == {"template": "Hi ${state.name}, from ${context.tenant}."}
     assert spec["nodes"][2]["when"] == {"op": "eq", "left": {"path": "state.name"}, "right": {"literal": "Ann"}}

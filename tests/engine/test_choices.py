@@ -66,6 +66,35 @@ async def test_a_choice_decide_needs_no_model_at_all() -> None:
     assert result.text == "A small one!"
 
 
+async def test_with_no_model_a_message_that_names_no_choice_asks_for_a_pick_and_waits() -> None:
+    agent = pizza_agent()  # no model: the decide node cannot read "the biggest one"
+    first = await agent.turn(None, Start("pizza", key="k"))
+    result = await agent.turn(first.session, Message("the biggest one you have"))
+    assert result.text == "Sorry, I didn't catch that. Please answer Small, Large or Extra large."
+    assert any(o.code == "choice-unmatched" for o in result.outcomes)
+    assert result.session.runs[0].status == "asking" and result.session.runs[0].node == "size"
+    assert not [e for e in result.events if e.type == "error"]
+    again = await agent.turn(result.session, Message("nope"))  # a second miss is asked again, not deduplicated
+    assert again.text == result.text
+    picked = await agent.turn(again.session, Message("Extra large"))
+    assert picked.text == "A large one!"
+
+
+async def test_a_decide_prompt_fills_its_placeholders() -> None:
+    agent = pizza_agent(prompt="Which size for ${input.table}?")
+    first = await agent.turn(None, Start("pizza", key="k", input={"table": "table 4"}))
+    assert first.text == "Which size for table 4?"
+    (event,) = interactive(first)
+    assert event.prompt == "Which size for table 4?"
+
+
+async def test_a_collect_question_fills_its_placeholders() -> None:
+    ask_name = collect("ask_name", fields=["name"], question="Hello! Your name, please? (${input.shop})")
+    first = await pizza_agent(ScriptedModel(), first=ask_name).turn(None, Start("pizza", key="k",
+                                                                               input={"shop": "Via Roma"}))
+    assert first.text == "Hello! Your name, please? (Via Roma)"
+
+
 async def test_any_other_message_asks_the_model_constrained_to_the_choice_ids() -> None:
     model = ScriptedModel(decide=[{"choice": "xl"}])
     agent = pizza_agent(model)
@@ -108,7 +137,7 @@ async def test_a_collect_with_choices_announces_them_and_a_tapped_label_fills_it
 
     pick = collect("pick", schema=Size, ask="Which size?", choices=["Small", ("L", "Large")],
                    on_complete=lambda data, state: goto("done", data=data))
-    done = reply("done", response="Size {size}.", next=end())
+    done = reply("done", response="Size ${size}.", next=end())
     agent = Agent("Bot", flows=[Flow("f", nodes=[pick, done])], idle="silent").with_clock(
         FakeClock(), SequentialIds("s")).with_model(ScriptedModel())
     first = await agent.turn(None, Start("f", key="k"))

@@ -36,7 +36,7 @@ def agent_for(schema: type[BaseModel], seen: dict[str, Any]) -> Agent:
     flow = Flow("f", "Take a code", nodes=[
         collect("ask", schema=schema, required=["code"], ask="Code?", resolvers=[pattern("code", r"code (\S+)")],
                 on_complete=done),
-        reply("ok", response="Got {code}.", next=end()),
+        reply("ok", response="Got ${code}.", next=end()),
     ], on=[on_message()])
     return Agent("A", flows=[flow])
 

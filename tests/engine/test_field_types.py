@@ -23,7 +23,7 @@ ORDER_FIELDS = {
 def _order_agent(model: ScriptedModel) -> Any:
     return make_agent(
         collect("order", fields=["toppings", "size", "day"], ask="What would you like?", on_complete="done"),
-        reply("done", response="{toppings} on a {size} pizza for {day}", next=end("ok")),
+        reply("done", response="${toppings} on a ${size} pizza for ${day}", next=end("ok")),
         model=model, fields=ORDER_FIELDS)
 
 

@@ -51,7 +51,7 @@ def pizza_agent(*, tools: list[Any] | None = None, **agent_options: Any) -> Agen
     nodes = [
         collect("size", schema=Pizza, ask="Which size?", resolvers=[enum_check("size", ["small", "large"])]),
         action("order", order),
-        reply("placed", response="Order {order_id} placed! Your pizza arrives in about {minutes} minutes.",
+        reply("placed", response="Order ${order_id} placed! Your pizza arrives in about ${minutes} minutes.",
               next=end("ordered")),
     ]
     flow = Flow("pizza", "order a pizza", nodes=nodes, on=[on_message()])
@@ -211,7 +211,7 @@ def shipping_agent(book: Any, *, with_collect: bool = True) -> Agent:
     if with_collect:
         nodes.append(collect("address", schema=Address, ask="Where should we ship it?",
                              resolvers=[pattern("address", r"\d+ [a-z ]+")]))
-    nodes += [action("book", book), reply("booked", response="Booked to {address}.", next=end("booked"))]
+    nodes += [action("book", book), reply("booked", response="Booked to ${address}.", next=end("booked"))]
     flow = Flow("ship", "ship a parcel", nodes=nodes, on=[on_message()])
     return Agent("Shipper", flows=[flow], idle="silent").with_clock(FakeClock(), SequentialIds("s"))
 
@@ -255,7 +255,7 @@ def test_the_new_errors_have_stable_codes() -> None:
 
 
 async def test_a_placeholder_with_no_value_fails_loudly_naming_flow_node_and_placeholder() -> None:
-    agent = make_agent(action("a", lambda s, c: None), reply("confirm", response="Order {order_id} placed!",
+    agent = make_agent(action("a", lambda s, c: None), reply("confirm", response="Order ${order_id} placed!",
                                                                  next=end()))
     result = await say(agent, None)
     assert result.text == DEFAULT_FAILURE_REPLY and "Order" not in result.text
@@ -267,7 +267,7 @@ async def test_a_placeholder_with_no_value_fails_loudly_naming_flow_node_and_pla
 async def test_reply_instructions_are_a_template_filled_from_the_state() -> None:
     model = scripted(speak=[{"message": "Booked, tracking trk_1."}])
     start = action("book", lambda s, c: goto("confirm", data={"tracking_id": "trk_1"}))
-    confirm = reply("confirm", instructions="Confirm the booking with tracking id {tracking_id}.", next=end())
+    confirm = reply("confirm", instructions="Confirm the booking with tracking id ${tracking_id}.", next=end())
     result = await say(make_agent(start, confirm, model=model), None)
     assert result.text == "Booked, tracking trk_1."
     assert "Confirm the booking with tracking id trk_1." in model.calls[0].request.instructions
@@ -275,7 +275,7 @@ async def test_reply_instructions_are_a_template_filled_from_the_state() -> None
 
 async def test_a_missing_placeholder_in_instructions_fails_before_the_model_is_called() -> None:
     model = scripted()  # no speak reply scripted: a speak call would fail the test
-    confirm = reply("confirm", instructions="Confirm the booking with tracking id {tracking_id}.", next=end())
+    confirm = reply("confirm", instructions="Confirm the booking with tracking id ${tracking_id}.", next=end())
     result = await say(make_agent(action("book", lambda s, c: None), confirm, model=model), None)
     assert model.calls == [] and result.text == DEFAULT_FAILURE_REPLY
     (error,) = [e for e in result.events if e.type == "error"]
@@ -284,18 +284,18 @@ async def test_a_missing_placeholder_in_instructions_fails_before_the_model_is_c
 
 
 async def test_a_missing_placeholder_in_a_fallback_fails_loudly() -> None:
-    confirm = reply("confirm", instructions="Confirm.", fallback="Booked: {tracking_id}.", next=end())
+    confirm = reply("confirm", instructions="Confirm.", fallback="Booked: ${tracking_id}.", next=end())
     result = await say(make_agent(action("book", lambda s, c: None), confirm), None)  # no model: the fallback
     assert result.text == DEFAULT_FAILURE_REPLY and "Booked" not in result.text
     assert "fallback" in result.session.error[0].message
 
 
 async def test_collect_asks_are_templates_too() -> None:
-    ask = collect("size", schema=Pizza, ask="Which size for {name}?")
+    ask = collect("size", schema=Pizza, ask="Which size for ${name}?")
     start = action("hello", lambda s, c: goto("size", data={"name": "Ada"}))
     result = await say(make_agent(start, ask), None)
     assert result.text == "Which size for Ada?"
-    broken = make_agent(action("hello", lambda s, c: None), collect("size", schema=Pizza, ask={"size": "{who}?"}))
+    broken = make_agent(action("hello", lambda s, c: None), collect("size", schema=Pizza, ask={"size": "${who}?"}))
     failed_ask = await say(broken, None)
     assert failed_ask.text == DEFAULT_FAILURE_REPLY and "ask.size" in failed_ask.session.error[0].message
 

@@ -122,7 +122,7 @@ def test_an_unreadable_blob_is_refused_naming_the_session(blob: Any, why: str) -
 async def test_a_migrated_session_continues_the_conversation_at_its_step() -> None:
     """The legacy run asks at its step: the customer's answer completes it, no field is asked again."""
     ask_date = collect("ask_date", fields=["date"], ask="For which date?")
-    done = reply("done", response="Booked {name} for {date}.", next=end("booked"))
+    done = reply("done", response="Booked ${name} for ${date}.", next=end("booked"))
     booking = Flow("booking", nodes=[ask_date, done], on=[on_message("book a table")])
     agent = Agent("Bot", fields={"name": Field("string"), "date": Field("string")}, flows=[booking], idle="silent")
     agent = agent.with_clock(FakeClock(), SequentialIds("s")).with_model(ScriptedModel(extract=[{"date": "Friday"}]))

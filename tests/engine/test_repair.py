@@ -41,10 +41,10 @@ def order_flow(**options: Any) -> Flow:
         collect("choose", fields=["size"], ask="Small, medium or large?", resolvers=[enum_check("size", SIZES)],
                 max_turns=2),
         action("price", price, targets=["confirm"]),
-        collect("confirm", fields=["confirm"], ask="A {size} pizza for {price} EUR. Shall I? (yes/no)",
+        collect("confirm", fields=["confirm"], ask="A ${size} pizza for ${price} EUR. Shall I? (yes/no)",
                 resolvers=[enum_check("confirm", ["yes", "no"])], max_turns=2),
-        router("confirmed", when={"equals": {"confirm": "yes"}}, then="placed", else_="kept"),
-        reply("placed", response="Your {size} pizza is in the oven.", next=end("placed")),
+        router("confirmed", when="data.confirm == 'yes'", then="placed", else_="kept"),
+        reply("placed", response="Your ${size} pizza is in the oven.", next=end("placed")),
         reply("kept", response="OK, nothing ordered.", next=end("kept")),
         # reached only by a cancel: a flow's own cancel step (on_cancel)
         *([reply("dropped", response="Order dropped, see you soon.", next=end("dropped"))]
@@ -181,7 +181,7 @@ async def test_closing_after_a_task_completes_the_session_and_starts_nothing() -
 async def test_with_a_model_the_understand_intent_cancels() -> None:
     refunds = Flow("refunds", "Get a refund", nodes=[
         collect("why", fields=["reason"], ask="Why?"),
-        reply("ok", response="Refund opened: {reason}.", next=end()),
+        reply("ok", response="Refund opened: ${reason}.", next=end()),
     ], on=[on_message("refund")])
     agent = Agent("Desk", flows=[order_flow(), refunds], fields={**FIELDS, "reason": Field("string", extract="asked")})
     model = ScriptedModel(understand=[understood(flows={"order": 90}), understood(intent="cancel")])
@@ -197,7 +197,7 @@ async def test_the_cannot_handle_limit_is_the_authors_and_a_value_starts_the_cou
     both = Flow("order", "Order a pizza", nodes=[
         collect("choose", fields=["size", "crust"], ask="Which size and crust?",
                 resolvers=[enum_check("size", SIZES), enum_check("crust", ("thin", "thick"))]),  # max_turns 10
-        reply("placed", response="A {size} {crust} pizza.", next=end("placed")),
+        reply("placed", response="A ${size} ${crust} pizza.", next=end("placed")),
     ], on=[on_message("pizza")])
     fields = {"size": Field("enum", enum=SIZES), "crust": Field("enum", enum=("thin", "thick"))}
     chat = Chat(Agent("Pia", flows=[both], fields=fields, repair=Repair(cannot_handle_limit=2)))
@@ -218,7 +218,7 @@ async def test_a_step_the_model_phrases_with_no_understand_call_offers_correctio
     order = Flow("order", "Order a pizza", nodes=[
         collect("choose", fields=["size"], ask="Small, medium or large?", resolvers=[enum_check("size", SIZES)]),
         collect("name", fields=["name"], prompt="Ask the customer's name for the order."),
-        reply("done", response="A {size} pizza for {name}.", next=end("placed")),
+        reply("done", response="A ${size} pizza for ${name}.", next=end("placed")),
     ], on=[on_message("pizza")])
     model = StrictModel()
     model.means("a large pizza", flows={"order": 90})
@@ -243,7 +243,7 @@ async def test_a_decide_step_waiting_for_a_choice_reads_a_correction_with_the_ea
         collect("choose", fields=["size"], ask="Small, medium or large?", resolvers=[enum_check("size", SIZES)]),
         decide("confirm", choices=["yes", "no"], prompt="Shall I place the order?", targets=["placed", "kept"],
                decide=lambda data, state: goto("placed") if data.choice == "yes" else goto("kept")),
-        reply("placed", response="Your {size} pizza is in the oven.", next=end("placed")),
+        reply("placed", response="Your ${size} pizza is in the oven.", next=end("placed")),
         reply("kept", response="OK, nothing ordered.", next=end("kept")),
     ], on=[on_message("pizza")])
     bot = Agent("Pia", flows=[order], fields={"size": Field("enum", enum=SIZES)})
@@ -322,7 +322,7 @@ async def test_a_step_the_model_phrases_is_offered_the_fields_collected_before_i
     signup = Flow("signup", "Sign up", nodes=[
         collect("ask_email", fields=["email"], prompt="Ask for the email."),
         collect("ask_name", fields=["name"], prompt="Ask for their name."),
-        reply("bye", response="Signed up {name} <{email}>!", next=end("done")),
+        reply("bye", response="Signed up ${name} <${email}>!", next=end("done")),
     ], on=[on_message("sign up")])
     faq = Flow("faq", "FAQ", nodes=[reply("answer", response="We ship worldwide.", next=end())],
                on=[on_message("shipping question")])
@@ -360,7 +360,7 @@ async def test_an_extract_call_reports_small_talk_and_it_never_counts_toward_max
 async def test_small_talk_a_phrased_step_answers_does_not_use_up_its_asks() -> None:
     signup = Flow("signup", "Sign up", nodes=[
         collect("ask_email", fields=["email"], prompt="Ask for the email.", max_asks=2),
-        reply("bye", response="Signed up <{email}>!", next=end("done")),
+        reply("bye", response="Signed up <${email}>!", next=end("done")),
     ], on=[on_message("sign up")])
     faq = Flow("faq", "FAQ", nodes=[reply("answer", response="We ship worldwide.", next=end())],
                on=[on_message("shipping question")])

@@ -19,7 +19,7 @@ def set_guests(guests: int) -> Any:
 ask_guests = agent("guests", prompt="Ask how many guests will stay and call set_guests.", tools=[set_guests])
 booking = Flow("booking", "Book a room", start=ask_guests, nodes=[
     ask_guests,
-    reply("thanks", response="Booked for {guests}.", next=end("booked")),
+    reply("thanks", response="Booked for ${guests}.", next=end("booked")),
 ], on=[on_message("book a room", repeat="always")])
 hours = Flow("hours", "Opening hours", nodes=[reply("open", response="We are open 9 to 5.", next=end("told"))],
              on=[on_message("opening hours", repeat="always")])
@@ -85,13 +85,13 @@ def set_notes(notes: str) -> Any:
 
 
 async def test_a_correction_at_an_agent_step_is_read_by_the_earlier_steps_resolvers() -> None:
-    notes = agent("notes", prompt="The pizza is {size}. Ask for notes for the kitchen; call set_notes.",
+    notes = agent("notes", prompt="The pizza is ${size}. Ask for notes for the kitchen; call set_notes.",
                   tools=[set_notes])
     order = Flow("order", "Order a pizza", nodes=[
         collect("choose", fields=["size"], ask="Small, medium or large?",
                 resolvers=[enum_check("size", ("small", "medium", "large"))]),
         notes,
-        reply("placed", response="A {size} pizza.", next=end("placed")),
+        reply("placed", response="A ${size} pizza.", next=end("placed")),
     ], on=[on_message("pizza")])
     model = StrictModel(agent=["Any notes for the kitchen?", "Medium it is. Any notes?"])
     model.means("a large pizza", flows={"order": 90})

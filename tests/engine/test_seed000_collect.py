@@ -250,7 +250,7 @@ async def test_a_collect_reached_after_the_message_was_consumed_asks_without_ext
 async def test_a_static_on_complete_id_moves_to_that_node() -> None:
     node = collect("pick", schema=Order, required=["size"], resolvers=[enum_check("size", ["small", "large"])],
                    on_complete="confirm")
-    confirm = reply("confirm", response="A {size} one.", next=end("done"))
+    confirm = reply("confirm", response="A ${size} one.", next=end("done"))
     result = await say(make_agent(node, confirm, model=scripted()), None, "small please")
     assert result.text == "A small one."
     assert result.llm_calls == 0
@@ -258,7 +258,7 @@ async def test_a_static_on_complete_id_moves_to_that_node() -> None:
 
 async def test_no_on_complete_takes_the_next_node() -> None:
     node = collect("pick", schema=Order, required=["size"], resolvers=[enum_check("size", ["small", "large"])])
-    following = reply("following", response="next node, {size}", next=end("done"))
+    following = reply("following", response="next node, ${size}", next=end("done"))
     result = await say(make_agent(node, following, model=scripted()), None, "large")
     assert result.text == "next node, large"
 

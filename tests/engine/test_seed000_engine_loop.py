@@ -72,7 +72,7 @@ async def test_escalate_hands_off_to_human() -> None:
 
 
 async def test_dict_forms_drive_the_engine_too() -> None:
-    target = reply("target", response="arrived at {k}", next={"end": "dict-end"})
+    target = reply("target", response="arrived at ${k}", next={"end": "dict-end"})
     agent = make_agent(action("a", lambda s, c: {"goto": "target", "data": {"k": "v"}}), target)
     result = await say(agent, None)
     assert result.text == "arrived at v"
@@ -80,7 +80,7 @@ async def test_dict_forms_drive_the_engine_too() -> None:
 
 
 async def test_start_flow_ends_this_run_and_starts_the_other_flow() -> None:
-    child = Flow("child", nodes=[reply("hello", response="child says {input.who}", next=end("child-done"))])
+    child = Flow("child", nodes=[reply("hello", response="child says ${input.who}", next=end("child-done"))])
     parent = Flow("parent", nodes=[action("go", lambda s, c: start_flow("child", {"who": "hi"}))], on=[on_message()])
     agent = Agent("Tester", flows=[parent, child], idle="silent").with_clock(FakeClock(), SequentialIds("s"))
     result = await agent.turn(None, Message("go"))

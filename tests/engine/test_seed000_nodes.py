@@ -31,7 +31,7 @@ from tether.models.types import ModelResponse
 
 async def test_engine_rendered_reply_fills_placeholders_with_no_model_call() -> None:
     start = action("start", lambda s, c: goto("hello", data={"name": "Ada"}))
-    hello = reply("hello", response="Hello {name}!", next=end("done"))
+    hello = reply("hello", response="Hello ${name}!", next=end("done"))
     model = scripted()
     result = await say(make_agent(start, hello, model=model), None)
     assert result.text == "Hello Ada!"
@@ -180,7 +180,7 @@ async def test_ctx_tool_calls_a_validated_tool_with_no_model_call() -> None:
         return goto("done", data={"tracking_id": receipt["id"]})
 
     model = scripted()
-    agent = make_agent(action("book", book), reply("done", response="Tracking {tracking_id}", next=end()),
+    agent = make_agent(action("book", book), reply("done", response="Tracking ${tracking_id}", next=end()),
                        model=model, tools=[book_shipment])
     result = await say(agent, None)
     assert result.text == "Tracking trk_9"

@@ -38,7 +38,7 @@ async def test_collect_static_on_complete_id() -> None:
         size: str
     from tether import enum_check
     node = collect("c", schema=Size, resolvers=[enum_check("size", ["small"])], on_complete="b")
-    result = await say(make_agent(node, reply("b", response="got {size}", next=end("done"))), None, "small")
+    result = await say(make_agent(node, reply("b", response="got ${size}", next=end("done"))), None, "small")
     assert result.text == "got small"
 
 
@@ -90,7 +90,7 @@ async def test_verify_blocked_collect_keeps_its_gathered_fields() -> None:
         zip: str
     node = collect("c", schema=Two, verify=Verify(check=lambda s, d: s.get("zip") == "12345"),
                    on_complete=lambda d, s: goto("fin"))
-    fin = reply("fin", response="ok {name} {zip}", next=end("done"))
+    fin = reply("fin", response="ok ${name} ${zip}", next=end("done"))
     model = scripted(extract=[{"name": "Bob", "zip": "99999"}, {"zip": "12345"}])
     agent = make_agent(node, fin, model=model)
     first = await say(agent, None, "Bob, 99999")

@@ -20,7 +20,7 @@ class Booked(BaseModel):
 
 def booking_flow(returned: dict[str, Any], **verify_options: Any) -> Any:
     book = action("book", lambda s, c: goto("done", data=returned), **verify_options)
-    done = reply("done", response="Booked {tracking_id}.", next=end("booked"))
+    done = reply("done", response="Booked ${tracking_id}.", next=end("booked"))
     return make_agent(book, done)
 
 
@@ -44,7 +44,7 @@ async def test_output_schema_failing_holds_position_and_emits_an_error() -> None
 async def test_verify_output_schema_validates_state_merged_with_data() -> None:
     start = action("start", lambda s, c: goto("book", data={"tracking_id": "from-state"}))
     book = action("book", lambda s, c: goto("done"), verify=Verify(output_schema=Booked))
-    done = reply("done", response="ok {tracking_id}", next=end())
+    done = reply("done", response="ok ${tracking_id}", next=end())
     result = await say(make_agent(start, book, done), None)
     assert result.text == "ok from-state"
 
@@ -203,7 +203,7 @@ async def test_goto_data_is_merged_into_state() -> None:
 
 async def test_goto_data_persists_in_the_run_state_across_turns() -> None:
     first = action("first", lambda s, c: goto("wait_here", data={"x": 1}))
-    wait_here = reply("wait_here", response="x is {x}")
+    wait_here = reply("wait_here", response="x is ${x}")
     result = await say(make_agent(first, wait_here), None)
     assert the_run(result).state["x"] == 1
     assert result.text == "x is 1"

@@ -13,7 +13,7 @@ from tether.testing import FakeClock, SequentialIds
 
 
 def agent_with(router: Flow) -> Agent:
-    billing = Flow("billing", nodes=[reply("hi", response="billing here for {input.who}", next=end("billed"))])
+    billing = Flow("billing", nodes=[reply("hi", response="billing here for ${input.who}", next=end("billed"))])
     sales = Flow("sales", nodes=[reply("hi", response="sales here", next=end("sold"))])
     return Agent("Bot", flows=[router, billing, sales], idle="silent").with_clock(FakeClock(), SequentialIds("s"))
 

@@ -12,11 +12,11 @@ from tether.testing import Meaning, ScriptExhausted, StrictModel
 
 orders = Flow("orders", "Check an order", nodes=[
     collect("ask", fields=["order_number"], ask="Which order?"),
-    reply("said", response="Order {order_number} is on its way.", next=end()),
+    reply("said", response="Order ${order_number} is on its way.", next=end()),
 ], on=[on_message("where is my order")])
 refunds = Flow("refunds", "Get a refund", nodes=[
     collect("why", fields=["reason"], ask="Why?"),
-    reply("ok", response="Refund opened: {reason}.", next=end()),
+    reply("ok", response="Refund opened: ${reason}.", next=end()),
 ], on=[on_message("refund")])
 desk = Agent("Desk", fields={"order_number": Field("string"), "reason": Field("string", extract="asked"),
                              "size": Field("enum", enum=("small", "large"))},
@@ -52,7 +52,7 @@ async def test_a_value_the_request_does_not_offer_is_reported_not_said() -> None
 async def test_a_message_no_call_was_made_for_is_not_reported() -> None:
     sizes = Flow("sizes", "Pick a size", nodes=[
         collect("size", fields=["size"], ask="Small or large?", resolvers=[enum_check("size", ["small", "large"])]),
-        reply("ok", response="A {size} one.", next=end()),
+        reply("ok", response="A ${size} one.", next=end()),
     ], on=[on_message()])
     model = StrictModel()
     model.means("large please", values={"size": "large"})
@@ -111,7 +111,7 @@ async def test_extract_and_speak_calls_are_built_from_their_schemas() -> None:
 
     trip = Flow("trip", "Plan a trip", nodes=[
         collect_("where", fields=["city"], ask="Where to?"),
-        reply("tip", instructions="Suggest one thing to see in {city}.", next=end()),
+        reply("tip", instructions="Suggest one thing to see in ${city}.", next=end()),
     ], on=[on_message()])
     model = StrictModel()
     model.means("Lisbon maybe", values={"city": "Lisbon"}, reply="See the Belém tower.")

@@ -69,7 +69,7 @@ async def test_barge_in_stops_the_stream_and_keeps_the_reply_node() -> None:
 
 
 async def test_engine_rendered_replies_stream_as_deltas_in_order() -> None:
-    hello = reply("hello", response="Hello {name}!", next=NEXT)
+    hello = reply("hello", response="Hello ${name}!", next=NEXT)
     talk = reply("talk", instructions="Chat.")
     flow = Flow("f", "f", nodes=[hello, talk], on=[on_message()])
     agent = Agent("Ava", fields={"name": Field()}, flows=[flow])

@@ -12,12 +12,12 @@ from tether.testing import ScriptedModel, understood
 orders = Flow("orders", "Check an order", nodes=[
     collect("ask", fields=["order_number"], ask="Which order?",
             branches=[branch("human", when="the customer is angry")]),
-    reply("said", response="Order {order_number} is on its way.", next=end()),
+    reply("said", response="Order ${order_number} is on its way.", next=end()),
     reply("human", response="Let me get a person.", next=end()),
 ], on=[on_message("where is my order")])
 refunds = Flow("refunds", "Get a refund", nodes=[
     collect("why", fields=["reason"], ask="Why?"),
-    reply("ok", response="Refund for {reason}.", next=end()),
+    reply("ok", response="Refund for ${reason}.", next=end()),
 ], on=[on_message("refund")])
 agent = Agent("A", fields={"order_number": Field("string"), "reason": Field("string", extract="asked")},
               flows=[orders, refunds])

@@ -25,7 +25,7 @@ def opening_hours() -> Any:
 
 
 ask_name = agent("name", prompt="Ask the customer's name.", tools=[user_name, opening_hours])
-topic = agent("topic", prompt="Greet {name} and ask what they need.")
+topic = agent("topic", prompt="Greet ${name} and ask what they need.")
 basic = Flow("basic", nodes=[ask_name, topic], on=[on_message()])
 bot = Agent("Basic", flows=[basic])
 

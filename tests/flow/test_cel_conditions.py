@@ -63,3 +63,32 @@ def test_a_condition_can_test_for_a_name_before_reading_it() -> None:
         compile_condition("state.size == 'large'", {"state"}).holds({"state": {}})
     with pytest.raises(ValueError, match="is not a condition: it gives 'large'"):
         compile_condition("state.size", {"state"}).holds({"state": {"size": "large"}})
+
+
+def _old_form_flow(when: Any, *, while_: Any = None) -> Flow:
+    return Flow("order", "Order", nodes=[router("route", when=when, then="big", else_="small"),
+                                         reply("big", response="Big.", next=end("ok")),
+                                         reply("small", response="Small.", next=end("ok"))],
+                on=[on_message("pizza")], while_=while_)
+
+
+def test_an_older_dict_condition_warns_once_when_the_flow_is_built_naming_its_cel() -> None:
+    with pytest.warns(DeprecationWarning) as caught:
+        _old_form_flow({"equals": {"size": "large"}, "silenced": False}, while_={"known": ["size"]})
+    messages = [str(w.message) for w in caught if w.category is DeprecationWarning]
+    assert messages == [
+        "flow 'order': while_: {'known': ['size']} is the older form of a condition (deprecated); "
+        'write the CEL condition: "size" in data',
+        "flow 'order', node 'route': when: {'equals': {'size': 'large'}, 'silenced': False} is the older form of "
+        'a condition (deprecated); write the CEL condition: "size" in data && data.size == "large" && !silenced']
+    assert all(w.filename == __file__ for w in caught)  # the author's line, not tether's
+
+
+@pytest.mark.parametrize(("data", "holds"), [({}, False), ({"size": "large"}, True), ({"size": "small"}, False)])
+def test_the_cel_an_older_condition_names_decides_as_it_did(data: dict[str, Any], holds: bool) -> None:
+    from tether.cel import compile_condition
+    from tether.flow.old_forms import cel_for
+
+    cel = cel_for({"equals": {"size": "large"}, "known": ["size"]})
+    assert cel is not None
+    assert compile_condition(cel, {"data"}).holds({"data": data}) is holds  # a missing field: false, no error

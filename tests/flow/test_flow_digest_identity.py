@@ -19,7 +19,7 @@ def lookup(state, ctx):
     return goto("found") if state.get("number") else goto("{missing}")
 
 flow = Flow("orders", nodes=[
-    collect("ask", fields=["number"], ask="{question}", on_complete=lambda data, state: goto("lookup")),
+    collect("ask", fields=["number"], ask="${question}", on_complete=lambda data, state: goto("lookup")),
     action("lookup", lookup, targets=["found", "{missing}"]),
     router("found", when=lambda run: True, then="{missing}"),
     reply("{missing}", response="Not found.", next=end("done")),

@@ -22,12 +22,13 @@ def build(*nodes: Any, **agent_options: Any) -> Agent:
 
 
 @pytest.mark.parametrize(("node", "option"), [
-    (reply("r", response="Order {oder_id} placed!", next=end()), "response"),
-    (reply("r", instructions="Confirm {oder_id}.", next=end()), "instructions"),
-    (reply("r", instructions="Confirm.", fallback="Placed {oder_id}.", next=end()), "fallback"),
-    (collect("c", schema=Order, ask="Which size, {oder_id}?"), "ask"),
-    (collect("c", schema=Order, ask={"size": "Size for {oder_id}?"}), "ask.size"),
-    (collect("c", schema=Order, instructions="Extract for {oder_id}."), "instructions"),
+    (reply("r", response="Order ${oder_id} placed!", next=end()), "response"),
+    (reply("r", instructions="Confirm ${oder_id}.", next=end()), "instructions"),
+    (reply("r", instructions="Confirm.", fallback="Placed ${oder_id}.", next=end()), "fallback"),
+    (collect("c", schema=Order, ask="Which size, ${oder_id}?"), "ask"),
+    (collect("c", schema=Order, question="Which size, ${oder_id}?"), "question"),
+    (collect("c", schema=Order, ask={"size": "Size for ${oder_id}?"}), "ask.size"),
+    (collect("c", schema=Order, instructions="Extract for ${oder_id}."), "instructions"),
 ])
 def test_an_unknown_placeholder_is_refused_when_the_agent_is_built(node: Any, option: str) -> None:
     with pytest.raises(FlowDefinitionError) as info:
@@ -39,8 +40,8 @@ def test_an_unknown_placeholder_is_refused_when_the_agent_is_built(node: Any, op
 
 
 def test_names_a_node_can_see_are_accepted() -> None:
-    build(collect("c", schema=Order, ask="Which size, {name}?", on_complete=goto("r", data={"price": 9})),
-          reply("r", response="{size} for {name} at {price}, {state.size}, {input.note}, {context.channel}",
+    build(collect("c", schema=Order, ask="Which size, ${name}?", on_complete=goto("r", data={"price": 9})),
+          reply("r", response="${size} for ${name} at ${price}, ${state.size}, ${input.note}, ${context.channel}",
                 next=end()),
           fields={"name": Field()})
 
@@ -50,7 +51,7 @@ def test_names_a_node_can_see_are_accepted() -> None:
     reply("a", response="Hi", next=lambda turn, state: goto("r", data={"order_id": 1})),  # code transition
 ])
 def test_when_code_may_write_any_name_the_check_waits_for_run_time(opening: Any) -> None:
-    build(opening, reply("r", response="Order {order_id} placed!", next=end()))
+    build(opening, reply("r", response="Order ${order_id} placed!", next=end()))
 
 
 def test_a_tool_may_write_any_name_too() -> None:
@@ -59,6 +60,6 @@ def test_a_tool_may_write_any_name_too() -> None:
         """Look up."""
         return q
 
-    build(reply("r", instructions="Say {order_id}.", next=end()), tools=[lookup])
+    build(reply("r", instructions="Say ${order_id}.", next=end()), tools=[lookup])
     with pytest.raises(FlowDefinitionError):
-        build(reply("r", instructions="Say {order_id}.", next=end()), tools=[lookup], max_tool_loops=0)
+        build(reply("r", instructions="Say ${order_id}.", next=end()), tools=[lookup], max_tool_loops=0)

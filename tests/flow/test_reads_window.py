@@ -27,9 +27,9 @@ def _fields(extract: str | None = "asked") -> dict[str, Field]:
 def _nodes(*, opened: Any = None, details: Any = None) -> list[Any]:
     return [
         details or collect("details", fields=["device", "problem"], ask="Which device, and what is wrong?"),
-        decide("triage", schema=_Triage, instructions="How urgent is the {device}: {problem}?",
+        decide("triage", schema=_Triage, instructions="How urgent is the ${device}: ${problem}?",
                decide=lambda d, s: goto("opened")),
-        opened or reply("opened", response="Ticket opened for your {device}.", next=end("opened")),
+        opened or reply("opened", response="Ticket opened for your ${device}.", next=end("opened")),
     ]
 
 

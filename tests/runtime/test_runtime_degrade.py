@@ -57,7 +57,7 @@ async def test_a_recoverable_tool_error_asks_again_through_the_runtime(
 
     flow = Flow("ship", nodes=[collect("address", schema=Address, ask="Address?",
                                        resolvers=[pattern("address", r"\d+ [a-z ]+")]),
-                               action("book", book), reply("booked", response="Booked to {address}.", next=end())],
+                               action("book", book), reply("booked", response="Booked to ${address}.", next=end())],
                 on=[on_message()])
     runtime = make_runtime(Agent("Shipper", flows=[flow], idle="silent"))
     first = await runtime.run("Shipper", "ship it")

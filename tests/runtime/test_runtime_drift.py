@@ -156,7 +156,7 @@ def booker(calls: list[str], *, uses: str = "book_shipment", done: str = "booked
         ctx.set(tracking=await ctx.tool(uses, address="1 Main St"), tries=int(ctx.data.get("tries", 0)) + 1)
         return goto("done")
 
-    said = reply("done", response=done + " {tracking}", next=end("booked"))
+    said = reply("done", response=done + " ${tracking}", next=end("booked"))
     return Agent("Shippy", tools=[book_shipment, book_parcel],
                  flows=[Flow("ship", nodes=[book, said], on=[on_message(repeat="always")], on_drift=on_drift)])
 

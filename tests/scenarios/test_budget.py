@@ -202,7 +202,7 @@ async def test_first_ask_with_a_fixed_question_costs_nothing() -> None:
 async def test_start_running_only_do_wait_if_costs_nothing() -> None:
     seen: list[str] = []
     note = action("note", lambda state, ctx: seen.append(ctx.key))
-    check = router("check", when={"known": ["email"]}, then="pause", else_="pause")
+    check = router("check", when="'email' in data", then="pause", else_="pause")
     pause = wait("pause", timer="1h")
     flow = Flow("followup", "Follow up", nodes=[note, check, pause])
     convo = Conversation(Agent("Ava", fields=FIELDS, flows=[flow]), ScriptedModel())

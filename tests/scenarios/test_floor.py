@@ -38,7 +38,7 @@ def signup_flow() -> Flow:
         collect("confirm", fields=["confirmed"], ask=_confirm_text, resolvers=[enum_check("confirmed", ["yes", "no"])],
                 branches=[branch(goto("ask_company", clear=["company"]),
                                  when="the customer wants to change the company")]),
-        reply("done", response="Account created for {company}.", next=end("created")),
+        reply("done", response="Account created for ${company}.", next=end("created")),
     ], on=[on_message("open an account", "sign up")])
 
 
@@ -217,7 +217,7 @@ async def test_a_stay_flow_past_max_asks_answers_instead_of_looping() -> None:
 async def test_a_deterministic_step_whose_fields_are_known_is_already_known() -> None:
     flow = Flow("f", "f", nodes=[reply("hello", response="Welcome!", next=NEXT),
                                  collect("who", fields=["name"], ask="Your name?"),
-                                 reply("greet", response="Hi {name}.", next=end("done"))], on=[on_message()])
+                                 reply("greet", response="Hi ${name}.", next=end("done"))], on=[on_message()])
     reader = Reader()
     convo = Conversation(Agent("Ava", fields=FIELDS, flows=[flow]), reader.model)
     reader.says = {"name": "Ada"}

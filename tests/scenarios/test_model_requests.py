@@ -123,7 +123,7 @@ def _support_like_agent() -> Agent:
     fields = {"order_number": Field("string", description="An order number")}
     orders = Flow("orders", "Order status", nodes=[
         collect("ask_order", fields=["order_number"], prompt="Ask for the order number."),
-        reply("status", instructions="Tell the status of {order_number}.", next=end("told"))],
+        reply("status", instructions="Tell the status of ${order_number}.", next=end("told"))],
         on=[on_message("where is my order", repeat="always")])
     refunds = Flow("refunds", "Refunds", nodes=[reply("refund", instructions="Explain refunds.")],
                    on=[on_message("refund", repeat="always")])
@@ -246,9 +246,9 @@ def _ticket_form(opened: Any = None, **kw: Any) -> Agent:
               "problem": Field("string", description="What is wrong", extract="asked")}
     intake = Flow("intake", "Report a broken device", nodes=[
         collect("details", fields=["device", "problem"], ask="Which device, and what is wrong?"),
-        decide("triage", schema=_Urgency, instructions="How urgent is the {device}: {problem}?",
+        decide("triage", schema=_Urgency, instructions="How urgent is the ${device}: ${problem}?",
                decide=lambda d, s: goto("opened")),
-        opened or reply("opened", response="Ticket opened for your {device}.", next=end("opened")),
+        opened or reply("opened", response="Ticket opened for your ${device}.", next=end("opened")),
     ], on=[on_message(repeat="always")], clear_on_start=["device", "problem"])
     return Agent("Iris", fields=fields, flows=[intake], idle="silent", **kw)
 
@@ -295,7 +295,7 @@ async def test_a_summary_no_call_would_read_is_never_made(compaction: Compaction
 async def test_a_speak_call_in_the_same_form_gets_its_summary_before_the_window_slides(
         compaction: Compaction | None) -> None:
     # the same form with a ticket reply the model phrases: its speak calls read the window
-    opened = reply("opened", instructions="Confirm the ticket for the {device}.", next=end("opened"))
+    opened = reply("opened", instructions="Confirm the ticket for the ${device}.", next=end("opened"))
     model = _ticket_model()
     convo = Conversation(_ticket_form(opened, history_window=6, compaction=compaction), model)
     for device, problem in REPORTS:
@@ -347,7 +347,7 @@ def _intake_agent() -> Agent:
               "problem": Field("string", description="What is wrong", extract="asked")}
     intake = Flow("intake", "Report a broken device", nodes=[
         collect("details", fields=["device", "problem"], ask="Which device, and what is wrong?"),
-        decide("triage", schema=_Triage, instructions="How urgent is the {device}: {problem}?",
+        decide("triage", schema=_Triage, instructions="How urgent is the ${device}: ${problem}?",
                decide=lambda d, s: end(d.priority)),
     ], on=[on_message(repeat="always")], clear_on_start=["device", "problem"])
     return Agent("Iris", persona="An IT help-desk assistant.", fields=fields, flows=[intake], idle="silent")

@@ -78,7 +78,7 @@ def _node(kind: str, index: int, fields: list[str], flag: bool) -> Node:
         return wait(nid, event="ping", up_to="1d")
     if kind == "decide":
         return decide(nid, schema=Choice, decide=lambda choice, state: NEXT, instructions="Pick.")
-    return router(nid, when={"equals": {"a": "set"}}, then=NEXT, else_=NEXT if flag else end("no-a"))
+    return router(nid, when="'a' in data && data.a == 'set'", then=NEXT, else_=NEXT if flag else end("no-a"))
 
 
 KINDS = ("collect_prompt", "collect_question", "collect_ask", "talk", "say", "confirm", "action", "wait_timer",

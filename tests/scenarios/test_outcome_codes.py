@@ -192,7 +192,7 @@ async def _customer_replied() -> list[str]:
 @scenario("premise-changed")
 async def _premise() -> list[str]:
     ask = collect("ask", fields=["email"], prompt="Ask for the email.")
-    flow = Flow("f", "f", nodes=[ask], on=[on_message()], while_={"equals": {"vip": True}})
+    flow = Flow("f", "f", nodes=[ask], on=[on_message()], while_="'vip' in data && data.vip == true")
     model = ScriptedModel()
     fields = {"email": Field(), "vip": Field("boolean")}
     convo = Conversation(Agent("Ava", fields=fields, flows=[flow], idle="silent"), model)

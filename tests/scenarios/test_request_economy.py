@@ -187,9 +187,9 @@ def _intake_agent() -> Agent:
               "problem": Field("string", description="What is wrong", extract="asked")}
     intake = Flow("intake", "Report a broken device", nodes=[
         collect("details", fields=["device", "problem"], ask="Which device, and what is wrong?"),
-        decide("triage", schema=_Triage, instructions="How urgent is the {device}: {problem}?",
+        decide("triage", schema=_Triage, instructions="How urgent is the ${device}: ${problem}?",
                decide=lambda d, s: goto("opened")),
-        reply("opened", response="Ticket opened for your {device}.", next=end("opened")),
+        reply("opened", response="Ticket opened for your ${device}.", next=end("opened")),
     ], on=[on_message(repeat="always")], clear_on_start=["device", "problem"])
     return Agent("Iris", fields=fields, flows=[intake], idle="silent")
 
@@ -221,7 +221,7 @@ async def test_a_decide_schema_drops_the_titles_that_only_repeat_its_names() -> 
                           decide=[{"priority": "low", "queue_name": "print"}])
     agent = _intake_agent()
     intake = agent.flows_by_id["intake"]
-    verdict = decide("triage", schema=_Verdict, instructions="Triage the {device}: {problem}.",
+    verdict = decide("triage", schema=_Verdict, instructions="Triage the ${device}: ${problem}.",
                      decide=lambda d, s: goto("opened"))
     nodes = [verdict if n.id == "triage" else n for n in intake.nodes]
     convo = Conversation(Agent("Iris", fields=agent.fields, idle="silent", flows=[

@@ -62,7 +62,7 @@ def _edge(source: str, target: str, kind: str, label: str = "", declared: bool =
 
 def test_a_flow_graph_lists_every_move_in_declaration_order() -> None:
     ask = action("ask", lambda state, ctx: goto("yes"))
-    check = router("check", when={"equals": {"ok": True}}, then="yes", else_="no", label="Is it ok?")
+    check = router("check", when="data.ok == true", then="yes", else_="no", label="Is it ok?")
     yes = reply("yes", response="Yes.", next=end("done"))
     no = reply("no", response="No.", next=handoff("human", "not ok"))
     again = reply("again", response="Again?", next=goto("check"))

@@ -29,7 +29,7 @@ class Died(BaseException):
 
 def bot(model: ScriptedModel) -> Agent:
     pay = agent("pay", prompt="Take the payment.", tools=[charge])
-    done = agent("done", prompt="Confirm the charge of {charged}.")
+    done = agent("done", prompt="Confirm the charge of ${charged}.")
     return Agent("Pay", flows=[Flow("pay", nodes=[pay, done], on=[on_message()])]).with_model(model).with_clock(
         FakeClock(), SequentialIds("s"))
 

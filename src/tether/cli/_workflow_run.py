@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import typer
+import yaml
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
@@ -34,6 +35,7 @@ from tether.models.types import Model, ModelResponse, ToolCall
 from tether.testing import ScriptedModel, ScriptExhausted
 from tether.workflow import WorkflowGraph, WorkflowSnapshot
 from tether.workflow._contract import RouterRun
+from tether.workflow._load import camel_keys
 from tether.workflow_host import (
     DEFAULT_RUN_LEASE,
     SnapshotStore,
@@ -78,7 +80,18 @@ def check_workflow_file(path: str) -> None:
         typer.echo(f"{len(exc.issues)} problem(s)")
         raise typer.Exit(1) from None
     workflow = graph.workflow
-    typer.echo(f"ok: workflow {workflow.id!r} ({len(workflow.nodes)} node(s), {len(workflow.edges)} edge(s))")
+    older = camel_keys(_raw(path))
+    for where, key, snake in older:
+        typer.echo(f"warning [old-form] {where}: {key} is the older camelCase form of the key (write {snake})")
+    counted = f" ({len(older)} warning(s))" if older else ""
+    typer.echo(f"ok: workflow {workflow.id!r} ({len(workflow.nodes)} node(s), {len(workflow.edges)} edge(s))"
+               f"{counted}")
+
+
+def _raw(path: str) -> Any:
+    """The contents of the workflow file ``path`` as data (it parsed already)."""
+    text = Path(path).read_text(encoding="utf-8")
+    return json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
 
 
 def _inputs(pairs: list[str]) -> dict[str, Any]:

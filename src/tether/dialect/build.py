@@ -1,7 +1,7 @@
 """Building a parsed flow file into the same ``Flow`` and ``Agent`` objects Python authoring makes.
 
 Node text (``response.template``, ``instructions``, ``ask``, ``fallback``, ...) is a ``${root.path}``
-template; it becomes the engine's ``{root.path}`` placeholder, rendered per turn (a missing value
+template, the engine's own syntax (:mod:`tether.templating`), rendered per turn (a missing value
 is a loud :class:`~tether.errors.TemplatePlaceholderError`, as in Python authoring). What decides
 at run time (routes, predicates, tool calls, registered actions) becomes a small callable object
 that keeps its spec, so :func:`tether.dialect.to_spec` can give the file back.
@@ -57,7 +57,7 @@ from tether.dialect.spec import (
     VerifySpec,
     WaitSpec,
 )
-from tether.dialect.values import RESULTS_KEY, TEMPLATE, evaluate, read_results, resolve_mapping, split_path
+from tether.dialect.values import RESULTS_KEY, evaluate, read_results, resolve_mapping, split_path
 from tether.flow import (
     NEXT,
     Choice,
@@ -86,23 +86,39 @@ from tether.flow.nodes import Branch, Node, Verify, branch
 from tether.flow.resolvers import Resolver
 from tether.flow.results import ActionResult, ReplyTurn, failed
 from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlow, Transition, stay
+from tether.templating import Slot, rewrite
 
 __all__ = ["ToolCall", "RegisteredAction", "Routes", "SpecCheck", "SpecGate", "SpecPredicate", "agent_options",
            "build_flow", "engine_template"]
 
 
 def engine_template(text: str | None) -> str | None:
-    """``"Hi ${state.name}"`` -> ``"Hi {state.name}"`` (``requestContext`` is ``context``)."""
+    """A node text for the engine: the same ``${...}`` placeholders (:mod:`tether.templating`),
+    with ``${requestContext.x}`` read as ``${context.x}``."""
     if text is None:
         return None
 
-    def convert(match: Any) -> str:
-        parts = split_path(match.group(0))
+    def convert(slot: Slot) -> str:
+        parts = split_path(slot.path)
+        if parts and parts[0] == "requestContext":
+            parts[0] = "context"
+        return "${" + ".".join(parts) + "}"
+
+    return rewrite(text, convert)
+
+
+def _engine_data(text: str) -> str:
+    """A template inside a route's data or a started flow's id, for the engine: written
+    ``{root.path}``, the form the digests of flows already deployed were computed from (the engine
+    renders both; only node texts are read for the older form)."""
+
+    def convert(slot: Slot) -> str:
+        parts = split_path(slot.path)
         if parts and parts[0] == "requestContext":
             parts[0] = "context"
         return "{" + ".".join(parts) + "}"
 
-    return TEMPLATE.sub(convert, text)
+    return rewrite(text, convert)
 
 
 def _root(state: Mapping[str, Any], input: Any = None, context: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -141,7 +157,7 @@ def _transition(ref: TransitionRef | None, root: Mapping[str, Any] | None = None
     flow_input = None
     if ref.input is not None:
         flow_input = resolve_mapping(ref.input, root) if root is not None else _static_mapping(ref.input)
-    return StartFlow(engine_template(ref.start_flow) or ref.start_flow, flow_input)
+    return StartFlow(_engine_data(ref.start_flow), flow_input)
 
 
 def _static_mapping(mapping: Mapping[str, ValueSource | TemplateSource | PathSource]) -> dict[str, Any]:
@@ -151,9 +167,9 @@ def _static_mapping(mapping: Mapping[str, ValueSource | TemplateSource | PathSou
         if isinstance(source, ValueSource):
             out[key] = source.value
         elif isinstance(source, TemplateSource):
-            out[key] = engine_template(source.template)
+            out[key] = _engine_data(source.template)
         else:
-            out[key] = engine_template("${" + source.path + "}")
+            out[key] = _engine_data("${" + source.path + "}")
     return out
 
 

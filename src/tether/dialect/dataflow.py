@@ -45,8 +45,9 @@ from tether.dialect.spec import (
     Truth,
     WaitSpec,
 )
-from tether.dialect.values import CONDITION_ROOTS, RECORDING_KINDS, ROOTS, TEMPLATE, split_path
+from tether.dialect.values import CONDITION_ROOTS, RECORDING_KINDS, ROOTS, split_path
 from tether.errors import RepairOperation
+from tether.templating import Slot, parse
 
 __all__ = ["Scope", "check_mapping", "check_path", "check_predicate", "check_template", "edges", "falls_through",
            "known_state", "produced", "refs", "target"]
@@ -265,14 +266,16 @@ def check_template(check: Checker, text: str | None, where: str, scope: Scope, n
     """``text``'s ``${...}`` placeholders are well formed and readable here."""
     if text is None:
         return
-    if text.count("${") != len(TEMPLATE.findall(text)):
+    pieces = parse(text)
+    if any(isinstance(piece, str) and "${" in piece for piece in pieces):
         check.add("template-syntax", "a '${' is never closed with '}'", where, node=node,
                   hint="write ${state.name}", repair="set-template", legal=scope.legal())
     for match in _BARE.finditer(text):
         check.add("bare-placeholder", f"{{{match.group(1)}}} is not a placeholder in a flow file", where, node=node,
                   hint=f"write ${{state.{match.group(1)}}}", repair="set-template", legal=scope.legal())
-    for match in TEMPLATE.finditer(text):
-        check_path(check, match.group(1), where, scope, node, "template", extra_roots)
+    for piece in pieces:
+        if isinstance(piece, Slot):
+            check_path(check, piece.path, where, scope, node, "template", extra_roots)
 
 
 def check_mapping(check: Checker, mapping: object, where: str, scope: Scope, node: str | None,

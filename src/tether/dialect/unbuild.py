@@ -9,7 +9,6 @@ replacement, all in one :class:`~tether.errors.FlowDefinitionError`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,8 +22,8 @@ from tether.flow.choices import Choice, ChoiceReply
 from tether.flow.flow import Flow
 from tether.flow.gates import JudgeGate
 from tether.flow.nodes import Action, Collect, Decide, Node, Reply, Router, Verify, Wait
-from tether.flow.placeholders import PLACEHOLDER
 from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlow, Stay
+from tether.templating import Slot, rewrite
 
 __all__ = ["to_spec"]
 
@@ -32,13 +31,12 @@ _FREE = ("state", "input", "context", "results")
 
 
 def _template(text: str) -> str:
-    """``"Hi {name} {input.x}"`` -> ``"Hi ${state.name} ${input.x}"``."""
+    """``"Hi ${name} {input.x}"`` -> ``"Hi ${state.name} ${input.x}"`` (escapes kept as written)."""
 
-    def convert(match: re.Match[str]) -> str:
-        path = match.group(1)
-        return "${" + (path if path.split(".")[0] in _FREE else f"state.{path}") + "}"
+    def convert(slot: Slot) -> str:
+        return "${" + (slot.path if slot.path.split(".")[0] in _FREE else f"state.{slot.path}") + "}"
 
-    return PLACEHOLDER.sub(convert, text)
+    return rewrite(text, convert, old=True)
 
 
 class _Refusals:

@@ -41,7 +41,7 @@ from tether.dialect.spec import (
     ValueSource,
 )
 from tether.errors import FlowRuntimeError
-from tether.spoken import spoken
+from tether.templating import Slot, fill
 
 __all__ = ["MISSING", "RECORDING_KINDS", "RESULTS_KEY", "ROOTS", "TEMPLATE", "evaluate", "read", "read_results",
            "render", "resolve_mapping", "split_path"]
@@ -188,16 +188,14 @@ def evaluate(predicate: Predicate, root: Mapping[str, Any], conditions: Conditio
 
 
 def render(template: str, root: Mapping[str, Any]) -> str:
-    """Fill ``${root.path}`` placeholders: values as natural text (:func:`~tether.spoken.spoken`),
-    missing as empty text."""
+    """Fill ``${root.path}`` placeholders (:mod:`tether.templating`): values as natural text
+    (:func:`~tether.spoken.spoken`), missing as empty text."""
 
-    def fill(match: re.Match[str]) -> str:
-        value = read(root, match.group(1))
-        if value is MISSING:
-            return ""
-        return spoken(value)
+    def value(slot: Slot) -> Any:
+        found = read(root, slot.path)
+        return "" if found is MISSING else found
 
-    return TEMPLATE.sub(fill, template)
+    return fill(template, value)
 
 
 def resolve_mapping(mapping: Mapping[str, ValueSource | TemplateSource | PathSource],

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["OpenTurn", "SaidMessage", "SpeakerMark"]
 
-_STRICT = ConfigDict(extra="forbid", validate_assignment=True)
+_STRICT = ConfigDict(extra="forbid")
 
 
 class SaidMessage(BaseModel):

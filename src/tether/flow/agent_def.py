@@ -6,8 +6,7 @@ defined here.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, get_args
 
@@ -18,6 +17,8 @@ from tether.flow.fields import Field, FieldType, ItemType
 from tether.flow.flow import Flow
 from tether.flow.hints import did_you_mean
 from tether.flow.nodes import Action, Collect, Decide, Reply, Router, Wait
+from tether.flow.old_forms import conditions_of
+from tether.flow.old_forms import old_forms as flow_old_forms
 from tether.flow.placeholders import placeholder_issues
 from tether.flow.repair import Repair
 from tether.flow.steps import TERMINATE_TOOL, AgentNode
@@ -296,36 +297,13 @@ class AgentDefinition:
                     issue("unknown-field", f"condition names field {name!r}, which is not declared on the agent",
                           flow=flow, node=node, path=path, hint=did_you_mean(name, self.fields))
 
-    @staticmethod
-    def _conditions(flow: Flow) -> Iterator[tuple[Any, str | None, str]]:
-        """Every condition of ``flow`` with its node (None: the flow's) and option path."""
-        yield flow.while_, None, "while_"
-        for i, trigger in enumerate(flow.on):
-            yield getattr(trigger, "if_", None), None, f"on.{i}.if_"
-        for node in flow.nodes:
-            if isinstance(node, Router):
-                yield node.when, node.id, "when"
-            for i, branch in enumerate(getattr(node, "branches", ())):
-                yield branch.if_, node.id, f"branches.{i}.if_"
-
     def old_forms(self) -> list[DefinitionIssue]:
-        """A warning for every ``{"equals": ...}``/``{"known": [...]}`` condition, the older form,
-        with the CEL condition that says the same (``tether check`` lists them)."""
-        found = []
-        for flow in self.flows:
-            if not isinstance(flow, Flow):
-                continue
-            for condition, node, path in self._conditions(flow):
-                if isinstance(condition, Mapping) and condition and set(condition) <= {"equals", "known"}:
-                    cel = " && ".join([f"data.{k} == {json.dumps(v)}" for k, v in dict(condition.get("equals") or {})
-                                       .items()] + [f"{json.dumps(k)} in data" for k in condition.get("known") or ()])
-                    found.append(DefinitionIssue("old-form", f"{path}: {dict(condition)!r} is the older form of a "
-                                                 "condition", flow=flow.id, node=node, path=path, severity="warning",
-                                                 hint=f"write the CEL condition: {cel}"))
-        return found
+        """A warning for every older form in the agent's flows (a ``{"equals": ...}`` condition...),
+        with the form that replaces it (``tether check`` lists them)."""
+        return [issue for flow in self.flows if isinstance(flow, Flow) for issue in flow_old_forms(flow)]
 
     def _validate_flow(self, flow: Flow, issue: Callable[..., None]) -> None:
-        for condition, node_id, path in self._conditions(flow):
+        for condition, node_id, path in conditions_of(flow):
             self._check_condition(condition, issue, flow=flow.id, node=node_id, path=path)
         for name in (*flow.collect, *flow.clear_on_start):
             if name not in self.fields:

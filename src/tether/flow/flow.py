@@ -31,6 +31,7 @@ from tether.flow.nodes import (
     Verify,
     Wait,
 )
+from tether.flow.old_forms import mixed_templates, warn_old_forms
 from tether.flow.options import callable_name, is_model_class
 from tether.flow.resolvers import Resolver
 from tether.flow.steps import step_problems
@@ -47,6 +48,7 @@ from tether.flow.transitions import (
     normalize,
 )
 from tether.flow.triggers import Trigger, trigger_problems
+from tether.templating import normal_form
 
 __all__ = ["DriftMigration", "Flow", "OnDrift", "OnEnd"]
 
@@ -175,6 +177,7 @@ class Flow:
         if issues:
             raise FlowDefinitionError(issues, title=f"Flow {id!r} failed validation with {len(issues)} issue(s)")
         self.digest = self._digest()
+        warn_old_forms(self)
 
     # ------------------------------------------------------------------ queries
 
@@ -309,6 +312,8 @@ class Flow:
                 issue("invalid-trigger", message, path=f"on.{i}")
         for node_id, path, message in step_problems(self.nodes):
             issue("invalid-option", message, node=node_id, path=path)
+        for node_id, option, message in mixed_templates(self.nodes):
+            issue("ambiguous-template", message, node=node_id, path=option)
 
         for option in ("on_cancel", "on_skip"):
             target = getattr(self, option)
@@ -410,11 +415,32 @@ class Flow:
             "context": self.context,
             "max_oscillations": self.max_oscillations,
             "on_end": self.on_end,
-            "nodes": [node.describe() for node in self.nodes],
+            "nodes": [_normal_texts(node.describe()) for node in self.nodes],
             "gates": [_describe_gate(g) for g in self.gates],
         }
         canonical = json.dumps(description, sort_keys=True, separators=(",", ":"), default=_digest_value)
         return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+_TEXT_OPTIONS = ("response", "fallback", "instructions", "ask", "prompt", "question")
+
+
+def _normal_texts(described: dict[str, Any]) -> dict[str, Any]:
+    """A node's description with the placeholders of its texts in one form
+    (:func:`tether.templating.normal_form`): ``{name}``, ``${name}`` and a flow file's
+    ``${state.name}`` as they were before the one syntax, so rewriting a text in it is not a new
+    version of the flow."""
+
+    def normal(value: Any) -> Any:
+        if isinstance(value, str):
+            return normal_form(value)
+        if isinstance(value, Mapping):
+            return {key: normal(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return [normal(item) for item in value]
+        return value
+
+    return {key: normal(value) if key in _TEXT_OPTIONS else value for key, value in described.items()}
 
 
 def _digest_value(value: Any) -> Any:

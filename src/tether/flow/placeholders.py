@@ -1,4 +1,4 @@
-"""Definition-time check of template placeholders (``{field}`` in ``response``, ``fallback``,
+"""Definition-time check of template placeholders (``${field}`` in ``response``, ``fallback``,
 ``ask`` and ``instructions``).
 
 A placeholder is statically known to be wrong only when nothing could ever put a value under its
@@ -12,18 +12,16 @@ left to run time, where a missing value is a :class:`~tether.errors.TemplatePlac
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 from tether.errors import DefinitionIssue
 from tether.flow.flow import Flow
-from tether.flow.nodes import Action, Collect, Decide, Node, Reply
+from tether.flow.nodes import Action, Collect
+from tether.flow.texts import templates_of
 from tether.flow.transitions import Goto
+from tether.templating import slots
 
-__all__ = ["FREE_ROOTS", "PLACEHOLDER", "placeholder_issues", "placeholders", "templates_of"]
-
-PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.\-]*)\}")
-"""A ``{name}`` or ``{dotted.path}`` placeholder."""
+__all__ = ["FREE_ROOTS", "placeholder_issues", "placeholders", "templates_of"]
 
 FREE_ROOTS = frozenset({"input", "context"})
 """Placeholder roots whose contents are only known at run time."""
@@ -32,26 +30,8 @@ _PLACEHOLDER_CODE = "unknown-placeholder"
 
 
 def placeholders(template: str) -> list[str]:
-    """The placeholder paths of ``template``, in order."""
-    return PLACEHOLDER.findall(template)
-
-
-def templates_of(node: Node) -> Iterator[tuple[str, str]]:
-    """The ``(option, template)`` pairs of ``node`` (string templates only; functions are code)."""
-    if isinstance(node, Reply):
-        for option in ("response", "fallback", "instructions"):
-            value = getattr(node, option)
-            if isinstance(value, str):
-                yield option, value
-    elif isinstance(node, Collect):
-        if isinstance(node.ask, str):
-            yield "ask", node.ask
-        elif isinstance(node.ask, Mapping):
-            yield from ((f"ask.{name}", text) for name, text in node.ask.items() if isinstance(text, str))
-        if isinstance(node.instructions, str):
-            yield "instructions", node.instructions
-    elif isinstance(node, Decide) and isinstance(node.instructions, str):
-        yield "instructions", node.instructions
+    """The placeholder paths of ``template`` (``${name}``, or the older ``{name}``), in order."""
+    return [slot.path for slot in slots(template, old=True)]
 
 
 def placeholder_issues(fields: Iterable[str], flows: Sequence[Flow], *, has_tools: bool) -> list[DefinitionIssue]:
@@ -65,13 +45,14 @@ def placeholder_issues(fields: Iterable[str], flows: Sequence[Flow], *, has_tool
         known = set(fields) | _flow_names(flow)
         for index, node in enumerate(flow.nodes):
             for option, template in templates_of(node):
-                for path in placeholders(template):
+                for slot in slots(template, old=True):
+                    path = slot.path
                     parts = path.split(".")
                     root = parts[1] if parts[0] == "state" and len(parts) > 1 else parts[0]
                     if parts[0] in FREE_ROOTS or root in known:
                         continue
                     issues.append(DefinitionIssue(
-                        _PLACEHOLDER_CODE, f"{option} uses {{{path}}}, which names no field this node can see "
+                        _PLACEHOLDER_CODE, f"{option} uses {slot.written}, which names no field this node can see "
                         f"(known: {', '.join(sorted(known)) or 'none'})", flow=flow.id, node=node.id,
                         path=f"nodes.{index}.{option}"))
     return issues

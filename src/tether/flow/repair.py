@@ -8,8 +8,10 @@ texts. Change one with ``Agent(..., repair=Repair(cancelled="Done, I've dropped 
 pattern off by leaving it out of ``patterns``. A flow overrides the cancel pattern with
 ``Flow(..., on_cancel="node_id")`` or refuses it with ``cancellable=False``.
 
-Texts may use ``{task}`` (the flow's name, else its description, of the task concerned),
-``{options}`` (the choices a clarification offers) and ``{abilities}`` (what the agent's flows do).
+Texts may use ``${task}`` (the flow's name, else its description, of the task concerned),
+``${options}`` (the choices a clarification offers), ``${abilities}`` (what the agent's flows
+do) and ``${choices}`` (a decide step's choices), in the one template syntax
+(:mod:`tether.templating`; the older ``{task}`` works too).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tether.flow.triggers import MessageTrigger
+from tether.templating import fill_names
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -125,11 +128,13 @@ class Repair:
         clarify: asks which task the customer means.
         clarify_margin: two flows whose scores are within this margin (and at or above the
             routing threshold) are a tie to clarify.
-        cannot_handle: said when nothing understands a message (``{abilities}``).
+        cannot_handle: said when nothing understands a message (``${abilities}``).
         cannot_handle_limit: how many messages in a row nothing understands (at one collect step,
             or with no task under way and no model) before a person takes over, saying
             ``handoff``; small talk, questions and other repairs never count.
         handoff: said when a step cannot go on and a person takes over.
+        pick_choice: said when, with no model, a message names none of a decide step's choices
+            (``${choices}``: their labels, "Yes or No"); the step waits for a pick.
     """
 
     patterns: tuple[str, ...] = PATTERNS
@@ -156,11 +161,12 @@ class Repair:
     completed_reply: str = "Glad I could help. Goodbye!"
     complete_session: bool = True
     resume: str = "Now, back to where we were."
-    clarify: str = "Do you want to {options}?"
+    clarify: str = "Do you want to ${options}?"
     clarify_margin: float = 10.0
-    cannot_handle: str = "Sorry, I didn't understand that. I can {abilities}."
+    cannot_handle: str = "Sorry, I didn't understand that. I can ${abilities}."
     cannot_handle_limit: int = 3
     handoff: str = "I'm passing you to a person, who will take it from here."
+    pick_choice: str = "Sorry, I didn't catch that. Please answer ${choices}."
 
     def on(self, pattern: str) -> bool:
         """Whether ``pattern`` is switched on."""
@@ -179,9 +185,9 @@ class Repair:
 
 
 def cannot_handle_text(repair: Repair, flows: Sequence[Flow]) -> str:
-    """``Repair.cannot_handle`` with ``{abilities}``: the tasks a message can start (flows with
+    """``Repair.cannot_handle`` with ``${abilities}``: the tasks a message can start (flows with
     trigger phrases), by name or description."""
     names = [task_name(f) for f in flows
              if any(isinstance(t, MessageTrigger) and t.phrases for t in f.on)]
     abilities = (", ".join(names[:-1]) + " or " + names[-1]) if len(names) > 1 else (names[0] if names else "help")
-    return repair.cannot_handle.replace("{abilities}", abilities)
+    return fill_names(repair.cannot_handle, {"abilities": abilities})

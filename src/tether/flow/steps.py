@@ -263,7 +263,7 @@ def agent(
     the conversation goes (``go``, ``stay``, ``direct``, ``end``).
 
     Args:
-        prompt: the system message (text with ``{field}`` placeholders, or ``prompt(state)``);
+        prompt: the system message (text with ``${field}`` placeholders, or ``prompt(state)``);
             ``with_prompt`` from a handler replaces it.
         tools: the tools the step exposes (see the module notes).
         handlers: ``{"name": handler(args, ctx)}`` and group handlers

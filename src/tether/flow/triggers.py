@@ -10,7 +10,7 @@
   parks the run before its first step.
 
 ``repeat`` is ``"once"``, ``"always"`` or ``{"cooldown": duration}`` (default ``once``, ``always``
-for events); ``if_`` is a code predicate or JSON condition that must hold for a start.
+for events); ``if_`` is a CEL condition or a code predicate that must hold for a start.
 """
 
 from __future__ import annotations

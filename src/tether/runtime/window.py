@@ -169,9 +169,11 @@ def attached(stored: Session, window: list[TranscriptMessage], inputs: list[str]
     """``stored`` with the window and seen ids the engine had in hand, set in place and returned:
     ``stored`` is a document its caller owns (a store's ``load`` and ``save`` return a new object
     every call), so no copy is made."""
-    stored.messages = list(window)
-    stored.window_from = None
-    stored.inputs = list(inputs)
+    # set in the document's dict: no per-field work for a call made on every load and save
+    fields = stored.__dict__
+    fields["messages"] = list(window)
+    fields["window_from"] = None
+    fields["inputs"] = list(inputs)
     return stored
 
 

@@ -1,6 +1,6 @@
 """A ``PostgresStore`` save that needs a transaction, sent as one pipeline: one round trip.
 
-A save whose records hold wakes or document parts cannot be one statement (a wake's delete and
+A save whose records hold wakes, document parts or a run queue change cannot be one statement (a wake's delete and
 upsert may touch one row, which one statement's parts cannot see of each other), so it is a
 transaction: ``BEGIN``, the compare-and-swap, one statement per kind of record, ``COMMIT``. Sent
 one at a time that is a round trip per statement; here they go out together in psycopg's pipeline
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from tether.stores.base import duplicate_message, message_rows, utc
 from tether.stores.record_forms import event_row, journal_body
 from tether.stores.records import TurnRecords
+from tether.stores.run_queue import postgres_queue
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -104,3 +105,5 @@ async def _queue_records(conn: Conn, s: str, session_id: str, records: TurnRecor
             "VALUES (%s, %s, %s, NULL, '') ON CONFLICT (session_id, key) "
             "DO UPDATE SET at = EXCLUDED.at, leased_until = NULL, worker = ''",
             (session_id, wake.key, utc(wake.at)))
+    if records.queue is not None:
+        await postgres_queue(conn, s, session_id, records.queue)

@@ -19,7 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from tether.engine.core.ports import Clock
-from tether.engine.core.session import SESSION_SCHEMA_VERSION, Session, SessionStatus, TranscriptMessage
+from tether.engine.core.session import SESSION_SCHEMA_VERSION, RunStatus, Session, SessionStatus, TranscriptMessage
 from tether.errors import SessionConflict, SessionFlowInvariant, SessionVersionUnsupported, StoreError
 from tether.stores.flow_versions import FlowVersion, StoredFlow
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased, LocalLeases
@@ -318,10 +318,12 @@ class Store(ABC):
         shares nothing with ``session``). A checkpoint (``checked=False``) is not parsed again: its
         turn's final save is, so a turn validates its document once. What a checkpoint stores is
         still checked: the serialization refuses any value that does not fit its field's type (a
-        non-JSON value in ``data`` or a run's state, a wrong type in a typed field), the document's
-        models validate every assignment (a bad status or a blank id is refused where it is set),
-        and :func:`_check_head` checks what a copy made without validation could still get wrong.
-        The copy returned is a shallow copy of ``session``.
+        non-JSON value in ``data`` or a run's state, a wrong type in a typed field, a list item
+        that is not its model), and :func:`_check_head` checks what serialization does not: the
+        document's own fields (its validators, its status, its required fields) and each run's
+        status, the values tether's code sets by assignment after a model is built (whose
+        literal values ``mypy --strict`` holds to their types). The copy returned is a shallow copy
+        of ``session``.
         """
         session_id = str(getattr(session, "id", "?"))
         try:
@@ -423,12 +425,13 @@ class _ComposedLease:
 
 
 _STATUSES = frozenset(get_args(SessionStatus))
+_RUN_STATUSES = frozenset(get_args(RunStatus))
 
 
 def _check_head(session: Session) -> None:
-    """The document's own scalar fields, checked as validation would (cheap): a copy made with
-    ``model_copy(update=...)`` or ``model_construct`` skips validation, and serialization checks
-    neither a literal's value, nor a validator, nor a missing required field."""
+    """What serialization does not check, checked as validation would (cheap): the document's own
+    scalar fields (a copy made with ``model_copy(update=...)`` or ``model_construct`` skips their
+    validators, literal and required fields) and each run's status (set by assignment)."""
     values = session.__dict__
     for name in ("id", "agent"):
         value = values.get(name)
@@ -442,6 +445,10 @@ def _check_head(session: Session) -> None:
         value = values.get(name)
         if type(value) is not int or value < 0:
             raise ValueError(f"{name}: must be an integer >= 0, not {value!r}")
+    for index, run in enumerate(values.get("runs") or ()):
+        status = getattr(run, "status", None)
+        if status not in _RUN_STATUSES:
+            raise ValueError(f"runs.{index}.status: must be one of {sorted(_RUN_STATUSES)}, not {status!r}")
 
 
 def _unknown_fields(exc: ValidationError) -> list[str]:

@@ -296,7 +296,7 @@ class PostgresStore(Store):
         async with self._connection("save", stored.id) as conn:
             if one_statement_save(records):
                 swapped = await save_in_one_statement(conn, self._s, row, expected_revision, records, flush=flush)
-            else:  # wakes or parts: a transaction, sent as one pipeline
+            else:  # wakes, parts or the run queue: a transaction, sent as one pipeline
                 swapped = await save_in_one_round_trip(conn, self._s, row, expected_revision, records, flush=flush)
             if not swapped:
                 await self._explain_failed_save(conn, stored, expected_revision)

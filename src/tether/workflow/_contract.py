@@ -1,8 +1,10 @@
 """The strict v2 workflow contract as pydantic models.
 
-Every object is closed (``extra="forbid"``): an unknown key is an error, never ignored. Keys are
-camelCase on the wire (``schemaVersion``, ``successExit``, ``timeoutSec``, ...); Python code may
-use either the wire name or the snake_case field name. ``run`` is a discriminated union on
+Every object is closed (``extra="forbid"``): an unknown key is an error, never ignored. A file's
+keys are snake_case (``schema_version``, ``success_exit``, ``timeout_sec``, ...), as a flow file's
+are, and :meth:`~_Strict.to_dict` writes them so; seed 001's camelCase keys (``schemaVersion``,
+``timeoutSec``) are read too. A definition's digest is taken over the camelCase form, the one runs
+stored before files went snake_case were pinned to (see ``WorkflowGraph.digest``). ``run`` is a discriminated union on
 ``run.kind`` over the seven kinds, so ``model`` on a ``function`` is an unrecognised key.
 
 Graph-level rules (unique ids, edges over existing nodes, acyclicity, route targets, bounded
@@ -13,7 +15,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 
 __all__ = [
     "AgentRun",
@@ -60,8 +71,21 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     def to_dict(self) -> dict[str, Any]:
-        """The wire form (camelCase keys, unset optional keys left out)."""
+        """The file form: snake_case keys (``timeout_sec``), unset optional keys left out."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+    def camel_dict(self) -> dict[str, Any]:
+        """Seed 001's camelCase wire form (``timeoutSec``), unset optional keys left out: what a
+        definition's digest is taken over."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def _schema_key(data: dict[str, Any], key: str) -> dict[str, Any]:
+    """``data`` (a model dumped by field name) with its ``schema_`` field under ``key``, first."""
+    if "schema_" not in data:
+        return data
+    value = data.pop("schema_")
+    return {key: value, **data}
 
 
 # --------------------------------------------------------------------------- run kinds
@@ -170,6 +194,10 @@ class GateRun(_Strict):
     prompt: str = Field(min_length=1)
     schema_: GateSchema = Field(alias="schema")
 
+    @model_serializer(mode="wrap")
+    def _keys(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _schema_key(handler(self), "schema")
+
 
 class Route(_Strict):
     """One route: when ``when`` holds, select ``target`` (``None``: select nothing).
@@ -179,6 +207,13 @@ class Route(_Strict):
 
     when: str = Field(min_length=1)
     target: str | None
+
+    @model_serializer(mode="wrap")
+    def _keys(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if info.by_alias:  # the camelCase form digests are taken over: as it always was
+            return data
+        return {"target": None, **data}  # a null target (select nothing) is required: written, not left out
 
 
 class RouterRun(_Strict):
@@ -314,6 +349,10 @@ class Workflow(_Strict):
     meta: Meta | None = None
     nodes: list[Node] = Field(min_length=1)
     edges: list[Edge]
+
+    @model_serializer(mode="wrap")
+    def _keys(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _schema_key(handler(self), "$schema")
 
     def node(self, node_id: str) -> Node:
         """The node ``node_id`` (``KeyError`` when there is none)."""

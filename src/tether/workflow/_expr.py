@@ -15,8 +15,9 @@ by ``cel-python`` (``celpy``) — never Python ``eval``. On top of CEL, a workfl
 
 A node reads as ``{"status": ..., "output": {"fields": {...}, "summary": ..., "selected": [...]}}``.
 
-Templates: a string value ``"${expr}"`` (the whole string) binds the expression's typed value; a
-string with ``${expr}`` inside text interpolates each value's environment-variable text.
+Templates (:mod:`tether.templating`): a string value ``"${expr}"`` (the whole string) binds the
+expression's typed value; a string with ``${expr}`` inside text interpolates each value's
+environment-variable text (``$$`` is a literal ``$``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from lark import Token, Tree
 from tether.cel import CALLS, ENV, MAX_EXPRESSION_LENGTH, bounded_tree, from_cel, primary_name
 from tether.errors import WorkflowExpressionError
 from tether.executors.values import stringify_value
+from tether.templating import Slot, parse
 
 __all__ = [
     "MAX_EXPRESSION_LENGTH",
@@ -45,7 +47,6 @@ __all__ = [
 ]
 
 _ROOT_NAMES = frozenset({"input", "defaults", "nodes"})
-_TEMPLATE = re.compile(r"\$\{([^}]*)\}")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -194,18 +195,18 @@ class Template:
 
 
 def compile_template(value: Any, node_ids: frozenset[str] | set[str]) -> Template:
-    """Compile a bound value; non-strings and strings without ``${`` are literals."""
+    """Compile a bound value; non-strings and strings without ``${`` are literals. The syntax is
+    :mod:`tether.templating` (``$$`` is a literal ``$``)."""
     if not isinstance(value, str) or "${" not in value:
         return Template(literal=value, parts=None)
     parts: list[str | Expression] = []
-    position = 0
-    for match in _TEMPLATE.finditer(value):
-        if match.start() > position:
-            parts.append(value[position:match.start()])
-        parts.append(compile_expression(match.group(1).strip(), node_ids))
-        position = match.end()
-    if position < len(value):
-        parts.append(value[position:])
+    for piece in parse(value):
+        if isinstance(piece, Slot):
+            parts.append(compile_expression(piece.path, node_ids))
+        elif parts and isinstance(parts[-1], str):
+            parts[-1] += piece
+        else:
+            parts.append(piece)
     if any(isinstance(p, str) and "${" in p for p in parts):
         raise ValueError(f"unterminated ${{...}} in {value!r}")
     return Template(literal=None, parts=tuple(parts))

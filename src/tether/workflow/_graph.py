@@ -70,9 +70,12 @@ class WorkflowGraph:
     @cached_property
     def digest(self) -> str:
         """``sha256:`` of the normalized definition (canonical JSON): the same for the same
-        definition whatever its text (YAML or JSON, comments, key order, v1 or v2 form), different
-        once anything in it changes. A run is pinned to it (``WorkflowSnapshot.workflow_digest``)."""
-        data = self.workflow.model_dump(mode="json", by_alias=True, exclude_none=True)
+        definition whatever its text (YAML or JSON, comments, key order, snake_case or camelCase
+        keys, v1 or v2 form), different once anything in it changes. A run is pinned to it
+        (``WorkflowSnapshot.workflow_digest``). It is taken over the camelCase form
+        (:meth:`~tether.workflow.Workflow.camel_dict`) whatever form the file is written in, so a
+        run pinned before files were written snake_case resumes under the same definition."""
+        data = self.workflow.camel_dict()
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 

@@ -28,7 +28,9 @@ from tether.workflow._graph import WorkflowGraph, compile_workflow
 from tether.workflow._normalize import normalize_v1
 
 __all__ = [
+    "CAMEL_KEYS",
     "SCHEMA_ID",
+    "camel_keys",
     "load_workflow",
     "parse_workflow",
     "parse_workflow_text",
@@ -89,9 +91,44 @@ def load_workflow(source: Mapping[str, Any] | Workflow | str, fmt: Literal["json
     return parse_workflow(source)
 
 
+CAMEL_KEYS = {"schemaVersion": "schema_version", "successExit": "success_exit", "onFail": "on_fail",
+              "maxSize": "max_size", "passContext": "pass_context", "timeoutSec": "timeout_sec",
+              "parallelGroup": "parallel_group", "researchDepth": "research_depth", "autoReview": "auto_review",
+              "cliMode": "cli_mode"}
+"""Seed 001's camelCase keys of a workflow file, and the snake_case key each is written as."""
+
+
+def camel_keys(data: Any, path: str = "") -> list[tuple[str, str, str]]:
+    """``(path, key, snake_case key)`` for every camelCase key of seed 001 in ``data`` (a workflow
+    file's contents): the older form of the file's keys, read as they are (``tether check`` lists
+    them)."""
+    found: list[tuple[str, str, str]] = []
+    if isinstance(data, Mapping):
+        for key, value in data.items():
+            where = f"{path}.{key}" if path else str(key)
+            if key in CAMEL_KEYS:
+                found.append((where, key, CAMEL_KEYS[key]))
+            found += camel_keys(value, where)
+    elif isinstance(data, list):
+        for index, item in enumerate(data):
+            found += camel_keys(item, f"{path}.{index}" if path else str(index))
+    return found
+
+
 def workflow_json_schema() -> dict[str, Any]:
-    """The JSON Schema of the v2 contract, generated from the models (wire names)."""
-    schema = Workflow.model_json_schema(by_alias=True, mode="validation")
+    """The JSON Schema of the v2 contract, generated from the models: the snake_case keys a file
+    is written in (seed 001's camelCase files are read too, but this schema describes one form)."""
+    schema = Workflow.model_json_schema(by_alias=False, mode="validation")
+    _rename_field(schema, "$schema")
+    _rename_field(schema.get("$defs", {}).get("GateRun", {}), "schema")
     schema["$id"] = SCHEMA_ID
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     return schema
+
+
+def _rename_field(model: dict[str, Any], key: str) -> None:
+    """The ``schema_`` field of a model's JSON Schema, under the key a file writes it with."""
+    properties = model.get("properties", {})
+    if "schema_" in properties:
+        properties[key] = properties.pop("schema_")
+        model["required"] = [key if name == "schema_" else name for name in model.get("required", [])]

@@ -86,7 +86,7 @@ class WorkflowChat:
             collect(f"{p}_ask", fields=["workflow_answer"], ask=lambda missing, state: str(state["workflow_question"]),
                     resolvers=[whole_message("workflow_answer")], max_turns=3),
             action(f"{p}_answer", self.answer),
-            reply(f"{p}_done", response="{workflow_summary}"),
+            reply(f"{p}_done", response="${workflow_summary}"),
         ]
 
     async def _run(self, run_id: str) -> WorkflowRun:

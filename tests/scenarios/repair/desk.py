@@ -7,7 +7,7 @@ EMAIL = r"\b([\w.+-]+@[\w-]+\.[a-z]{2,})\b"
 
 signup = Flow("newsletter", "Sign up for the newsletter", nodes=[
     collect("email", fields=["email"], ask="Which email address should I use?", resolvers=[pattern("email", EMAIL)]),
-    reply("done", response="{email} is signed up.", next=end("signed_up")),
+    reply("done", response="${email} is signed up.", next=end("signed_up")),
 ], on=[on_message("newsletter", "sign up")])
 
 unsubscribe = Flow("unsubscribe", "Stop the newsletter", nodes=[

@@ -55,7 +55,7 @@ nothing else changes."""
 SessionStatus = Literal["running", "handed_off", "completed", "aborted"]
 RunStatus = Literal["running", "asking", "waiting", "suspended"]
 
-_STRICT = ConfigDict(extra="forbid", validate_assignment=True)
+_STRICT = ConfigDict(extra="forbid")
 
 
 KEEP_INPUTS = 50
@@ -193,7 +193,7 @@ class Claim(BaseModel):
 class LogEntry(BaseModel):
     """A log line kept on the session (``log``, ``warn`` or ``error``)."""
 
-    model_config = ConfigDict(extra="allow", validate_assignment=True)
+    model_config = ConfigDict(extra="allow")
 
     at: datetime
     level: Literal["log", "warn", "error"] = "log"

@@ -1,40 +1,41 @@
-"""Templates: ``{name}`` placeholders filled from the state (and ``{input.x}``, ``{context.x}``).
+"""Templates: ``${name}`` placeholders filled from the state (and ``${input.x}``, ``${context.x}``).
 
-Values render as natural text (:func:`tether.spoken.spoken`: a list reads "ham and olives").
-Nothing is evaluated. A placeholder whose value is missing (absent or
-None) is an error naming it (:class:`~tether.errors.TemplatePlaceholderError`), never an empty
-string: "Order  placed!" is worse than a loud failure. ``where`` (for example ``flow 'f', node
-'n', response``) is put in front of the message so the author can find the template.
+The syntax is :mod:`tether.templating` (``$$`` is a literal ``$``; the older ``{name}`` still
+fills, the flow warned about it when it was built). Values render as natural text
+(:func:`tether.spoken.spoken`: a list reads "ham and olives"). Nothing is evaluated. A placeholder
+whose value is missing (absent or None) is an error naming it
+(:class:`~tether.errors.TemplatePlaceholderError`), never an empty string: "Order  placed!" is
+worse than a loud failure. ``where`` (for example ``flow 'f', node 'n', response``) is put in
+front of the message so the author can find the template.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from tether.errors import TemplatePlaceholderError
-from tether.flow.placeholders import PLACEHOLDER
 from tether.flow.resolvers import read_path
-from tether.spoken import spoken
+from tether.templating import Slot, fill
 
 __all__ = ["render", "render_value"]
 
+
 def render(template: str, state: Mapping[str, Any], input: Any = None,
            context: Mapping[str, Any] | None = None, *, where: str = "template") -> str:
-    """Fill ``{name}`` placeholders; raises TemplatePlaceholderError for a missing value."""
+    """Fill ``${name}`` placeholders; raises TemplatePlaceholderError for a missing value."""
     root = {**state, "state": state, "input": input, "context": dict(context or {})}
 
-    def fill(match: re.Match[str]) -> str:
-        value = read_path(root, match.group(1))
-        if value is None:
+    def value(slot: Slot) -> Any:
+        found = read_path(root, slot.path)
+        if found is None:
             raise TemplatePlaceholderError(
-                f"{where}: placeholder {{{match.group(1)}}} has no value (known: "
+                f"{where}: placeholder {slot.written} has no value (known: "
                 f"{', '.join(sorted(k for k in state if not k.startswith('__'))) or 'nothing'})",
-                placeholder=match.group(1))
-        return spoken(value)
+                placeholder=slot.path)
+        return found
 
-    return PLACEHOLDER.sub(fill, template)
+    return fill(template, value, old=True)
 
 
 def render_value(value: Any, state: Mapping[str, Any], input: Any = None,

@@ -29,6 +29,7 @@ from tether.engine.graph.collect_fields import (
     missing,
     pending,
     purge_invalid,
+    question_text,
     resolve,
     value_of,
 )
@@ -251,9 +252,9 @@ async def _dispatch_phrased(ts: TurnState, run: Run, flow: Flow, node: Collect) 
     if node.question is not None and first_ask and not run.staying:
         if ts.message is not None and ts.judgement.asks and ts.speaker is None and not ts.spoke:
             # the customer asked something: answer first, the fixed question follows in Settle
-            ts.speaker = SpeakRequest(run.id, node.id, tuple(asking), then_ask=node.question)
+            ts.speaker = SpeakRequest(run.id, node.id, tuple(asking), then_ask=question_text(ts, run, node))
             return Pause("speak")
-        ts.say(node.question, kind="verbatim", key=ts.key(run, node.id), run=run, node_id=node.id)
+        ts.say(question_text(ts, run, node), kind="verbatim", key=ts.key(run, node.id), run=run, node_id=node.id)
         for name in asking:
             run.asked[name] = run.asked.get(name, 0) + 1
         ts.outcome(run, code="asked-fixed", kind="collect", node_id=node.id)

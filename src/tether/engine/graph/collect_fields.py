@@ -21,7 +21,7 @@ from tether.flow.nodes import Collect
 from tether.flow.resolvers import WholeMessage
 
 __all__ = ["ask_text", "clear_caches", "gathered", "merge_values", "missing", "missing_names", "pending",
-           "purge_invalid", "resolve", "value_of"]
+           "purge_invalid", "question_text", "resolve", "value_of"]
 
 
 def clear_caches(run: Run, node_id: str) -> None:
@@ -123,6 +123,11 @@ def resolve(ts: TurnState, run: Run, node: Collect, wanted: list[str],
         elif found.status == "ambiguous":
             ambiguous.add(resolver.field)
     return hits, ambiguous
+
+
+def question_text(ts: TurnState, run: Run, node: Collect) -> str:
+    """The step's fixed first question (``question``), its placeholders filled."""
+    return render(node.question or "", ts.state_view(run), run.input, ts.options.context, where="question")
 
 
 def ask_text(ts: TurnState, run: Run, node: Collect, names: list[str]) -> str:

@@ -3,7 +3,8 @@
 A CEL condition is a string (``"state.size == 'large' && data.vip"``) over ``state`` (the run's
 state view), ``data`` (the session fields), ``input``, ``context`` and ``silenced``: the one
 expression language of flow files and workflows (:mod:`tether.cel`), compiled when the agent is
-built. The older JSON condition still works:
+built. The older JSON condition still works (building its flow warned, see
+:mod:`tether.flow.old_forms`):
 
 A JSON condition's keys are ANDed: ``equals: {field: value}`` (deep equality on the session
 fields), ``known: [fields]``, ``silenced: bool`` (is the host's gate closed), and any other key

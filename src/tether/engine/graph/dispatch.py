@@ -15,7 +15,7 @@ from tether.engine.core.state import SpeakRequest, TurnState
 from tether.engine.core.templates import render
 from tether.engine.graph.actions import run_action
 from tether.engine.graph.batching import segment_for, take_held
-from tether.engine.graph.choices import constrained_schema, decide_by_choice
+from tether.engine.graph.choices import constrained_schema, decide_by_choice, unmatched_choice
 from tether.engine.graph.collect import dispatch_collect, question_first
 from tether.engine.graph.conditions import holds
 from tether.engine.graph.corrections import (
@@ -159,6 +159,8 @@ async def _dispatch_decide(ts: TurnState, run: Run, flow: Flow, node: Decide) ->
             if fixes and (back := apply_corrections(ts, run, flow, node, fixes, source="deterministic")) is not None:
                 ts.consumed_by[run.id] = node.id
                 return Goto(back)
+        if (unmatched := unmatched_choice(ts, run, node)) is not None:
+            return unmatched
     model = ts.model(node.model, needed_for=f"decide node {node.id!r} of flow {flow.id!r}")
     if ts.message_available(run):
         ts.consumed_by[run.id] = node.id

@@ -17,6 +17,7 @@ from tether.engine.turn.keys import message_key
 from tether.engine.turn.keywords import covered_words
 from tether.flow.flow import Flow
 from tether.flow.repair import task_name
+from tether.templating import fill_names
 
 __all__ = ["ask_which", "close_candidates"]
 
@@ -42,7 +43,7 @@ def ask_which(ts: TurnState, close: list[Flow]) -> bool:
         return False
     names = [task_name(f) for f in close]
     options = ", ".join(names[:-1]) + " or " + names[-1]
-    ts.say(repair.clarify.replace("{options}", options), kind="verbatim", key=f"repair:clarify:{message_key(ts)}")
+    ts.say(fill_names(repair.clarify, {"options": options}), kind="verbatim", key=f"repair:clarify:{message_key(ts)}")
     ts.session.clarifying = [f.id for f in close]
     ts.repaired = "clarify"
     ts.outcome(None, code="repair-clarify", kind="collect", detail=", ".join(f.id for f in close))

@@ -17,12 +17,14 @@ step being asked: it never counts toward that step's ``max_turns``.
 - **chitchat**: ``Repair.thanks_reply``, ``chitchat_reply`` or ``small_talk_reply``; then the step
   being asked asks again. With no task under way, nothing starts. A step the model phrases
   answers small talk in its own speak call, and that ask is not counted.
-- **completed**: with no task under way, ``Repair.completed_reply``; the session completes when
+- **completed**: with no task under way (nobody asking, or only a catch-all flow asking its
+  first question: the agent's opening), ``Repair.completed_reply``; the session completes when
   ``Repair.complete_session``.
 - **skip**: the flow's ``on_skip`` node, else the run escalates to a person (who is told so).
 - **continue interrupted**: when a run ended this turn and nobody is asking, the most recently
-  suspended run says ``Repair.resume`` and asks its pending question again, in the same turn,
-  with its own values (:mod:`tether.engine.graph.interrupted`: a detour does not change them).
+  suspended run says ``Repair.resume`` (not a catch-all flow's opening: it is not a task) and asks
+  its pending question again, in the same turn, with its own values
+  (:mod:`tether.engine.graph.interrupted`: a detour does not change them).
 - **clarified**: the message names one of the flows a clarification offered: it starts.
 
 At an agent step, cancel, chitchat and completed (a message made only of closing phrases) apply
@@ -34,7 +36,7 @@ from __future__ import annotations
 from tether.engine.core.pauses import Static
 from tether.engine.core.session import Run
 from tether.engine.core.state import SpeakRequest, TurnState
-from tether.engine.graph.collect_fields import ask_text, missing, pending
+from tether.engine.graph.collect_fields import ask_text, missing, pending, question_text
 from tether.engine.graph.conditions import holds
 from tether.engine.graph.interrupted import restore_values
 from tether.engine.graph.moves import finish
@@ -50,6 +52,7 @@ from tether.flow.nodes import Collect, Node
 from tether.flow.repair import content_words, task_name
 from tether.flow.steps import AgentNode
 from tether.flow.transitions import Escalate
+from tether.templating import fill_names
 
 __all__ = ["clarified_choice", "continue_interrupted", "handle_repair", "keyword_repair", "late_repair",
            "reask_after_detour"]
@@ -65,14 +68,28 @@ def _asking_node(ts: TurnState, run: Run | None) -> Collect | None:
     return node if isinstance(node, Collect) else None
 
 
+def _opening(ts: TurnState, run: Run | None) -> bool:
+    """``run`` is a catch-all flow's that still asks its first question with nothing collected (the
+    agent's opening: "what would you like to do?"): no task is under way yet."""
+    node = _asking_node(ts, run)
+    if run is None or node is None or set(run.visits) != {node.id}:
+        return False
+    flow = ts.agent.flows_by_id[run.flow]
+    return message_trigger(flow, catch_all=True) is not None and len(missing(ts, run, node)) == len(node.fields)
+
+
 def keyword_repair(ts: TurnState, asker: Run | None) -> str | None:
     """The repair intent the message's keywords carry (no model), when a pattern may apply: with a
     run asking at a collect step or an agent step, or with nobody asking."""
     node = _step_at(ts, asker)
     if asker is not None and not isinstance(node, Collect | AgentNode):
         return None  # a reply holds its own conversation
-    return keyword_intent(ts.agent.repair, ts.message_text, task_under_way=asker is not None,
-                          agent_step=isinstance(node, AgentNode) and not asker.staying if asker else False)
+    intent = keyword_intent(ts.agent.repair, ts.message_text, task_under_way=asker is not None,
+                            agent_step=isinstance(node, AgentNode) and not asker.staying if asker else False)
+    if intent in (None, "chitchat") and asker is not None and _opening(ts, asker) \
+            and keyword_intent(ts.agent.repair, ts.message_text, task_under_way=False) == "completed":
+        return "completed"  # "that's all" at the opening question
+    return intent
 
 
 def handle_repair(ts: TurnState, asker: Run | None, intent: str | None, scores: dict[str, float] | None = None) -> bool:
@@ -100,7 +117,9 @@ def handle_repair(ts: TurnState, asker: Run | None, intent: str | None, scores: 
             keep_asking(ts, asker)
     elif intent == "skip" and asker is not None and node is not None:
         _skip(ts, asker, node)
-    elif intent == "completed" and asker is None:
+    elif intent == "completed" and (asker is None or _opening(ts, asker)):
+        if asker is not None:  # "that's all" at the opening: it ends, and so may the session
+            finish(ts, asker, ts.agent.flows_by_id[asker.flow], "completed")
         _say(ts, "completed", ts.agent.repair.completed_reply)
         if ts.agent.repair.complete_session:
             ts.session.status = "completed"
@@ -154,7 +173,7 @@ async def late_repair(ts: TurnState) -> None:
 
 
 def _say(ts: TurnState, pattern: str, text: str, *, flow: Flow | None = None) -> None:
-    text = text.replace("{task}", task_name(flow)) if flow is not None else text
+    text = fill_names(text, {"task": task_name(flow)}) if flow is not None else text
     ts.say(text, kind="verbatim", key=f"repair:{pattern}:{message_key(ts)}")
 
 
@@ -219,7 +238,7 @@ def continue_interrupted(ts: TurnState) -> Run | None:
     run = resume_suspended(ts)
     if run is None:
         return None
-    if ts.agent.repair.on("continue"):
+    if ts.agent.repair.on("continue") and not _opening(ts, run):  # the opening is not a task to go back to
         _say(ts, "continue", ts.agent.repair.resume, flow=ts.agent.flows_by_id.get(run.flow))
     return run
 
@@ -256,7 +275,8 @@ def reask_after_detour(ts: TurnState, *, spoken: bool) -> Run | None:
     if not spoken and not ts.spoke and node.phrased_by_model and asks and ts.has_model(node.model):
         ts.speaker = SpeakRequest(run.id, node.id, tuple(asks))
         return run
-    question = node.question if node.phrased_by_model and node.question else ask_text(ts, run, node, still)
+    question = question_text(ts, run, node) if node.phrased_by_model and node.question else \
+        ask_text(ts, run, node, still)
     ts.say(question, kind="verbatim", key=f"repair:continue-ask:{message_key(ts)}", run=run, node_id=node.id)
     return run
 
