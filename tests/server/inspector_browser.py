@@ -32,9 +32,10 @@ def find_chromium() -> str | None:
 
 
 @contextmanager
-def tether_serve(app: Path, store: Path, env: dict[str, str]) -> Iterator[str]:
-    """``tether serve APP`` on a free 127.0.0.1 port; yields its base URL, stops it on exit."""
-    process = subprocess.Popen([str(TETHER), "serve", str(app), "--store", str(store), "--port", "0"],
+def tether_serve(app: Path, store: Path, env: dict[str, str], *options: str) -> Iterator[str]:
+    """``tether serve APP [OPTIONS]`` on a free 127.0.0.1 port (in the store's directory); yields its
+    base URL, stops it on exit."""
+    process = subprocess.Popen([str(TETHER), "serve", str(app), "--store", str(store), "--port", "0", *options],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                env={**os.environ, **env}, cwd=store.parent)
     assert process.stderr is not None

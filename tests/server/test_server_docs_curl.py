@@ -36,8 +36,14 @@ def test_the_curl_examples_of_the_server_docs_run(tmp_path: Path) -> None:
     blocks = _curl_blocks()
     assert len(blocks) >= 3
     env = {k: v for k, v in os.environ.items() if k != "TETHER_API_KEYS"}
-    with tether_serve([str(app_file(tmp_path, 'echo_agent("Sam")')), "--store", str(tmp_path / "d.db")],
-                      cwd=tmp_path, env=env) as served:
+    flows = tmp_path / "workflows"  # the workflow the workflow runs example starts
+    flows.mkdir()
+    (flows / "release.json").write_text(json.dumps({
+        "schemaVersion": 2, "id": "release", "version": "1", "name": "Release", "input": {"version": "0"},
+        "nodes": [{"id": "sign", "label": "Sign", "description": "sign the release off",
+                   "run": {"kind": "gate", "prompt": "Release it?", "schema": {"kind": "text"}}}], "edges": []}))
+    with tether_serve([str(app_file(tmp_path, 'echo_agent("Sam")')), "--store", str(tmp_path / "d.db"),
+                       "--workflows", str(flows)], cwd=tmp_path, env=env) as served:
         session = httpx.post(f"{served.base}/v1/agents/Sam/sessions").json()["session"]
         outputs = []
         for block in blocks:
@@ -61,3 +67,5 @@ def test_the_curl_examples_of_the_server_docs_run(tmp_path: Path) -> None:
     assert chunks[-1] == "[DONE]"
     said = "".join(json.loads(chunk)["choices"][0]["delta"].get("content") or "" for chunk in chunks[:-1])
     assert said == "reply 2: where is my order?"
+    run = next(_documents(out)[0] for out in outputs if '"workflow":"release"' in out.replace(" ", ""))
+    assert run["status"] == "running" and run["input"] == {"version": "2.1"} and run["tenant"] == "public"

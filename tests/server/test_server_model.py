@@ -89,7 +89,7 @@ def test_serve_names_its_operator_keys_and_budgets_and_refuses_bad_prices(tmp_pa
         with httpx.Client(base_url=served.base) as client:
             assert client.get("/v1/handoffs", headers={"Authorization": "Bearer client-key"}).status_code == 403
             waiting = client.get("/v1/handoffs", headers={"Authorization": "Bearer operator-key"})
-            assert waiting.status_code == 200 and waiting.json() == {"sessions": []}
+            assert waiting.status_code == 200 and waiting.json() == {"sessions": [], "next": None}
             costs = client.get("/v1/costs", headers={"Authorization": "Bearer client-key"}).json()
             assert costs["budgets"]["max_tokens_per_session"] == 500
     import subprocess

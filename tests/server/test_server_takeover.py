@@ -4,16 +4,21 @@ messages pushed to operators, the waiting list, operator keys, and giving the se
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
+from typing import Any
 
 import httpx
 import pytest
 from server_client import ACME, GLOBEX, KEYS, Frames, app_client, served
 
+from tether.engine.core.session import Session
 from tether.flow.repair import Repair
 from tether.runtime import Runtime
 from tether.server import create_app
 from tether.server.takeover import WAITING_REPLY
+from tether.stores import TurnRecords
 from tether.testing import FakeClock
 
 ECHO = "/v1/agents/Echo/sessions"
@@ -155,3 +160,35 @@ async def test_the_customers_stream_receives_the_persons_message(runtime: Runtim
                     frame = await frames.next()
     assert frame[1] == "operator-message"
     assert isinstance(frame[2], dict) and frame[2]["data"]["text"] == "Ann here." and frame[2]["data"]["by"] == "Ann"
+
+
+async def test_the_waiting_list_pages_through_every_waiting_session_oldest_hand_off_first(
+        client: httpx.AsyncClient, runtime: Runtime) -> None:
+    """More waiting sessions than one page (and than the 500 the list once sorted): the pages
+    together hold each exactly once, oldest hand-off first, whatever order they were saved in."""
+    start = runtime.clock.now()
+    made: dict[str, datetime] = {}
+
+    async def waiting(index: int) -> None:
+        since = start - timedelta(minutes=index)  # the later made, the older its hand-off
+        doc = Session(id=f"s{index:04d}", agent="Echo", status="handed_off", created_at=since,
+                      metadata={"config": {"tenant": "acme"}})
+        await runtime.store.create(doc, TurnRecords(events=[{"type": "handoff", "at": since,
+                                                             "reason": f"case {index}"}]))
+        made[doc.id] = since
+
+    await asyncio.gather(*(waiting(index) for index in range(620)))
+    await runtime.store.create(Session(id="other", agent="Echo", status="handed_off", created_at=start,
+                                       metadata={"config": {"tenant": "globex"}}))
+    seen: list[dict[str, Any]] = []
+    params: dict[str, str] = {"limit": "500"}
+    while True:
+        page = (await client.get("/v1/handoffs", params=params, headers=ANN)).json()
+        seen += page["sessions"]
+        if page["next"] is None:
+            break
+        params["after"] = page["next"]
+    assert [row["session"] for row in seen] == sorted(made, key=lambda sid: (made[sid], sid))
+    assert seen[0]["reason"] == "case 619" and len(seen) == 620
+    bad = await client.get("/v1/handoffs", params={"after": "yesterday"}, headers=ANN)
+    assert bad.status_code == 422 and "after" in bad.json()["message"]

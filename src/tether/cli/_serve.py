@@ -41,6 +41,7 @@ APP_ENV = "TETHER_SERVE_APP"
 STORE_ENV = "TETHER_SERVE_STORE"
 REFRESH_ENV = "TETHER_SERVE_FLOW_REFRESH"
 MODEL_ENV = "TETHER_SERVE_MODEL"
+WORKFLOWS_ENV = "TETHER_SERVE_WORKFLOWS"
 DEFAULT_FLOW_REFRESH = 5.0
 
 
@@ -77,13 +78,14 @@ def model_banner(agents: list[Agent]) -> str:
     return ", ".join(names) if names else "none (keyword routing)"
 
 
-def _app(agents: list[Agent], store: str, flow_refresh: float, model: str | None = None) -> Starlette:
+def _app(agents: list[Agent], store: str, flow_refresh: float, model: str | None = None,
+         workflows: str | None = None) -> Starlette:
     from tether.server import create_app, keys_from_env
     from tether.stores import open_store
 
     try:
         return create_app(agents, store=open_store(store), api_keys=keys_from_env(), flow_refresh=flow_refresh,
-                          workflow_model=model)
+                          workflow_model=model, workflows=workflows)
     except Exception as exc:
         fail(f"cannot serve: {exc}")
 
@@ -95,7 +97,7 @@ def worker_app() -> Starlette:
     _log_turns()
     model = os.environ.get(MODEL_ENV) or None
     return _app(_agents(os.environ[APP_ENV], model), os.environ[STORE_ENV],
-                float(os.environ.get(REFRESH_ENV, DEFAULT_FLOW_REFRESH)), model)
+                float(os.environ.get(REFRESH_ENV, DEFAULT_FLOW_REFRESH)), model, os.environ.get(WORKFLOWS_ENV) or None)
 
 
 def serve(
@@ -110,6 +112,10 @@ def serve(
     flow_refresh: float = typer.Option(DEFAULT_FLOW_REFRESH, "--flow-refresh", min=0.0,
                                        help="seconds between reads of the stored flow versions, so a flow another "
                                             "worker published reaches new runs here (0: never)"),
+    workflows: Path | None = typer.Option(None, "--workflows", file_okay=False, dir_okay=True, exists=True,
+                                          help="a directory of workflow files that POST /v1/workflows/{id}/runs "
+                                               "starts runs of (a tether worker on the same store drives them; "
+                                               "their commands run in the current directory)"),
 ) -> None:
     """Serve the app's agents over HTTP (routes under /v1, OpenAPI at /openapi.json, inspector at /inspect).
 
@@ -152,8 +158,12 @@ def serve(
         Path(store).expanduser().parent.mkdir(parents=True, exist_ok=True)
         store = str(Path(store).expanduser().resolve())
     names = ", ".join(agent.id for agent in agents)
+    folder = str(workflows.resolve()) if workflows is not None else None
     typer.echo(f"tether serve: agents {names}; store {store}; {workers} worker(s)", err=True)
     banner = f"model: {model_banner(agents)}"
+    if folder is not None:
+        typer.echo(f"tether serve: workflow runs of the files in {folder} start over POST /v1/workflows/ID/runs; "
+                   f"`tether worker --db {store}` drives them", err=True)
     if not keys:
         typer.echo("tether serve: no API keys configured: the API is OPEN (binding 127.0.0.1 only)", err=True)
     else:
@@ -164,7 +174,7 @@ def serve(
         typer.echo(f"tether serve: budgets {', '.join(limits)}", err=True)
     _log_turns()
     if workers == 1:
-        config = uvicorn.Config(_app(agents, store, flow_refresh, chosen), host=host, port=port, lifespan="on",
+        config = uvicorn.Config(_app(agents, store, flow_refresh, chosen, folder), host=host, port=port, lifespan="on",
                                 log_level="info", access_log=False)
         BannerServer(config, banner).run()
         return
@@ -174,6 +184,7 @@ def serve(
     os.environ[STORE_ENV] = store
     os.environ[REFRESH_ENV] = str(flow_refresh)
     os.environ[MODEL_ENV] = chosen or ""
+    os.environ[WORKFLOWS_ENV] = folder or ""
     if _reuseport.available():  # a socket per worker: the kernel spreads the connections over them
         _reuseport.run_workers(host, port, workers)
         return

@@ -22,6 +22,7 @@ from tether.engine.core.session import Session, SessionStatus
 from tether.stores import SessionSummary, Store
 from tether.workflow import WorkflowSnapshot, ops
 from tether.workflow._state import RunStatus
+from tether.workflow_host import waiting_on
 from tether.workflow_host._store import WORKFLOW_AGENT_PREFIX, stored_run
 
 __all__ = ["RUN_STATUSES", "db_argument", "list_runs", "resume_command", "run_lines", "stuck", "waits_on"]
@@ -39,60 +40,37 @@ def _short(text: str) -> str:
     return text if len(text) <= _TEXT else text[: _TEXT - 1] + "…"
 
 
-def _at(snapshot: WorkflowSnapshot, status: str) -> list[str]:
-    return [node_id for node_id, state in snapshot.nodes.items() if state.status == status]
-
-
-def _movable(snapshot: WorkflowSnapshot) -> list[str]:
-    """The available nodes nothing holds (a router that matched no route, or a node waiting on a
-    producer, is available but cannot move: see :func:`stuck`)."""
-    return [node_id for node_id, state in snapshot.nodes.items()
-            if state.status == "available" and not (state.blocked_by or state.failed_conditions)]
-
-
 def stuck(snapshot: WorkflowSnapshot, short: bool = False) -> list[str]:
-    """``node: why`` for each node that cannot move and says why: a false guard, a router that
-    matched no route and has no default, an available node waiting on a producer."""
+    """``node: why`` for each node of a failed or blocked run that cannot move and says why: a
+    false guard, a router that matched no route and has no default, an available node waiting on a
+    producer."""
     text = _short if short else one_line
-    found: list[str] = []
-    for node_id, state in snapshot.nodes.items():
-        if state.status not in ("pending", "available"):
-            continue
-        if state.failed_conditions:
-            found.append(f"{node_id}: {text('; '.join(state.failed_conditions))}")
-        elif state.status == "available" and state.blocked_by:
-            found.append(f"{node_id}: waits for {', '.join(state.blocked_by)}")
-    return found
+    return [f"{w['node']}: {text(w['why'])}" for w in waiting_on(snapshot) if w["kind"] == "blocked"]
 
 
 def waits_on(snapshot: WorkflowSnapshot) -> str:
-    """What the run waits on: its pending approvals and input requests, else the agent work left,
-    the nodes running or failed, what blocks it, or ``-`` once it has ended."""
-    asks: list[str] = []
-    for node_id, state in snapshot.nodes.items():
-        if state.status == "awaiting_approval" and state.approval is not None:
-            what = "approval" if state.approval.decision is None else state.approval.decision
-            asks.append(f"{what} at {node_id}: {_short(state.approval.summary)}")
-        elif state.status == "awaiting_input" and state.input_request is not None:
-            asks.append(f"input at {node_id}: {_short(state.input_request.prompt)}")
+    """What the run waits on (:func:`tether.workflow_host.waiting_on`, in a line): its pending
+    approvals and input requests, else the agent work left, the nodes running or failed, what
+    blocks it, or ``-`` once it has ended."""
+    waits = waiting_on(snapshot)
+    asks = [f"{w['decision'] or 'approval'} at {w['node']}: {_short(w['summary'])}" if w["kind"] == "approval"
+            else f"input at {w['node']}: {_short(w['prompt'])}" for w in waits if w["kind"] in ("approval", "input")]
     if asks:
         return "; ".join(asks)
     if snapshot.status in _ENDED:
         return "-"
-    if snapshot.status == "waiting":  # only agent nodes are left available (the run's roll-up)
-        return f"agent work at {', '.join(_movable(snapshot))} (needs --model or TETHER_MODEL)"
-    if snapshot.status == "running":
-        running = _at(snapshot, "running")
-        answered = {stimulus.get("node") for stimulus in snapshot.stimuli}  # the agent's next turn starts with them
-        if running and all(node_id in answered for node_id in running):
-            return f"agent work at {', '.join(running)} (needs --model or TETHER_MODEL)"
-        rejected = [f"rejected at {node_id}: {_short(approval.feedback or 'no feedback')}" for node_id in running
+    kinds = {w["kind"]: w for w in waits}
+    if "worker" in kinds:
+        return f"running at {', '.join(kinds['worker']['nodes'])} (resume to continue)"
+    if "agent" in kinds:
+        nodes = kinds["agent"]["nodes"]
+        rejected = [f"rejected at {node_id}: {_short(approval.feedback or 'no feedback')}" for node_id in nodes
                     if (approval := snapshot.nodes[node_id].approval) is not None and approval.decision == "rejected"]
         if rejected:  # back with the agent, to revise
             return f"{'; '.join(rejected)} (agent work: needs --model or TETHER_MODEL)"
-        return f"running at {', '.join(running or _movable(snapshot))} (resume to continue)"
-    failed = [f"failed at {node_id}: {_short(snapshot.nodes[node_id].error or 'no error recorded')}"
-              for node_id in _at(snapshot, "failed")]
+        return f"agent work at {', '.join(nodes)} (needs --model or TETHER_MODEL)"
+    failed = [f"failed at {w['node']}: {_short(w['error'] or 'no error recorded')}" for w in waits
+              if w["kind"] == "failed"]
     if failed:
         return "; ".join(failed)
     held = stuck(snapshot, short=True)

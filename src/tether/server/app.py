@@ -13,8 +13,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from importlib.metadata import version as _version
+from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
@@ -47,6 +49,7 @@ from tether.server.requests import DEFAULT_MAX_BODY, read_body
 from tether.server.sessions import SessionRoutes, status_of_code
 from tether.server.stream import KEEPALIVE, POLL
 from tether.server.takeover import TakeoverRoutes
+from tether.server.workflow_runs import WorkflowRunRoutes
 from tether.stores import Store
 from tether.workflow_host import RunQueueTask
 
@@ -118,6 +121,8 @@ def create_app(
     flow_refresh: float = 5.0,
     stream_poll: float = POLL,
     stream_keepalive: float = KEEPALIVE,
+    workflows: str | os.PathLike[str] | None = None,
+    workflow_workspace: str | os.PathLike[str] = ".",
     workflow_runs: bool | None = None,
     workflow_model: Model | ModelTiers | str | None = None,
 ) -> Starlette:
@@ -155,6 +160,10 @@ def create_app(
             ``scheduler``.
         workflow_model: the model of those runs' subprompt and agent nodes (``None``: runs whose
             only work is agent work are left to a worker with a model).
+        workflows: the directory of the workflow files (``<id>.yaml``, ``.yml``, ``.json``) that
+            ``POST /v1/workflows/{id}/runs`` starts runs of; ``None``: no runs are started here
+            (the stored runs of the caller's tenant are still listed and operable).
+        workflow_workspace: the working directory of the commands of the runs started here.
     """
     owned = not isinstance(runtime_or_agents, Runtime)
     if isinstance(runtime_or_agents, Runtime):
@@ -177,6 +186,8 @@ def create_app(
     routes = SessionRoutes(runtime, max_body=max_body, stream_poll=stream_poll, stream_keepalive=stream_keepalive)
     openai_routes = OpenAIRoutes(runtime, routes.busy, max_body=max_body)
     takeover = TakeoverRoutes(runtime, routes.session_of, max_body=max_body)
+    run_routes = WorkflowRunRoutes(runtime, workflows=Path(workflows) if workflows is not None else None,
+                                   workspace=Path(workflow_workspace), max_body=max_body)
     responses_route = ResponsesRoute(openai_routes, max_body=max_body)
     document = openapi_document(_version("tether"))
 
@@ -254,6 +265,15 @@ def create_app(
         (session + "/operator-messages", takeover.operator_message, ["POST"], False),
         ("/v1/handoffs", takeover.handoffs, ["GET"], False),
         ("/v1/costs", tenant_costs(runtime), ["GET"], False),
+        ("/v1/workflows", run_routes.workflows_list, ["GET"], False),
+        ("/v1/workflows/{workflow}/runs", run_routes.start, ["POST"], False),
+        ("/v1/workflow-runs", run_routes.list, ["GET"], False),
+        ("/v1/workflow-runs/{run}", run_routes.show, ["GET"], False),
+        ("/v1/workflow-runs/{run}/cancel", run_routes.cancel, ["POST"], False),
+        ("/v1/workflow-runs/{run}/nodes/{node}/approve", run_routes.approve, ["POST"], False),
+        ("/v1/workflow-runs/{run}/nodes/{node}/reject", run_routes.reject, ["POST"], False),
+        ("/v1/workflow-runs/{run}/nodes/{node}/input", run_routes.input, ["POST"], False),
+        ("/v1/workflow-runs/{run}/nodes/{node}/retry", run_routes.retry, ["POST"], False),
     ]
 
     @contextlib.asynccontextmanager

@@ -35,6 +35,15 @@ __all__ = [
     "StartBody",
     "TenantCosts",
     "TranscriptPage",
+    "WorkflowApproveBody",
+    "WorkflowCancelBody",
+    "WorkflowInputBody",
+    "WorkflowList",
+    "WorkflowRejectBody",
+    "WorkflowRetryBody",
+    "WorkflowRunList",
+    "WorkflowRunStartBody",
+    "WorkflowRunState",
 ]
 
 _STRICT = ConfigDict(extra="forbid")
@@ -133,9 +142,11 @@ class OperatorMessageSaid(BaseModel):
 class HandoffList(BaseModel):
     """``GET /v1/handoffs``: sessions waiting for a person, oldest hand-off first; each with
     ``session``, ``agent``, ``since`` (the hand-off), ``reason``, ``customer_messages`` and
-    ``operator_messages`` (since the hand-off) and ``last_customer_message``."""
+    ``operator_messages`` (since the hand-off) and ``last_customer_message``. ``next``: the
+    ``after`` of the next page (``null`` on the last)."""
 
     sessions: list[dict[str, Any]]
+    next: str | None = None
 
 
 class Envelope(BaseModel):
@@ -258,3 +269,94 @@ class FlowRegistered(BaseModel):
     flow: str
     version: str | None
     digest: str
+
+
+_BY = Field(default=None, max_length=200, description="who acts (recorded on the run's event, and as the "
+            "decision's or answer's author)")
+
+
+class WorkflowRunStartBody(BaseModel):
+    """``POST /v1/workflows/{workflow}/runs``: a new run, stored for the workers."""
+
+    model_config = _STRICT
+
+    input: dict[str, Any] = Field(default_factory=dict, description="the run input (over the workflow's defaults)")
+    autonomous: bool = Field(default=False, description="no pauses but mandatory approvals, gates and escalations")
+    run: str | None = Field(default=None, min_length=1, max_length=200, description="the run id (default: a new "
+                            "UUID); a run id already stored is a 409")
+
+
+class WorkflowApproveBody(BaseModel):
+    """``POST .../nodes/{node}/approve``: approve the node's pending approval."""
+
+    model_config = _STRICT
+
+    by: str | None = _BY
+    feedback: str | None = Field(default=None, description="a note (needed to override a failed check)")
+    response: Any = Field(default=None, description="a gate's response, in the gate's schema")
+
+
+class WorkflowRejectBody(BaseModel):
+    """``POST .../nodes/{node}/reject``: reject the node's pending approval, saying why."""
+
+    model_config = _STRICT
+
+    by: str | None = _BY
+    feedback: str = Field(min_length=1, description="why: the agent (or whoever asked) gets it to revise")
+
+
+class WorkflowInputBody(BaseModel):
+    """``POST .../nodes/{node}/input``: answer the node's input request."""
+
+    model_config = _STRICT
+
+    by: str | None = _BY
+    response: Any = Field(description="the answer, in the request's schema")
+
+
+class WorkflowRetryBody(BaseModel):
+    """``POST .../nodes/{node}/retry`` (optional): return a failed node to admission."""
+
+    model_config = _STRICT
+
+    by: str | None = _BY
+
+
+class WorkflowCancelBody(BaseModel):
+    """``POST /v1/workflow-runs/{run}/cancel`` (optional): cancel the run."""
+
+    model_config = _STRICT
+
+    by: str | None = _BY
+    reason: str | None = Field(default=None, max_length=2000, description="recorded on the nodes it stops")
+
+
+class WorkflowList(BaseModel):
+    """``GET /v1/workflows``: the workflows this server starts runs of (``id``, ``file``, ``nodes``)."""
+
+    workflows: list[dict[str, Any]]
+
+
+class WorkflowRunList(BaseModel):
+    """``GET /v1/workflow-runs``: the caller's runs, newest saved first: each with ``run``,
+    ``workflow``, ``status``, ``waiting`` (what it waits on: ``approval``, ``input``, ``agent``,
+    ``worker``, ``failed``, ``blocked`` or ``null``), ``waiting_on`` (the details), ``created_at``,
+    ``saved_at``. ``next``: the ``after`` of the next page (``null`` on the last)."""
+
+    runs: list[dict[str, Any]]
+    next: str | None = None
+
+
+class WorkflowRunState(BaseModel):
+    """``GET /v1/workflow-runs/{run}`` and every action's answer: the run (``run``, ``workflow``,
+    ``version``, ``status``, ``waiting``, ``waiting_on``, ``input``, ``output``, ``autonomous``,
+    ``model_calls``, ``usage``), its ``nodes`` (each node's state: status, generation, attempts
+    with their verdicts, approvals, input request, error) and its latest ``events``."""
+
+    run: str
+    workflow: str
+    status: str
+    waiting: str | None = None
+    waiting_on: list[dict[str, Any]]
+    nodes: list[dict[str, Any]]
+    events: list[dict[str, Any]] = Field(default_factory=list)

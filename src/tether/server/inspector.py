@@ -1,4 +1,5 @@
-"""The web inspector at ``/inspect``: a session list and a live session page, served by the API app.
+"""The web inspector at ``/inspect``: a session list and a live session page, and the workflow runs
+(``/inspect/workflow-runs``) with a page per run to act on it, served by the API app.
 
 The page is plain HTML, CSS and one script (``static/``), with no build step. It holds no data of
 its own: the script calls the ``/v1`` API with the key the user typed (kept in the tab's session
@@ -95,5 +96,6 @@ def inspector_routes(runtime: Runtime, guard: Callable[[Handler], Handler]) -> l
         Route("/", index, methods=["GET"]),
         Route("/api/agents", guard(agents), methods=["GET"]),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="inspector-static"),
-        Route("/{agent}/{session_id}", index, methods=["GET"]),
+        Route("/workflow-runs", index, methods=["GET"]),
+        Route("/{agent}/{session_id}", index, methods=["GET"]),  # a workflow run's page too (workflow-runs/{run})
     ])]

@@ -11,6 +11,7 @@ from tether.server import bodies
 __all__ = ["ROUTES", "openapi_document"]
 
 _S = "/v1/agents/{agent}/sessions/{session_id}"
+_R = "/v1/workflow-runs/{run}"
 
 ROUTES: list[tuple[str, str, str, type[BaseModel] | None, type[BaseModel] | None, int]] = [
     # (method, path, summary, request body, response body, success status)
@@ -46,6 +47,24 @@ ROUTES: list[tuple[str, str, str, type[BaseModel] | None, type[BaseModel] | None
      bodies.TenantCosts, 200),
     ("get", "/v1/handoffs", "The sessions waiting for a person, oldest hand-off first (operators)", None,
      bodies.HandoffList, 200),
+    ("get", "/v1/workflows", "The workflows this server starts runs of (tether serve --workflows DIR)", None,
+     bodies.WorkflowList, 200),
+    ("post", "/v1/workflows/{workflow}/runs", "Start a run of a workflow, stored for the workers (tether worker)",
+     bodies.WorkflowRunStartBody, bodies.WorkflowRunState, 201),
+    ("get", "/v1/workflow-runs", "The caller's workflow runs, newest saved first, with what each waits on (filters: "
+     "status, waiting, workflow; paged: limit, after)", None, bodies.WorkflowRunList, 200),
+    ("get", _R, "A workflow run: its nodes, what it waits on, attempts and verdicts, latest events", None,
+     bodies.WorkflowRunState, 200),
+    ("post", _R + "/cancel", "Cancel a workflow run (operators)", bodies.WorkflowCancelBody, bodies.WorkflowRunState,
+     200),
+    ("post", _R + "/nodes/{node}/approve", "Approve a node's pending approval (operators)", bodies.WorkflowApproveBody,
+     bodies.WorkflowRunState, 200),
+    ("post", _R + "/nodes/{node}/reject", "Reject a node's pending approval with feedback (operators)",
+     bodies.WorkflowRejectBody, bodies.WorkflowRunState, 200),
+    ("post", _R + "/nodes/{node}/input", "Answer a node's input request (operators)", bodies.WorkflowInputBody,
+     bodies.WorkflowRunState, 200),
+    ("post", _R + "/nodes/{node}/retry", "Retry a failed node (operators)", bodies.WorkflowRetryBody,
+     bodies.WorkflowRunState, 200),
     ("put", "/v1/agents/{agent}/flows/{flow}", "Register a new version of a flow (a flow file as JSON); 422 lists "
      "every issue", bodies.FlowBody, bodies.FlowRegistered, 200),
 ]
@@ -53,7 +72,8 @@ ROUTES: list[tuple[str, str, str, type[BaseModel] | None, type[BaseModel] | None
 _ERRORS = {"400": "bad JSON, an unsupported parameter, or a history that names no conversation",
            "401": "no or bad API key",
            "403": "another tenant's session, or an operator route without an operator key",
-           "404": "unknown agent, session or route", "409": "the session is not handed off (operator-messages)",
+           "404": "unknown agent, session, workflow, run (or another tenant's run), node or route",
+           "409": "the session is not handed off (operator-messages); the run cannot take the action now",
            "413": "body too large", "422": "invalid body or query"}
 
 
@@ -72,6 +92,12 @@ def _parameters(path: str) -> list[dict[str, Any]]:
     if path.endswith(("/transcript", "/events", "/sessions", "/handoffs")):
         params += [{"name": n, "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0}}
                    for n in (("after", "limit") if path.endswith(("/transcript", "/events")) else ("limit",))]
+    if path.endswith(("/handoffs", "/workflow-runs")):
+        params.append({"name": "after", "in": "query", "required": False, "schema": {"type": "string"}})
+    if path.endswith("/workflow-runs"):
+        params += [{"name": "limit", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1}},
+                   *({"name": n, "in": "query", "required": False, "schema": {"type": "string"}}
+                     for n in ("status", "waiting", "workflow"))]
     if path.endswith("/stream"):
         params += [{"name": "after", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0}},
                    {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string"}}]
@@ -102,7 +128,8 @@ def openapi_document(version: str) -> dict[str, Any]:
             operation["parameters"] = parameters
         if request is not None:
             # an empty body is the defaults
-            optional = request in (bodies.StartBody, bodies.SignalBody, bodies.ReleaseBody)
+            optional = request in (bodies.StartBody, bodies.SignalBody, bodies.ReleaseBody, bodies.WorkflowRunStartBody,
+                                   bodies.WorkflowApproveBody, bodies.WorkflowRetryBody, bodies.WorkflowCancelBody)
             operation["requestBody"] = {"required": not optional,
                                         "content": {"application/json": {"schema": _ref(request, schemas)}}}
         paths.setdefault(path, {})[method] = operation

@@ -4,8 +4,8 @@ A flow that escalates marks its session ``handed_off``: the bot stays quiet, cus
 recorded (each with a ``customer-message`` event on the session's stream, for the person's screen).
 An operator (a key of ``operator_keys`` once any is configured, else any key of the tenant):
 
-- lists the sessions waiting for a person, oldest hand-off first, with the reason
-  (``GET /v1/handoffs``);
+- lists the sessions waiting for a person, oldest hand-off first, with the reason, a page at a
+  time (``GET /v1/handoffs``: every waiting session of the tenant is sorted, so none is missed);
 - answers the customer (``POST .../operator-messages``: a transcript message ``role: "agent"``
   with ``by``, and an ``operator-message`` event that reaches the customer's event stream);
 - gives the session back to the bot (``POST .../release``).
@@ -17,6 +17,7 @@ nobody has answered yet): never an empty answer.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from starlette.requests import Request
@@ -99,12 +100,16 @@ class TakeoverRoutes:
         return JSONResponse({"session": doc.id, "status": stored.status if stored is not None else "deleted"})
 
     async def handoffs(self, request: Request) -> Response:
-        """``GET /v1/handoffs``: the caller's sessions waiting for a person, oldest hand-off first."""
+        """``GET /v1/handoffs``: the caller's sessions waiting for a person, oldest hand-off first,
+        a page at a time (``limit``; ``after``: the ``next`` of the page before)."""
         require_operator(request)
         limit = query_int(request, "limit", 100, low=1, high=500)
+        after = _cursor(request.query_params.get("after"))
         store = self.runtime.store
         waiting: list[dict[str, Any]] = []
-        for summary in await store.list(status="handed_off", tenant=request.state.tenant, limit=limit):
+        # every waiting session of the tenant (the store's handed-off index holds only those),
+        # sorted here by its hand-off, so a page never misses the oldest behind newer saves
+        for summary in await store.list(status="handed_off", tenant=request.state.tenant, limit=_ALL):
             if summary.agent not in self.runtime.agents:
                 continue
             events = await store.events(summary.id)
@@ -118,5 +123,32 @@ class TakeoverRoutes:
                 "customer_messages": len(asked), "operator_messages": len(answered),
                 "last_customer_message": asked[-1].data.get("text") if asked else None,
             })
-        waiting.sort(key=lambda row: (row["since"], row["session"]))
-        return JSONResponse({"sessions": waiting})
+        waiting.sort(key=_key)
+        if after is not None:
+            waiting = [row for row in waiting if _key(row) > after]
+        page = waiting[:limit]
+        more = len(waiting) > limit
+        return JSONResponse({"sessions": page, "next": f"{page[-1]['since']}|{page[-1]['session']}" if more else None})
+
+
+_ALL = 1_000_000
+"""How many waiting sessions of one tenant ``GET /v1/handoffs`` sorts at most (all of them, in practice)."""
+
+
+def _key(row: dict[str, Any]) -> tuple[datetime, str]:
+    return datetime.fromisoformat(row["since"]), row["session"]
+
+
+def _cursor(text: str | None) -> tuple[datetime, str] | None:
+    """``after=<since>|<session>`` (a page's ``next``) as a sort key; 422 ``invalid-query`` when malformed."""
+    if text is None:
+        return None
+    since, sep, session = text.partition("|")
+    try:  # a "+" the client left unescaped arrives as a space
+        at = datetime.fromisoformat(since.replace(" ", "+"))
+    except ValueError:
+        at = None
+    if not sep or not session or at is None or at.tzinfo is None:
+        raise ApiError(422, "invalid-query", "query parameter 'after' must be the 'next' of a page "
+                       "(<since>|<session>)")
+    return at, session

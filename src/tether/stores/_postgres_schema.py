@@ -13,12 +13,17 @@ from typing import TYPE_CHECKING
 from tether.errors import StoreError
 from tether.stores.conversation_keys import POSTGRES_TABLE as POSTGRES_CONVERSATIONS
 from tether.stores.flow_versions import POSTGRES_ONE_ACTIVE, POSTGRES_TABLE
+from tether.stores.records import DEFAULT_TENANT
 from tether.stores.run_queue import POSTGRES_TABLE as POSTGRES_RUN_QUEUE
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate", "quote_schema"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "TENANT", "migrate", "quote_schema"]
+
+TENANT = f"COALESCE(NULLIF(doc->'metadata'->'config'->>'tenant', ''), '{DEFAULT_TENANT}')"
+"""A session's tenant (``session_tenant``), as the SQL of the tenant index: a query that filters
+by tenant says exactly this (the default a literal, not a parameter), so the planner takes the index."""
 
 MIGRATIONS: list[tuple[int, list[str]]] = [
     (
@@ -87,6 +92,15 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
     ),
     (5, POSTGRES_CONVERSATIONS),  # the session of a conversation a client replays in full
     (6, POSTGRES_RUN_QUEUE),  # the workflow runs a worker should drive (open runs stored before are queued)
+    (
+        7,
+        [  # Store.list(tenant=...), and its handed-off sessions (GET /v1/handoffs): no scan of every document
+            f"CREATE INDEX IF NOT EXISTS tether_sessions_tenant ON {{s}}.tether_sessions "
+            f"(({TENANT}), saved_at DESC, id)",
+            "CREATE INDEX IF NOT EXISTS tether_sessions_handed_off ON {s}.tether_sessions (saved_at) "
+            "WHERE status = 'handed_off'",
+        ],
+    ),
 ]
 """``(version, statements)`` in ascending order; every statement is safe to run twice."""
 

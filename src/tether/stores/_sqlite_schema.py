@@ -12,9 +12,18 @@ import sqlite3
 from tether.errors import StoreError
 from tether.stores.conversation_keys import SQLITE_TABLE as SQLITE_CONVERSATIONS
 from tether.stores.flow_versions import SQLITE_ONE_ACTIVE, SQLITE_TABLE
+from tether.stores.records import DEFAULT_TENANT
 from tether.stores.run_queue import SQLITE_TABLE as SQLITE_RUN_QUEUE
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "TENANT", "migrate"]
+
+TENANT = (f"CASE WHEN json_valid(doc) THEN COALESCE(NULLIF(json_extract(doc, '$.metadata.config.tenant'), ''), "
+          f"'{DEFAULT_TENANT}') ELSE '{DEFAULT_TENANT}' END")
+"""A session's tenant (``session_tenant``), as the SQL of the tenant index: a query that filters
+by tenant says exactly this, so SQLite takes the index instead of parsing every document. A row
+that is not JSON SQLite can read (a corrupt row, a document nested past its depth limit) indexes as
+the default tenant's instead of failing the write, or the migration that builds the index; loading
+it still fails as before, with the session's id."""
 
 MIGRATIONS: list[tuple[int, list[str]]] = [
     (
@@ -90,6 +99,14 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
     ),
     (6, SQLITE_CONVERSATIONS),  # the session of a conversation a client replays in full
     (7, SQLITE_RUN_QUEUE),  # the workflow runs a worker should drive (open runs stored before are queued)
+    (
+        8,
+        [  # Store.list(tenant=...), and its handed-off sessions (GET /v1/handoffs): no scan of every document
+            f"CREATE INDEX IF NOT EXISTS tether_sessions_tenant ON tether_sessions ({TENANT}, saved_at DESC, id)",
+            "CREATE INDEX IF NOT EXISTS tether_sessions_handed_off ON tether_sessions (saved_at) "
+            "WHERE status = 'handed_off'",
+        ],
+    ),
 ]
 """``(version, statements)`` in ascending order; every statement is safe to run twice."""
 

@@ -28,14 +28,13 @@ from tether.stores._postgres_io import (
     wake_from_row,
 )
 from tether.stores._postgres_lease import PostgresLease, hold_postgres_lease
-from tether.stores._postgres_schema import migrate, quote_schema
+from tether.stores._postgres_schema import TENANT, migrate, quote_schema
 from tether.stores.base import ClockLike, Store, backend_errors, messages_from_rows, utc
 from tether.stores.conversation_keys import postgres_find_key, postgres_put_key
 from tether.stores.flow_versions import FlowVersion, Status, StoredFlow, postgres_flows, postgres_put
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
 from tether.stores.record_forms import events_from_row, journal_from_row
 from tether.stores.records import (
-    DEFAULT_TENANT,
     JournalEntry,
     QueuedRun,
     SessionSummary,
@@ -343,14 +342,13 @@ class PostgresStore(Store):
             pattern = agent_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
             where.append("agent LIKE %(pattern)s ESCAPE '\\'")
         if tenant is not None:
-            where.append("COALESCE(NULLIF(doc->'metadata'->'config'->>'tenant', ''), %(default)s) = %(tenant)s")
+            where.append(f"{TENANT} = %(tenant)s")
         rows = await self._fetchall(
             "list",
             None,
             f"SELECT id, agent, status, revision, created_at, saved_at FROM {self._s}.tether_sessions "
             f"WHERE {' AND '.join(where)} ORDER BY saved_at DESC, id LIMIT %(limit)s",
-            {"agent": agent, "status": status, "limit": limit, "pattern": pattern, "tenant": tenant,
-             "default": DEFAULT_TENANT},
+            {"agent": agent, "status": status, "limit": limit, "pattern": pattern, "tenant": tenant},
         )
         return [
             SessionSummary(

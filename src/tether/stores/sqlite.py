@@ -40,7 +40,7 @@ from tether.engine.core.session import Session, TranscriptMessage
 from tether.errors import SessionConflict, SessionFlowMismatch, StoreError
 from tether.stores._sqlite_io import from_us, insert_records, to_us, wake_from_row
 from tether.stores._sqlite_lease import SQLiteLease, hold_sqlite_lease
-from tether.stores._sqlite_schema import migrate
+from tether.stores._sqlite_schema import TENANT, migrate
 from tether.stores._sqlite_thread import ConnectionThread, Outcome
 from tether.stores.base import ClockLike, Store, backend_errors, messages_from_rows, prefix_bounds, utc
 from tether.stores.conversation_keys import sqlite_find_key, sqlite_put_key
@@ -48,7 +48,6 @@ from tether.stores.flow_versions import FlowVersion, Status, StoredFlow, sqlite_
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
 from tether.stores.record_forms import events_from_row, journal_from_row
 from tether.stores.records import (
-    DEFAULT_TENANT,
     JournalEntry,
     QueuedRun,
     SessionSummary,
@@ -404,8 +403,8 @@ class SQLiteStore(Store):
         where: builtins.list[str] = []
         params: builtins.list[str | int] = []
         if tenant is not None:
-            where.append("COALESCE(NULLIF(json_extract(doc, '$.metadata.config.tenant'), ''), ?) = ?")
-            params += [DEFAULT_TENANT, tenant]
+            where.append(f"{TENANT} = ?")
+            params.append(tenant)
         if agent is not None:
             where.append("agent = ?")
             params.append(agent)

@@ -125,6 +125,7 @@ class WorkflowRun:
         self.leave_model_work = leave_model_work and self.models.default is None
         self._models: dict[str, Model | None] = {}
         self.journal: list[dict[str, Any]] = []  # tool calls waiting for the next save (JournalEntry fields)
+        self.notes: list[dict[str, Any]] = []  # events waiting for the next save (see note())
         self.ancestry = (*_ancestry, self.graph.id)
         self._parent = _parent
         self.resolver = resolve
@@ -213,11 +214,17 @@ class WorkflowRun:
                 self._snapshot = after
         return self._snapshot
 
+    def note(self, event: dict[str, Any]) -> None:
+        """Write ``event`` (a dict with a ``type``) with the run's next save, in its transaction:
+        what a person did to the run, say, beside the node changes it made."""
+        self.notes.append({**event, "run_id": self.run_id})
+
     async def _save(self, before: WorkflowSnapshot | None, after: WorkflowSnapshot) -> None:
         journal, self.journal = self.journal, []
+        notes, self.notes = self.notes, []
         if self.snapshots is None:
             return
-        events = _events(self.graph, before, after)
+        events = [*notes, *_events(self.graph, before, after)]
         work = pending_work(self.graph, after) if self.snapshots.queue else False
         if self._revision is None:
             self._revision = await self.snapshots.create(after, events, journal, work=work)
@@ -308,11 +315,11 @@ class WorkflowRun:
 
     @classmethod
     def from_file(cls, path: str | Path, *, store: Store | None = None, workspace: str | Path = ".",
-                  **options: Any) -> WorkflowRun:
+                  tenant: str | None = None, **options: Any) -> WorkflowRun:
         """A new run of the workflow in ``path``; the store keeps the file (and the workspace), so
         :meth:`load` finds the definition again without being given it."""
         launch = {"file": str(Path(path).resolve()), "workspace": str(Path(workspace).resolve())}
-        snapshots = SnapshotStore(store, launch=launch) if store is not None else None
+        snapshots = SnapshotStore(store, launch=launch, tenant=tenant) if store is not None else None
         return cls(load_workflow_file(path), store=snapshots, workspace=workspace, **options)
 
     @classmethod

@@ -68,15 +68,21 @@ class SnapshotStore:
     ``metadata.launch`` on every save; without it, a loaded run keeps the one it was stored with.
     ``queue``: whether saves keep the run's place in the run queue (``False`` for the worker
     driving the run: it holds the run's row).
+    ``tenant``: the tenant a new run belongs to (``metadata.config.tenant``, as a session's: the
+    server lists and acts on a run for its tenant only); a loaded run keeps the one it was stored
+    with, and a run stored without one is the default tenant's.
     """
 
-    def __init__(self, store: Store, *, launch: Mapping[str, str] | None = None, queue: bool = True) -> None:
+    def __init__(self, store: Store, *, launch: Mapping[str, str] | None = None, queue: bool = True,
+                 tenant: str | None = None) -> None:
         self.store = store
         self.launch = dict(launch) if launch else None
         self.queue = queue
+        self.tenant = tenant
         self._queued: dict[str, str | None] = {}  # run -> the queue state this store last wrote
         self._created: dict[str, datetime] = {}
         self._launched: dict[str, Any] = {}
+        self._config: dict[str, Any] = {}  # run id -> the metadata.config it was stored with
         self._whole: set[str] = set()  # runs whose every node this store wrote as a part
 
     def _document(self, snapshot: WorkflowSnapshot, revision: int) -> Session:
@@ -85,6 +91,11 @@ class SnapshotStore:
         launch = self.launch if self.launch is not None else self._launched.get(snapshot.run_id)
         if launch:
             metadata["launch"] = launch
+        config = self._config.get(snapshot.run_id)
+        if config is None and self.tenant is not None:
+            config = {"tenant": self.tenant}
+        if config:
+            metadata["config"] = config
         return Session(
             id=snapshot.run_id, revision=revision, agent=f"{WORKFLOW_AGENT_PREFIX}{snapshot.workflow_id}",
             status=document_status(snapshot),
@@ -168,6 +179,8 @@ class SnapshotStore:
         self._queued.pop(run_id, None)
         if "launch" in document.metadata:
             self._launched[run_id] = document.metadata["launch"]
+        if isinstance(document.metadata.get("config"), dict):
+            self._config[run_id] = document.metadata["config"]
         return snapshot, document.revision
 
 

@@ -67,14 +67,17 @@ def worker_name() -> str:
 
 async def queue_run(store: Store, file: str | Path, *, input: dict[str, Any] | None = None,
                     workspace: str | Path = ".", autonomous: bool = False,
-                    run_id: str | None = None) -> WorkflowSnapshot:
+                    run_id: str | None = None, tenant: str | None = None) -> WorkflowSnapshot:
     """Store a new run of the workflow in ``file`` and queue it for the workers; returns its
     first snapshot. The store keeps the file and the workspace (resolved), so any worker loads the
     definition again; the whole sub-flow tree is resolved (from the file's directory) and checked
     here, so a broken definition raises :class:`~tether.errors.WorkflowDefinitionError` before
-    anything is stored. An existing ``run_id`` raises ``SessionConflict``."""
+    anything is stored. An existing ``run_id`` raises ``SessionConflict``. ``tenant``: the tenant
+    the run belongs to (the server lists and acts on it for that tenant only; none: the default
+    tenant's). ``tether workflow run --detach`` and the server's ``POST /v1/workflows/{id}/runs``
+    both store their runs here."""
     run = WorkflowRun.from_file(file, store=store, workspace=workspace, input=input, autonomous=autonomous,
-                                run_id=run_id, resolve=workflow_directory_resolver(Path(file).parent))
+                                run_id=run_id, tenant=tenant, resolve=workflow_directory_resolver(Path(file).parent))
     await run.save()
     return run.snapshot
 

@@ -28,7 +28,7 @@ from tether.engine.core.storable import UNSTORABLE
 from tether.errors import InvalidInputError
 
 __all__ = ["MAX_KEY_CHARS", "MAX_MESSAGE_CHARS", "MAX_PAYLOAD_DEPTH", "CheckedInput", "check_input", "check_text",
-           "checked"]
+           "check_value", "checked"]
 
 MAX_MESSAGE_CHARS = 100_000
 """The longest customer message a turn accepts, in characters (about 25k tokens)."""
@@ -57,8 +57,10 @@ def check_text(text: str, where: str, limit: int | None = None) -> None:
         raise InvalidInputError(f"{where} holds {what} at index {bad.start()}; it cannot be stored", where=where)
 
 
-def _check_value(value: Any, where: str) -> None:
-    """Every string (keys included) inside a payload, and its depth, walked without recursion."""
+def check_value(value: Any, where: str) -> None:
+    """Raise :class:`~tether.errors.InvalidInputError` when a string inside ``value`` (keys
+    included) cannot be stored, or ``value`` is nested deeper than :data:`MAX_PAYLOAD_DEPTH`;
+    walked without recursion. ``where`` names it in the error."""
     stack: list[tuple[Any, str, int]] = [(value, where, 0)]
     while stack:
         item, path, depth = stack.pop()
@@ -96,16 +98,16 @@ def check_input(input: TurnInput) -> CheckedInput:
     elif isinstance(input, Event):
         check_text(input.name, "event.name", MAX_KEY_CHARS)
         check_text(input.key, "event.key", MAX_KEY_CHARS)
-        _check_value(input.payload, "event.payload")
+        check_value(input.payload, "event.payload")
     elif isinstance(input, Start):
         check_text(input.flow, "start.flow", MAX_KEY_CHARS)
         check_text(input.key, "start.key", MAX_KEY_CHARS)
-        _check_value(input.input, "start.input")
+        check_value(input.input, "start.input")
     elif isinstance(input, Signal):
         check_text(input.name, "signal.name", MAX_KEY_CHARS)
         if input.id is not None:
             check_text(input.id, "signal.id", MAX_KEY_CHARS)
-        _check_value(input.payload, "signal.payload")
+        check_value(input.payload, "signal.payload")
     elif isinstance(input, Approval):
         check_text(input.approval_id, "approval.approval_id", MAX_KEY_CHARS)
         for text, where in ((input.feedback, "approval.feedback"), (input.decided_by, "approval.decided_by")):

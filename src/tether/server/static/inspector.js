@@ -1,4 +1,5 @@
-// The tether inspector: a session list and a live session page over the /v1 API.
+// The tether inspector: a session list and a live session page, and the workflow runs with a run
+// page to act on them, over the /v1 API.
 // Plain script, no build step. The API key (when the server has keys) lives in sessionStorage.
 "use strict";
 
@@ -703,14 +704,229 @@ function drawFlow(graph, runs, onFlow) {
   return root;
 }
 
+// ------------------------------------------------------------------------------------------ workflow runs
+
+function runHref(id) { return `${ROOT}/inspect/workflow-runs/${encodeURIComponent(id)}`; }
+
+// What a run waits on, in a few words (the list's column).
+function waitingText(waits) {
+  return waits.map((w) => {
+    if (w.kind === "approval") return `${w.decision === "rejected" ? "rejected" : "approval"} at ${w.node}: ${w.summary}`;
+    if (w.kind === "input") return `input at ${w.node}: ${w.prompt}`;
+    if (w.kind === "agent" || w.kind === "worker") return `${w.kind === "agent" ? "agent work" : "a worker"} at ${w.nodes.join(", ")}`;
+    if (w.kind === "failed") return `failed at ${w.node}${w.error ? ": " + w.error : ""}`;
+    return `blocked at ${w.node}: ${w.why}`;
+  }).join("; ");
+}
+
+async function runsView() {
+  $("#view").append($("#runs-view").content.cloneNode(true));
+  $("#nav-runs").classList.add("here");
+  const filters = $("#run-filters");
+  const params = new URLSearchParams(location.search);
+  filters.waiting.value = params.get("waiting") || "";
+  filters.status.value = params.get("status") || "";
+  let next = null;
+
+  const row = (r) => el("tr", { "data-run": r.run },
+    el("td", {}, el("a", { href: runHref(r.run) }, el("code", {}, r.run))), el("td", {}, r.workflow),
+    el("td", {}, badge(r.status)), el("td", { class: "waits" }, short(waitingText(r.waiting_on), 160)),
+    el("td", {}, when(r.saved_at)));
+  const load = async (more = false) => {
+    const query = new URLSearchParams();
+    if (filters.waiting.value) query.set("waiting", filters.waiting.value);
+    if (filters.status.value) query.set("status", filters.status.value);
+    if (more && next) query.set("after", next);
+    const page = await api(`/v1/workflow-runs?${query}`);
+    const body = $("#wf-runs tbody");
+    if (more) body.append(...page.runs.map(row)); else body.replaceChildren(...page.runs.map(row));
+    next = page.next;
+    $("#wf-more").hidden = next === null;
+    $("#no-wf-runs").hidden = body.children.length > 0;
+  };
+  filters.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const query = new URLSearchParams();
+    if (filters.waiting.value) query.set("waiting", filters.waiting.value);
+    if (filters.status.value) query.set("status", filters.status.value);
+    history.replaceState(null, "", `${ROOT}/inspect/workflow-runs${query.size ? "?" + query : ""}`);
+    load().catch(showError);
+  });
+  $("#wf-more").addEventListener("click", () => load(true).catch(showError));
+
+  const { workflows } = await api("/v1/workflows");
+  const form = $("#start-run");
+  const startable = workflows.filter((w) => !w.error);
+  $("#start-run-card").hidden = !startable.length;
+  form.workflow.replaceChildren(...startable.map((w) => el("option", { value: w.id }, w.id)));
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    clearError();
+    try {
+      const body = {};
+      if (form.input.value.trim()) body.input = parseJson(form.input.value, "run input");
+      const run = await api(`/v1/workflows/${encodeURIComponent(form.workflow.value)}/runs`, { method: "POST", body });
+      location.href = runHref(run.run);
+    } catch (error) { showError(error); }
+  });
+  await load();
+  setInterval(() => { if (!document.hidden && !$("#wf-more").dataset.paged) load().catch(() => {}); }, 5000);
+  $("#wf-more").addEventListener("click", () => { $("#wf-more").dataset.paged = "1"; });
+}
+
+class RunPage {
+  constructor(id) {
+    this.id = id;
+    this.asks = "";   // what the action forms were built for: rebuilt only when it changes
+  }
+
+  get path() { return `/v1/workflow-runs/${encodeURIComponent(this.id)}`; }
+
+  async start() {
+    $("#view").append($("#run-view").content.cloneNode(true));
+    $("#nav-runs").classList.add("here");
+    $("#r-id").textContent = this.id;
+    $("#crumbs").replaceChildren(el("a", { href: `${ROOT}/inspect/workflow-runs` }, "workflow runs"), " / ", this.id);
+    const by = $("#r-by");
+    by.value = sessionStorage.getItem(OPERATOR_STORE) || "";
+    by.addEventListener("input", () => sessionStorage.setItem(OPERATOR_STORE, by.value.trim()));
+    $("#r-cancel").addEventListener("click", () => {
+      const reason = prompt("Why cancel this run? (optional)");
+      if (reason !== null) this.act("cancel", null, { reason: reason.trim() || null });
+    });
+    await this.refresh();
+    setInterval(() => { if (!document.hidden) this.refresh().catch(() => {}); }, 2000);
+  }
+
+  async refresh() { this.render(await api(this.path)); }
+
+  // One action (approve, reject, input, retry on a node; cancel on the run); the page shows the run after it.
+  async act(action, node, body = {}) {
+    clearError();
+    const path = node === null ? `${this.path}/${action}`
+      : `${this.path}/nodes/${encodeURIComponent(node)}/${action}`;
+    try {
+      const run = await api(path, { method: "POST", body: { by: $("#r-by").value.trim() || null, ...body } });
+      this.asks = "";
+      this.render(run);
+    } catch (error) { showError(error); }
+  }
+
+  render(run) {
+    $("#r-workflow").textContent = run.workflow;
+    $("#r-status").replaceWith(Object.assign(badge(run.status), { id: "r-status" }));
+    $("#r-usage").textContent = run.model_calls ? `${run.model_calls} model call(s)` : "";
+    $("#r-cancel").hidden = ["complete", "cancelled"].includes(run.status) || (run.status === "failed"
+      && !run.waiting_on.some((w) => w.kind === "failed" && w.retryable));
+    this.renderWaiting(run);
+    this.renderNodes(run);
+    $("#r-io").replaceChildren(el("dt", {}, "input"), el("dd", {}, JSON.stringify(run.input)),
+      el("dt", {}, "output"), el("dd", {}, run.output ? JSON.stringify(run.output) : "–"));
+    const events = run.events.slice().reverse();
+    $("#r-events").replaceChildren(...events.map((e) => el("li", { class: `event ${e.type.replace(".", "-")}`, "data-seq": e.seq },
+      el("span", { class: "seq" }, `#${e.seq}`), el("span", { class: "type" }, e.type), el("span", { class: "at" }, when(e.at)),
+      el("details", {}, el("summary", {}, short(describeRunEvent(e))), el("pre", {}, JSON.stringify(e.data, null, 2))))));
+    if (!events.length) $("#r-events").append(el("li", { class: "empty" }, "No events yet."));
+  }
+
+  // The approvals and input requests, each with its form; a form being filled in is kept as it is.
+  renderWaiting(run) {
+    const asks = JSON.stringify(run.waiting_on);
+    if (asks === this.asks) return;
+    this.asks = asks;
+    const cards = run.waiting_on.map((w) => {
+      if (w.kind === "approval") return this.approvalForm(w);
+      if (w.kind === "input") return this.inputForm(w);
+      return el("p", { class: "wait", "data-wait": w.kind }, waitingText([w]));
+    });
+    $("#r-waiting").replaceChildren(...(cards.length ? cards : [el("p", { class: "empty" }, `Nothing: the run is ${run.status}.`)]));
+  }
+
+  approvalForm(w) {
+    const feedback = el("textarea", { rows: 2, name: "feedback", placeholder: "Feedback (needed to reject)" });
+    const typed = w.schema && w.schema.kind && w.schema.kind !== "text";
+    const response = typed ? el("textarea", { rows: 2, name: "response", placeholder: `response (JSON, ${w.schema.kind})` }) : null;
+    const rejected = w.decision === "rejected";
+    return el("div", { class: "ask approval", "data-node": w.node },
+      el("p", { class: "summary" }, `${w.node}: ${w.summary}`),
+      el("p", { class: "muted" }, rejected ? "rejected: waiting for a fresh request" : `${w.approval} approval`),
+      rejected ? null : feedback, rejected ? null : response,
+      rejected ? null : el("div", { class: "buttons" },
+        el("button", { type: "button", class: "approve", onclick: () => {
+          try {
+            const body = { feedback: feedback.value.trim() || null };
+            if (response && response.value.trim()) body.response = parseJson(response.value, `${w.node} response`);
+            this.act("approve", w.node, body);
+          } catch (error) { showError(error); }
+        } }, "Approve"),
+        el("button", { type: "button", class: "reject", onclick: () => {
+          if (!feedback.value.trim()) { showError({ code: "feedback-needed", message: "say why you reject it" }); return; }
+          this.act("reject", w.node, { feedback: feedback.value.trim() });
+        } }, "Reject")));
+  }
+
+  inputForm(w) {
+    const kind = (w.schema && w.schema.kind) || "text";
+    const answer = kind === "text" ? el("input", { name: "response", placeholder: "answer" })
+      : el("textarea", { rows: 3, name: "response", placeholder: `answer (JSON, ${kind})` });
+    const form = el("form", { class: "ask input", "data-node": w.node },
+      el("p", { class: "summary" }, `${w.node} asks: ${w.prompt}`), answer,
+      el("div", { class: "buttons" }, el("button", { type: "submit" }, "Answer")));
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      try {
+        const response = kind === "text" ? answer.value : parseJson(answer.value, `${w.node} answer`);
+        this.act("input", w.node, { response });
+      } catch (error) { showError(error); }
+    });
+    return form;
+  }
+
+  renderNodes(run) {
+    const retryable = new Set(run.waiting_on.filter((w) => w.kind === "failed" && w.retryable).map((w) => w.node));
+    $("#r-nodes tbody").replaceChildren(...run.nodes.map((node) => {
+      const attempts = node.attempts || [];
+      const last = attempts[attempts.length - 1];
+      const verdict = last && last.verdict ? ` · check ${last.verdict.passed ? "passed" : "failed"}` : "";
+      const detail = node.error || (node.approval ? `${node.approval.summary}${node.approval.decision ? " [" + node.approval.decision
+        + (node.approval.feedback ? ": " + node.approval.feedback : "") + "]" : ""}` : "")
+        || (node.input_request ? `${node.input_request.prompt}${node.input_request.response !== undefined
+          && node.input_request.response !== null ? " → " + JSON.stringify(node.input_request.response) : ""}` : "")
+        || (node.output && node.output.summary) || "";
+      return el("tr", { "data-node": node.id },
+        el("td", {}, el("code", {}, node.id)), el("td", {}, node.kind || ""), el("td", {}, badge(node.status)),
+        el("td", {}, attempts.length ? `${attempts.length}${last.exit_code !== undefined && last.exit_code !== null
+          ? " · exit " + last.exit_code : ""}${verdict}` : ""),
+        el("td", { class: "detail" }, short(detail, 200), el("details", {}, el("summary", {}, "state"),
+          el("pre", {}, JSON.stringify(node, null, 2)))),
+        el("td", {}, retryable.has(node.id)
+          ? el("button", { type: "button", class: "retry", onclick: () => this.act("retry", node.id) }, "Retry") : ""));
+    }));
+  }
+}
+
+function describeRunEvent(event) {
+  const data = event.data || {};
+  if (event.type === "workflow.action") {
+    return [data.action, data.node, data.by && `by ${data.by}`, data.feedback || data.reason].filter(Boolean).join(" · ");
+  }
+  return [data.node, data.status].filter(Boolean).join(" · ") || JSON.stringify(data);
+}
+
 // ------------------------------------------------------------------------------------------ start
 
 async function main() {
   setupKeyForm();
   const rest = location.pathname.slice(ROOT.length + "/inspect".length).split("/").filter(Boolean);
   try {
-    if (rest.length === 2) await new SessionPage(decodeURIComponent(rest[0]), decodeURIComponent(rest[1])).start();
-    else await listView();
+    if (rest[0] === "workflow-runs") {
+      if (rest.length === 2) await new RunPage(decodeURIComponent(rest[1])).start();
+      else await runsView();
+    } else if (rest.length === 2) await new SessionPage(decodeURIComponent(rest[0]), decodeURIComponent(rest[1])).start();
+    else {
+      $("#nav-sessions").classList.add("here");
+      await listView();
+    }
   } catch (error) { showError(error); }
 }
 
