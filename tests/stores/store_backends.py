@@ -304,6 +304,45 @@ DURABLE = [
 ]
 
 
+def sqlite_before(backend: SQLiteBackend, migration: tuple[str, ...], insert: str, rows: list[tuple[Any, ...]]) -> None:
+    """Make ``backend``'s database as it was before ``migration`` (one of the SQLite schema's
+    migrations, by identity) was added, holding ``rows`` (``insert``: its statement, ``?`` params)."""
+    from tether.stores import _sqlite_schema as schema
+
+    before = next(v for v, statements in schema.MIGRATIONS if statements is migration) - 1
+    Path(backend.target).parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(backend.target, isolation_level=None)
+    try:
+        for version, statements in schema.MIGRATIONS:
+            for statement in statements if version <= before else []:
+                conn.execute(statement)
+        conn.execute("CREATE TABLE tether_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        conn.execute("INSERT INTO tether_meta VALUES ('schema_version', ?)", (str(before),))
+        conn.executemany(insert, rows)
+    finally:
+        conn.close()
+
+
+async def postgres_before(backend: PostgresBackend, migration: tuple[str, ...], insert: str,
+                          rows: list[tuple[Any, ...]]) -> None:
+    """:func:`sqlite_before` for PostgreSQL: ``insert`` names the schema as ``{s}``, params ``%s``."""
+    import psycopg
+
+    from tether.stores import _postgres_schema as schema
+
+    before = next(v for v, statements in schema.MIGRATIONS if statements is migration) - 1
+    s = f'"{backend.schema}"'
+    async with await psycopg.AsyncConnection.connect(backend.target, autocommit=True) as conn:
+        await conn.execute(f"CREATE SCHEMA {s}")
+        for version, statements in schema.MIGRATIONS:
+            for statement in statements if version <= before else []:
+                await conn.execute(statement.format(s=s))
+        await conn.execute(f"CREATE TABLE {s}.tether_meta (key text PRIMARY KEY, value text NOT NULL)")
+        await conn.execute(f"INSERT INTO {s}.tether_meta VALUES ('schema_version', %s)", (str(before),))
+        async with conn.cursor() as cur:
+            await cur.executemany(insert.format(s=s), rows)
+
+
 async def open_backend(name: str, clock: FakeClock, tmp_path: Path) -> Backend:
     if name == "memory":
         return MemoryBackend(clock)

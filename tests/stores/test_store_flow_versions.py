@@ -10,15 +10,12 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections import Counter
-from pathlib import Path
 
 import pytest
-from store_backends import Backend, PostgresBackend, SQLiteBackend
+from store_backends import Backend, PostgresBackend, SQLiteBackend, postgres_before, sqlite_before
 
 from tether.errors import StoreError
 from tether.stores import Store
-from tether.stores import _postgres_schema as pg_schema
-from tether.stores import _sqlite_schema as sqlite_schema
 from tether.stores.flow_versions import POSTGRES_ONE_ACTIVE, SQLITE_ONE_ACTIVE, FlowVersion
 
 ROUNDS = 30
@@ -115,36 +112,15 @@ OLD_ROWS = [
 
 
 def _sqlite_before_the_rule(backend: SQLiteBackend) -> None:
-    before = next(v for v, statements in sqlite_schema.MIGRATIONS if statements is SQLITE_ONE_ACTIVE) - 1
-    Path(backend.target).parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(backend.target, isolation_level=None)
-    try:
-        for version, statements in sqlite_schema.MIGRATIONS:
-            for statement in statements if version <= before else []:
-                conn.execute(statement)
-        conn.execute("CREATE TABLE tether_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        conn.execute("INSERT INTO tether_meta VALUES ('schema_version', ?)", (str(before),))
-        conn.executemany("INSERT INTO tether_flows (agent, flow, version, digest, document, status, created_at) "
-                         "VALUES (?, ?, ?, 'd', '{}', ?, 0)", OLD_ROWS)
-    finally:
-        conn.close()
+    sqlite_before(backend, SQLITE_ONE_ACTIVE,
+                  "INSERT INTO tether_flows (agent, flow, version, digest, document, status, created_at)"
+                  " VALUES (?, ?, ?, 'd', '{}', ?, 0)", OLD_ROWS)
 
 
 async def _postgres_before_the_rule(backend: PostgresBackend) -> None:
-    import psycopg
-
-    before = next(v for v, statements in pg_schema.MIGRATIONS if statements is POSTGRES_ONE_ACTIVE) - 1
-    s = f'"{backend.schema}"'
-    async with await psycopg.AsyncConnection.connect(backend.target, autocommit=True) as conn:
-        await conn.execute(f"CREATE SCHEMA {s}")
-        for version, statements in pg_schema.MIGRATIONS:
-            for statement in statements if version <= before else []:
-                await conn.execute(statement.format(s=s))
-        await conn.execute(f"CREATE TABLE {s}.tether_meta (key text PRIMARY KEY, value text NOT NULL)")
-        await conn.execute(f"INSERT INTO {s}.tether_meta VALUES ('schema_version', %s)", (str(before),))
-        async with conn.cursor() as cur:
-            await cur.executemany(f"INSERT INTO {s}.tether_flows (agent, flow, version, digest, document, status, "
-                                  "created_at) VALUES (%s, %s, %s, 'd', '{}', %s, now())", OLD_ROWS)
+    await postgres_before(backend, POSTGRES_ONE_ACTIVE,
+                          "INSERT INTO {s}.tether_flows (agent, flow, version, digest, document, status, created_at)"
+                          " VALUES (%s, %s, %s, 'd', '{{}}', %s, now())", OLD_ROWS)
 
 
 async def _a_second_active_row_is_refused(backend: Backend) -> None:

@@ -5,18 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sqlite3
 from collections.abc import Callable
 from datetime import timedelta
-from pathlib import Path
 
-from store_backends import Backend, PostgresBackend, SQLiteBackend
+from store_backends import Backend, PostgresBackend, SQLiteBackend, postgres_before, sqlite_before
 
 from tether.engine.core.session import Session
 from tether.errors import SessionConflict
 from tether.stores import Store, TurnRecords
-from tether.stores import _postgres_schema as pg_schema
-from tether.stores import _sqlite_schema as sqlite_schema
 from tether.stores.records import QueueRequest
 from tether.stores.run_queue import POSTGRES_TABLE as POSTGRES_RUN_QUEUE
 from tether.stores.run_queue import SQLITE_TABLE as SQLITE_RUN_QUEUE
@@ -106,36 +102,15 @@ OLD_SESSIONS = [("open", "workflow:ci", "running"), ("done", "workflow:ci", "com
 
 
 def _sqlite_before_the_queue(backend: SQLiteBackend) -> None:
-    before = next(v for v, statements in sqlite_schema.MIGRATIONS if statements is SQLITE_RUN_QUEUE) - 1
-    Path(backend.target).parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(backend.target, isolation_level=None)
-    try:
-        for version, statements in sqlite_schema.MIGRATIONS:
-            for statement in statements if version <= before else []:
-                conn.execute(statement)
-        conn.execute("CREATE TABLE tether_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        conn.execute("INSERT INTO tether_meta VALUES ('schema_version', ?)", (str(before),))
-        conn.executemany("INSERT INTO tether_sessions (id, agent, status, revision, created_at, saved_at, doc) "
-                         "VALUES (?, ?, ?, 0, 0, 0, '{}')", OLD_SESSIONS)
-    finally:
-        conn.close()
+    sqlite_before(backend, SQLITE_RUN_QUEUE,
+                  "INSERT INTO tether_sessions (id, agent, status, revision, created_at, saved_at, doc)"
+                  " VALUES (?, ?, ?, 0, 0, 0, '{}')", OLD_SESSIONS)
 
 
 async def _postgres_before_the_queue(backend: PostgresBackend) -> None:
-    import psycopg
-
-    before = next(v for v, statements in pg_schema.MIGRATIONS if statements is POSTGRES_RUN_QUEUE) - 1
-    s = f'"{backend.schema}"'
-    async with await psycopg.AsyncConnection.connect(backend.target, autocommit=True) as conn:
-        await conn.execute(f"CREATE SCHEMA {s}")
-        for version, statements in pg_schema.MIGRATIONS:
-            for statement in statements if version <= before else []:
-                await conn.execute(statement.format(s=s))
-        await conn.execute(f"CREATE TABLE {s}.tether_meta (key text PRIMARY KEY, value text NOT NULL)")
-        await conn.execute(f"INSERT INTO {s}.tether_meta VALUES ('schema_version', %s)", (str(before),))
-        async with conn.cursor() as cur:
-            await cur.executemany(f"INSERT INTO {s}.tether_sessions (id, agent, status, revision, created_at, "
-                                  "saved_at, doc) VALUES (%s, %s, %s, 0, now(), now(), '{}')", OLD_SESSIONS)
+    await postgres_before(backend, POSTGRES_RUN_QUEUE,
+                          "INSERT INTO {s}.tether_sessions (id, agent, status, revision, created_at, saved_at, doc)"
+                          " VALUES (%s, %s, %s, 0, now(), now(), '{{}}')", OLD_SESSIONS)
 
 
 async def test_opening_a_database_from_before_the_queue_queues_its_open_workflow_runs(durable: Backend) -> None:

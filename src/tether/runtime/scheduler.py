@@ -17,6 +17,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol
 
+from tether.background import BackgroundTask
 from tether.errors import (
     SessionConflict,
     SessionFlowInvariant,
@@ -24,7 +25,6 @@ from tether.errors import (
     SessionVersionUnsupported,
     StoreError,
 )
-from tether.runtime.background import BackgroundTask
 from tether.runtime.restore import check_supported
 from tether.stores.base import utc
 from tether.stores.records import TurnRecords, Wake, WakeRequest

@@ -38,8 +38,8 @@ import logging
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tether.background import BackgroundTask
 from tether.errors import DefinitionIssue, FlowDefinitionError, StoreError
-from tether.runtime.background import BackgroundTask
 from tether.stores.flow_versions import FlowVersion, StoredFlow
 
 if TYPE_CHECKING:

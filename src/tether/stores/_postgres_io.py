@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from tether.stores._postgres_pipeline import save_in_one_round_trip
+from tether.stores._postgres_pipeline import save_in_one_round_trip, stored_duplicate
 from tether.stores.base import duplicate_message, message_rows, utc
 from tether.stores.record_forms import event_row, journal_body
 from tether.stores.records import TurnRecords, Wake
@@ -169,10 +169,6 @@ async def save_in_one_statement(conn: Conn, s: str, session: tuple[Any, ...], ex
     except psycopg.errors.UniqueViolation as exc:
         if not messages or exc.diag.table_name != "tether_messages":
             raise
-        seqs = [seq for seq, _ in messages]
-        cur = await conn.execute(f"SELECT min(seq) FROM {s}.tether_messages WHERE session_id = %s AND seq = ANY(%s)",
-                                 (session_id, seqs))
-        row = await cur.fetchone()
-        raise duplicate_message(session_id, row[0] if row and row[0] is not None else min(seqs)) from None
+        raise await stored_duplicate(conn, s, session_id, [seq for seq, _ in messages]) from None
     row = await cur.fetchone()
     return row is not None and row[0] == 1

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     Conn = AsyncConnection[tuple[Any, ...]]
 
-__all__ = ["save_in_one_round_trip"]
+__all__ = ["save_in_one_round_trip", "stored_duplicate"]
 
 
 async def save_in_one_round_trip(conn: Conn, s: str, session: tuple[Any, ...], expected: int,
@@ -59,11 +59,7 @@ async def save_in_one_round_trip(conn: Conn, s: str, session: tuple[Any, ...], e
     except psycopg.errors.UniqueViolation as exc:
         if not messages or exc.diag.table_name != "tether_messages":
             raise
-        seqs = [seq for seq, _ in messages]
-        cur = await conn.execute(f"SELECT min(seq) FROM {s}.tether_messages WHERE session_id = %s AND seq = ANY(%s)",
-                                 (session_id, seqs))
-        row = await cur.fetchone()
-        raise duplicate_message(session_id, row[0] if row and row[0] is not None else min(seqs)) from None
+        raise await stored_duplicate(conn, s, session_id, [seq for seq, _ in messages]) from None
     return True
 
 
@@ -107,3 +103,12 @@ async def _queue_records(conn: Conn, s: str, session_id: str, records: TurnRecor
             (session_id, wake.key, utc(wake.at)))
     if records.queue is not None:
         await postgres_queue(conn, s, session_id, records.queue)
+
+
+async def stored_duplicate(conn: Conn, s: str, session_id: str, seqs: list[int]) -> Exception:
+    """The error of a save whose messages hit the ``(session_id, seq)`` key: ``duplicate_message``
+    naming the first of ``seqs`` already stored."""
+    cur = await conn.execute(f"SELECT min(seq) FROM {s}.tether_messages WHERE session_id = %s AND seq = ANY(%s)",
+                             (session_id, seqs))
+    row = await cur.fetchone()
+    return duplicate_message(session_id, row[0] if row and row[0] is not None else min(seqs))

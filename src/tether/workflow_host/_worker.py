@@ -33,6 +33,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from tether.background import BackgroundTask
 from tether.errors import SessionLeaseTimeout, TetherError
 from tether.models.tiers import ModelTiers
 from tether.models.types import Model
@@ -169,7 +170,7 @@ async def _drive(store: Store, run_id: str, model: WorkerModel) -> tuple[int, Wo
     return int(run.revision != before), work
 
 
-class RunQueueTask:
+class RunQueueTask(BackgroundTask):
     """A worker as a background task of a server process (``tether serve``): :meth:`start` it in
     the running loop; it drives queued runs until :meth:`stop`, which lets the run it drives
     finish (up to ``grace`` seconds) before it cancels, so a shutdown rarely leaves a node in doubt."""
@@ -178,19 +179,9 @@ class RunQueueTask:
 
     def __init__(self, store: Store, *, model: WorkerModel = None, poll: float = 1.0,
                  lease: float = DEFAULT_RUN_LEASE, grace: float = 10.0) -> None:
+        super().__init__()
         self.store, self.model, self.poll, self.lease, self.grace = store, model, poll, lease, grace
         self._stop = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-
-    @property
-    def running(self) -> bool:
-        """True while the task runs."""
-        return self._task is not None and not self._task.done()
-
-    def start(self) -> None:
-        """Start the task in the running event loop (no-op when it runs already)."""
-        if not self.running:
-            self._task = asyncio.get_running_loop().create_task(self._loop(), name=self.name)
 
     async def _loop(self) -> None:
         self._stop.clear()

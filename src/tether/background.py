@@ -1,6 +1,7 @@
 """``BackgroundTask``: one asyncio task a runtime or server keeps running beside its requests (the
-wake scheduler, the stored flow refresh), started in the running loop and stopped by cancelling it.
-A subclass gives its ``name`` and its ``_loop``; the loop logs its errors, it never raises them."""
+wake scheduler, the stored flow refresh, the workflow run queue), started in the running loop and
+stopped by cancelling it. A subclass gives its ``name`` and its ``_loop``; the loop logs its
+errors, it never raises them."""
 
 from __future__ import annotations
 
