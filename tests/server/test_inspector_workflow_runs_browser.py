@@ -114,15 +114,14 @@ def node_row(page: Any, node: str) -> Any:
     return page.locator(f'#r-nodes tbody tr[data-node="{node}"]')
 
 
-def test_a_run_started_from_the_page_is_driven_by_a_worker_and_approved(page: Any, server: Server) -> None:
+def test_a_run_started_from_the_page_is_driven_and_approved(page: Any, server: Server) -> None:
     page.goto("/inspect/workflow-runs")
     page.select_option("#start-run select[name=workflow]", "ship")
     page.fill("#start-run textarea[name=input]", '{"version": "2.0"}')
     page.click("#start-run button[type=submit]")
     page.wait_for_url("**/inspect/workflow-runs/*", timeout=WAIT)
-    expect(page.locator("#r-waiting")).to_contain_text("a worker at build", timeout=WAIT)
     expect(page.locator("#r-io")).to_contain_text('"version":"2.0"')
-    server.worker()
+    server.worker()  # the server drives its queued runs too: whichever takes the run first drives it
     approval = page.locator('#r-waiting .approval[data-node="sign"]')
     expect(approval).to_contain_text("Ship it?", timeout=WAIT)
     expect(node_row(page, "build")).to_contain_text("exit 0")
@@ -163,7 +162,6 @@ def test_a_failed_node_is_retried_and_a_run_cancelled_from_the_page(page: Any, s
     expect(page.locator("#r-status")).to_have_text("failed", timeout=WAIT)
     (server.store.parent / "ok").write_text("")
     node_row(page, "probe").locator("button.retry").click()
-    expect(page.locator("#r-waiting")).to_contain_text("a worker at probe", timeout=WAIT)
     server.worker()
     expect(page.locator("#r-status")).to_have_text("complete", timeout=WAIT)
 

@@ -165,10 +165,11 @@ async def test_two_workers_and_one_killed_mid_way_leave_every_run_complete(
         twice = sorted(command for command, times in counts.items() if times > 1)
         in_doubt = sorted(f"{r}.{n}" for r, run in found.items() for n, s in run.nodes.items()
                           if any(a.in_doubt for a in s.attempts))
-        # at most the one node the killed worker had in flight ran twice: on its own when it declares
-        # a retry, else because a person retried it
-        assert len(twice) <= 1 and max(counts.values()) <= 2 and twice == in_doubt
-        assert retried == [t for t in twice if int(t.rsplit(".n", 1)[1]) % 2 == 0]
+        # only the node the killed worker had in flight is in doubt, and only it may have run twice (its
+        # command may not have started when the worker died): again on its own when it declares a
+        # retry, else because a person retried it
+        assert len(in_doubt) <= 1 and max(counts.values()) <= 2 and set(twice) <= set(in_doubt)
+        assert retried == [t for t in in_doubt if int(t.rsplit(".n", 1)[1]) % 2 == 0]
 
         async def released() -> bool:  # a worker releases a run just after its last save
             return await store.queued_runs() == []

@@ -114,8 +114,9 @@ def serve(
                                             "worker published reaches new runs here (0: never)"),
     workflows: Path | None = typer.Option(None, "--workflows", file_okay=False, dir_okay=True, exists=True,
                                           help="a directory of workflow files that POST /v1/workflows/{id}/runs "
-                                               "starts runs of (a tether worker on the same store drives them; "
-                                               "their commands run in the current directory)"),
+                                               "starts runs of (this server drives them, as does any tether "
+                                               "worker on the same store; their commands run in the current "
+                                               "directory)"),
 ) -> None:
     """Serve the app's agents over HTTP (routes under /v1, OpenAPI at /openapi.json, inspector at /inspect).
 
@@ -163,7 +164,7 @@ def serve(
     banner = f"model: {model_banner(agents)}"
     if folder is not None:
         typer.echo(f"tether serve: workflow runs of the files in {folder} start over POST /v1/workflows/ID/runs; "
-                   f"`tether worker --db {store}` drives them", err=True)
+                   f"this server drives them, as does any `tether worker --db {store}`", err=True)
     if not keys:
         typer.echo("tether serve: no API keys configured: the API is OPEN (binding 127.0.0.1 only)", err=True)
     else:
