@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from queue import Empty, Queue
+from typing import Any
 
 TETHER = Path(sys.executable).with_name("tether")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "inspector"
@@ -61,3 +62,25 @@ def tether_serve(app: Path, store: Path, env: dict[str, str], *options: str) -> 
         reader.join(timeout=10)  # it reads to the end of the pipe: closing under it would raise in the thread
         if not reader.is_alive():
             stderr.close()
+
+
+@contextmanager
+def inspector_page(browser: Any, base_url: str, storage: dict[str, str]) -> Iterator[Any]:
+    """A page of the inspector at ``base_url`` with ``storage`` already in its sessionStorage (the
+    API key, an operator's name); a script error in the page fails the test that used it."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, base_url=base_url)
+    context.add_init_script("".join(f"sessionStorage.setItem({key!r}, {value!r});" for key, value in storage.items()))
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    try:
+        yield page
+    finally:
+        context.close()
+    assert errors == [], f"script errors in the page: {errors}"
+
+
+def shot(page: Any, name: str) -> None:
+    """A full-page screenshot of ``page`` under ARTIFACTS."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)

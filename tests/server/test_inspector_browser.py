@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from inspector_app import TALKER_REPLIES
-from inspector_browser import ARTIFACTS, find_chromium, tether_serve
+from inspector_browser import find_chromium, inspector_page, shot, tether_serve
 from server_agents import BOOM, NOTHING_FOUND
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (dev extra)")
@@ -51,21 +51,8 @@ def browser() -> Iterator[Any]:
 @pytest.fixture
 def page(browser: Any, base_url: str, request: pytest.FixtureRequest) -> Iterator[Any]:
     """A page with the API key already typed in (the key prompt has its own test)."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, base_url=base_url)
-    context.add_init_script(f"sessionStorage.setItem('tether.inspector.key', {KEY!r})")
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    try:
+    with inspector_page(browser, base_url, {"tether.inspector.key": KEY}) as page:
         yield page
-    finally:
-        context.close()
-    assert errors == [], f"script errors in the page: {errors}"
-
-
-def shot(page: Any, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
 def new_session(page: Any, agent: str, flow: str = "") -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from inspector_browser import ARTIFACTS, TETHER, find_chromium, tether_serve
+from inspector_browser import TETHER, find_chromium, inspector_page, shot, tether_serve
 
 from tether.models.types import ModelResponse, ToolCall
 from tether.stores import SQLiteStore
@@ -92,22 +92,8 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def page(browser: Any, server: Server) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, base_url=server.url)
-    context.add_init_script(f"sessionStorage.setItem('tether.inspector.key', {KEY!r});"
-                            "sessionStorage.setItem('tether.inspector.operator', 'Ann')")
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    try:
+    with inspector_page(browser, server.url, {"tether.inspector.key": KEY, "tether.inspector.operator": "Ann"}) as page:
         yield page
-    finally:
-        context.close()
-    assert errors == [], f"script errors in the page: {errors}"
-
-
-def shot(page: Any, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
 def node_row(page: Any, node: str) -> Any:
