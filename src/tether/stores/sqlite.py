@@ -167,9 +167,11 @@ class SQLiteStore(Store):
     # ------------------------------------------------------------------ plumbing
 
     async def _call(self, operation: str, session_id: str | None, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """A read on the store's thread (it may overtake grouped writes queued before it: see
+        ``_sqlite_thread``)."""
         if self._closed:  # refused here: a closed store starts no thread again
             raise StoreError("store is closed", operation=operation)
-        return await self._thread.run(functools.partial(self._run, operation, session_id, fn))
+        return await self._thread.run(functools.partial(self._run, operation, session_id, fn), read=True)
 
     def _run(self, operation: str, session_id: str | None, fn: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock, backend_errors(_ERRORS, operation, session_id):
