@@ -242,3 +242,30 @@ async def test_postgres_replaces_a_pooled_connection_the_server_dropped(clock: F
         assert await store.load("s") == doc  # checked before use, replaced: no error reaches the caller
     finally:
         await backend.aclose()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+async def test_a_forked_child_holds_none_of_its_parents_sqlite_leases(tmp_path: Path) -> None:
+    """The kernel does not copy record locks to a child: the child's own set starts empty, so it
+    waits for the parent's session like any other process, and takes another one."""
+    store = SQLiteStore(tmp_path / "t.db")
+    async with store.lease("parents", timeout=5):
+        pid = os.fork()
+        if pid == 0:  # the child: report through the exit status, never return into pytest
+            code = 1
+            try:
+                async def child() -> int:
+                    try:
+                        async with store.lease("parents", timeout=0.2):
+                            return 2  # entered a lease the parent holds
+                    except SessionLeaseTimeout as exc:
+                        if exc.holder != "another process":
+                            return 3
+                    async with store.lease("childs", timeout=5):
+                        return 0
+                code = asyncio.run(child())
+            finally:
+                os._exit(code)
+        _, status = await asyncio.to_thread(os.waitpid, pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    await store.close()

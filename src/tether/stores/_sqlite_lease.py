@@ -89,6 +89,11 @@ class LockFile:
             if self.fd is not None:
                 fcntl.lockf(self.fd, fcntl.LOCK_UN, 1, offset, os.SEEK_SET)
 
+    def forget(self) -> None:
+        """Hold nothing (in a forked child: see ``_forget_holdings``)."""
+        self._held = set()
+        self._mutex = threading.Lock()
+
     def held(self) -> int:
         """How many sessions this process holds in this file."""
         return len(self._held)
@@ -112,17 +117,18 @@ def lock_file(database: Path, owner: object) -> LockFile:
         return found
 
 
-def _forget_files() -> None:
-    # a forked child holds none of its parent's locks (the kernel does not copy them): its
-    # stores open the files again, and the parent's descriptors are left alone (closing one would
-    # drop nothing of the parent's, but there is no need)
+def _forget_holdings() -> None:
+    # a forked child holds none of its parent's locks (the kernel does not copy record locks): it
+    # keeps the lease files (the inherited descriptors are its own now) with no byte held, and
+    # fresh mutexes (the parent's may have been held by another thread at the fork)
     global _files_mutex
-    _files.clear()
     _files_mutex = threading.Lock()
+    for file in _files.values():
+        file.forget()
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_files)
+    os.register_at_fork(after_in_child=_forget_holdings)
 
 
 class SQLiteLease:
