@@ -410,15 +410,16 @@ class _ComposedLease:
     __slots__ = ("_held", "_lease")
 
     def __init__(self, store: Store, session_id: str, timeout: float) -> None:
-        self._lease = store.lease(session_id, timeout=timeout)
-        self._held = Leased(session_id, None, lambda: store.load(session_id), self._end)
+        lease = self._lease = store.lease(session_id, timeout=timeout)
+
+        async def end() -> None:  # closes over the lease, not over self: no reference cycle to collect
+            await lease.__aexit__(None, None, None)
+
+        self._held = Leased(session_id, None, lambda: store.load(session_id), end)
 
     async def __aenter__(self) -> Leased:
         await self._lease.__aenter__()
         return self._held
-
-    async def _end(self) -> None:
-        await self._lease.__aexit__(None, None, None)
 
     async def __aexit__(self, *exc: object) -> None:
         await self._held.release()  # nothing when the body released it already
