@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -194,5 +195,40 @@ async def test_grouped_commits_keep_every_acknowledged_turn_across_a_sigkill(tmp
             stored_ids = {m.input_id for m in await store.transcript(session_id) if m.role == "user"}
             missing = [m for m in message_ids if m not in stored_ids]
             assert missing == [], f"session {session_id}: acknowledged turns not stored: {missing}"
+    finally:
+        await store.close()
+
+
+async def test_a_load_is_read_on_the_callers_thread_and_waits_nowhere(tmp_path: Path,
+                                                                      new_session: NewSession) -> None:
+    """A document is read on the caller's thread (no hop to the store's thread); when that reader
+    is in use elsewhere, or the database is locked, the read goes to the store's thread instead
+    (the reader never waits: its busy timeout is 0)."""
+    store = await SQLiteStore.open(tmp_path / "t.db")
+    try:
+        doc = await store.create(new_session(data={"n": 1}))
+        hops: list[str] = []
+        thread_call = store._call
+
+        async def counted(operation: str, session_id: str | None, fn: Any) -> Any:
+            hops.append(operation)
+            return await thread_call(operation, session_id, fn)
+
+        store._call = counted  # type: ignore[method-assign]
+        assert await store.load(doc.id) == doc and hops == []  # read here
+        with store._reader_lock:  # another thread reads on it now
+            assert await store.load(doc.id) == doc
+        assert hops == ["load"]
+        class Busy:  # a database another connection keeps locked: SQLite answers at once (busy_timeout 0)
+            def execute(self, *args: Any) -> Any:
+                raise sqlite3.OperationalError("database is locked")
+
+            def close(self) -> None:
+                pass
+
+        reader, store._reader = store._reader, Busy()  # type: ignore[assignment]
+        assert await store.load(doc.id) == doc
+        store._reader = reader
+        assert hops == ["load", "load"]
     finally:
         await store.close()

@@ -65,6 +65,7 @@ _ERRORS = (sqlite3.Error, OSError)
 _RECORD_TABLES = ("tether_messages", "tether_events", "tether_journal", "tether_wakes", "tether_parts",
                   "tether_conversations", "tether_run_queue")
 _ENDED = "status IN ('completed', 'aborted') AND saved_at < ?"
+_ELSEWHERE = object()  # a point read the caller's thread did not make (see ``SQLiteStore._point_read``)
 
 
 @dataclass(slots=True)
@@ -147,6 +148,8 @@ class SQLiteStore(Store):
         self._lease_file: LockFile | None = None  # opened with the first lease
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()  # the connection's user (the thread; a caller on another thread waits)
+        self._reader: sqlite3.Connection | None = None  # point reads on the caller's thread (``_point_read``)
+        self._reader_lock = threading.Lock()
         self._thread = ConnectionThread(f"tether-sqlite {self.path.name}")
         self._closed = False
 
@@ -165,6 +168,39 @@ class SQLiteStore(Store):
         return store
 
     # ------------------------------------------------------------------ plumbing
+
+    async def _point_read(self, operation: str, session_id: str | None,
+                          fn: Callable[[sqlite3.Connection], T]) -> T:
+        """A read of a few rows by key (a document, a session's journal): on the caller's thread,
+        on a connection of its own, when the database is open and that connection is free; else on
+        the store's thread. The hop to the store's thread and back (two thread wake-ups) costs far
+        more than such a read from the page cache; a reader never waits on the caller's thread
+        (``busy_timeout = 0``: a busy database sends the read to the store's thread)."""
+        found = self._read_here(operation, session_id, fn)
+        if found is not _ELSEWHERE:
+            return found  # type: ignore[return-value]
+        return await self._call(operation, session_id, fn)
+
+    def _read_here(self, operation: str, session_id: str | None, fn: Callable[[sqlite3.Connection], T]) -> object:
+        if self._conn is None or self._closed or str(self.path) == ":memory:":
+            return _ELSEWHERE  # not opened yet (the store's thread creates and migrates the file)
+        if not self._reader_lock.acquire(blocking=False):
+            return _ELSEWHERE  # another thread reads on it now
+        try:
+            with backend_errors(_ERRORS, operation, session_id):
+                try:
+                    if self._reader is None:
+                        reader = sqlite3.connect(str(self.path), timeout=0, isolation_level=None,
+                                                 check_same_thread=False)
+                        reader.execute("PRAGMA query_only = ON")
+                        self._reader = reader
+                    return fn(self._reader)
+                except sqlite3.OperationalError as exc:
+                    if "locked" in str(exc) or "busy" in str(exc):
+                        return _ELSEWHERE
+                    raise
+        finally:
+            self._reader_lock.release()
 
     async def _call(self, operation: str, session_id: str | None, fn: Callable[[sqlite3.Connection], T]) -> T:
         """A read on the store's thread (it may overtake grouped writes queued before it: see
@@ -264,7 +300,7 @@ class SQLiteStore(Store):
     # ------------------------------------------------------------------ the document
 
     async def load(self, session_id: str) -> Session | None:
-        found = await self._call("load", session_id, functools.partial(_read_doc, session_id))
+        found = await self._point_read("load", session_id, functools.partial(_read_doc, session_id))
         return None if found is None else self._decode(session_id, *found)
 
     async def create(self, session: Session, records: TurnRecords | None = None) -> Session:
@@ -452,7 +488,7 @@ class SQLiteStore(Store):
                 (session_id, run_id, run_id),
             ).fetchall()
 
-        rows = await self._call("journal", session_id, op)
+        rows = await self._point_read("journal", session_id, op)
         return [journal_from_row(session_id, r[0], r[1], r[2]) for r in rows]
 
     # ------------------------------------------------------------------ wakes
@@ -558,3 +594,7 @@ class SQLiteStore(Store):
             await self._thread.run(op)
         finally:
             self._thread.stop()
+            with self._reader_lock:
+                if self._reader is not None:
+                    self._reader.close()
+                    self._reader = None
