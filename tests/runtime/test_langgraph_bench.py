@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 import langgraph_turns
 from langgraph_turns import EXPECTED, converse, tether_runtime
 
 from tether.stores import MemoryStore, SQLiteStore, Store
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 @pytest.mark.parametrize("backend", ["memory", "sqlite"])
