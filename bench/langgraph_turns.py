@@ -28,10 +28,11 @@ LangGraph is measured both ways it is called: ``invoke`` with the sync savers, a
 ``InMemorySaver`` / ``AsyncSqliteSaver``; the goal ratio divides by the ``ainvoke`` turn, the same
 execution model as ``Runtime.run`` (a coroutine on the event loop, the way an asyncio server calls
 either), and the ``invoke`` ratio is printed beside it. Each round runs ``--conversations``
-bookings of each system in turn (a block each, as a process serving one framework would: booking
-by booking alternation leaves every system's code cold in the caches, which costs tether's short
-turn the most, about 1.8x its CPU against about 1.35x LangGraph's), so a change of the machine's
-load hits all of them. The ratios are taken
+bookings of each system in turn, a block each (as a process serving one framework would), starting
+with the next system each round, so a change of the machine's load hits all of them alike.
+Alternating booking by booking instead leaves each system's code cold in the caches, and that
+costs tether's short turn the most (in one such run, 1.8x its CPU per turn here against 1.35x for
+LangGraph's). The ratios are taken
 on the process's CPU time (``time.process_time``: all threads, so the savers' and aiosqlite's
 threads count); wall times are printed beside them. A turn's figure is the mean over a 4-turn
 booking (the turns differ: the first creates the session, the last books and confirms), the
@@ -310,9 +311,12 @@ async def measure(rounds: int, conversations: int, durability: str, directory: P
         for commits in results.commits.values():
             commits.reset()
         conversation = 0
-        for _ in range(rounds):
+        order = list(turns)
+        for r in range(rounds):
             timings: dict[str, Timings] = {name: [] for name in turns}
-            for name, turn in turns.items():  # in turn, so load changes hit all of them
+            # in turn, so load changes hit all of them; each round starts with the next system
+            for name in order[r % len(order):] + order[:r % len(order)]:
+                turn = turns[name]
                 for c in range(conversation, conversation + conversations):
                     booking: Timings = []
                     await converse(turn, c, booking)
