@@ -16,11 +16,11 @@ The LangGraph graph is the idiom of LangGraph's persistence docs for a multi-tur
 compiled with a checkpointer, and each customer message is one invocation with the conversation's
 ``thread_id`` (``{"configurable": {"thread_id": ...}}``); the checkpointer holds the state between
 messages (a ``messages`` channel with the ``add_messages`` reducer, as ``MessagesState`` has, and the
-booking's fields). Per invocation: ``understand`` parses the last message with the same regexes
-as tether's collect node (a field is read when its pattern finds exactly one distinct value; a
-message with no booking under way starts one, clearing the fields), then either ``ask`` says the
-questions for the missing fields, or ``reserve`` calls the ``reserve`` function and ``confirm`` says
-the same confirmation. Every reply is checked against tether's. LangGraph runs at its default
+booking's fields). Its nodes are tether's: ``details`` (the collect node) parses the last message
+with the same regexes (a field is read when its pattern finds exactly one distinct value; a message
+with no booking under way starts one, clearing the fields) and asks for the missing fields, or,
+once none is missing, ``reserve`` calls the ``reserve`` function and ``confirm`` says the same
+confirmation. Every reply is checked against tether's. LangGraph runs at its default
 durability (``"async"``: a step's checkpoint is written while the next step runs; ``invoke``
 returns after all of them are committed), or ``--durability sync``.
 
@@ -101,9 +101,10 @@ if MISSING is None:
         ref: str | None
 
 
-def understand(state: dict[str, Any]) -> dict[str, Any]:
-    """Read the booking's fields from the customer's message; a message with no booking under
-    way starts one (its fields cleared, as tether's ``clear_on_start``)."""
+def details(state: dict[str, Any]) -> dict[str, Any]:
+    """The collect node: read the booking's fields from the customer's message (a message with no
+    booking under way starts one, its fields cleared, as tether's ``clear_on_start``), and ask for
+    every field still missing (tether's collect says the same questions)."""
     update: dict[str, Any] = {}
     known = dict(state)
     if not state.get("booking"):
@@ -114,18 +115,16 @@ def understand(state: dict[str, Any]) -> dict[str, Any]:
         if known.get(field) is None:
             found = {m.group(1) for m in regex.finditer(text)}
             if len(found) == 1:
-                update[field] = found.pop()
+                update[field] = known[field] = found.pop()
+    missing = [question for field, question in ASK.items() if known.get(field) is None]
+    if missing:
+        update["messages"] = [AIMessage(" ".join(missing))]
     return update
 
 
-def next_step(state: dict[str, Any]) -> str:
-    """``ask`` while a field is missing, else ``reserve``."""
-    return "ask" if any(state.get(field) is None for field in ASK) else "reserve"
-
-
-def ask(state: dict[str, Any]) -> dict[str, Any]:
-    """Ask for every missing field (tether's collect says the same questions)."""
-    return {"messages": [AIMessage(" ".join(q for field, q in ASK.items() if state.get(field) is None))]}
+def complete(state: dict[str, Any]) -> str:
+    """``reserve`` once every field is known, else the invocation ends (the question is said)."""
+    return END if any(state.get(field) is None for field in ASK) else "reserve"
 
 
 def reserve(state: dict[str, Any]) -> dict[str, Any]:
@@ -142,13 +141,11 @@ def confirm(state: dict[str, Any]) -> dict[str, Any]:
 def langgraph_booking(checkpointer: Any) -> Any:
     """The booking as a LangGraph ``StateGraph``, compiled with ``checkpointer``."""
     graph = StateGraph(BookingState)
-    graph.add_node("understand", understand)
-    graph.add_node("ask", ask)
+    graph.add_node("details", details)
     graph.add_node("reserve", reserve)
     graph.add_node("confirm", confirm)
-    graph.add_edge(START, "understand")
-    graph.add_conditional_edges("understand", next_step, ["ask", "reserve"])
-    graph.add_edge("ask", END)
+    graph.add_edge(START, "details")
+    graph.add_conditional_edges("details", complete, ["reserve", END])
     graph.add_edge("reserve", "confirm")
     graph.add_edge("confirm", END)
     return graph.compile(checkpointer=checkpointer)
