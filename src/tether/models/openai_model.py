@@ -181,8 +181,15 @@ class OpenAIModel:
         if fmt is not None and not native:
             # the schema changes with the step, not with the turn: it goes before the per-turn part
             stable = "\n\n".join(p for p in (stable, schema_instructions(fmt)) if p)
-        messages = [{"role": "system", "content": part} for part in (stable, request.instructions) if part]
-        messages += [_message(m) for m in request.messages]
+        # the system messages that open the history (the conversation's summary) change per fold, not
+        # per turn: they go before the per-turn instructions, so a prompt cache reuses them too
+        history = list(request.messages)
+        lead = next((i for i, m in enumerate(history) if m.role != "system"), len(history))
+        messages = [{"role": "system", "content": stable}] if stable else []
+        messages += [_message(m) for m in history[:lead]]
+        if request.instructions:
+            messages.append({"role": "system", "content": request.instructions})
+        messages += [_message(m) for m in history[lead:]]
         kwargs: dict[str, Any] = {"model": self._model, "messages": messages}
         if request.tools:
             kwargs["tools"] = [
