@@ -49,6 +49,7 @@ import argparse
 import asyncio
 import os
 import re
+import resource
 import sqlite3
 import statistics
 import sys
@@ -358,15 +359,19 @@ async def tether_only(backend: str, bookings: int) -> None:
         timings: Timings = []
         try:
             await converse(turn, -1, [])
-            loop_cpu = time.thread_time()
+            loop_cpu, before = time.thread_time(), resource.getrusage(resource.RUSAGE_SELF)
             for conversation in range(bookings):
                 await converse(turn, conversation, timings)
-            loop_cpu = (time.thread_time() - loop_cpu) * 1000 / len(timings)
+            loop_cpu, after = time.thread_time() - loop_cpu, resource.getrusage(resource.RUSAGE_SELF)
         finally:
             await runtime.close()
+    n = len(timings)
     cpu, wall = statistics.fmean(t[0] for t in timings), statistics.fmean(t[1] for t in timings)
-    print(f"tether {backend}: {len(timings)} turns, per turn (mean): CPU {cpu:.3f} ms (the event loop's thread "
-          f"{loop_cpu:.3f} ms, other threads {cpu - loop_cpu:.3f} ms), wall {wall:.3f} ms")
+    print(f"tether {backend}: {n} turns, per turn (mean): CPU {cpu:.3f} ms (the event loop's thread "
+          f"{loop_cpu * 1000 / n:.3f} ms; user {(after.ru_utime - before.ru_utime) * 1000 / n:.3f} ms, "
+          f"kernel {(after.ru_stime - before.ru_stime) * 1000 / n:.3f} ms), wall {wall:.3f} ms; "
+          f"context switches per turn: {(after.ru_nvcsw - before.ru_nvcsw) / n:.1f} voluntary (the process "
+          f"slept), {(after.ru_nivcsw - before.ru_nivcsw) / n:.1f} involuntary")
 
 
 async def main(rounds: int, conversations: int, durability: str) -> None:
