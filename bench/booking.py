@@ -14,24 +14,33 @@ from typing import Any
 
 from tether import Agent, Field, Flow, Message, action, collect, end, goto, on_message, pattern, reply, tool
 
-__all__ = ["CYCLE", "booking_agent", "booking_message"]
+__all__ = ["ASK", "CONFIRMATION", "CYCLE", "PATTERNS", "booking_agent", "booking_message", "reference"]
 
 CYCLE = ("I'd like to book a table please", "on friday evening", "we are 4 people", "my name is Ada")
+# what the collect node reads from a message (case-insensitive), asks for, and the confirmation
+# (``bench/langgraph_turns.py`` builds the same conversation from these)
+PATTERNS = {"day": r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b",
+            "party": r"\b(\d{1,2})\b", "name": r"\bname is (\w+)"}
+ASK = {"day": "Which day would you like?", "party": "For how many people?", "name": "Under which name?"}
+CONFIRMATION = "Booked for ${party} on ${day} under ${name}: reference ${ref}."
+
+
+def reference(day: str, party: str, name: str) -> str:
+    """The reference of a reservation."""
+    return f"R-{day[:3].upper()}-{party}-{name[:1]}"
 
 
 @tool
 async def reserve(day: str, party: str, name: str) -> dict[str, str]:
     """Reserve a table."""
-    return {"ref": f"R-{day[:3].upper()}-{party}-{name[:1]}"}
+    return {"ref": reference(day, party, name)}
 
 
 def booking_agent() -> Agent:
     """The booking agent: one flow (collect, action with a tool, confirmation)."""
     details = collect(
         "details", fields=["day", "party", "name"],
-        ask={"day": "Which day would you like?", "party": "For how many people?", "name": "Under which name?"},
-        resolvers=[pattern("day", r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"),
-                   pattern("party", r"\b(\d{1,2})\b"), pattern("name", r"\bname is (\w+)")],
+        ask=ASK, resolvers=[pattern(field, regex) for field, regex in PATTERNS.items()],
         on_complete=lambda data, state: goto("reserve"))
 
     @action("reserve")
@@ -39,8 +48,7 @@ def booking_agent() -> Agent:
         receipt = await ctx.tool("reserve", day=state["day"], party=state["party"], name=state["name"])
         return goto("confirm", data={"ref": receipt["ref"]})
 
-    confirm = reply("confirm", response="Booked for ${party} on ${day} under ${name}: reference ${ref}.",
-                    next=end("booked"))
+    confirm = reply("confirm", response=CONFIRMATION, next=end("booked"))
     flow = Flow("booking", start=details, nodes=[details, book, confirm], on=[on_message(repeat="always")],
                 clear_on_start=["day", "party", "name", "ref"])
     return Agent("Booker", fields={"day": Field(), "party": Field(), "name": Field(), "ref": Field()},
