@@ -2,9 +2,9 @@
 store's workflow run queue in every process (the model chosen here serves their agent nodes).
 
 With no API keys (``TETHER_API_KEYS`` unset) the API is open, so the server binds 127.0.0.1 only
-and says so; binding another address needs keys. ``--workers N`` runs N processes on one address,
-each with a listening socket of its own where the OS allows it (``SO_REUSEPORT``, see
-:mod:`tether.cli._reuseport`), else on one shared socket (uvicorn's workers); each builds its own
+and says so; binding another address needs keys. ``--workers N`` runs N processes on one listening
+socket, each taking new connections only while it holds no more than the others (see
+:mod:`tether.cli._workers`; on Windows, uvicorn's workers); each builds its own
 app from the app file and store named in the environment
 (``worker_app``), and they share the sessions through the store: on PostgreSQL any number of
 processes (and hosts) share the load and each wake fires once (claimed with ``SKIP LOCKED``).
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from tether.cli import _reuseport
+from tether.cli import _workers
 from tether.cli._inspect import load_or_exit
 from tether.cli._output import CliError, fail
 from tether.cli._sessions import DEFAULT_DB
@@ -186,8 +186,8 @@ def serve(
     os.environ[REFRESH_ENV] = str(flow_refresh)
     os.environ[MODEL_ENV] = chosen or ""
     os.environ[WORKFLOWS_ENV] = folder or ""
-    if _reuseport.available():  # a socket per worker: the kernel spreads the connections over them
-        _reuseport.run_workers(host, port, workers)
+    if _workers.available():  # each worker takes its share of the connections
+        _workers.run_workers(host, port, workers)
         return
     uvicorn.run("tether.cli._serve:worker_app", factory=True, host=host, port=port, workers=workers,
                 lifespan="on", log_level="info", access_log=False)
