@@ -133,7 +133,7 @@ async def http_run(src: Path, users: int, turns: int, store: str | None = None,
                     await asyncio.sleep(0.05)
             await asyncio.sleep(2 if workers > 1 else 0)  # every worker up (the first one answers first)
             old_way = [False]
-            # warm up every worker (8 connections per worker: the kernel hashes each to one)
+            # warm up every worker (8 connections per worker: each worker takes its share)
             await asyncio.gather(*(user(port, users + w, 8, old_way) for w in range(8 * workers)))
             pids = [server.pid, *children(server.pid)]
             cpu, wall = sum(map(cpu_seconds, pids)), time.perf_counter()

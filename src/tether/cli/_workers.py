@@ -101,10 +101,12 @@ def _server_class() -> Callable[[uvicorn.Config, socket.socket, MutableSequence[
 
         async def _accept(self, create_protocol: Callable[[], asyncio.Protocol]) -> None:
             loop = asyncio.get_running_loop()
+            waiting = select.poll()
+            waiting.register(self.sock, select.POLLIN)
             waited = 0
             while True:
                 if not balanced_turn(self.counts, self.index, len(self.server_state.connections)):
-                    pending = bool(select.select([self.sock], [], [], 0)[0])
+                    pending = bool(waiting.poll(0))  # a connection waits on the socket
                     waited = waited + 1 if pending else 0
                     if waited < 2:  # another worker holds fewer: it takes the next connection
                         await asyncio.sleep(CHECK)
