@@ -113,6 +113,16 @@ def _listening_sockets(port: int) -> int:
     return sum(1 for row in rows if int(row.split()[1].split(":")[1], 16) == port and row.split()[3] == "0A")
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_objects_made_at_start_up_are_left_out_of_garbage_collection(tmp_path: Path, workers: int) -> None:
+    """``tether serve`` freezes what start-up made (``gc.freeze``) in every process that serves,
+    so the collections while serving do not walk the modules, the app and its agents again."""
+    args = [str(app_file(tmp_path, "frozen_agent()")), "--db", str(tmp_path / "f.db"), "--workers", str(workers)]
+    with tether_serve(args, cwd=tmp_path, workers=workers) as served, httpx.Client(base_url=served.base) as client:
+        frozen = client.post("/v1/agents/Frozen/messages", json={"text": "how many?"}).json()["message"]
+    assert int(frozen) > 10_000
+
+
 def test_workers_refuse_a_memory_store(tmp_path: Path) -> None:
     done = subprocess.run([str(TETHER), "serve", str(app_file(tmp_path)), "--store", "memory:", "--workers", "2"],
                           capture_output=True, text=True, cwd=tmp_path, timeout=60)

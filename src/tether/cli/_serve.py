@@ -13,6 +13,7 @@ processes (and hosts) share the load and each wake fires once (claimed with ``SK
 from __future__ import annotations
 
 import dataclasses
+import gc
 import logging
 import os
 import sys
@@ -53,6 +54,14 @@ def _log_turns() -> None:
         handler.setFormatter(logging.Formatter("%(levelname)s:     %(name)s %(message)s"))
         logger.addHandler(handler)
     logger.setLevel(logging.INFO)
+
+
+def _settle_heap() -> None:
+    """Move what start-up made (modules, the app, its agents and flows: objects that live as long
+    as the process) out of the garbage collector's view (``gc.freeze``), so its collections while
+    serving walk only what requests make."""
+    gc.collect()
+    gc.freeze()
 
 
 def _agents(app_spec: str, model: str | None) -> list[Agent]:
@@ -96,8 +105,10 @@ def worker_app() -> Starlette:
     the model chosen by ``--model`` from ``TETHER_SERVE_MODEL``, set by ``tether serve``."""
     _log_turns()
     model = os.environ.get(MODEL_ENV) or None
-    return _app(_agents(os.environ[APP_ENV], model), os.environ[STORE_ENV],
-                float(os.environ.get(REFRESH_ENV, DEFAULT_FLOW_REFRESH)), model, os.environ.get(WORKFLOWS_ENV) or None)
+    app = _app(_agents(os.environ[APP_ENV], model), os.environ[STORE_ENV],
+               float(os.environ.get(REFRESH_ENV, DEFAULT_FLOW_REFRESH)), model, os.environ.get(WORKFLOWS_ENV) or None)
+    _settle_heap()
+    return app
 
 
 def serve(
@@ -177,6 +188,7 @@ def serve(
     if workers == 1:
         config = uvicorn.Config(_app(agents, store, flow_refresh, chosen, folder), host=host, port=port, lifespan="on",
                                 log_level="info", access_log=False)
+        _settle_heap()
         BannerServer(config, banner).run()
         return
     typer.echo(f"tether serve: {banner}; inspector {base_url(host, port)}/inspect", err=True)
