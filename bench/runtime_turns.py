@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import os
 import statistics
 import sys
@@ -72,12 +73,15 @@ async def pure(conversations: int, turns: int, clock_of: Clock = time.perf_count
 
 
 async def hosted(make_store: object, conversations: int, turns: int, clock_of: Clock = time.perf_counter,
-                 first: int = 0, after_turn: Callable[[], None] | None = None) -> Timings:
+                 first: int = 0, after_turn: Callable[[], None] | None = None,
+                 on_open: Callable[[Store], None] | None = None) -> Timings:
     out: Timings = []
     for c in range(first, first + conversations):
         clock = FakeClock()
         store: Store = make_store(c)  # type: ignore[operator]
         await store.list()  # the database is opened (and its tables made) before the clock starts
+        if on_open is not None:
+            on_open(store)
         runtime = Runtime(booking_agent(), store=store, clock=clock)
         session_id = None
         row = []
@@ -139,6 +143,31 @@ class Calls:
         return statistics.median(a - w for a, w in zip(self.awaited, self.worked, strict=True))
 
 
+class Transactions:
+    """The transactions (``COMMIT``s) each SQLite turn ran, counted with the connection's trace
+    callback; the bench runs its conversations one turn at a time, so each turn is a lone turn."""
+
+    def __init__(self) -> None:
+        self.counts: list[int] = []
+        self._now = 0
+
+    def attach(self, store: SQLiteStore) -> None:
+        store._connection("bench").set_trace_callback(self._trace)
+
+    def _trace(self, statement: str) -> None:
+        if statement.lstrip()[:6].upper() == "COMMIT":
+            self._now += 1
+
+    def turn_done(self) -> None:
+        self.counts.append(self._now)
+        self._now = 0
+
+    def summary(self) -> str:
+        spread = collections.Counter(self.counts)
+        return (f"mean {statistics.mean(self.counts):.2f}, most {max(self.counts)} (goal <= 2); turns by count: "
+                + ", ".join(f"{n}: {spread[n]}" for n in sorted(spread)))
+
+
 class CommitFloor:
     """One small durable commit, made the way ``SQLiteStore`` commits: on a connection the store
     opened (its pragmas), ``BEGIN IMMEDIATE``, one insert, ``COMMIT``."""
@@ -186,9 +215,15 @@ async def main(conversations: int, turns: int, pg_rounds: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         commits = CommitFloor(directory)
-        calls = Calls()
+        calls, transactions = Calls(), Transactions()
+
+        def after_turn() -> None:
+            transactions.turn_done()
+            commits.commit()
+
         sqlite = await hosted(lambda c: calls.count(SQLiteStore(directory / f"bench{c}.db")), conversations, turns,
-                              after_turn=commits.commit)
+                              after_turn=after_turn,
+                              on_open=lambda store: transactions.attach(store))  # type: ignore[arg-type]
         settings = commits.settings()
         await commits.store.close()
     commit = statistics.median(commits.timings)
@@ -202,7 +237,8 @@ async def main(conversations: int, turns: int, pg_rounds: int) -> None:
     store_ms = sqlite_ms - per_turn(memory_wall)
     rows.append(("  of which the store (SQLite - memory)", f"{store_ms:.3f} ms",
                  f"{store_ms / commit:.2f}x commit; {len(calls.operations) / (conversations * turns):.2f} worker calls "
-                 f"per turn (a collect turn: 2, the take with the load and the save with the release)"))
+                 f"per turn (a collect turn: 2, the load and the save; the lease is an OS lock)"))
+    rows.append(("  transactions per lone turn", "", transactions.summary()))
     handoff, hosted_ms = calls.handoff(), per_turn(memory_wall)
     rows.append(("  where the limit is", "",
                  f"the hosted turn alone is {hosted_ms / commit:.2f}x commit ({hosted_ms:.3f} ms); a call's hand-off "

@@ -24,7 +24,7 @@ and 26-30 and their ratio; and per call kind (understand, speak, extract, decide
 * calls, and calls per customer message (mean, max);
 * prompt tokens per call, mean over messages 1-5 and over messages 26-30, and their ratio;
 * the share of the system text (every system message: the stable part, the schema when it
-  travels there, the per-turn part, a summary note) that is a byte-identical prefix of the
+  travels there, a summary note, the per-turn part) that is a byte-identical prefix of the
   previous call of the kind (mean and minimum), the same against the best earlier call (what a
   prefix cache can reuse), and the prefix common to every call of the kind;
 * requests that carry the customer's latest message more than once (the extraction tool's

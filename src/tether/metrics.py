@@ -32,12 +32,21 @@ def _meter_provider() -> Any:
     return _metrics.get_meter_provider()
 
 
+def _records(provider: Any) -> bool:
+    """False for the API's providers that record nothing: the no-op one and the proxy that stands
+    in until the application configures one (a proxy's instruments would discard every value)."""
+    assert _metrics is not None
+    return not isinstance(provider, _metrics.NoOpMeterProvider) and type(provider).__name__ != "_ProxyMeterProvider"
+
+
 def _instrument(name: str) -> Any:
     """The instrument ``name`` of the configured provider's ``tether`` meter (made again when the
-    application configures another provider)."""
+    application configures another provider); None when nothing would record it."""
     global _provider
     provider = _meter_provider()
     if provider is not _provider:
+        if not _records(provider):
+            return None
         _instruments.clear()
         _provider = provider
     found = _instruments.get(name)
@@ -57,7 +66,10 @@ def count_model_call(model: str, tokens_in: int, tokens_out: int) -> None:
     """Count one model call of ``model`` and its tokens."""
     if _metrics is None:
         return
-    _instrument("tether.model.calls").add(1, {"tether.model": model})
+    calls = _instrument("tether.model.calls")
+    if calls is None:
+        return
+    calls.add(1, {"tether.model": model})
     tokens = _instrument("tether.model.tokens")
     tokens.add(tokens_in, {"tether.model": model, "tether.token.type": "input"})
     tokens.add(tokens_out, {"tether.model": model, "tether.token.type": "output"})
@@ -67,4 +79,6 @@ def record_turn(agent: str, seconds: float, success: bool) -> None:
     """Record the duration of one request of ``agent``."""
     if _metrics is None:
         return
-    _instrument("tether.turn.duration").record(seconds, {"tether.agent": agent, "tether.success": success})
+    duration = _instrument("tether.turn.duration")
+    if duration is not None:
+        duration.record(seconds, {"tether.agent": agent, "tether.success": success})

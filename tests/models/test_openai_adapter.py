@@ -22,6 +22,7 @@ from tether.models import (
     ToolSpec,
     Usage,
 )
+from tether.models._adapter import EXACT_OBJECTS
 
 WEATHER = ToolSpec("get_weather", "Weather of a city", {"type": "object", "properties": {"city": {"type": "string"}}})
 LABEL = ResponseFormat("label", {"type": "object", "properties": {"label": {"type": "string"}}, "required": ["label"]})
@@ -173,6 +174,61 @@ async def test_fallback_json_mode_with_schema_in_prompt(provider: FakeProvider) 
         assert caught.value.kind == "invalid" and "embedded" in str(caught.value) and not caught.value.retryable
     finally:
         await model.aclose()
+
+
+def _expanded(node: object) -> object:
+    """A shortened prompt schema with what EXACT_OBJECTS says written back on every object."""
+    if isinstance(node, list):
+        return [_expanded(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: ({n: _expanded(v) for n, v in value.items()} if k == "properties" else _expanded(value))
+           for k, value in node.items()}
+    if "properties" in node:
+        out = {"type": "object", **out, "required": list(node["properties"]), "additionalProperties": False}
+    return out
+
+
+def _exact(properties: dict[str, object]) -> dict[str, object]:
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+async def test_a_strict_schema_in_the_prompt_says_once_that_its_objects_are_exact() -> None:
+    model = OpenAIModel("llama3.2", provider="ollama", base_url="http://127.0.0.1:9/v1",
+                        capabilities=Capabilities(native_json_schema=False))
+    try:
+        # keys named like keywords ("type", "required") are field names, kept as they are
+        envelope = _exact({"message": {"type": ["string", "null"]},
+                           "collect": _exact({"c1": _exact({"type": {"type": ["string", "null"], "enum": ["a", None]},
+                                                            "required": {"anyOf": [_exact({"x": {"type": "integer"}}),
+                                                                                   {"type": "null"}]}})})})
+        stable = model.build_request(_request(response_format=ResponseFormat("speak", envelope)))["messages"][0]
+        head = f"You are Ana.\n\n{EXACT_OBJECTS}\nReply with a single JSON value (named 'speak') that matches"
+        assert stable["content"].startswith(head)
+        shown = json.loads(stable["content"].split("and nothing else:\n", 1)[1])
+        assert "additionalProperties" not in json.dumps(shown) and '"object"' not in json.dumps(shown)
+        assert shown["properties"]["collect"]["properties"]["c1"]["properties"]["type"] == {
+            "type": ["string", "null"], "enum": ["a", None]}
+        assert _expanded(shown) == envelope  # nothing lost: the sentence says what was left out
+
+        # one object that is not exact (a key optional): the schema is shown as it is, with no sentence
+        loose = _exact({"a": {"type": "string"}, "b": {"type": "object", "properties": {"c": {"type": "string"}}}})
+        stable = model.build_request(_request(response_format=ResponseFormat("x", loose)))["messages"][0]["content"]
+        assert EXACT_OBJECTS not in stable and stable.endswith(json.dumps(loose, separators=(",", ":")))
+    finally:
+        await model.aclose()
+
+
+async def test_the_history_summary_goes_before_the_per_turn_instructions(model: OpenAIModel) -> None:
+    history = (ChatMessage("system", "Summary of the earlier conversation: two orders."),
+               ChatMessage("user", "Hi"), ChatMessage("system", "A note mid-conversation."),
+               ChatMessage("assistant", "Hello"), ChatMessage("user", "Where is A-1?"))
+    body = model.build_request(_request(messages=history))
+    # stable (every call), then the summary (changes per fold), then the task (changes per turn)
+    assert [(m["role"], m["content"]) for m in body["messages"]] == [
+        ("system", "You are Ana."), ("system", "Summary of the earlier conversation: two orders."),
+        ("system", "Greet the user."), ("user", "Hi"), ("system", "A note mid-conversation."),
+        ("assistant", "Hello"), ("user", "Where is A-1?")]
 
 
 async def test_reasoning_model_parameters(provider: FakeProvider) -> None:

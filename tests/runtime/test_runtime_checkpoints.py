@@ -232,10 +232,10 @@ async def test_a_turn_parses_its_document_once_on_load_and_once_on_its_final_sav
 
 
 async def test_the_transactions_of_a_lone_turn_on_sqlite(tmp_path: Path, clock: FakeClock) -> None:
-    # counted on the connection (every COMMIT, and whether it waited for the disk): a turn that does
-    # not move commits the lease's take (with the read) and its final save (with the release); a
-    # turn that moves adds one checkpoint per move (seed 004: saved before the next node runs);
-    # only the final save waits for the disk
+    # counted on the connection (every COMMIT, and whether it waited for the disk): the lease is an
+    # OS lock and the load a read, so a turn that does not move commits its final save alone; a turn
+    # that moves adds one checkpoint per move (seed 004: saved before the next node runs); only the
+    # final save waits for the disk
     store = await SQLiteStore.open(tmp_path / "t.db", clock=clock)
     runtime = Runtime([relay_agent(), silence_agent()], store=store, clock=clock)
     first = await runtime.run("Relay", Message("a", id="a"))
@@ -253,10 +253,10 @@ async def test_the_transactions_of_a_lone_turn_on_sqlite(tmp_path: Path, clock: 
     conn.set_trace_callback(trace)
     moving = await runtime.run("Relay", Message("b", id="b"), session_id=first.session)
     assert moving.success
-    assert commits == [False, False, False, True]  # take, two checkpoints (two moves), the final save
+    assert commits == [False, False, True]  # two checkpoints (two moves), the final save
     quiet = await runtime.run("Nudger", Message("hi", id="h1"))  # a new session: one write creates it
     commits.clear()
     still = await runtime.run("Nudger", Message("hi again", id="h2"), session_id=quiet.session)
     assert still.success and still.message == "Got it."
-    assert commits == [False, True]  # no move: the take and the final save
+    assert commits == [True]  # no move: the final save
     await runtime.close()

@@ -78,8 +78,9 @@ async def test_message_starts_keep_no_claims_and_a_repeated_message_still_starts
 
 async def test_a_one_save_turn_on_sqlite_makes_two_worker_calls(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The lease's take carries the load, the final save carries the lease's release: a turn that
-    saves once makes two calls on the store's worker thread (was four), still one commit each."""
+    """The lease is an OS lock taken and released on the caller's thread: a turn that saves once
+    makes two calls on the store's worker thread, its load and its save (was four: the take, the
+    load, the save, the release), and one commit."""
     calls: list[str] = []
     call, write = SQLiteStore._call, SQLiteStore._write
 
@@ -100,7 +101,7 @@ async def test_a_one_save_turn_on_sqlite_makes_two_worker_calls(
         calls.clear()
         second = await runtime.run("Echo", Message("two", id="m2"), session_id=first.session)
         assert second.success and second.session == first.session
-        assert calls == ["lease", "save"]
+        assert calls == ["load", "save"]
         async with store.lease(first.session, timeout=0.5):  # the save released the lease
             pass
         third = await runtime.run("Echo", Message("three", id="m3"), session_id=first.session)

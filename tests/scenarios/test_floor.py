@@ -179,8 +179,10 @@ async def test_a_question_at_a_confirm_step_is_answered_and_the_confirmation_ask
         "Shipping usually takes two days.", "Ada at Acme, 50 people. Shall I create it? (yes/no)"]
     answer = [c.request for c in reader.model.calls if c.call == "speak"][-1]
     assert "Sent after your reply:\nAda at Acme, 50 people." in answer.instructions
-    assert "Sent after your reply: sent word for word right after your reply, so do not ask it yourself" \
+    assert "Sent after your reply: sent word for word right after your reply, so ask nothing yourself" \
         in answer.system  # what the heading means is in the stable standing orders
+    assert "Your task now: Answer the customer's latest message briefly.\n" in answer.instructions
+    assert "not ask" not in answer.instructions  # said once, in the standing orders, not again per turn
     assert convo.run("signup").node == "confirm" and convo.run("signup").status == "asking"
     reader.says = {"flows": {"signup": 90}}
     done = await convo.say("yes")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import re
 from typing import Any
 
@@ -133,6 +134,43 @@ async def test_each_call_kind_keeps_its_stable_prefix_through_a_long_conversatio
         for previous, current in itertools.pairwise(texts):
             # what a prompt cache reuses from the previous call of the kind: at least 80% of the system text
             assert _shared(previous, current) >= 0.8 * len(current), (kind, current[_shared(previous, current):][:80])
+
+
+STEP_SECTIONS = ("mentions", "branches", "fields", "collect", "summary")
+
+
+async def test_what_changes_per_step_fold_or_turn_follows_what_every_call_shares() -> None:
+    model, _ = await _support_conversation()
+    understand = [c.request for c in model.calls if c.call == "understand"]
+    bodies = [_wire(r) for r in understand]
+    texts = [_system_text(b) for b in bodies]
+
+    def step_part(request: ModelRequest, text: str) -> int:
+        """Where the request's first step-dependent schema section starts in its system text."""
+        assert request.response_format is not None
+        first = next(k for k in request.response_format.schema["properties"] if k in STEP_SECTIONS)
+        return text.index(f'"{first}":')
+
+    steps = {json.dumps(r.response_format.schema["properties"].get("collect")) for r in understand}  # type: ignore[union-attr]
+    assert len(steps) >= 3  # calls at different steps: the menu's topic, an order number, a refund reason...
+    for (a, text_a), (b, text_b) in itertools.combinations(zip(understand, texts, strict=True), 2):
+        # identity, standing orders, catalogue and the sections every call has (the score sheet, intent,
+        # asks): the same bytes, up to the first section that depends on the step
+        assert _shared(text_a, text_b) >= min(step_part(a, text_a), step_part(b, text_b))
+    seen: set[str] = set()
+    for kind in ("understand", "speak"):
+        for call in (c for c in model.calls if c.call == kind):
+            body = _wire(call.request)
+            system = [m["content"] for m in body["messages"] if m["role"] == "system"]
+            assert system[0].startswith(call.request.system)  # what every call of the kind shares comes first
+            if call.request.instructions:  # the turn's task comes last, after the summary (which changes per fold)
+                chat = next(i for i, m in enumerate(body["messages"]) if m["role"] != "system")
+                assert body["messages"][chat - 1]["content"] == call.request.instructions
+            summaries = [i for i, text in enumerate(system) if text.startswith("Summary of the earlier")]
+            assert summaries in ([], [1]), kind
+            if summaries and call.request.instructions:
+                seen.add(kind)
+    assert seen == {"understand", "speak"}  # both kinds carried a summary and a task after the fold
 
 
 async def test_a_long_conversation_sends_each_message_once_and_never_opens_with_the_assistant() -> None:

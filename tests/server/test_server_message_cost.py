@@ -15,25 +15,21 @@ from tether import Agent
 from tether.runtime import Runtime
 from tether.server import create_app
 from tether.stores import SQLiteStore
+from tether.stores import sqlite as sqlite_store
 
 ECHO = "/v1/agents/Echo"
 
 
 def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every read of a session document (``load``, and the read made with the lease's take)."""
+    """Every read of a session document on the SQLite store's connection."""
     reads: list[str] = []
-    load, lease_and_load = SQLiteStore.load, SQLiteStore.lease_and_load
+    read = sqlite_store._read_doc
 
-    async def counted_load(self: SQLiteStore, session_id: str) -> Any:
+    def counted(session_id: str, conn: Any) -> Any:
         reads.append(session_id)
-        return await load(self, session_id)
+        return read(session_id, conn)
 
-    def counted_lease(self: SQLiteStore, session_id: str, **options: Any) -> Any:
-        reads.append(session_id)
-        return lease_and_load(self, session_id, **options)
-
-    monkeypatch.setattr(SQLiteStore, "load", counted_load)
-    monkeypatch.setattr(SQLiteStore, "lease_and_load", counted_lease)
+    monkeypatch.setattr(sqlite_store, "_read_doc", counted)
     return reads
 
 

@@ -98,7 +98,7 @@ async def test_a_failing_write_in_a_group_is_rolled_back_alone(tmp_path: Path, n
         await store.close()
 
 
-async def test_a_group_of_checkpoints_and_lease_rows_is_not_flushed(tmp_path: Path,
+async def test_a_group_of_checkpoints_is_not_flushed(tmp_path: Path,
                                                                      new_session: NewSession) -> None:
     store = await SQLiteStore.open(tmp_path / "t.db")
     try:
@@ -116,6 +116,43 @@ async def test_a_group_of_checkpoints_and_lease_rows_is_not_flushed(tmp_path: Pa
             asyncio.ensure_future(store.save_checkpoint(reloaded[0], 1)),  # type: ignore[union-attr]
             asyncio.ensure_future(store.save(reloaded[1], 1))])  # type: ignore[arg-type]
         assert seen.count("COMMIT") == 1 and not any(s.startswith("PRAGMA synchronous") for s in seen)
+    finally:
+        await store.close()
+
+
+async def test_reads_queued_between_writes_do_not_split_their_group(tmp_path: Path,
+                                                                    new_session: NewSession) -> None:
+    """A turn's load queued among other sessions' saves runs before their transaction, and the saves
+    still commit together (a load used to end the group: two commits where one would do)."""
+    store = await SQLiteStore.open(tmp_path / "t.db")
+    try:
+        created = [await store.create(new_session(data={"n": n})) for n in range(4)]
+        seen = _statements(store)
+        order: list[str] = []
+
+        def save(doc: Session) -> asyncio.Task[object]:
+            async def go() -> object:
+                stored = await store.save(doc.model_copy(update={"data": {"n": -1}}), doc.revision)
+                order.append(f"saved {doc.id}")
+                return stored
+            return asyncio.ensure_future(go())
+
+        def load(doc: Session) -> asyncio.Task[object]:
+            async def go() -> object:
+                found = await store.load(doc.id)
+                order.append(f"loaded {doc.id} at {found.revision if found else None}")
+                return found
+            return asyncio.ensure_future(go())
+
+        tasks = await _with_thread_held(store, lambda: [save(created[0]), load(created[3]), save(created[1]),
+                                                        load(created[0]), save(created[2])])
+        assert all(task.exception() is None for task in tasks)
+        assert seen.count("BEGIN IMMEDIATE") == 1 and seen.count("COMMIT") == 1  # three saves, one transaction
+        # the reads ran before the group's transaction: they see what was committed when they ran
+        assert order[:2] == [f"loaded {created[3].id} at 0", f"loaded {created[0].id} at 0"]
+        for doc in created[:3]:
+            stored = await store.load(doc.id)
+            assert stored is not None and stored.revision == 1 and stored.data == {"n": -1}
     finally:
         await store.close()
 

@@ -8,18 +8,17 @@ import os
 import signal
 import sqlite3
 import sys
-import time
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from store_backends import Backend, PostgresBackend, SQLiteBackend, require_postgres, run_in_lockstep
+from store_backends import Backend, PostgresBackend, require_postgres, run_in_lockstep
 
 from tether.engine.core.session import Session
 from tether.errors import SessionLeaseTimeout, StoreError
 from tether.stores import PostgresStore, SQLiteStore, Store
 from tether.stores._sqlite_schema import MIGRATIONS
-from tether.stores.leases import holder_is_dead, new_holder
 from tether.testing import FakeClock
 
 WORKER = Path(__file__).with_name("lease_worker.py")
@@ -112,99 +111,92 @@ async def test_processes_under_the_lease_never_conflict(durable: Backend, new_se
     assert final is not None and final.revision == 45 and final.data["counter"] == 45
 
 
-# ---------------------------------------------------------------------- SQLite: the lease row
+# ---------------------------------------------------------------------- SQLite: a lock on a byte of the lease file
 
 
-def _lease_row(path: str, session_id: str) -> tuple[str, int] | None:
-    conn = sqlite3.connect(path)
+def _commits(store: SQLiteStore) -> list[str]:
+    """The writes the store's connection makes from now on (its trace of every statement)."""
+    seen: list[str] = []
+    assert store._conn is not None
+    store._conn.set_trace_callback(lambda statement: seen.append(statement)
+                                   if statement.split(None, 1)[0].upper() in ("BEGIN", "COMMIT", "INSERT",
+                                                                              "UPDATE", "DELETE") else None)
+    return seen
+
+
+async def test_sqlite_takes_and_releases_a_lease_without_a_write(tmp_path: Path,
+                                                                 new_session: Callable[..., Session]) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
     try:
-        row = conn.execute("SELECT holder, expires_at FROM tether_leases WHERE session_id = ?",
-                           (session_id,)).fetchone()
-    finally:
-        conn.close()
-    return None if row is None else (row[0], row[1])
-
-
-def _now_us() -> int:
-    return int(time.time() * 1_000_000)
-
-
-@pytest.mark.parametrize("durable", ["sqlite"], indirect=True)
-async def test_sqlite_takes_over_an_expired_lease_of_another_host(durable: Backend) -> None:
-    assert isinstance(durable, SQLiteBackend)
-    store = await durable.make()
-    await store.list()  # creates the tables
-    durable.execute("INSERT INTO tether_leases VALUES ('s', 'elsewhere|1|x', ?)", (_now_us() + 60_000_000,))
-    with pytest.raises(SessionLeaseTimeout) as caught:  # another host's live lease: we cannot judge it
-        async with store.lease("s", timeout=0.1):
-            pass
-    assert caught.value.holder == "elsewhere|1|x"
-    durable.execute("UPDATE tether_leases SET expires_at = ? WHERE session_id = 's'", (_now_us() - 1,))
-    async with store.lease("s", timeout=5):
-        row = _lease_row(durable.target, "s")
-        assert row is not None and row[0] != "elsewhere|1|x"
-    assert _lease_row(durable.target, "s") is None  # released: the row is gone
-
-
-async def test_sqlite_renews_a_lease_while_it_is_held(tmp_path: Path) -> None:
-    path = str(tmp_path / "t.db")
-    store = SQLiteStore(path, lease_ttl=0.3)
-    try:
-        async with store.lease("long"):
-            first = _lease_row(path, "long")
-            assert first is not None
-            for _ in range(100):  # a long turn: wait for a renewal (every ttl / 3)
-                await asyncio.sleep(0.05)
-                renewed = _lease_row(path, "long")
-                if renewed is not None and renewed[1] > first[1]:
-                    break
-            else:
-                pytest.fail("the lease was never renewed")
-            assert renewed[0] == first[0]
+        doc = await store.create(new_session())
+        writes = _commits(store)
+        async with store.lease_and_load(doc.id, timeout=5) as held:
+            assert await held.load() == doc
+            assert writes == []  # the take and the read wrote nothing
+            await store.save_and_release(doc, doc.revision, None, held)
+        assert [w.split(None, 1)[0].upper() for w in writes].count("COMMIT") == 1  # the save, nothing else
+        assert (tmp_path / "t.db-lease").exists()
     finally:
         await store.close()
 
 
-def test_sqlite_lease_ttl_must_be_positive(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="lease_ttl"):
-        SQLiteStore(tmp_path / "t.db", lease_ttl=0)
+async def test_sqlite_leases_exclude_each_other_across_threads_of_one_process(tmp_path: Path) -> None:
+    """Two stores of one database on two event loops (two threads): the process's own set of held
+    sessions decides, since the kernel would grant a second lock to the same process."""
+    path = tmp_path / "t.db"
+    mine, other = SQLiteStore(path), SQLiteStore(path)
+    entered = threading.Event()
+
+    def elsewhere() -> str:
+        async def attempt() -> str:
+            try:
+                async with other.lease("s", timeout=0.2):
+                    return "entered"
+            except SessionLeaseTimeout as exc:
+                return exc.holder or ""
+        entered.wait(10)
+        return asyncio.run(attempt())
+
+    async with mine.lease("s", timeout=5):
+        entered.set()
+        holder = await asyncio.to_thread(elsewhere)
+    assert holder == "another task of this process"
+    async with other.lease("s", timeout=5):  # released: free again
+        pass
 
 
-def test_holder_is_dead_only_for_a_vanished_process_of_this_host() -> None:
-    me = new_holder()
-    assert not holder_is_dead(me)
-    host = me.split("|")[0]
-    assert not holder_is_dead(f"{host}|{os.getppid()}|x")  # alive
-    assert not holder_is_dead(f"another-{host}|999999999|x")  # another host: not ours to judge
-    assert not holder_is_dead("garbage")
-    assert holder_is_dead(f"{host}|{_dead_pid()}|x")
-
-
-def test_an_exited_holder_its_parent_has_not_reaped_yet_is_dead() -> None:
-    import subprocess
-
-    if not Path("/proc/self/stat").exists():
-        pytest.skip("needs Linux /proc")
-    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+async def test_sqlite_lease_of_another_process_names_it(durable: Backend) -> None:
+    if durable.name != "sqlite":
+        pytest.skip("the holder named in the error is SQLite's")
+    proc = await spawn(durable, "hold", "held-elsewhere")
     try:
-        for _ in range(500):  # until it has exited (a zombie: still in the process table)
-            with open(f"/proc/{proc.pid}/stat") as stat:
-                if stat.read().rpartition(")")[2].split()[0] == "Z":
-                    break
-            time.sleep(0.01)
-        else:
-            pytest.fail("the child never exited")
-        assert holder_is_dead(f"{new_holder().split('|')[0]}|{proc.pid}|x")
+        assert proc.stdout is not None
+        assert (await asyncio.wait_for(proc.stdout.readline(), 60)).strip() == b"held"
+        store = await durable.make()
+        with pytest.raises(SessionLeaseTimeout) as caught:
+            async with store.lease("held-elsewhere", timeout=0.2):
+                pass
+        assert caught.value.holder == "another process"
     finally:
-        proc.wait()
+        proc.kill()
+        await proc.wait()
 
 
-def _dead_pid() -> int:
-    import subprocess
+def test_sqlite_lease_ttl_is_no_longer_used(tmp_path: Path) -> None:
+    with pytest.warns(DeprecationWarning, match="lease_ttl"):
+        SQLiteStore(tmp_path / "t.db", lease_ttl=30)
 
-    proc = subprocess.Popen([sys.executable, "-c", "pass"])
-    proc.wait()
-    return proc.pid
+
+async def test_a_memory_database_has_process_local_leases() -> None:
+    first, second = SQLiteStore(":memory:"), SQLiteStore(":memory:")
+    try:
+        async with first.lease("s", timeout=5), second.lease("s", timeout=5):  # two databases: no contention
+            with pytest.raises(SessionLeaseTimeout):
+                async with first.lease("s", timeout=0.05):
+                    pass
+    finally:
+        await first.close()
+        await second.close()
 
 
 async def test_a_closed_store_refuses_a_lease(durable: Backend) -> None:
@@ -227,7 +219,7 @@ async def test_sqlite_upgrades_a_version_1_database_with_the_lease_table(tmp_pat
     store = SQLiteStore(path)
     try:
         async with store.lease("s", timeout=5):
-            assert _lease_row(str(path), "s") is not None
+            await store.list()  # opened: the schema migrated
     finally:
         await store.close()
     conn = sqlite3.connect(path)

@@ -11,6 +11,7 @@ the language model sees.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -50,6 +51,11 @@ class Tool:
     input_model: type[BaseModel]
     in_doubt: InDoubtPolicy = "retry"
 
+    @functools.cached_property
+    def _takes_key(self) -> bool:
+        """True when the function takes ``idempotency_key`` (read once: a signature is costly)."""
+        return IDEMPOTENCY_PARAMETER in inspect.signature(self.fn).parameters
+
     @property
     def parameters(self) -> dict[str, Any]:
         """The input model's JSON Schema (what the language model sees)."""
@@ -72,7 +78,7 @@ class Tool:
         """Validate and run the tool (sync or async); a function that takes ``idempotency_key``
         receives ``idempotency_key``."""
         values = self.validate(arguments)
-        if IDEMPOTENCY_PARAMETER in inspect.signature(self.fn).parameters:
+        if self._takes_key:
             values[IDEMPOTENCY_PARAMETER] = idempotency_key
         result = self.fn(**values)
         if inspect.isawaitable(result):

@@ -15,9 +15,11 @@ from tether.models.types import ResponseFormat, ToolCall
 
 __all__ = [
     "CONTROL_PARAMS",
+    "EXACT_OBJECTS",
     "import_sdk",
     "parse_data",
     "parse_tool_arguments",
+    "prompt_schema",
     "raise_mapped",
     "schema_instructions",
     "split_params",
@@ -37,15 +39,77 @@ def import_sdk(module: str, extra: str) -> Any:
         ) from exc
 
 
+_SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
+_SCHEMA_ONE = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames")
+_SCHEMA_MANY = ("anyOf", "allOf", "oneOf", "prefixItems")
+EXACT_OBJECTS = 'Every "properties" in this schema describes an object with exactly those keys, each one required.'
+"""Said once before a schema whose objects were shortened by :func:`prompt_schema`."""
+
+
+def _subschemas(node: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    found: list[Mapping[str, Any]] = []
+    for key, value in node.items():
+        if key in _SCHEMA_MAPS and isinstance(value, Mapping):
+            found += [v for v in value.values() if isinstance(v, Mapping)]
+        elif key in _SCHEMA_ONE and isinstance(value, Mapping):
+            found.append(value)
+        elif key in _SCHEMA_MANY and isinstance(value, list):
+            found += [v for v in value if isinstance(v, Mapping)]
+    return found
+
+
+def _all_exact(node: Mapping[str, Any]) -> bool:
+    """Every object with ``properties`` in ``node`` requires each key it lists and allows no other."""
+    props = node.get("properties")
+    if props is not None:
+        required = node.get("required")
+        if not (isinstance(props, Mapping) and node.get("additionalProperties") is False
+                and node.get("type", "object") == "object" and isinstance(required, list)
+                and len(required) == len(props) and set(required) == set(props)):
+            return False
+    return all(_all_exact(sub) for sub in _subschemas(node))
+
+
+def _shorten(node: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    exact = "properties" in node
+    for key, value in node.items():
+        if exact and key in ("type", "required", "additionalProperties"):
+            continue  # said once, by EXACT_OBJECTS
+        if key in _SCHEMA_MAPS and isinstance(value, Mapping):
+            out[key] = {k: _shorten(v) if isinstance(v, Mapping) else v for k, v in value.items()}
+        elif key in _SCHEMA_ONE and isinstance(value, Mapping):
+            out[key] = _shorten(value)
+        elif key in _SCHEMA_MANY and isinstance(value, list):
+            out[key] = [_shorten(v) if isinstance(v, Mapping) else v for v in value]
+        else:
+            out[key] = value
+    return out
+
+
+def prompt_schema(schema: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+    """``schema`` as a prompt shows it, and whether it was shortened. A schema whose every object
+    requires each key it lists and allows no other (a strict schema, such as the engine's own
+    envelopes) loses ``"type": "object"``, the ``required`` list and ``"additionalProperties":
+    false`` on each of them, which :data:`EXACT_OBJECTS` then says once: the same schema in fewer
+    tokens, and a step's section (the fields it offers) stays short. Any other schema is shown as
+    it is."""
+    if not _all_exact(schema):
+        return dict(schema), False
+    return _shorten(schema), True
+
+
 def schema_instructions(response_format: ResponseFormat) -> str:
     """The prompt text that asks for JSON matching the schema (when the API cannot enforce it)."""
     # in the schema's own order (not sorted): the sections that change least come first, so the
-    # text shares the longest prefix with the previous call's; compact (no spaces after separators):
-    # the same schema in fewer tokens
-    schema = json.dumps(response_format.schema, separators=(",", ":"))
+    # text shares the longest prefix with the previous call's; compact (no spaces after separators,
+    # an exact object's key lists said once): the same schema in fewer tokens
+    schema, shortened = prompt_schema(response_format.schema)
+    text = json.dumps(schema, separators=(",", ":"))
     return (
-        f"Reply with a single JSON value (named {response_format.name!r}) that matches this JSON Schema, "
-        f"and nothing else:\n{schema}"
+        (f"{EXACT_OBJECTS}\n" if shortened else "")
+        + f"Reply with a single JSON value (named {response_format.name!r}) that matches this JSON Schema, "
+        f"and nothing else:\n{text}"
     )
 
 

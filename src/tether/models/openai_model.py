@@ -6,12 +6,15 @@ It speaks to any OpenAI-compatible endpoint by ``base_url``: OpenAI, vLLM, Ollam
 Wire mapping:
 
 - ``system`` (stable) and ``instructions`` (per turn) become two system messages, in that order, so
-  the stable prefix stays cacheable;
+  the stable prefix stays cacheable; the system messages that open the history (the conversation's
+  summary, which changes per fold, not per turn) go between them, as the Anthropic adapter's
+  system blocks do, so a cache reuses them too;
 - tools become ``function`` tools with JSON Schema parameters; ``tool_choice`` is sent when tools
   are offered;
 - ``response_format``: with native JSON Schema support it is sent as ``json_schema``; without, as
   ``json_object`` with the schema at the end of the stable system message (it changes with the
-  step, not the turn, so it belongs before the per-turn part). Either way the reply text is
+  step, not the turn, so it belongs before the per-turn part; a strict schema is shown shortened,
+  :func:`~tether.models._adapter.prompt_schema`). Either way the reply text is
   parsed with :func:`tether.models.parsing.extract_json`; a reply that does not parse raises
   ``ModelError(kind="invalid")``. When the model answers with tool calls instead, ``data`` is None;
 - ``max_tokens`` is sent as ``max_completion_tokens`` to reasoning models (``gpt-5*``, ``o1``,
@@ -181,8 +184,15 @@ class OpenAIModel:
         if fmt is not None and not native:
             # the schema changes with the step, not with the turn: it goes before the per-turn part
             stable = "\n\n".join(p for p in (stable, schema_instructions(fmt)) if p)
-        messages = [{"role": "system", "content": part} for part in (stable, request.instructions) if part]
-        messages += [_message(m) for m in request.messages]
+        # the system messages that open the history (the conversation's summary) change per fold, not
+        # per turn: they go before the per-turn instructions, so a prompt cache reuses them too
+        history = list(request.messages)
+        lead = next((i for i, m in enumerate(history) if m.role != "system"), len(history))
+        messages = [{"role": "system", "content": stable}] if stable else []
+        messages += [_message(m) for m in history[:lead]]
+        if request.instructions:
+            messages.append({"role": "system", "content": request.instructions})
+        messages += [_message(m) for m in history[lead:]]
         kwargs: dict[str, Any] = {"model": self._model, "messages": messages}
         if request.tools:
             kwargs["tools"] = [

@@ -21,4 +21,5 @@ def turn_records(result: TurnResult, *, messages_from: int = 0, events_from: int
         journal=result.journal[journal_from:],
         wakes=[WakeRequest.model_construct(key=w.key, at=w.at, replaces=w.replaces) for w in result.schedule],
         cancel_wakes=[],
+        parts={},  # every field given: model_construct reads a missing factory's signature each call
     )

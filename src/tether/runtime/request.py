@@ -366,7 +366,7 @@ class RequestPath:
                              events: Sequence[dict[str, Any]], journal: Sequence[JournalEntry]) -> int:
             records = TurnRecords.model_construct(
                 messages=list(transcript[attempt.messages:]), events=list(events[attempt.events:]),
-                journal=list(journal[attempt.journal:]), wakes=[], cancel_wakes=[])
+                journal=list(journal[attempt.journal:]), wakes=[], cancel_wakes=[], parts={})
             await self._write(session, records, attempt, checkpoint=not records.journal)
             attempt.messages, attempt.events, attempt.journal = len(transcript), len(events), len(journal)
             assert attempt.stored is not None

@@ -18,6 +18,13 @@ to the runner at once, which returns one outcome per call; only then are the cal
 ``SQLiteStore`` runs a group as one transaction with one commit (one fsync for all of them): while
 one commit waits for the disk, the writes of other sessions queue up, and the next commit carries
 them all. Nobody is answered before the commit that carries their write has returned.
+
+Reads (``run(fn, read=True)``) found while a group is gathered run at once, before the group's
+transaction, instead of ending the group: a turn's load would otherwise split the writes of other
+sessions queued around it into two commits. That is safe because every caller awaits its call: a
+read waiting in the queue was sent by a caller that awaits no write, so it does not depend on any
+write still queued (a write it depends on, such as the save before a lease changed hands, was
+answered before the read was sent), and it reads only what has been committed.
 """
 
 from __future__ import annotations
@@ -38,6 +45,13 @@ Outcome = tuple[bool, Any]
 GroupRunner = Callable[[list[Any]], list[Outcome]]
 """Runs the jobs of a group together and returns one outcome per job, in order."""
 _Item = tuple[Any, asyncio.AbstractEventLoop, "asyncio.Future[Any]", GroupRunner | None] | None
+
+
+def _read_marker(jobs: list[Any]) -> list[Outcome]:  # never called: marks a read (see the module notes)
+    raise AssertionError("a read is not a group")
+
+
+_READ: GroupRunner = _read_marker
 
 MAX_GROUP = 256
 """The most calls one group takes (the rest wait for the next)."""
@@ -69,6 +83,14 @@ def _run_group(items: list[Any], runner: GroupRunner) -> None:
         _answer(loop, future, ok, outcome)
 
 
+def _run_alone(fn: Callable[[], Any], loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any]) -> None:
+    try:
+        outcome, ok = fn(), True
+    except BaseException as exc:  # handed to the caller, whatever it is
+        outcome, ok = exc, False
+    _answer(loop, future, ok, outcome)
+
+
 def _serve(calls: queue.SimpleQueue[_Item]) -> None:
     held: list[_Item] = []  # a call taken while gathering a group, run next
     while True:
@@ -76,13 +98,8 @@ def _serve(calls: queue.SimpleQueue[_Item]) -> None:
         if item is None:
             return
         fn, loop, future, runner = item
-        if runner is None:
-            try:
-                outcome, ok = fn(), True
-            except BaseException as exc:  # handed to the caller, whatever it is
-                outcome, ok = exc, False
-            _answer(loop, future, ok, outcome)
-            del outcome
+        if runner is None or runner is _READ:
+            _run_alone(fn, loop, future)
         else:
             group, waiting = [item], None
             while len(group) < MAX_GROUP:
@@ -90,6 +107,9 @@ def _serve(calls: queue.SimpleQueue[_Item]) -> None:
                     waiting = calls.get_nowait()
                 except queue.Empty:
                     break
+                if waiting is not None and waiting[3] is _READ:  # a read does not end the group
+                    _run_alone(*waiting[:3])
+                    continue
                 if waiting is None or waiting[3] != runner:
                     held.append(waiting)
                     break
@@ -107,12 +127,13 @@ class ConnectionThread:
         self._calls: queue.SimpleQueue[_Item] | None = None  # the running thread's queue
         self._start = threading.Lock()
 
-    async def run(self, fn: Callable[[], T]) -> T:
-        """``fn()`` on the thread; its result, or its exception raised here."""
+    async def run(self, fn: Callable[[], T], *, read: bool = False) -> T:
+        """``fn()`` on the thread; its result, or its exception raised here. A ``read`` may run
+        before grouped writes queued ahead of it (see the module notes)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         calls = self._calls or self._start_thread()
-        calls.put((fn, loop, future, None))
+        calls.put((fn, loop, future, _READ if read else None))
         return await future
 
     async def run_grouped(self, job: Any, runner: GroupRunner) -> Any:

@@ -169,8 +169,8 @@ class Store(ABC):
 
         The runtime holds it from the load to the last save of a request, so two workers never
         run turns of one session at the same time. Raises ``SessionLeaseTimeout`` when the lease
-        is not obtained within ``timeout`` seconds. A holder that dies releases it (at once on
-        PostgreSQL and for a dead process of the same host on SQLite, else when it expires).
+        is not obtained within ``timeout`` seconds. A holder that dies releases it at once (its
+        connection on PostgreSQL, its process's locks on SQLite).
 
         This default is process-local (enough for ``MemoryStore``); durable stores override it.
         """

@@ -8,7 +8,8 @@ Compare-and-swap stays the safety net; the lease is what keeps concurrent worker
 Each store implements ``Store.lease``:
 
 * ``MemoryStore`` (and any store that does not override it): ``LocalLeases``, process-local.
-* ``SQLiteStore``: a lease row with an expiry, renewed while held (``_sqlite_lease``).
+* ``SQLiteStore``: an operating-system lock on a byte of a file beside the database, which the
+  kernel drops when its process ends (``_sqlite_lease``).
 * ``PostgresStore``: a session-level advisory lock on a dedicated connection
   (``_postgres_lease``); the server releases it when the holder's connection dies.
 
@@ -24,9 +25,6 @@ compose ``lease``, ``load`` and ``save``, so a store that overrides none of them
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
-import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING
@@ -36,47 +34,10 @@ from tether.errors import SessionLeaseTimeout
 if TYPE_CHECKING:
     from tether.engine.core.session import Session
 
-__all__ = ["DEFAULT_LEASE_TIMEOUT", "Leased", "LocalLeases", "holder_is_dead", "new_holder"]
+__all__ = ["DEFAULT_LEASE_TIMEOUT", "Leased", "LocalLeases"]
 
 DEFAULT_LEASE_TIMEOUT = 30.0
 """Seconds a worker waits for a session's lease before giving up."""
-
-
-def new_holder() -> str:
-    """A unique holder tag ``host|pid|token`` (the host and pid let a successor spot a dead holder)."""
-    return f"{socket.gethostname()}|{os.getpid()}|{uuid.uuid4().hex[:12]}"
-
-
-def holder_is_dead(holder: str) -> bool:
-    """True when ``holder`` names a process of this host that no longer exists.
-
-    Only answers for this host on POSIX; anything else (another host, an unparsable tag, a
-    process we may not signal) counts as alive, and the lease's expiry decides.
-    """
-    host, _, rest = holder.partition("|")
-    pid_text = rest.partition("|")[0]
-    if os.name != "posix" or host != socket.gethostname() or not pid_text.isdigit():
-        return False
-    pid = int(pid_text)
-    if pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)  # signal 0: existence check only
-    except ProcessLookupError:
-        return True
-    except OSError:  # EPERM: it exists under another user
-        return False
-    return _is_zombie(pid)
-
-
-def _is_zombie(pid: int) -> bool:
-    """True when ``pid`` has exited but its parent has not reaped it yet (Linux ``/proc``)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as stat:
-            fields = stat.read().rpartition(")")[2].split()
-    except OSError:
-        return False
-    return bool(fields) and fields[0] in ("Z", "X")
 
 
 class Leased:

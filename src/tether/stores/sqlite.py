@@ -1,13 +1,12 @@
 """``SQLiteStore``: the embedded default, one database file in WAL mode.
 
 Durable: the connection runs ``synchronous = FULL`` (every commit of a document or its records is
-flushed to disk before it returns; the lease rows skip the flush, see ``_sqlite_lease``, and so
-do the checkpoints, see ``Store.save_checkpoint``).
+flushed to disk before it returns; the checkpoints skip the flush, see ``Store.save_checkpoint``).
 
 Grouped commits: every write is a job for the store's thread, and the jobs waiting there together
 (writes of different sessions, made by concurrent requests) run in one transaction, each inside a
 ``SAVEPOINT`` of its own, with one ``COMMIT``: one fsync for the group (none when no job of it needs
-a flush: lease rows and checkpoints only). A job that fails (a stale revision, a duplicate record)
+a flush: checkpoints only). A job that fails (a stale revision, a duplicate record)
 is rolled back to its savepoint alone and its caller gets its error; the others commit. No caller
 is answered before the commit that carries its write has returned, so an acknowledged save is on
 disk as before; a commit that fails fails every job of its group, with nothing of them written.
@@ -15,8 +14,9 @@ Nothing waits to make a group: a lone write commits at once, and groups form onl
 that queued while the previous commit was on its way to the disk.
 Safe across processes on one host: every write runs inside ``BEGIN IMMEDIATE`` (one writer at a
 time, others wait up to ``busy_timeout``) and the compare-and-swap is
-``UPDATE ... WHERE id = ? AND revision = ?`` with a rowcount check. The session lease is a row
-with an expiry in ``tether_leases`` (see ``_sqlite_lease``). sqlite3 calls run one at a time on
+``UPDATE ... WHERE id = ? AND revision = ?`` with a rowcount check. The session lease is an
+operating-system lock on a byte of a file beside the database, no write at all (see
+``_sqlite_lease``). sqlite3 calls run one at a time on
 the store's own thread (``_sqlite_thread``), on one connection, so any number of concurrent
 asyncio tasks may share a store.
 """
@@ -29,8 +29,9 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+import warnings
+from collections.abc import Callable, Iterable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -39,13 +40,13 @@ from typing import Any, TypeVar
 from tether.engine.core.session import Session, TranscriptMessage
 from tether.errors import SessionConflict, SessionFlowMismatch, StoreError
 from tether.stores._sqlite_io import from_us, insert_records, to_us, wake_from_row
-from tether.stores._sqlite_lease import SQLiteLease, hold_sqlite_lease
+from tether.stores._sqlite_lease import LockFile, SQLiteLease, lock_file
 from tether.stores._sqlite_schema import TENANT, migrate
 from tether.stores._sqlite_thread import ConnectionThread, Outcome
 from tether.stores.base import ClockLike, Store, backend_errors, messages_from_rows, prefix_bounds, utc
 from tether.stores.conversation_keys import sqlite_find_key, sqlite_put_key
 from tether.stores.flow_versions import FlowVersion, Status, StoredFlow, sqlite_flows, sqlite_put
-from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
+from tether.stores.leases import DEFAULT_LEASE_TIMEOUT
 from tether.stores.record_forms import events_from_row, journal_from_row
 from tether.stores.records import (
     JournalEntry,
@@ -123,8 +124,8 @@ class SQLiteStore(Store):
         path: the database file.
         clock: stamps ``saved_at`` (default: the system clock, UTC).
         busy_timeout: seconds a write waits for another process's write lock.
-        lease_ttl: seconds a session lease lives without renewal (its holder renews it every
-            third of that); after it a lease whose holder vanished without a trace is free.
+        lease_ttl: no longer used (a session lease is an operating-system lock, which ends with
+            its process and needs no renewal); giving it warns.
     """
 
     document_parts = True
@@ -135,14 +136,15 @@ class SQLiteStore(Store):
         *,
         clock: ClockLike | None = None,
         busy_timeout: float = 30.0,
-        lease_ttl: float = 30.0,
+        lease_ttl: float | None = None,
     ) -> None:
         super().__init__(clock=clock)
-        if lease_ttl <= 0:
-            raise ValueError("lease_ttl must be > 0")
+        if lease_ttl is not None:
+            warnings.warn("SQLiteStore(lease_ttl=...) is no longer used: a session lease is an operating-system "
+                          "lock, released when its process ends", DeprecationWarning, stacklevel=2)
         self.path = Path(path)
         self._busy_ms = int(busy_timeout * 1000)
-        self.lease_ttl = lease_ttl
+        self._lease_file: LockFile | None = None  # opened with the first lease
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()  # the connection's user (the thread; a caller on another thread waits)
         self._thread = ConnectionThread(f"tether-sqlite {self.path.name}")
@@ -155,7 +157,7 @@ class SQLiteStore(Store):
         *,
         clock: ClockLike | None = None,
         busy_timeout: float = 30.0,
-        lease_ttl: float = 30.0,
+        lease_ttl: float | None = None,
     ) -> SQLiteStore:
         """Construct a store and open the database now (creating or migrating its schema)."""
         store = cls(path, clock=clock, busy_timeout=busy_timeout, lease_ttl=lease_ttl)
@@ -165,9 +167,11 @@ class SQLiteStore(Store):
     # ------------------------------------------------------------------ plumbing
 
     async def _call(self, operation: str, session_id: str | None, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """A read on the store's thread (it may overtake grouped writes queued before it: see
+        ``_sqlite_thread``)."""
         if self._closed:  # refused here: a closed store starts no thread again
             raise StoreError("store is closed", operation=operation)
-        return await self._thread.run(functools.partial(self._run, operation, session_id, fn))
+        return await self._thread.run(functools.partial(self._run, operation, session_id, fn), read=True)
 
     def _run(self, operation: str, session_id: str | None, fn: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock, backend_errors(_ERRORS, operation, session_id):
@@ -225,11 +229,6 @@ class SQLiteStore(Store):
                 return [(False, _group_error(exc, job)) for job in jobs]
         return outcomes
 
-    async def _lease_write(self, operation: str, session_id: str | None,
-                           fn: Callable[[sqlite3.Connection], T]) -> T:
-        """A write of the lease rows: grouped, with no flush of its own (see ``_sqlite_lease``)."""
-        return await self._write(operation, session_id, fn, flush=False)
-
     @staticmethod
     def _run_job(conn: sqlite3.Connection, job: _Job, *, alone: bool) -> Outcome:
         if not alone:
@@ -253,40 +252,14 @@ class SQLiteStore(Store):
     def lease(
         self, session_id: str, *, timeout: float = DEFAULT_LEASE_TIMEOUT
     ) -> AbstractAsyncContextManager[None]:
-        """Hold the session's lease row (see ``Store.lease`` and ``_sqlite_lease``)."""
-        return self._hold(session_id, timeout)
-
-    @asynccontextmanager
-    async def _hold(self, session_id: str, timeout: float) -> AsyncIterator[None]:
-        async with hold_sqlite_lease(self._lease_write, session_id, timeout=timeout, ttl=self.lease_ttl):
-            yield
-
-    @asynccontextmanager
-    async def lease_and_load(
-        self, session_id: str, *, timeout: float = DEFAULT_LEASE_TIMEOUT
-    ) -> AsyncIterator[Leased]:
-        """The lease row taken and the document read in one worker call (see ``Store.lease_and_load``)."""
-        read = functools.partial(_read_doc, session_id)
-        async with hold_sqlite_lease(self._lease_write, session_id, timeout=timeout, ttl=self.lease_ttl,
-                                     read=read) as lease:
-            yield self._leased(session_id, lease.found, lease.release, lease)
-
-    async def save_and_release(
-        self, session: Session, expected_revision: int, records: TurnRecords | None, held: Leased
-    ) -> Session:
-        """The save with the lease row deleted in its transaction (one worker call, one commit)."""
-        lease = held.backend
-        if held.released or not isinstance(lease, SQLiteLease) or lease.call != self._lease_write:
-            return await super().save_and_release(session, expected_revision, records, held)
-        lease.closing = True
-        try:
-            stored = await self._save(session, expected_revision, records, lease)
-        except BaseException:
-            lease.closing = False
-            raise
-        held.mark_released()
-        await lease.stop()
-        return stored
+        """Hold the session's lease: a lock on its byte of the lease file (see ``Store.lease`` and
+        ``_sqlite_lease``). ``lease_and_load`` and ``save_and_release`` are ``Store``'s: the take
+        and the release write nothing, so there is no transaction to fold them into."""
+        if self._closed:
+            raise StoreError("store is closed", operation="lease", session_id=session_id)
+        if self._lease_file is None:
+            self._lease_file = lock_file(self.path, self)
+        return SQLiteLease(self._lease_file, session_id, timeout)
 
     # ------------------------------------------------------------------ the document
 
@@ -323,17 +296,16 @@ class SQLiteStore(Store):
     async def save(
         self, session: Session, expected_revision: int, records: TurnRecords | None = None
     ) -> Session:
-        return await self._save(session, expected_revision, records, None)
+        return await self._save(session, expected_revision, records)
 
     async def save_checkpoint(
         self, session: Session, expected_revision: int, records: TurnRecords | None = None
     ) -> Session:
         """The save committed at ``synchronous = NORMAL`` (no fsync: see ``Store.save_checkpoint``)."""
-        return await self._save(session, expected_revision, records, None, flush=False)
+        return await self._save(session, expected_revision, records, flush=False)
 
     async def _save(
-        self, session: Session, expected_revision: int, records: TurnRecords | None, lease: SQLiteLease[Any] | None,
-        *, flush: bool = True,
+        self, session: Session, expected_revision: int, records: TurnRecords | None, *, flush: bool = True,
     ) -> Session:
         # a checkpoint (no flush) is checked without a parse: its turn's final save parses
         stored, text = self._prepare(session, revision=expected_revision + 1, operation="save", checked=flush)
@@ -357,8 +329,6 @@ class SQLiteStore(Store):
             if cur.rowcount != 1:
                 self._explain_failed_save(conn, stored, expected_revision)
             insert_records(conn, stored.id, records)
-            if lease is not None:
-                lease.release_in(conn)
 
         await self._write("save", stored.id, op, flush=flush)
         return stored

@@ -2,9 +2,11 @@
 
 Requests are laid out for provider prompt caches: everything that is the same on every call of a
 kind comes first, in the stable ``system`` part (identity, the call's standing orders, the flow
-catalogue in the agent's own order), and everything that changes per turn comes last, in
-``instructions``. The customer's latest message is never quoted in either: it is the last user
-message of the conversation the request carries.
+catalogue in the agent's own order; the adapter adds the reply schema when the provider cannot
+enforce it, its step-dependent sections last), then the conversation's summary (it changes per
+fold; the adapters send it before the per-turn part), and everything that changes per turn comes
+last, in ``instructions``. The customer's latest message is never quoted in either: it is the
+last user message of the conversation the request carries.
 """
 
 from __future__ import annotations

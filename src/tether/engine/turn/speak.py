@@ -69,10 +69,10 @@ SPEAKER_ORDERS = (
     "Your task now; Still to collect: ask for these naturally, and fill the ones the customer gave; Known: "
     "the task's values, to use as they are and never to ask for again; Background: known from earlier in "
     "the conversation, not a current task; Instructions; Already sent this turn: do not repeat it; Sent "
-    "after your reply: sent word for word right after your reply, so do not ask it yourself."
+    "after your reply: sent word for word right after your reply, so ask nothing yourself."
 )
 BATCH_GUIDELINE = "one message that does each of these, in this order:"
-THEN_ASK_GUIDELINE = "Answer the customer's latest message briefly; do not ask for anything yourself."
+THEN_ASK_GUIDELINE = "Answer the customer's latest message briefly."  # "Sent after your reply" says: ask nothing
 
 
 @dataclass
