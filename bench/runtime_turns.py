@@ -144,19 +144,22 @@ class Calls:
 
 
 class Transactions:
-    """The transactions (``COMMIT``s) each SQLite turn ran, counted with the connection's trace
-    callback; the bench runs its conversations one turn at a time, so each turn is a lone turn."""
+    """The transactions each SQLite turn committed, counted where the store commits its groups of
+    writes (``SQLiteStore._commit_group``: one call, one transaction); the bench runs its
+    conversations one turn at a time, so each turn is a lone turn."""
 
     def __init__(self) -> None:
         self.counts: list[int] = []
         self._now = 0
 
     def attach(self, store: SQLiteStore) -> None:
-        store._connection("bench").set_trace_callback(self._trace)
+        group = store._commit_group
 
-    def _trace(self, statement: str) -> None:
-        if statement.lstrip()[:6].upper() == "COMMIT":
+        def counted(jobs: list[Any]) -> Any:
             self._now += 1
+            return group(jobs)
+
+        store._commit_group = counted  # type: ignore[method-assign]
 
     def turn_done(self) -> None:
         self.counts.append(self._now)
@@ -164,8 +167,10 @@ class Transactions:
 
     def summary(self) -> str:
         spread = collections.Counter(self.counts)
-        return (f"mean {statistics.mean(self.counts):.2f}, most {max(self.counts)} (goal <= 2); turns by count: "
-                + ", ".join(f"{n}: {spread[n]}" for n in sorted(spread)))
+        return (f"mean {statistics.mean(self.counts):.2f}, most {max(self.counts)}; turns by count: "
+                + ", ".join(f"{n}: {spread[n]}" for n in sorted(spread))
+                + " (goal <= 2 for a message turn: 1 for a turn that stays, 1 more per move, 2 more per "
+                  "journaled tool call: its started entry before the tool runs, its result after)")
 
 
 class CommitFloor:

@@ -5,9 +5,10 @@
 ``--turns`` messages. Printed per run:
 
 * turns per second (wall) and CPU ms per turn (the process, the store's thread included);
-* transactions per turn (every ``COMMIT`` the store's connection ran, counted with sqlite3's trace
-  callback) and, of those, flushed commits per turn (a ``COMMIT`` at ``synchronous = FULL``: one
-  fsync of the WAL each; a commit at ``NORMAL`` does not wait for the disk);
+* transactions per turn (every transaction the store committed, counted where the store commits
+  its groups; see ``Commits``) and, of those, flushed commits per turn (a commit at
+  ``synchronous = FULL``: one fsync of the WAL each; a commit at ``NORMAL`` does not wait for the
+  disk);
 * with ``--commit-delay MS``, every flushed commit is made ``MS`` slower (a sleep on the store's
   thread right before it: a slow disk), which is where committing concurrent turns together
   shows.
@@ -46,7 +47,14 @@ sys.path.insert(0, str(HERE))
 
 
 class Commits:
-    """Counts the store connection's commits from its trace callback (called on the store's thread)."""
+    """Counts the store's transactions and flushed commits, and with a ``delay`` makes every
+    flushed commit that much slower (a sleep on the store's thread before the transaction: a slow
+    disk).
+
+    On a tree with grouped commits it wraps ``SQLiteStore._commit_group`` (one call per
+    transaction; cheap). On an older tree it falls back to the connection's trace callback, which
+    costs that tree CPU (sqlite3 expands every statement with its parameters, the document
+    included), so ``--against`` compares turns per second from runs without it."""
 
     def __init__(self, delay: float) -> None:
         self.delay = delay
@@ -54,11 +62,29 @@ class Commits:
         self.flushed = 0
         self._full = True
 
+    def attach(self, store: Any) -> None:
+        group = getattr(store, "_commit_group", None)
+        if group is None:
+            conn = store._conn
+            assert conn is not None
+            conn.set_trace_callback(self.trace)
+            return
+
+        def counted(jobs: list[Any]) -> Any:
+            self.transactions += 1
+            if any(job.flush for job in jobs):
+                self.flushed += 1
+                if self.delay:
+                    time.sleep(self.delay)
+            return group(jobs)
+
+        store._commit_group = counted
+
     def trace(self, statement: str) -> None:
-        text = statement.strip().upper()
+        text = statement[:24].strip().upper()
         if text.startswith("PRAGMA SYNCHRONOUS"):
             self._full = text.endswith("FULL")
-        elif text == "COMMIT" or text.startswith("COMMIT"):
+        elif text.startswith("COMMIT"):
             self.transactions += 1
             if self._full:
                 self.flushed += 1
@@ -66,9 +92,10 @@ class Commits:
                     time.sleep(self.delay)
 
 
-async def measure(sessions: int, turns: int, delay_ms: float, ungrouped: bool = False) -> dict[str, Any]:
+async def measure(sessions: int, turns: int, delay_ms: float, ungrouped: bool = False,
+                  counted: bool = True) -> dict[str, Any]:
     """One run: ``sessions`` booking conversations of ``turns`` messages at once (``ungrouped``:
-    each write commits alone)."""
+    each write commits alone; ``counted``: transactions counted, see ``Commits``)."""
     from booking import booking_agent, booking_message
 
     if ungrouped:
@@ -83,9 +110,8 @@ async def measure(sessions: int, turns: int, delay_ms: float, ungrouped: bool = 
         store = SQLiteStore(Path(tmp) / "bench.db")
         await store.list()  # opened (tables made) before the clock starts
         commits = Commits(delay_ms / 1000)
-        conn = store._conn
-        assert conn is not None
-        conn.set_trace_callback(commits.trace)
+        if counted or delay_ms:
+            commits.attach(store)
         runtime = Runtime(booking_agent(), store=store)
         failed: list[str] = []
 
@@ -108,21 +134,30 @@ async def measure(sessions: int, turns: int, delay_ms: float, ungrouped: bool = 
     if failed:
         raise SystemExit(f"{len(failed)} turns failed, e.g. {failed[0]}")
     return {"turns_per_s": done / wall, "cpu_ms": cpu * 1000 / done,
-            "transactions": commits.transactions / done, "flushed": commits.flushed / done}
+            "transactions": commits.transactions / done if counted else None,
+            "flushed": commits.flushed / done if counted else None}
 
 
-def child(src: Path, sessions: int, turns: int, delay_ms: float, ungrouped: bool = False) -> dict[str, Any]:
+def child(src: Path, sessions: int, turns: int, delay_ms: float, ungrouped: bool = False,
+          counted: bool = True) -> dict[str, Any]:
     """``measure`` in a fresh interpreter importing tether from ``src``."""
     env = {**os.environ, "PYTHONPATH": str(src)}
     out = subprocess.run([sys.executable, __file__, "--child", "--sessions", str(sessions), "--turns", str(turns),
-                          "--commit-delay", str(delay_ms), *(["--ungrouped"] if ungrouped else [])],
+                          "--commit-delay", str(delay_ms), *(["--ungrouped"] if ungrouped else []),
+                          *([] if counted else ["--uncounted"])],
                          env=env, check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
+def _groups(src: Path) -> bool:
+    """True when the tree at ``src`` commits in groups (its transactions are counted cheaply)."""
+    return "_commit_group" in (src / "tether" / "stores" / "sqlite.py").read_text()
+
+
 def line(name: str, figures: dict[str, Any]) -> str:
-    return (f"{name:<8} {figures['turns_per_s']:8.0f} turns/s  {figures['cpu_ms']:6.2f} ms CPU/turn  "
-            f"{figures['transactions']:5.2f} transactions/turn  {figures['flushed']:5.3f} flushed commits/turn")
+    counts = "(not counted)" if figures["transactions"] is None else (
+        f"{figures['transactions']:5.2f} transactions/turn  {figures['flushed']:5.3f} flushed commits/turn")
+    return f"{name:<8} {figures['turns_per_s']:8.0f} turns/s  {figures['cpu_ms']:6.2f} ms CPU/turn  {counts}"
 
 
 def main() -> None:
@@ -134,9 +169,11 @@ def main() -> None:
     parser.add_argument("--against", type=Path, help="another checkout: compare with its src")
     parser.add_argument("--ungrouped", action="store_true", help="also run with each write committed alone")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--uncounted", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(asyncio.run(measure(args.sessions, args.turns, args.commit_delay, args.ungrouped))))
+        print(json.dumps(asyncio.run(measure(args.sessions, args.turns, args.commit_delay, args.ungrouped,
+                                             counted=not args.uncounted))))
         return
     here = HERE.parent / "src"
     print(f"booking conversations: {args.sessions} at once x {args.turns} messages, SQLite, one process; "
@@ -151,8 +188,9 @@ def main() -> None:
             print(line("  ungrouped", alone))
             grouping.append(this["turns_per_s"] / alone["turns_per_s"])
             print(f"  grouped / ungrouped: {grouping[-1]:.2f}x turns/s")
-        if args.against is not None:
-            that = child(args.against / "src", args.sessions, args.turns, args.commit_delay)
+        if args.against is not None:  # counted as this tree is when it can be cheaply (see Commits)
+            that = child(args.against / "src", args.sessions, args.turns, args.commit_delay,
+                         counted=_groups(args.against / "src"))
             print(line("  before", that))
             ratios.append(this["turns_per_s"] / that["turns_per_s"])
             print(f"  this / before: {ratios[-1]:.2f}x turns/s")

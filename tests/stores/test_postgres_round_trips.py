@@ -117,3 +117,29 @@ async def test_a_pipelined_save_with_a_stored_seq_is_a_duplicate_and_writes_noth
     assert [w.key for w in await store.pending_wakes(created.id)] == ["w1"]
     loaded = await store.load(created.id)
     assert loaded is not None and loaded.revision == 1
+
+
+async def test_a_create_with_its_records_is_one_round_trip(pg: PostgresBackend, new_session: NewSession) -> None:
+    store = await pg.make()
+    assert isinstance(store, PostgresStore)
+    wire = Wire(store)
+    wire.on = True
+    created = await store.create(new_session(data={"run": {}}), _records(1))
+    wire.on = False
+    assert created.revision == 0
+    assert wire.syncs() == 1, wire.lines  # was a BEGIN, the insert, one per kind of record and a COMMIT
+    loaded = await store.load(created.id)
+    assert loaded is not None and loaded.data == {"run": {"nodes": {"a": {"n": 1}}}}
+    assert [m.text for m in await store.transcript(created.id)] == ["said 1"]
+    assert [w.key for w in await store.pending_wakes(created.id)] == ["w1"]
+
+
+async def test_a_second_create_of_one_id_conflicts_and_writes_nothing(pg: PostgresBackend,
+                                                                       new_session: NewSession) -> None:
+    store = await pg.make()
+    created = await store.create(new_session(data={"run": {}}))
+    with pytest.raises(SessionConflict):
+        await store.create(created, _records(1))
+    assert await store.transcript(created.id) == [] and await store.pending_wakes(created.id) == []
+    again = await store.create(new_session(data={"n": 2}), _records(1))  # the connection is usable after it
+    assert again.revision == 0

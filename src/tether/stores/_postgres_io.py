@@ -5,18 +5,17 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from tether.stores._postgres_pipeline import save_in_one_round_trip, stored_duplicate
-from tether.stores.base import duplicate_message, message_rows, utc
+from tether.stores._postgres_pipeline import create_in_one_round_trip, save_in_one_round_trip, stored_duplicate
+from tether.stores.base import message_rows, utc
 from tether.stores.record_forms import event_row, journal_body
 from tether.stores.records import TurnRecords, Wake
-from tether.stores.run_queue import postgres_queue
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
     Conn = AsyncConnection[tuple[Any, ...]]
 
-__all__ = ["insert_records", "one_statement_save", "save_in_one_round_trip", "save_in_one_statement",
+__all__ = ["create_in_one_round_trip", "one_statement_save", "save_in_one_round_trip", "save_in_one_statement",
            "wake_from_row"]
 
 
@@ -29,67 +28,6 @@ def wake_from_row(row: Any) -> Wake:
         leased_until=None if row[3] is None else utc(row[3]),
         worker=row[4],
     )
-
-
-async def insert_records(conn: Conn, s: str, session_id: str, records: TurnRecords | None) -> None:
-    """Append ``records`` inside the caller's transaction (``s``: the quoted schema name)."""
-    if records is None or records.is_empty():
-        return
-    messages = message_rows(session_id, records)
-    async with conn.cursor() as cur:
-        if messages:  # one round trip: a duplicate seq inserts nothing and is reported (the write rolls back)
-            seqs = [seq for seq, _ in messages]
-            await cur.execute(
-                f"INSERT INTO {s}.tether_messages (session_id, seq, body) "
-                "SELECT %s, m.seq, m.body::json FROM unnest(%s::bigint[], %s::text[]) AS m(seq, body) "
-                "ON CONFLICT (session_id, seq) DO NOTHING RETURNING seq",
-                (session_id, seqs, [body for _, body in messages]),
-            )
-            inserted = {row[0] for row in await cur.fetchall()}
-            if len(inserted) != len(seqs):
-                raise duplicate_message(session_id, min(seq for seq in seqs if seq not in inserted))
-        events = event_row(records)
-        if events is not None:  # one row, numbered by the write's last event, in the same statement
-            await cur.execute(
-                f"INSERT INTO {s}.tether_events (session_id, seq, type, at, body) "
-                f"SELECT %s, (SELECT COALESCE(max(seq), 0) FROM {s}.tether_events WHERE session_id = %s) + %s, "
-                "%s, %s, %s::json",
-                (session_id, session_id, events.size, events.type, events.at, events.body),
-            )
-        if records.journal:
-            await cur.executemany(
-                f"INSERT INTO {s}.tether_journal AS j (session_id, key, run_id, body) "
-                "VALUES (%s, %s, %s, %s::json) ON CONFLICT (session_id, key) "
-                "DO UPDATE SET run_id = EXCLUDED.run_id, body = EXCLUDED.body "
-                "WHERE (j.body->>'status') = 'running'",  # a final entry never changes
-                [(session_id, e.key, e.run_id, journal_body(session_id, e)) for e in records.journal],
-            )
-        parts = records.part_rows()
-        if parts:
-            await cur.executemany(
-                f"INSERT INTO {s}.tether_parts (session_id, path, name, body) VALUES (%s, %s, %s, %s::json) "
-                "ON CONFLICT (session_id, path, name) DO UPDATE SET body = EXCLUDED.body",
-                [(session_id, path, name, body) for path, name, body in parts],
-            )
-        if records.cancel_wakes:
-            await cur.execute(
-                f"DELETE FROM {s}.tether_wakes WHERE session_id = %s AND key = ANY(%s)",
-                (session_id, records.cancel_wakes),
-            )
-        for wake in records.wakes:
-            if wake.replaces is not None and wake.replaces != wake.key:
-                await cur.execute(
-                    f"DELETE FROM {s}.tether_wakes WHERE session_id = %s AND key = %s",
-                    (session_id, wake.replaces),
-                )
-            await cur.execute(
-                f"INSERT INTO {s}.tether_wakes (session_id, key, at, leased_until, worker) "
-                "VALUES (%s, %s, %s, NULL, '') ON CONFLICT (session_id, key) "
-                "DO UPDATE SET at = EXCLUDED.at, leased_until = NULL, worker = ''",
-                (session_id, wake.key, utc(wake.at)),
-            )
-    if records.queue is not None:
-        await postgres_queue(conn, s, session_id, records.queue)
 
 
 def one_statement_save(records: TurnRecords | None) -> bool:

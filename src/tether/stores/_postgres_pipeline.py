@@ -1,4 +1,5 @@
-"""A ``PostgresStore`` save that needs a transaction, sent as one pipeline: one round trip.
+"""A ``PostgresStore`` save that needs a transaction, and a session's creation, each sent as one
+pipeline: one round trip.
 
 A save whose records hold wakes, document parts or a run queue change cannot be one statement (a wake's delete and
 upsert may touch one row, which one statement's parts cannot see of each other), so it is a
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 
     Conn = AsyncConnection[tuple[Any, ...]]
 
-__all__ = ["save_in_one_round_trip", "stored_duplicate"]
+__all__ = ["create_in_one_round_trip", "save_in_one_round_trip", "stored_duplicate"]
 
 
 async def save_in_one_round_trip(conn: Conn, s: str, session: tuple[Any, ...], expected: int,
@@ -37,9 +38,34 @@ async def save_in_one_round_trip(conn: Conn, s: str, session: tuple[Any, ...], e
     quoted schema name; ``session``: ``(id, agent, status, revision, saved_at, doc json)``). True
     when the swap matched and everything committed; False when the swap matched no row (nothing
     written). Without ``flush`` the transaction commits with ``synchronous_commit`` off."""
+    session_id, agent, status, revision, saved_at, text = session
+    return await _in_one_round_trip(
+        conn, s, session_id,
+        f"WITH swapped AS (UPDATE {s}.tether_sessions SET status = %s, revision = %s, saved_at = %s, "
+        "doc = %s::json WHERE id = %s AND revision = %s AND agent = %s RETURNING 1) "
+        "SELECT 1 / count(*) FROM swapped",  # no row swapped: division by zero, all rolled back
+        (status, revision, saved_at, text, session_id, expected, agent), records, flush=flush)
+
+
+async def create_in_one_round_trip(conn: Conn, s: str, session: tuple[Any, ...], records: TurnRecords | None) -> bool:
+    """The new session's row and ``records`` in one transaction sent as one pipeline (``session``:
+    ``(id, agent, status, created_at, saved_at, doc json)``). True when it was created; False when
+    a session with its id exists (nothing written)."""
+    session_id, agent, status, created_at, saved_at, text = session
+    return await _in_one_round_trip(
+        conn, s, session_id,
+        f"WITH created AS (INSERT INTO {s}.tether_sessions (id, agent, status, revision, created_at, saved_at, doc) "
+        "VALUES (%s, %s, %s, 0, %s, %s, %s::json) ON CONFLICT (id) DO NOTHING RETURNING 1) "
+        "SELECT 1 / count(*) FROM created",  # the id exists: division by zero, all rolled back
+        (session_id, agent, status, created_at, saved_at, text), records)
+
+
+async def _in_one_round_trip(conn: Conn, s: str, session_id: str, head: str, params: tuple[Any, ...],
+                             records: TurnRecords | None, *, flush: bool = True) -> bool:
+    """``head`` (a statement that divides by zero when it wrote no session row) and the statements
+    of ``records``, one pipeline; False when ``head`` wrote nothing (and nothing was written)."""
     import psycopg
 
-    session_id, agent, status, revision, saved_at, text = session
     messages = message_rows(session_id, records) if records is not None else []
     try:
         # no BEGIN: the statements before the pipeline's one sync are one implicit transaction
@@ -47,11 +73,7 @@ async def save_in_one_round_trip(conn: Conn, s: str, session: tuple[Any, ...], e
         async with conn.pipeline():
             if not flush:
                 await conn.execute("SELECT set_config('synchronous_commit', 'off', true)")
-            await conn.execute(
-                f"WITH swapped AS (UPDATE {s}.tether_sessions SET status = %s, revision = %s, saved_at = %s, "
-                "doc = %s::json WHERE id = %s AND revision = %s AND agent = %s RETURNING 1) "
-                "SELECT 1 / count(*) FROM swapped",  # no row swapped: division by zero, all rolled back
-                (status, revision, saved_at, text, session_id, expected, agent))
+            await conn.execute(head, params)
             if records is not None:
                 await _queue_records(conn, s, session_id, records, messages)
     except psycopg.errors.DivisionByZero:

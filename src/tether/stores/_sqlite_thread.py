@@ -79,8 +79,18 @@ def _run_group(items: list[Any], runner: GroupRunner) -> None:
             raise RuntimeError(f"a group runner returned {len(outcomes)} outcomes for {len(items)} jobs")
     except BaseException as exc:  # the runner itself failed: every caller gets its error
         outcomes = [(False, exc)] * len(items)
+    # one wake-up of each caller's loop for the whole group, not one per caller
+    answers: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
     for (_, loop, future, _), (ok, outcome) in zip(items, outcomes, strict=True):
-        _answer(loop, future, ok, outcome)
+        answers.setdefault(loop, []).append((future, ok, outcome))
+    for loop, settles in answers.items():
+        with contextlib.suppress(RuntimeError):  # the caller's loop is closed: nobody waits for the result
+            loop.call_soon_threadsafe(_settle_all, settles)
+
+
+def _settle_all(settles: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
+    for future, ok, outcome in settles:
+        _settle(future, ok, outcome)
 
 
 def _run_alone(fn: Callable[[], Any], loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any]) -> None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from tether.engine.core.session import Session, TranscriptMessage
 from tether.errors import SessionConflict, SessionFlowMismatch, StoreError
 from tether.stores._postgres_io import (
-    insert_records,
+    create_in_one_round_trip,
     one_statement_save,
     save_in_one_round_trip,
     save_in_one_statement,
@@ -263,16 +263,10 @@ class PostgresStore(Store):
 
     async def create(self, session: Session, records: TurnRecords | None = None) -> Session:
         stored, text = self._prepare(session, revision=0, operation="create")
-        async with self._transaction("create", stored.id) as conn:
-            cur = await conn.execute(
-                f"INSERT INTO {self._s}.tether_sessions "
-                "(id, agent, status, revision, created_at, saved_at, doc) "
-                "VALUES (%s, %s, %s, 0, %s, %s, %s::json) ON CONFLICT (id) DO NOTHING",
-                (stored.id, stored.agent, stored.status, utc(stored.created_at), stored.saved_at, text),
-            )
-            if cur.rowcount != 1:
+        row = (stored.id, stored.agent, stored.status, utc(stored.created_at), stored.saved_at, text)
+        async with self._connection("create", stored.id) as conn:  # one round trip (a pipeline)
+            if not await create_in_one_round_trip(conn, self._s, row, records):
                 raise SessionConflict(stored.id, expected=None, operation="create")
-            await insert_records(conn, self._s, stored.id, records)
         return stored
 
     async def save(
