@@ -11,13 +11,15 @@ number of users:
 * in process: the same conversations through one ``Runtime`` (``bench/throughput.py``'s
   measurement, in a fresh interpreter), turns per second and CPU ms per turn;
 * the ratios: HTTP / in process turns per second (goal >= 0.8), and the server's CPU per HTTP turn
-  / the in-process CPU per turn (goal <= 1.25).
+  / the in-process CPU per turn (goal <= 1.25), per round and their medians over ``--rounds``
+  paired rounds (default 3; the order of the two alternates), so a change of machine load hits
+  both alike.
 
 The load generator (a raw HTTP/1.1 client on asyncio streams, the cheapest there is in Python)
 runs on the same machine and takes CPU from the server; on 2 cores that weighs on the HTTP figure.
 Whether uvloop and httptools are installed (the ``fast`` extra) is printed.
 
-    python bench/http_turns.py [--users 16 64] [--turns 40] [--against DIR]
+    python bench/http_turns.py [--users 16 64] [--turns 40] [--rounds 3] [--against DIR]
     TETHER_TEST_POSTGRES_URL=postgresql://... python bench/http_turns.py --workers 2 --users 16 64
 
 ``--against DIR`` also serves from another checkout's ``src`` (``git worktree add DIR <commit>``)
@@ -133,7 +135,7 @@ async def http_run(src: Path, users: int, turns: int, store: str | None = None,
                     await asyncio.sleep(0.05)
             await asyncio.sleep(2 if workers > 1 else 0)  # every worker up (the first one answers first)
             old_way = [False]
-            # warm up every worker (8 connections per worker: the kernel hashes each to one)
+            # warm up every worker (8 connections per worker: each worker takes its share)
             await asyncio.gather(*(user(port, users + w, 8, old_way) for w in range(8 * workers)))
             pids = [server.pid, *children(server.pid)]
             cpu, wall = sum(map(cpu_seconds, pids)), time.perf_counter()
@@ -206,27 +208,37 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=40)
     parser.add_argument("--against", type=Path, help="another checkout: also serve from its src")
     parser.add_argument("--workers", type=int, default=1, help="compare N workers with 1 on PostgreSQL")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3, help="paired rounds per number of users (--workers: 2)")
     args = parser.parse_args()
     if args.workers > 1:
-        compare_workers(args.users, args.turns, args.workers, args.rounds)
+        compare_workers(args.users, args.turns, args.workers, args.rounds if "--rounds" in sys.argv else 2)
         return
     here = HERE.parent / "src"
     fast = all(importlib.util.find_spec(name) is not None for name in ("uvloop", "httptools"))
     print(f"booking conversations over HTTP (tether serve, SQLite, 1 worker) vs in process; uvloop+httptools: "
           f"{'yes' if fast else 'no'}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    for users in args.users:
-        local = in_process(here, users, args.turns)
-        http = asyncio.run(http_run(here, users, args.turns))
-        print(f"{users:3} users: HTTP {http['turns_per_s']:6.0f} turns/s ({http['cpu_ms']:.2f} ms server CPU/turn); "
-              f"in process {local['turns_per_s']:6.0f} turns/s ({local['cpu_ms']:.2f} ms CPU/turn); "
-              f"HTTP / in process {http['turns_per_s'] / local['turns_per_s']:.2f}x turns/s (goal >= 0.8), "
-              f"{http['cpu_ms'] / local['cpu_ms']:.2f}x CPU/turn (goal <= 1.25)")
-        if args.against is not None:
-            before = asyncio.run(http_run(args.against / "src", users, args.turns))
-            print(f"          before: HTTP {before['turns_per_s']:6.0f} turns/s ({before['cpu_ms']:.2f} ms server "
-                  f"CPU/turn); this / before {http['turns_per_s'] / before['turns_per_s']:.2f}x turns/s")
+    import statistics
 
+    for users in args.users:
+        speed, cpu = [], []
+        for r in range(args.rounds):  # paired: in process and HTTP one after the other, the order alternating
+            if r % 2 == 0:
+                local = in_process(here, users, args.turns)
+                http = asyncio.run(http_run(here, users, args.turns))
+            else:
+                http = asyncio.run(http_run(here, users, args.turns))
+                local = in_process(here, users, args.turns)
+            speed.append(http["turns_per_s"] / local["turns_per_s"])
+            cpu.append(http["cpu_ms"] / local["cpu_ms"])
+            print(f"{users:3} users, round {r + 1}: HTTP {http['turns_per_s']:6.0f} turns/s ({http['cpu_ms']:.2f} ms "
+                  f"server CPU/turn); in process {local['turns_per_s']:6.0f} turns/s ({local['cpu_ms']:.2f} ms "
+                  f"CPU/turn); {speed[-1]:.2f}x turns/s, {cpu[-1]:.2f}x CPU/turn")
+            if args.against is not None:
+                before = asyncio.run(http_run(args.against / "src", users, args.turns))
+                print(f"          before: HTTP {before['turns_per_s']:6.0f} turns/s ({before['cpu_ms']:.2f} ms server "
+                      f"CPU/turn); this / before {http['turns_per_s'] / before['turns_per_s']:.2f}x turns/s")
+        print(f"{users:3} users: median HTTP / in process {statistics.median(speed):.2f}x turns/s (goal >= 0.8), "
+              f"{statistics.median(cpu):.2f}x CPU/turn (goal <= 1.25); load average {os.getloadavg()[0]:.1f}")
 
 if __name__ == "__main__":
     main()

@@ -43,6 +43,15 @@ def pid_agent() -> Agent:
     return Agent("Pid", flows=[Flow("pid", start=answer, nodes=[answer], on=[on_message(repeat="always")])])
 
 
+def frozen_agent() -> Agent:
+    """Answers every message with how many objects the garbage collector of its process leaves
+    alone (``gc.get_freeze_count()``)."""
+    import gc
+
+    answer = reply("answer", response=lambda state: str(gc.get_freeze_count()), next=end("answered"))
+    return Agent("Frozen", flows=[Flow("frozen", start=answer, nodes=[answer], on=[on_message(repeat="always")])])
+
+
 def refund_agent(refunds: list[int]) -> Agent:
     """``refund`` (started by hand) asks for an approval, refunds when approved; ``pay`` waits for
     the ``paid`` signal."""

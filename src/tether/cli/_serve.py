@@ -2,9 +2,9 @@
 store's workflow run queue in every process (the model chosen here serves their agent nodes).
 
 With no API keys (``TETHER_API_KEYS`` unset) the API is open, so the server binds 127.0.0.1 only
-and says so; binding another address needs keys. ``--workers N`` runs N processes on one address,
-each with a listening socket of its own where the OS allows it (``SO_REUSEPORT``, see
-:mod:`tether.cli._reuseport`), else on one shared socket (uvicorn's workers); each builds its own
+and says so; binding another address needs keys. ``--workers N`` runs N processes on one listening
+socket, each taking new connections only while it holds no more than the others (see
+:mod:`tether.cli._workers`; on Windows, uvicorn's workers); each builds its own
 app from the app file and store named in the environment
 (``worker_app``), and they share the sessions through the store: on PostgreSQL any number of
 processes (and hosts) share the load and each wake fires once (claimed with ``SKIP LOCKED``).
@@ -13,6 +13,7 @@ processes (and hosts) share the load and each wake fires once (claimed with ``SK
 from __future__ import annotations
 
 import dataclasses
+import gc
 import logging
 import os
 import sys
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from tether.cli import _reuseport
+from tether.cli import _workers
 from tether.cli._inspect import load_or_exit
 from tether.cli._output import CliError, fail
 from tether.cli._sessions import DEFAULT_DB
@@ -53,6 +54,14 @@ def _log_turns() -> None:
         handler.setFormatter(logging.Formatter("%(levelname)s:     %(name)s %(message)s"))
         logger.addHandler(handler)
     logger.setLevel(logging.INFO)
+
+
+def _settle_heap() -> None:
+    """Move what start-up made (modules, the app, its agents and flows: objects that live as long
+    as the process) out of the garbage collector's view (``gc.freeze``), so its collections while
+    serving walk only what requests make."""
+    gc.collect()
+    gc.freeze()
 
 
 def _agents(app_spec: str, model: str | None) -> list[Agent]:
@@ -96,8 +105,10 @@ def worker_app() -> Starlette:
     the model chosen by ``--model`` from ``TETHER_SERVE_MODEL``, set by ``tether serve``."""
     _log_turns()
     model = os.environ.get(MODEL_ENV) or None
-    return _app(_agents(os.environ[APP_ENV], model), os.environ[STORE_ENV],
-                float(os.environ.get(REFRESH_ENV, DEFAULT_FLOW_REFRESH)), model, os.environ.get(WORKFLOWS_ENV) or None)
+    app = _app(_agents(os.environ[APP_ENV], model), os.environ[STORE_ENV],
+               float(os.environ.get(REFRESH_ENV, DEFAULT_FLOW_REFRESH)), model, os.environ.get(WORKFLOWS_ENV) or None)
+    _settle_heap()
+    return app
 
 
 def serve(
@@ -177,6 +188,7 @@ def serve(
     if workers == 1:
         config = uvicorn.Config(_app(agents, store, flow_refresh, chosen, folder), host=host, port=port, lifespan="on",
                                 log_level="info", access_log=False)
+        _settle_heap()
         BannerServer(config, banner).run()
         return
     typer.echo(f"tether serve: {banner}; inspector {base_url(host, port)}/inspect", err=True)
@@ -186,8 +198,8 @@ def serve(
     os.environ[REFRESH_ENV] = str(flow_refresh)
     os.environ[MODEL_ENV] = chosen or ""
     os.environ[WORKFLOWS_ENV] = folder or ""
-    if _reuseport.available():  # a socket per worker: the kernel spreads the connections over them
-        _reuseport.run_workers(host, port, workers)
+    if _workers.available():  # each worker takes its share of the connections
+        _workers.run_workers(host, port, workers)
         return
     uvicorn.run("tether.cli._serve:worker_app", factory=True, host=host, port=port, workers=workers,
                 lifespan="on", log_level="info", access_log=False)

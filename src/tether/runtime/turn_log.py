@@ -68,14 +68,14 @@ def turn_fields(agent_id: str, session_id: str | None, turn_input: TurnInput, re
 def _value(value: Any) -> str:
     if value is None:
         return "-"
-    if isinstance(value, bool):
-        return str(value).lower()
+    if value is True or value is False:
+        return "true" if value else "false"
     if isinstance(value, list):
-        return ",".join(str(v) for v in value) or "-"
-    text = str(value)
+        return ",".join(map(str, value)) or "-"
+    text = value if type(value) is str else str(value)
     if not text:
         return '""'
-    if any(c in text for c in ' "=\n'):
+    if " " in text or '"' in text or "=" in text or "\n" in text:
         return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
     return text
 
@@ -87,5 +87,5 @@ def log_turn(agent_id: str, session_id: str | None, turn_input: TurnInput, respo
     if not log.isEnabledFor(level):
         return
     fields = turn_fields(agent_id, session_id, turn_input, response, seconds)
-    log.log(level, "turn %s", " ".join(f"{key}={_value(value)}" for key, value in fields.items()),
+    log.log(level, "turn %s", " ".join([f"{key}={_value(value)}" for key, value in fields.items()]),
             extra={"turn": fields})

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from importlib.metadata import version as _version
@@ -23,13 +22,13 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from tether.agent import Agent
 from tether.dialect.registry import Registry
-from tether.errors import FlowDefinitionError, StoreError
+from tether.errors import FlowDefinitionError
 from tether.flow.mermaid import flow_to_mermaid
 from tether.models.tiers import ModelTiers
 from tether.models.types import Model
@@ -40,13 +39,14 @@ from tether.runtime.stored_flows import StoredFlowRefresh, load_stored_flows, pu
 from tether.server.auth import KeyRing, keys_from_env, operator_keys_from_env
 from tether.server.bodies import FlowBody, FlowRegistered
 from tether.server.costs import tenant_costs
+from tether.server.hot import MessageFastPath
 from tether.server.inspector import inspector_routes
 from tether.server.openai_compat import OpenAIRoutes
 from tether.server.openai_responses import ResponsesRoute
 from tether.server.openapi import openapi_document
-from tether.server.problems import ApiError, error_response
+from tether.server.problems import ApiError, error_answer, error_response
 from tether.server.requests import DEFAULT_MAX_BODY, read_body
-from tether.server.sessions import SessionRoutes, status_of_code
+from tether.server.sessions import SessionRoutes
 from tether.server.stream import KEEPALIVE, POLL
 from tether.server.takeover import TakeoverRoutes
 from tether.server.workflow_runs import WorkflowRunRoutes
@@ -54,8 +54,6 @@ from tether.stores import Store
 from tether.workflow_host import RunQueueTask
 
 __all__ = ["create_app"]
-
-log = logging.getLogger("tether.server")
 
 READY_TIMEOUT = 2.0
 """Seconds ``/readyz`` waits for the store (a pool waiting for a database that is down would
@@ -74,17 +72,8 @@ def _guarded(keys: KeyRing, handler: Handler, *, public: bool = False) -> Handle
                 request.state.tenant = keys.tenant(authorization, api_key)
                 request.state.operator = keys.is_operator(authorization, api_key)
             return await handler(request)
-        except ApiError as exc:
-            headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-            return error_response(exc, headers)
-        except ClientDisconnect:  # the client left mid-body: nothing ran, and it is no bug of ours
-            log.info("%s %s: the client disconnected before its body was read", request.method, request.url.path)
-            return error_response(ApiError(400, "client-disconnected", "the client disconnected mid-body"))
-        except StoreError as exc:  # the store failed a route's own read (its session): not a bug
-            return error_response(ApiError(status_of_code(exc.code), exc.code, exc.message))
-        except Exception:
-            log.exception("%s %s failed", request.method, request.url.path)
-            return error_response(ApiError(500, "internal-error", "the server failed; this is a bug"))
+        except Exception as exc:
+            return error_answer(exc, request.method, request.url.path)
 
     return endpoint
 
@@ -295,6 +284,8 @@ def create_app(
 
     middleware = [Middleware(CORSMiddleware, allow_origins=list(cors_origins), allow_methods=["*"],
                              allow_headers=["*"])] if cors_origins else []
+    # innermost: CORS (when on) answers preflights and adds its headers to the message turns too
+    middleware.append(Middleware(MessageFastPath, routes=routes, keys=keys, max_body=max_body))
     app = Starlette(
         routes=[*(Route(path, _guarded(keys, handler, public=public), methods=methods)
                   for path, handler, methods, public in table),

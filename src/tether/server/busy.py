@@ -24,10 +24,11 @@ __all__ = ["Admitted", "BusyGate"]
 
 @dataclass(eq=False)
 class Admitted:
-    """A message turn admitted by :meth:`BusyGate.admit`: run it with ``options``."""
+    """A message turn admitted by :meth:`BusyGate.admit`: run it with ``options``. ``barge_in``
+    is the event a later message sets under ``interrupt`` (None under the other policies)."""
 
-    barge_in: asyncio.Event
-    options: TurnOptions
+    barge_in: asyncio.Event | None
+    options: TurnOptions | None
 
 
 class BusyGate:
@@ -47,11 +48,14 @@ class BusyGate:
                 del self._turns[session_id]
             raise ApiError(409, "session-busy",
                            f"session {session_id!r} is running a turn (agent {agent.id!r} rejects messages meanwhile)")
-        if agent.on_busy == "interrupt":
-            for turn in running:
-                turn.barge_in.set()
-        barge_in = asyncio.Event()
-        turn = Admitted(barge_in, TurnOptions(barge_in=barge_in if agent.on_busy == "interrupt" else None))
+        if agent.on_busy != "interrupt":
+            turn = Admitted(None, None)
+        else:
+            for earlier in running:
+                if earlier.barge_in is not None:
+                    earlier.barge_in.set()
+            barge_in = asyncio.Event()
+            turn = Admitted(barge_in, TurnOptions(barge_in=barge_in))
         running.append(turn)
         return turn
 

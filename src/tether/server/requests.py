@@ -10,7 +10,7 @@ from starlette.requests import Request
 
 from tether.server.problems import ApiError
 
-__all__ = ["DEFAULT_MAX_BODY", "query_int", "read_body"]
+__all__ = ["DEFAULT_MAX_BODY", "body_too_large", "parse_body", "query_int", "read_body"]
 
 DEFAULT_MAX_BODY = 1_000_000
 """The default request body limit in bytes."""
@@ -24,15 +24,25 @@ async def read_body(request: Request, model: type[M], *, limit: int, optional: b
     ``invalid-body`` naming each bad field. An empty body is ``model()`` when ``optional``."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise ApiError(413, "body-too-large", f"the request body is over {limit} bytes")
+        raise body_too_large(limit)
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise ApiError(413, "body-too-large", f"the request body is over {limit} bytes")
+            raise body_too_large(limit)
         chunks.append(chunk)
-    raw = b"".join(chunks)
+    return parse_body(b"".join(chunks), model, optional=optional)
+
+
+def body_too_large(limit: int) -> ApiError:
+    """413 ``body-too-large``: the body is over ``limit`` bytes."""
+    return ApiError(413, "body-too-large", f"the request body is over {limit} bytes")
+
+
+def parse_body(raw: bytes, model: type[M], *, optional: bool = False) -> M:
+    """A body read whole as ``model``, with :func:`read_body`'s errors (400 ``invalid-json``, 422
+    ``invalid-body``; an empty body is ``model()`` when ``optional``)."""
     if not raw.strip():
         if optional:
             return model()

@@ -17,52 +17,36 @@ from tether.runtime.envelope import RunResponse, failure
 from tether.runtime.runtime import Runtime
 from tether.runtime.window import detach_window
 from tether.server.bodies import ApprovalBody, EventBody, MessageBody, SignalBody, StartBody
-from tether.server.busy import BusyGate
-from tether.server.problems import ApiError
+from tether.server.busy import Admitted, BusyGate
+from tether.server.problems import ApiError, status_of, status_of_code
 from tether.server.requests import query_int, read_body
 from tether.server.sse import stream_turn, wants_stream
 from tether.server.stream import KEEPALIVE, POLL, event_stream, stream_cursor
 from tether.server.views import envelope, event_view, message_view, session_state, tenant_of
 
-__all__ = ["SessionRoutes", "status_of", "status_of_code"]
+__all__ = ["SessionRoutes", "answer", "envelope_json", "message_of", "status_of", "status_of_code"]
 
-_STATUS = {
-    "invalid-input": 422,
-    "invalid-request": 422,
-    "SESSION_CONFLICT": 409,
-    "SESSION_FLOW_MISMATCH": 409,
-    "flow-drift": 409,  # a deploy changed the run's flow so that it cannot go on: nothing saved, not a bug
-    "SESSION_STORE_ERROR": 503,
-    "SESSION_LEASE_TIMEOUT": 503,
-    "model-configuration": 503,
-}
-
-
-def status_of(response: RunResponse) -> int:
-    """The HTTP status of an envelope: 200 on success; a failure by its code (see :func:`status_of_code`)."""
-    return 200 if response.success else status_of_code(response.code or "")
-
-
-def status_of_code(code: str) -> int:
-    """The HTTP status of a failure's code: a store that failed is 503, a provider failure 502, an
-    unexpected turn failure (a bug that saved nothing) 500."""
-    if code in _STATUS:
-        return _STATUS[code]
-    return 502 if code.startswith("model-") else 500
+def message_of(idempotency_key: str | None, body: MessageBody) -> Message:
+    """The message of a request: its text, with the ``Idempotency-Key`` header (or the body's
+    ``id``) as its id."""
+    if idempotency_key is not None and body.id is not None and idempotency_key != body.id:
+        raise ApiError(422, "invalid-body", "id: differs from the Idempotency-Key header")
+    return Message(body.text, id=idempotency_key or body.id)
 
 
 def _message(request: Request, body: MessageBody) -> Message:
-    """The message of a request: its text, with the ``Idempotency-Key`` header (or the body's
-    ``id``) as its id."""
-    header = request.headers.get("idempotency-key")
-    if header is not None and body.id is not None and header != body.id:
-        raise ApiError(422, "invalid-body", "id: differs from the Idempotency-Key header")
-    return Message(body.text, id=header or body.id)
+    return message_of(request.headers.get("idempotency-key"), body)
 
 
-def answer(response: RunResponse) -> JSONResponse:
+def envelope_json(response: RunResponse) -> bytes:
+    """The envelope as JSON bytes (what ``JSONResponse(envelope(response))`` sends, serialised in
+    one step)."""
+    return response.model_dump_json().encode()
+
+
+def answer(response: RunResponse) -> Response:
     """The envelope as a JSON response with its status."""
-    return JSONResponse(envelope(response), status_code=status_of(response))
+    return Response(envelope_json(response), status_of(response), media_type="application/json")
 
 
 class SessionRoutes:
@@ -147,11 +131,20 @@ class SessionRoutes:
         body = await read_body(request, MessageBody, limit=self.max_body)
         message = _message(request, body)
         tenant = request.state.tenant
-        config = {"tenant": tenant}
         turn = self.busy.admit(agent, session_id)
         if wants_stream(request):
-            return stream_turn(self.runtime, agent.id, session_id, message, config, options=turn.options,
+            return stream_turn(self.runtime, agent.id, session_id, message, {"tenant": tenant}, options=turn.options,
                                on_done=lambda: self.busy.done(session_id, turn))
+        return answer(await self._admitted_turn(agent, session_id, message, tenant, turn))
+
+    async def message_turn(self, agent: Agent, session_id: str, message: Message, tenant: str) -> RunResponse:
+        """The JSON turn of ``POST .../messages`` once the request is read (``agent.on_busy`` is
+        ``queue``: the runtime's load checks the agent and the tenant). Raises ``ApiError`` 404
+        when the session is not the agent's, 403 when another tenant's."""
+        return await self._admitted_turn(agent, session_id, message, tenant, self.busy.admit(agent, session_id))
+
+    async def _admitted_turn(self, agent: Agent, session_id: str, message: Message, tenant: str,
+                             turn: Admitted) -> RunResponse:
         refused: list[ApiError] = []
 
         def admit(doc: Session | None) -> RunResponse | None:
@@ -163,13 +156,13 @@ class SessionRoutes:
             return None
 
         try:
-            response = await self.runtime.run(agent.id, message, session_id=session_id, config=config,
+            response = await self.runtime.run(agent.id, message, session_id=session_id, config={"tenant": tenant},
                                               options=turn.options, admit=admit)
         finally:
             self.busy.done(session_id, turn)
         if refused:
             raise refused[0]
-        return answer(response)
+        return response
 
     async def first_message(self, request: Request) -> Response:
         """``POST /v1/agents/{agent}/messages``: a conversation's first message, which creates its
@@ -177,8 +170,12 @@ class SessionRoutes:
         separate create request needed)."""
         agent = self._agent(request)
         body = await read_body(request, MessageBody, limit=self.max_body)
-        response = await self.runtime.run(agent.id, _message(request, body), config={"tenant": request.state.tenant})
-        return answer(response)
+        return answer(await self.first_turn(agent, _message(request, body), request.state.tenant))
+
+    async def first_turn(self, agent: Agent, message: Message, tenant: str) -> RunResponse:
+        """The turn of ``POST /v1/agents/{agent}/messages`` once the request is read: a new session
+        of ``tenant``."""
+        return await self.runtime.run(agent.id, message, config={"tenant": tenant})
 
     async def state(self, request: Request) -> Response:
         """``GET .../{id}``: status, data, runs, what they wait on and the pending approvals."""
