@@ -9,7 +9,8 @@ number of users:
 * HTTP turns per second, and the server's CPU ms per turn (its process's user + system time from
   ``/proc``, the store's thread included);
 * in process: the same conversations through one ``Runtime`` (``bench/throughput.py``'s
-  measurement, in a fresh interpreter), turns per second and CPU ms per turn;
+  measurement, in a fresh interpreter, which like ``tether serve`` freezes what start-up made
+  out of the garbage collector's view), turns per second and CPU ms per turn;
 * the ratios: HTTP / in process turns per second (goal >= 0.8), and the server's CPU per HTTP turn
   / the in-process CPU per turn (goal <= 1.25), per round and their medians over ``--rounds``
   paired rounds (default 3; the order of the two alternates), so a change of machine load hits
@@ -197,8 +198,11 @@ def compare_workers(users_counts: list[int], turns: int, workers: int, rounds: i
 
 def in_process(src: Path, users: int, turns: int) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(src)}
+    # like the server, it freezes what start-up made (tether serve does: see docs/server.md), and
+    # counts nothing: the comparison is of what serving over HTTP adds, not of a setting
     out = subprocess.run([sys.executable, str(HERE / "throughput.py"), "--child", "--sessions", str(users),
-                          "--turns", str(turns)], env=env, check=True, capture_output=True, text=True)
+                          "--turns", str(turns), "--freeze", "--uncounted"],
+                         env=env, check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 

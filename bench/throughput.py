@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import statistics
@@ -93,7 +94,7 @@ class Commits:
 
 
 async def measure(sessions: int, turns: int, delay_ms: float, ungrouped: bool = False,
-                  counted: bool = True) -> dict[str, Any]:
+                  counted: bool = True, freeze: bool = False) -> dict[str, Any]:
     """One run: ``sessions`` booking conversations of ``turns`` messages at once (``ungrouped``:
     each write commits alone; ``counted``: transactions counted, see ``Commits``)."""
     from booking import booking_agent, booking_message
@@ -124,6 +125,9 @@ async def measure(sessions: int, turns: int, delay_ms: float, ungrouped: bool = 
                 session_id = response.session
 
         await conversation(sessions)  # warm up (imports, caches) on a session of its own
+        if freeze:  # what start-up made, out of the collector's view (as tether serve does)
+            gc.collect()
+            gc.freeze()
         commits.transactions = commits.flushed = 0
         cpu, wall = time.process_time(), time.perf_counter()
         await asyncio.gather(*(conversation(c) for c in range(sessions)))
@@ -170,10 +174,11 @@ def main() -> None:
     parser.add_argument("--ungrouped", action="store_true", help="also run with each write committed alone")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--uncounted", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--freeze", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(asyncio.run(measure(args.sessions, args.turns, args.commit_delay, args.ungrouped,
-                                             counted=not args.uncounted))))
+                                             counted=not args.uncounted, freeze=args.freeze))))
         return
     here = HERE.parent / "src"
     print(f"booking conversations: {args.sessions} at once x {args.turns} messages, SQLite, one process; "
