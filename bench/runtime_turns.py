@@ -7,7 +7,8 @@ Every figure comes with its floor, measured in the same run:
   are CPU-only, so the ratio is taken on the process's CPU time per turn (the machine is shared:
   wall time also counts other tenants' work); wall times are printed beside it. Pure and hosted
   conversations alternate, so a change of load hits both;
-* ``Runtime`` + ``SQLiteStore`` against one fsync commit (goal: <= 3x that commit). The floor is
+* ``Runtime`` + ``SQLiteStore`` against one fsync commit (the goal of <= 3x that commit is retired:
+  thread hand-offs on a shared VM cost more than the commit). The floor is
   committed the way the store commits: on a connection the store itself opened (same WAL mode,
   ``synchronous = FULL``, same busy timeout; both printed), in the same directory, one
   ``BEGIN IMMEDIATE`` / small insert / ``COMMIT`` after every SQLite turn, so disk load changes
@@ -238,17 +239,18 @@ async def main(conversations: int, turns: int, pg_rounds: int) -> None:
                  f"{memory_ms / pure_ms:.2f}x pure (goal <= 2); wall {per_turn(memory_wall):.3f} ms = "
                  f"{per_turn(memory_wall) / per_turn(floor_wall):.2f}x"))
     rows.append(("one fsync commit (floor)", f"{commit:.3f} ms", settings))
-    rows.append(("Runtime + SQLiteStore", f"{sqlite_ms:.3f} ms", f"{sqlite_ms / commit:.2f}x commit (goal <= 3)"))
+    rows.append(("Runtime + SQLiteStore", f"{sqlite_ms:.3f} ms",
+                 f"{sqlite_ms / commit:.2f}x commit (the <= 3x goal is retired: issue 30)"))
     store_ms = sqlite_ms - per_turn(memory_wall)
     rows.append(("  of which the store (SQLite - memory)", f"{store_ms:.3f} ms",
                  f"{store_ms / commit:.2f}x commit; {len(calls.operations) / (conversations * turns):.2f} worker calls "
-                 f"per turn (a collect turn: 2, the load and the save; the lease is an OS lock)"))
+                 f"per turn (a collect turn: 1, its save; the lease and the load are made on the caller's thread)"))
     rows.append(("  transactions per lone turn", "", transactions.summary()))
     handoff, hosted_ms = calls.handoff(), per_turn(memory_wall)
     rows.append(("  where the limit is", "",
                  f"the hosted turn alone is {hosted_ms / commit:.2f}x commit ({hosted_ms:.3f} ms); a call's hand-off "
                  f"to the store's thread and back is {handoff:.3f} ms (median: await minus work), so a collect turn's "
-                 f"two calls and one flushed commit put it at {(hosted_ms + 2 * handoff + commit) / commit:.2f}x "
+                 f"one call and one flushed commit put it at {(hosted_ms + handoff + commit) / commit:.2f}x "
                  f"commit before any statement runs"))
     last = turns - 3
     for name, timings in (("pure", floor), ("memory", memory), ("sqlite", sqlite)):
