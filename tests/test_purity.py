@@ -18,7 +18,7 @@ PURE_ROOTS = ("tether/flow", "tether/engine", "tether/durable", "tether/workflow
 PURE_SHARED = {"tether.errors", "tether.pydantic_issues", "tether.models.types", "tether.models.parsing",
                "tether.executors.provenance",
                "tether.executors.values", "tether.spoken", "tether.syntax_errors", "tether.cel",
-               "tether.templating"}
+               "tether.templating", "tether.json_schemas"}
 # The thin outer layer of a pure package: reads files and imports code, never imported by a pure module.
 OUTER_LAYERS = {"tether.dialect", "tether.dialect.files"}
 FORBIDDEN_MODULES = {

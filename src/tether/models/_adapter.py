@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any, NoReturn
 
 from tether.errors import ModelConfigurationError, ModelError
+from tether.json_schemas import subschemas, without
 from tether.models._errors import map_sdk_error, scrub
 from tether.models.parsing import ReplyParseError, extract_json
 from tether.models.types import ResponseFormat, ToolCall
@@ -39,23 +40,8 @@ def import_sdk(module: str, extra: str) -> Any:
         ) from exc
 
 
-_SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
-_SCHEMA_ONE = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames")
-_SCHEMA_MANY = ("anyOf", "allOf", "oneOf", "prefixItems")
 EXACT_OBJECTS = 'Every "properties" in this schema describes an object with exactly those keys, each one required.'
 """Said once before a schema whose objects were shortened by :func:`prompt_schema`."""
-
-
-def _subschemas(node: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    found: list[Mapping[str, Any]] = []
-    for key, value in node.items():
-        if key in _SCHEMA_MAPS and isinstance(value, Mapping):
-            found += [v for v in value.values() if isinstance(v, Mapping)]
-        elif key in _SCHEMA_ONE and isinstance(value, Mapping):
-            found.append(value)
-        elif key in _SCHEMA_MANY and isinstance(value, list):
-            found += [v for v in value if isinstance(v, Mapping)]
-    return found
 
 
 def _all_exact(node: Mapping[str, Any]) -> bool:
@@ -67,24 +53,13 @@ def _all_exact(node: Mapping[str, Any]) -> bool:
                 and node.get("type", "object") == "object" and isinstance(required, list)
                 and len(required) == len(props) and set(required) == set(props)):
             return False
-    return all(_all_exact(sub) for sub in _subschemas(node))
+    return all(_all_exact(sub) for sub in subschemas(node))
 
 
-def _shorten(node: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    exact = "properties" in node
-    for key, value in node.items():
-        if exact and key in ("type", "required", "additionalProperties"):
-            continue  # said once, by EXACT_OBJECTS
-        if key in _SCHEMA_MAPS and isinstance(value, Mapping):
-            out[key] = {k: _shorten(v) if isinstance(v, Mapping) else v for k, v in value.items()}
-        elif key in _SCHEMA_ONE and isinstance(value, Mapping):
-            out[key] = _shorten(value)
-        elif key in _SCHEMA_MANY and isinstance(value, list):
-            out[key] = [_shorten(v) if isinstance(v, Mapping) else v for v in value]
-        else:
-            out[key] = value
-    return out
+def _said_once(node: Mapping[str, Any], key: str, value: Any, name: str | None) -> bool:
+    """An exact object's ``type``, ``required`` and ``additionalProperties`` (said once, by
+    :data:`EXACT_OBJECTS`)."""
+    return "properties" in node and key in ("type", "required", "additionalProperties")
 
 
 def prompt_schema(schema: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
@@ -96,7 +71,7 @@ def prompt_schema(schema: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
     it is."""
     if not _all_exact(schema):
         return dict(schema), False
-    return _shorten(schema), True
+    return without(schema, _said_once), True
 
 
 def schema_instructions(response_format: ResponseFormat) -> str:

@@ -11,6 +11,7 @@ last user message of the conversation the request carries.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from tether.engine.core.session import Run
@@ -21,6 +22,7 @@ from tether.flow.fields import is_known
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node
 from tether.flow.triggers import MessageTrigger
+from tether.json_schemas import without
 
 __all__ = ["catalogue", "flow_fields", "run_facts", "session_facts", "without_default_titles"]
 
@@ -76,26 +78,13 @@ def session_facts(ts: TurnState) -> dict[str, Any]:
     return {k: v for k, v in ts.session.data.items() if is_known(v)}
 
 
-_SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
-_SCHEMA_ONE = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames")
-_SCHEMA_MANY = ("anyOf", "allOf", "oneOf", "prefixItems")
-
-
 def without_default_titles(schema: dict[str, Any], name: str | None = None) -> dict[str, Any]:
     """``schema`` without the titles pydantic derives from names (``"title": "Priority"`` for a
     ``priority`` field, the class name for a model): they repeat the key and cost tokens on every
     call. A title the developer wrote (any other text) stays; so does everything else."""
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key == "title" and isinstance(value, str) and name is not None and value in (
-                name, name.replace("_", " ").title()):
-            continue
-        if key in _SCHEMA_MAPS and isinstance(value, dict):
-            out[key] = {k: without_default_titles(v, k) if isinstance(v, dict) else v for k, v in value.items()}
-        elif key in _SCHEMA_ONE and isinstance(value, dict):
-            out[key] = without_default_titles(value)
-        elif key in _SCHEMA_MANY and isinstance(value, list):
-            out[key] = [without_default_titles(v) if isinstance(v, dict) else v for v in value]
-        else:
-            out[key] = value
-    return out
+    return without(schema, _default_title, name)
+
+
+def _default_title(node: Mapping[str, Any], key: str, value: Any, name: str | None) -> bool:
+    return key == "title" and isinstance(value, str) and name is not None and value in (
+        name, name.replace("_", " ").title())
