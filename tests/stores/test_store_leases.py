@@ -269,3 +269,25 @@ async def test_a_forked_child_holds_none_of_its_parents_sqlite_leases(tmp_path: 
         _, status = await asyncio.to_thread(os.waitpid, pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     await store.close()
+
+
+async def test_sqlite_leases_of_one_database_reached_by_a_symlink_and_another_folder_exclude_each_other(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deploys name one database differently (a relative path from another folder, a symlink): the
+    lease file is found from the database's real path, so they all wait for each other."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "app").mkdir()
+    (tmp_path / "link.db").symlink_to(tmp_path / "data" / "t.db")
+    monkeypatch.chdir(tmp_path / "app")
+    real, relative, linked = SQLiteStore(tmp_path / "data" / "t.db"), SQLiteStore("../data/t.db"), \
+        SQLiteStore(tmp_path / "link.db")
+    try:
+        async with real.lease("s", timeout=5):
+            for other in (relative, linked):
+                with pytest.raises(SessionLeaseTimeout):
+                    async with other.lease("s", timeout=0.05):
+                        pass
+        assert (tmp_path / "data" / "t.db-lease").exists() and not (tmp_path / "link.db-lease").exists()
+    finally:
+        for store in (real, relative, linked):
+            await store.close()

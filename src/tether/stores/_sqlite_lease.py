@@ -103,12 +103,14 @@ _files: dict[str, LockFile] = {}
 _files_mutex = threading.Lock()
 
 
-def lock_file(database: Path, owner: object) -> LockFile:
-    """The process's lease file of ``database`` (one per database file per process); a
-    ``:memory:`` database (``owner``'s own) gets process-local leases of its own."""
+def lock_file(database: Path) -> LockFile:
+    """The process's lease file of ``database`` (one per database file per process, found by its
+    real path: a relative path or a symlink to it is the same file); a ``:memory:`` database gets
+    process-local leases of its own."""
     if str(database) == ":memory:":
         return LockFile(None)
-    path = Path(os.path.realpath(database)).with_name(database.name + "-lease")
+    real = Path(os.path.realpath(database))
+    path = real.with_name(real.name + "-lease")
     key = str(path)
     with _files_mutex:
         found = _files.get(key)

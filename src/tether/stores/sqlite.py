@@ -294,7 +294,7 @@ class SQLiteStore(Store):
         if self._closed:
             raise StoreError("store is closed", operation="lease", session_id=session_id)
         if self._lease_file is None:
-            self._lease_file = lock_file(self.path, self)
+            self._lease_file = lock_file(self.path)
         return SQLiteLease(self._lease_file, session_id, timeout)
 
     # ------------------------------------------------------------------ the document
