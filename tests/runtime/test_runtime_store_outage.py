@@ -6,12 +6,14 @@ session (on every backend, through a store double that fails chosen writes)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from runtime_helpers import SpyStore, relay_agent
 
 from tether import Agent, Flow, Message, action, end, on_message, reply, tool
 from tether.runtime import Runtime
+from tether.stores import SQLiteStore, _sqlite_lease
 
 
 async def test_a_failing_first_checkpoint_saves_nothing_and_the_retry_continues(
@@ -112,3 +114,41 @@ async def test_author_code_cannot_swallow_a_failed_save(make_runtime: Callable[.
     assert stored is not None and "swallowed" not in stored.data and stored.status == "running"
     retried = await runtime.run("Payer", Message("pay", id="m2"), session_id=first.session)
     assert retried.success and retried.message == "Paid." and calls == ["charge 5", "charge 5"]
+
+
+async def test_a_sqlite_lease_file_that_cannot_be_opened_fails_the_turn_and_the_retry_continues(
+        tmp_path: Path) -> None:
+    """The session lease's file (``<database>-lease``) unusable: the turn answers
+    ``SESSION_STORE_ERROR`` (the runtime never raises), nothing of it is saved, and the same message
+    again, once the file can be opened, continues the same session."""
+    store = SQLiteStore(tmp_path / "t.db")
+    runtime = Runtime(relay_agent(), store=store)
+    first = await runtime.run("Relay", Message("hi", id="m1"))
+    assert first.success
+    blocker = tmp_path / "t.db-lease"
+    blocker.unlink(missing_ok=True)  # (a first message creates its session without a lease)
+    blocker.mkdir()  # a directory where the lease file should be: opening it fails
+    store._lease_file = None  # the next lease opens the file again
+    lease_files = dict(_sqlite_lease._files)
+    _sqlite_lease._files.clear()
+    try:
+        failed = await runtime.run("Relay", Message("again", id="m2"), session_id=first.session)
+        assert (failed.success, failed.code, failed.session) == (False, "SESSION_STORE_ERROR", first.session)
+        assert "lease file" in failed.message and "t.db-lease" in failed.message
+        assert [m.text for m in await store.transcript(first.session)] == ["hi", "prepped=1 held=1"]
+        blocker.rmdir()
+        retried = await runtime.run("Relay", Message("again", id="m2"), session_id=first.session)
+        assert retried.success and retried.session == first.session and retried.message == "prepped=2 held=2"
+    finally:
+        _sqlite_lease._files.update(lease_files)
+        await runtime.close()
+
+
+async def test_a_closed_sqlite_store_fails_the_turn_instead_of_raising(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+    runtime = Runtime(relay_agent(), store=store)
+    first = await runtime.run("Relay", Message("hi", id="m1"))
+    await store.close()
+    failed = await runtime.run("Relay", Message("again", id="m2"), session_id=first.session)
+    assert (failed.success, failed.code) == (False, "SESSION_STORE_ERROR")
+    assert failed.message == "store is closed"

@@ -26,14 +26,16 @@ from __future__ import annotations
 import asyncio
 import errno
 import hashlib
+import logging
 import os
 import random
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
-from tether.errors import SessionLeaseTimeout
+from tether.errors import SessionLeaseTimeout, StoreError
 
 try:
     import fcntl
@@ -43,6 +45,7 @@ except ImportError:  # pragma: no cover - Windows: process-local leases
 __all__ = ["LockFile", "SQLiteLease", "lock_file"]
 
 _FIRST_PAUSE, _MAX_PAUSE = 0.002, 0.05
+log = logging.getLogger("tether.stores")
 _BUSY = (errno.EAGAIN, errno.EACCES)
 
 
@@ -66,7 +69,8 @@ class LockFile:
         self._mutex = threading.Lock()
 
     def try_take(self, offset: int) -> str | None:
-        """Take the byte at ``offset``; None when taken, else who has it (for the error message)."""
+        """Take the byte at ``offset``; None when taken, else who has it (for the error message).
+        Raises ``StoreError`` when the system refuses the lock for another reason."""
         with self._mutex:
             if offset in self._held:
                 return "another task of this process"
@@ -76,18 +80,23 @@ class LockFile:
                 except OSError as exc:
                     if exc.errno in _BUSY:
                         return "another process"
-                    raise
+                    raise StoreError(f"could not lock the session lease file {str(self.path)!r}: {exc}",
+                                     operation="lease") from exc
             self._held.add(offset)
             return None
 
     def release(self, offset: int) -> None:
-        """Give the byte at ``offset`` back (nothing when this process does not hold it)."""
+        """Give the byte at ``offset`` back (nothing when this process does not hold it). An unlock
+        the system refuses is logged: the lock then ends with the process."""
         with self._mutex:
             if offset not in self._held:
                 return
             self._held.discard(offset)
             if self.fd is not None:
-                fcntl.lockf(self.fd, fcntl.LOCK_UN, 1, offset, os.SEEK_SET)
+                try:
+                    fcntl.lockf(self.fd, fcntl.LOCK_UN, 1, offset, os.SEEK_SET)
+                except OSError as exc:
+                    log.error("could not unlock a session lease in %r: %s", str(self.path), exc)
 
     def forget(self) -> None:
         """Hold nothing (in a forked child: see ``_forget_holdings``)."""
@@ -106,7 +115,7 @@ _files_mutex = threading.Lock()
 def lock_file(database: Path) -> LockFile:
     """The process's lease file of ``database`` (one per database file per process, found by its
     real path: a relative path or a symlink to it is the same file); a ``:memory:`` database gets
-    process-local leases of its own."""
+    process-local leases of its own. Raises ``StoreError`` when the file cannot be opened."""
     if str(database) == ":memory:":
         return LockFile(None)
     real = Path(os.path.realpath(database))
@@ -115,7 +124,10 @@ def lock_file(database: Path) -> LockFile:
     with _files_mutex:
         found = _files.get(key)
         if found is None:
-            found = _files[key] = LockFile(path)
+            try:
+                found = _files[key] = LockFile(path)
+            except OSError as exc:
+                raise StoreError(f"could not open the session lease file {key!r}: {exc}", operation="lease") from exc
         return found
 
 
@@ -134,17 +146,21 @@ if hasattr(os, "register_at_fork"):
 
 
 class SQLiteLease:
-    """One holding of a session's lease, as an async context manager (``Store.lease``)."""
+    """One holding of a session's lease, as an async context manager (``Store.lease``). ``file``
+    gives the lease file when the lease is entered (it raises ``StoreError`` for a closed store or
+    a file that cannot be opened), so every failure comes from the ``async with``."""
 
-    __slots__ = ("_file", "_offset", "_timeout", "session_id")
+    __slots__ = ("_file", "_offset", "_open", "_timeout", "session_id")
 
-    def __init__(self, file: LockFile, session_id: str, timeout: float) -> None:
-        self._file = file
+    def __init__(self, file: Callable[[], LockFile], session_id: str, timeout: float) -> None:
+        self._open = file
+        self._file: LockFile | None = None
         self._offset = _byte(session_id)
         self._timeout = timeout
         self.session_id = session_id
 
     async def __aenter__(self) -> None:
+        self._file = self._open()
         holder = self._file.try_take(self._offset)
         if holder is None:
             return
@@ -160,4 +176,5 @@ class SQLiteLease:
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
-        self._file.release(self._offset)
+        if self._file is not None:
+            self._file.release(self._offset)

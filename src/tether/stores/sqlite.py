@@ -291,11 +291,14 @@ class SQLiteStore(Store):
         """Hold the session's lease: a lock on its byte of the lease file (see ``Store.lease`` and
         ``_sqlite_lease``). ``lease_and_load`` and ``save_and_release`` are ``Store``'s: the take
         and the release write nothing, so there is no transaction to fold them into."""
+        return SQLiteLease(self._opened_lease_file, session_id, timeout)
+
+    def _opened_lease_file(self) -> LockFile:
         if self._closed:
-            raise StoreError("store is closed", operation="lease", session_id=session_id)
+            raise StoreError("store is closed", operation="lease")
         if self._lease_file is None:
             self._lease_file = lock_file(self.path)
-        return SQLiteLease(self._lease_file, session_id, timeout)
+        return self._lease_file
 
     # ------------------------------------------------------------------ the document
 
