@@ -232,3 +232,18 @@ async def test_a_load_is_read_on_the_callers_thread_and_waits_nowhere(tmp_path: 
         assert hops == ["load", "load"]
     finally:
         await store.close()
+
+
+async def test_the_reader_opens_the_database_the_store_opened_after_a_change_of_folder(
+        tmp_path: Path, new_session: NewSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "app").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "app")
+    store = await SQLiteStore.open("data/t.db")  # a relative path, opened from app/
+    try:
+        doc = await store.create(new_session(data={"n": 1}))
+        monkeypatch.chdir(tmp_path / "elsewhere")
+        assert await store.load(doc.id) == doc  # the reader is opened now, on app/data/t.db
+        assert store._reader is not None and not (tmp_path / "elsewhere" / "data").exists()
+    finally:
+        await store.close()

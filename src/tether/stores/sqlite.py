@@ -149,6 +149,7 @@ class SQLiteStore(Store):
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()  # the connection's user (the thread; a caller on another thread waits)
         self._reader: sqlite3.Connection | None = None  # point reads on the caller's thread (``_point_read``)
+        self._file = str(self.path)  # the database file the connection opened, once it has
         self._reader_lock = threading.Lock()
         self._thread = ConnectionThread(f"tether-sqlite {self.path.name}")
         self._closed = False
@@ -190,7 +191,7 @@ class SQLiteStore(Store):
             with backend_errors(_ERRORS, operation, session_id):
                 try:
                     if self._reader is None:
-                        reader = sqlite3.connect(str(self.path), timeout=0, isolation_level=None,
+                        reader = sqlite3.connect(self._file, timeout=0, isolation_level=None,
                                                  check_same_thread=False)
                         reader.execute("PRAGMA query_only = ON")
                         self._reader = reader
@@ -227,6 +228,9 @@ class SQLiteStore(Store):
                 _enter_wal(conn, self._busy_ms / 1000)
                 conn.execute("PRAGMA synchronous = FULL")  # SQLite's default, said: every commit is flushed
                 migrate(conn, str(self.path))
+                # the file it opened, by its absolute name: the reader opens the same file even if
+                # the process changed its working directory since
+                self._file = str(conn.execute("PRAGMA database_list").fetchone()[2] or self.path)
             except BaseException:
                 conn.close()
                 raise
