@@ -216,7 +216,7 @@ async def test_a_load_is_read_on_the_callers_thread_and_waits_nowhere(tmp_path: 
 
         store._call = counted  # type: ignore[method-assign]
         assert await store.load(doc.id) == doc and hops == []  # read here
-        with store._reader_lock:  # another thread reads on it now
+        with store._reader._lock:  # another thread reads on it now
             assert await store.load(doc.id) == doc
         assert hops == ["load"]
         class Busy:  # a database another connection keeps locked: SQLite answers at once (busy_timeout 0)
@@ -226,9 +226,9 @@ async def test_a_load_is_read_on_the_callers_thread_and_waits_nowhere(tmp_path: 
             def close(self) -> None:
                 pass
 
-        reader, store._reader = store._reader, Busy()  # type: ignore[assignment]
+        reader, store._reader._conn = store._reader._conn, Busy()  # type: ignore[assignment]
         assert await store.load(doc.id) == doc
-        store._reader = reader
+        store._reader._conn = reader
         assert hops == ["load", "load"]
     finally:
         await store.close()
@@ -244,6 +244,6 @@ async def test_the_reader_opens_the_database_the_store_opened_after_a_change_of_
         doc = await store.create(new_session(data={"n": 1}))
         monkeypatch.chdir(tmp_path / "elsewhere")
         assert await store.load(doc.id) == doc  # the reader is opened now, on app/data/t.db
-        assert store._reader is not None and not (tmp_path / "elsewhere" / "data").exists()
+        assert store._reader._conn is not None and not (tmp_path / "elsewhere" / "data").exists()
     finally:
         await store.close()

@@ -41,6 +41,7 @@ from tether.engine.core.session import Session, TranscriptMessage
 from tether.errors import SessionConflict, SessionFlowMismatch, StoreError
 from tether.stores._sqlite_io import from_us, insert_records, to_us, wake_from_row
 from tether.stores._sqlite_lease import LockFile, SQLiteLease, lock_file
+from tether.stores._sqlite_reader import ELSEWHERE, PointReader
 from tether.stores._sqlite_schema import TENANT, migrate
 from tether.stores._sqlite_thread import ConnectionThread, Outcome
 from tether.stores.base import ClockLike, Store, backend_errors, messages_from_rows, prefix_bounds, utc
@@ -65,7 +66,6 @@ _ERRORS = (sqlite3.Error, OSError)
 _RECORD_TABLES = ("tether_messages", "tether_events", "tether_journal", "tether_wakes", "tether_parts",
                   "tether_conversations", "tether_run_queue")
 _ENDED = "status IN ('completed', 'aborted') AND saved_at < ?"
-_ELSEWHERE = object()  # a point read the caller's thread did not make (see ``SQLiteStore._point_read``)
 
 
 @dataclass(slots=True)
@@ -148,9 +148,7 @@ class SQLiteStore(Store):
         self._lease_file: LockFile | None = None  # opened with the first lease
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()  # the connection's user (the thread; a caller on another thread waits)
-        self._reader: sqlite3.Connection | None = None  # point reads on the caller's thread (``_point_read``)
-        self._file = str(self.path)  # the database file the connection opened, once it has
-        self._reader_lock = threading.Lock()
+        self._reader = PointReader()  # point reads on the caller's thread (``_point_read``)
         self._thread = ConnectionThread(f"tether-sqlite {self.path.name}")
         self._closed = False
 
@@ -172,36 +170,14 @@ class SQLiteStore(Store):
 
     async def _point_read(self, operation: str, session_id: str | None,
                           fn: Callable[[sqlite3.Connection], T]) -> T:
-        """A read of a few rows by key (a document, a session's journal): on the caller's thread,
-        on a connection of its own, when the database is open and that connection is free; else on
-        the store's thread. The hop to the store's thread and back (two thread wake-ups) costs far
-        more than such a read from the page cache; a reader never waits on the caller's thread
-        (``busy_timeout = 0``: a busy database sends the read to the store's thread)."""
-        found = self._read_here(operation, session_id, fn)
-        if found is not _ELSEWHERE:
-            return found  # type: ignore[return-value]
-        return await self._call(operation, session_id, fn)
-
-    def _read_here(self, operation: str, session_id: str | None, fn: Callable[[sqlite3.Connection], T]) -> object:
-        if self._conn is None or self._closed or str(self.path) == ":memory:":
-            return _ELSEWHERE  # not opened yet (the store's thread creates and migrates the file)
-        if not self._reader_lock.acquire(blocking=False):
-            return _ELSEWHERE  # another thread reads on it now
-        try:
+        """A read of a few rows by key (a document, a session's journal): on the caller's thread
+        when it can be made there without waiting (see ``_sqlite_reader``), else on the store's."""
+        if not self._closed:
             with backend_errors(_ERRORS, operation, session_id):
-                try:
-                    if self._reader is None:
-                        reader = sqlite3.connect(self._file, timeout=0, isolation_level=None,
-                                                 check_same_thread=False)
-                        reader.execute("PRAGMA query_only = ON")
-                        self._reader = reader
-                    return fn(self._reader)
-                except sqlite3.OperationalError as exc:
-                    if "locked" in str(exc) or "busy" in str(exc):
-                        return _ELSEWHERE
-                    raise
-        finally:
-            self._reader_lock.release()
+                found = self._reader.read(fn)
+            if found is not ELSEWHERE:
+                return found  # type: ignore[no-any-return]
+        return await self._call(operation, session_id, fn)
 
     async def _call(self, operation: str, session_id: str | None, fn: Callable[[sqlite3.Connection], T]) -> T:
         """A read on the store's thread (it may overtake grouped writes queued before it: see
@@ -228,9 +204,9 @@ class SQLiteStore(Store):
                 _enter_wal(conn, self._busy_ms / 1000)
                 conn.execute("PRAGMA synchronous = FULL")  # SQLite's default, said: every commit is flushed
                 migrate(conn, str(self.path))
-                # the file it opened, by its absolute name: the reader opens the same file even if
-                # the process changed its working directory since
-                self._file = str(conn.execute("PRAGMA database_list").fetchone()[2] or self.path)
+                if str(self.path) != ":memory:":  # the reader opens this file, by its absolute name, even
+                    # if the process changed its working directory since
+                    self._reader.file = str(conn.execute("PRAGMA database_list").fetchone()[2])
             except BaseException:
                 conn.close()
                 raise
@@ -601,7 +577,4 @@ class SQLiteStore(Store):
             await self._thread.run(op)
         finally:
             self._thread.stop()
-            with self._reader_lock:
-                if self._reader is not None:
-                    self._reader.close()
-                    self._reader = None
+            self._reader.close()
