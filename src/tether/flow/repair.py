@@ -37,23 +37,40 @@ PATTERNS = ("correction", "cancel", "chitchat", "completed", "continue", "clarif
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
 
 
-def _words(text: str) -> list[str]:
-    return [w.replace("'", "") for w in _WORD.findall(text.lower().replace("\u2019", "'"))]
+@functools.lru_cache(maxsize=256)
+def _words(text: str) -> tuple[str, ...]:
+    """The words of ``text``, lower case, apostrophes dropped (cached: a turn reads its message's
+    words for several patterns)."""
+    return tuple(w.replace("'", "") for w in _WORD.findall(text.lower().replace("\u2019", "'")))
 
 
 @functools.lru_cache(maxsize=1024)
 def _phrase_words(phrase: str) -> tuple[str, ...]:
     """The words of a keyword phrase (an agent's phrases are few and fixed: each is split once)."""
-    return tuple(_words(phrase))
+    return _words(phrase)
+
+
+@dataclass(frozen=True)
+class _PhraseTable:
+    """Phrases indexed by their first word, longest first, each with its group; ``vocabulary``
+    holds every word of every phrase and of the filler, so a message with any other word is
+    refused before it is matched."""
+
+    by_first: dict[str, list[tuple[tuple[str, ...], int]]]
+    filler: frozenset[str]
+    vocabulary: frozenset[str]
 
 
 @functools.lru_cache(maxsize=64)
-def _phrase_table(groups: tuple[tuple[str, ...], ...], filler: tuple[str, ...]
-                  ) -> tuple[list[tuple[tuple[str, ...], int]], frozenset[str]]:
-    """``spoken_only``'s phrases, longest first, with their group, and its filler words."""
-    phrases = sorted(((_phrase_words(p), index) for index, group in enumerate(groups) for p in group),
+def _phrase_table(groups: tuple[tuple[str, ...], ...], filler: tuple[str, ...]) -> _PhraseTable:
+    """The phrases of ``groups`` (an agent's are few and fixed: each table is built once)."""
+    phrases = sorted(((_phrase_words(p), index) for index, group in enumerate(groups) for p in group if _phrase_words(p)),
                      key=lambda item: -len(item[0]))
-    return phrases, frozenset(w for f in filler for w in _phrase_words(f))
+    by_first: dict[str, list[tuple[tuple[str, ...], int]]] = {}
+    for phrase, index in phrases:
+        by_first.setdefault(phrase[0], []).append((phrase, index))
+    fill = frozenset(w for f in filler for w in _phrase_words(f))
+    return _PhraseTable(by_first, fill, fill | {w for phrase, _ in phrases for w in phrase})
 
 
 def content_words(text: str) -> set[str]:
@@ -75,12 +92,12 @@ def task_name(flow: Flow) -> str:
 
 def phrase_in(text: str, phrases: tuple[str, ...]) -> bool:
     """Some phrase occurs in ``text`` as whole words, in order (case and apostrophes ignored)."""
+    by_first = _phrase_table((tuple(phrases),), ()).by_first
     words = _words(text)
-    for phrase in phrases:
-        wanted = _phrase_words(phrase)
-        if wanted and any(tuple(words[i:i + len(wanted)]) == wanted
-                          for i in range(len(words) - len(wanted) + 1)):
-            return True
+    for i, word in enumerate(words):
+        for phrase, _ in by_first.get(word, ()):
+            if words[i:i + len(phrase)] == phrase:
+                return True
     return False
 
 
@@ -89,17 +106,19 @@ def spoken_only(text: str, *groups: tuple[str, ...], filler: tuple[str, ...] = (
     ``filler`` words); an empty set when anything else is said. ``"thanks, that's all"`` is made of
     a thanks phrase and a closing phrase."""
     words = _words(text)
-    phrases, fill = _phrase_table(tuple(map(tuple, groups)), tuple(filler))  # an author may give lists
+    table = _phrase_table(tuple(map(tuple, groups)), tuple(filler))  # an author may give lists
+    if not table.vocabulary.issuperset(words):
+        return set()
     used: set[int] = set()
     i = 0
     while i < len(words):
-        for phrase, index in phrases:
-            if phrase and tuple(words[i:i + len(phrase)]) == phrase:
+        for phrase, index in table.by_first.get(words[i], ()):
+            if words[i:i + len(phrase)] == phrase:
                 used.add(index)
                 i += len(phrase)
                 break
         else:
-            if words[i] not in fill:
+            if words[i] not in table.filler:
                 return set()
             i += 1
     return used
