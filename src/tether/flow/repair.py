@@ -64,8 +64,8 @@ class _PhraseTable:
 @functools.lru_cache(maxsize=64)
 def _phrase_table(groups: tuple[tuple[str, ...], ...], filler: tuple[str, ...]) -> _PhraseTable:
     """The phrases of ``groups`` (an agent's are few and fixed: each table is built once)."""
-    phrases = sorted(((_phrase_words(p), index) for index, group in enumerate(groups) for p in group if _phrase_words(p)),
-                     key=lambda item: -len(item[0]))
+    phrases = sorted(((_phrase_words(p), index) for index, group in enumerate(groups) for p in group
+                      if _phrase_words(p)), key=lambda item: -len(item[0]))
     by_first: dict[str, list[tuple[tuple[str, ...], int]]] = {}
     for phrase, index in phrases:
         by_first.setdefault(phrase[0], []).append((phrase, index))

@@ -33,6 +33,7 @@ __all__ = [
     "TranscriptMessage",
     "WaitingOn",
     "fork_run",
+    "copy_data",
     "fork_session",
     "remember_completed",
     "remember_input",
@@ -307,11 +308,27 @@ class Session(BaseModel):
         return value
 
 
+_IMMUTABLE = frozenset({str, int, float, bool, type(None)})
+
+
+def copy_data(value: Any) -> Any:
+    """A deep copy of JSON-like data (dicts, lists and scalars: what a session holds), several
+    times cheaper than ``copy.deepcopy``; any other value is deep-copied."""
+    kind = type(value)
+    if kind is dict:
+        return {key: item if type(item) in _IMMUTABLE else copy_data(item) for key, item in value.items()}
+    if kind is list:
+        return [item if type(item) in _IMMUTABLE else copy_data(item) for item in value]
+    if kind in _IMMUTABLE:
+        return value
+    return copy.deepcopy(value)
+
+
 def fork_run(run: Run) -> Run:
     """A copy of ``run`` that the engine may mutate freely: every container the engine changes
     is copied (user state deeply); records it never changes (outcomes, waiting) are shared."""
     return run.model_copy(update={
-        "state": copy.deepcopy(run.state),
+        "state": copy_data(run.state),
         "visits": dict(run.visits),
         "asked": dict(run.asked),
         "outcomes": list(run.outcomes),
@@ -324,7 +341,7 @@ def fork_session(session: Session) -> Session:
     its cost does not grow with the transcript window (messages, claims and log entries are
     never mutated once written, so they are shared)."""
     return session.model_copy(update={
-        "data": copy.deepcopy(session.data),
+        "data": copy_data(session.data),
         "runs": [fork_run(run) for run in session.runs],
         "claims": dict(session.claims),
         "inputs": list(session.inputs),
@@ -333,7 +350,7 @@ def fork_session(session: Session) -> Session:
         "log": list(session.log),
         "warn": list(session.warn),
         "error": list(session.error),
-        "metadata": copy.deepcopy(session.metadata),
+        "metadata": copy_data(session.metadata),
         "clarifying": list(session.clarifying),
         "completed_inputs": list(session.completed_inputs),
         "memory": {name: space.model_copy(update={"messages": list(space.messages)})
