@@ -165,7 +165,8 @@ class SpyStore(Store):
 
     async def save_checkpoint(self, session: Session, expected_revision: int,
                               records: TurnRecords | None = None) -> Session:
-        self.unflushed.append(expected_revision)
+        if not (records and records.journal):  # a checkpoint with journal entries is flushed
+            self.unflushed.append(expected_revision)
         return await self._save(session, expected_revision, records, self.inner.save_checkpoint)
 
     async def _save(self, session: Session, expected_revision: int, records: TurnRecords | None,

@@ -367,7 +367,7 @@ class RequestPath:
             records = TurnRecords.model_construct(
                 messages=list(transcript[attempt.messages:]), events=list(events[attempt.events:]),
                 journal=list(journal[attempt.journal:]), wakes=[], cancel_wakes=[], parts={})
-            await self._write(session, records, attempt, checkpoint=not records.journal)
+            await self._write(session, records, attempt, checkpoint=True)
             attempt.messages, attempt.events, attempt.journal = len(transcript), len(events), len(journal)
             assert attempt.stored is not None
             attempt.checkpointed = session.turn
@@ -417,7 +417,7 @@ class RequestPath:
         """Create the new session (first write) or save it under compare-and-swap from
         ``expected`` (default: the revision the session carries; the engine keeps it current
         across checkpoints), with ``release`` the request's lease released by the same call, or
-        as a ``checkpoint`` (``Store.save_checkpoint``: a move's save, carrying no journal entry).
+        as a ``checkpoint`` (``Store.save_checkpoint``: a save of the turn before its last).
         The window cache learns the stored window and seen ids (with the turn's final save: a turn
         that stops after a checkpoint leaves the cache behind the store, and the next load reads)."""
         if attempt.fresh is not None:

@@ -32,6 +32,7 @@ __all__ = [
     "Store",
     "backend_errors",
     "duplicate_message",
+    "flushes",
     "message_rows",
     "messages_from_rows",
     "parse_at",
@@ -55,6 +56,12 @@ def utc(at: datetime) -> datetime:
 def parse_at(value: datetime | str) -> datetime:
     """A datetime or an ISO 8601 string (``Z`` allowed) as an aware UTC datetime."""
     return utc(value if isinstance(value, datetime) else datetime.fromisoformat(value))
+
+
+def flushes(records: TurnRecords | None) -> bool:
+    """Whether a checkpoint carrying ``records`` is flushed: when it carries effect journal
+    entries (see ``Store.save_checkpoint``)."""
+    return records is not None and bool(records.journal)
 
 
 def duplicate_message(session_id: str, seq: int) -> StoreError:
@@ -121,14 +128,17 @@ class Store(ABC):
     async def save_checkpoint(
         self, session: Session, expected_revision: int, records: TurnRecords | None = None
     ) -> Session:
-        """``save`` for a mid-turn checkpoint that needs no flush of its own.
+        """``save`` for a mid-turn checkpoint: every save of a turn but its last.
 
-        The runtime saves a turn's cross-node checkpoints this way (never a write that carries
-        effect journal entries, nor the turn's final save). A durable store may commit it without
-        waiting for the disk: it survives a crash of this process at once, and a power loss from
-        the next flushed commit on, which makes every earlier commit durable too (SQLite's WAL and
-        PostgreSQL's WAL are written in order). A checkpoint lost to a power loss loses only a turn
-        that had not answered yet, as if the machine had stopped before it.
+        The runtime saves a turn's cross-node checkpoints and its effects' started and result
+        records this way (never the turn's final save). A checkpoint that carries no effect journal
+        entry needs no flush of its own: a durable store may commit it without waiting for the
+        disk. It survives a crash of this process at once, and a power loss from the next flushed
+        commit on, which makes every earlier commit durable too (SQLite's WAL and PostgreSQL's WAL
+        are written in order); a checkpoint lost to a power loss loses only a turn that had not
+        answered yet, as if the machine had stopped before it. A checkpoint that carries journal
+        entries is flushed like a save (:func:`flushes`): the journal's order needs an effect's
+        started record on disk before the effect runs.
 
         The stores check a checkpoint's document without parsing it again (a turn's final save
         parses its document: one validation per turn; see ``_prepare``): it is refused as

@@ -29,7 +29,7 @@ from tether.stores._postgres_io import (
 )
 from tether.stores._postgres_lease import PostgresLease, hold_postgres_lease
 from tether.stores._postgres_schema import TENANT, migrate, quote_schema
-from tether.stores.base import ClockLike, Store, backend_errors, messages_from_rows, utc
+from tether.stores.base import ClockLike, Store, backend_errors, flushes, messages_from_rows, utc
 from tether.stores.conversation_keys import postgres_find_key, postgres_put_key
 from tether.stores.flow_versions import FlowVersion, Status, StoredFlow, postgres_flows, postgres_put
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
@@ -277,15 +277,17 @@ class PostgresStore(Store):
     async def save_checkpoint(
         self, session: Session, expected_revision: int, records: TurnRecords | None = None
     ) -> Session:
-        """The save committed with ``synchronous_commit = off`` for its transaction (no wait for
-        the WAL flush: see ``Store.save_checkpoint``)."""
-        return await self._save(session, expected_revision, records, flush=False)
+        """The save checked without a parse and, unless it carries journal entries, committed with
+        ``synchronous_commit = off`` for its transaction (no wait for the WAL flush: see
+        ``Store.save_checkpoint``)."""
+        return await self._save(session, expected_revision, records, flush=flushes(records), checked=False)
 
     async def _save(
-        self, session: Session, expected_revision: int, records: TurnRecords | None, *, flush: bool = True
+        self, session: Session, expected_revision: int, records: TurnRecords | None, *, flush: bool = True,
+        checked: bool = True,
     ) -> Session:
-        # a checkpoint (no flush) is checked without a parse: its turn's final save parses
-        stored, text = self._prepare(session, revision=expected_revision + 1, operation="save", checked=flush)
+        # a checkpoint is checked without a parse: its turn's final save parses
+        stored, text = self._prepare(session, revision=expected_revision + 1, operation="save", checked=checked)
         row = (stored.id, stored.agent, stored.status, stored.revision, stored.saved_at, text)
         async with self._connection("save", stored.id) as conn:
             if one_statement_save(records):

@@ -44,7 +44,7 @@ from tether.stores._sqlite_lease import LockFile, SQLiteLease, lock_file
 from tether.stores._sqlite_reader import ELSEWHERE, PointReader
 from tether.stores._sqlite_schema import TENANT, migrate
 from tether.stores._sqlite_thread import ConnectionThread, Outcome
-from tether.stores.base import ClockLike, Store, backend_errors, messages_from_rows, prefix_bounds, utc
+from tether.stores.base import ClockLike, Store, backend_errors, flushes, messages_from_rows, prefix_bounds, utc
 from tether.stores.conversation_keys import sqlite_find_key, sqlite_put_key
 from tether.stores.flow_versions import FlowVersion, Status, StoredFlow, sqlite_flows, sqlite_put
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT
@@ -320,14 +320,16 @@ class SQLiteStore(Store):
     async def save_checkpoint(
         self, session: Session, expected_revision: int, records: TurnRecords | None = None
     ) -> Session:
-        """The save committed at ``synchronous = NORMAL`` (no fsync: see ``Store.save_checkpoint``)."""
-        return await self._save(session, expected_revision, records, flush=False)
+        """The save checked without a parse and, unless it carries journal entries, committed at
+        ``synchronous = NORMAL`` (no fsync: see ``Store.save_checkpoint``)."""
+        return await self._save(session, expected_revision, records, flush=flushes(records), checked=False)
 
     async def _save(
         self, session: Session, expected_revision: int, records: TurnRecords | None, *, flush: bool = True,
+        checked: bool = True,
     ) -> Session:
-        # a checkpoint (no flush) is checked without a parse: its turn's final save parses
-        stored, text = self._prepare(session, revision=expected_revision + 1, operation="save", checked=flush)
+        # a checkpoint is checked without a parse: its turn's final save parses
+        stored, text = self._prepare(session, revision=expected_revision + 1, operation="save", checked=checked)
         assert stored.saved_at is not None
         params = (
             stored.status,
