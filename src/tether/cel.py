@@ -21,15 +21,21 @@ from celpy.adapter import json_to_cel
 from celpy.evaluation import CELEvalError
 from lark import Token, Tree
 
-__all__ = ["MAX_EXPRESSION_LENGTH", "CALLS", "Condition", "bounded_tree", "compile_condition", "from_cel",
+__all__ = ["MAX_EXPRESSION_LENGTH", "CALLS", "Condition", "bounded_tree", "cel_env", "compile_condition", "from_cel",
            "primary_name", "to_cel"]
 
 MAX_EXPRESSION_LENGTH = 2000
 CALLS = frozenset({"ident_arg", "member_dot_arg", "dot_ident_arg"})
 """Parse-tree nodes of a function or macro call."""
 _ESCAPES = frozenset({"constructor", "prototype"})
-ENV = celpy.Environment()
 to_cel = json_to_cel
+
+
+@lru_cache(maxsize=1)
+def cel_env() -> celpy.Environment:
+    """The one CEL environment, made at the first expression: building its parser takes a few
+    hundred milliseconds, which ``import tether`` (and every CLI command) need not pay."""
+    return celpy.Environment()
 
 
 def bounded_tree(source: str) -> Tree[Any]:
@@ -38,7 +44,7 @@ def bounded_tree(source: str) -> Tree[Any]:
     if len(source) > MAX_EXPRESSION_LENGTH:
         raise ValueError(f"expression is longer than {MAX_EXPRESSION_LENGTH} characters")
     try:
-        tree: Tree[Any] = ENV.compile(source)
+        tree: Tree[Any] = cel_env().compile(source)
     except celparser.CELParseError as exc:
         raise ValueError(f"invalid expression {source!r}: {str(exc).splitlines()[0]}") from None
     for sub in tree.iter_subtrees():
@@ -121,7 +127,7 @@ def _compiled(source: str, allowed: frozenset[str]) -> Condition:
     unknown = sorted(roots - allowed)
     if unknown:
         raise ValueError(f"{source!r}: unknown name {unknown[0]!r} (a condition reads {', '.join(sorted(allowed))})")
-    return Condition(source=source, roots=frozenset(roots), _program=ENV.program(tree))
+    return Condition(source=source, roots=frozenset(roots), _program=cel_env().program(tree))
 
 
 def compile_condition(source: str, allowed: Iterable[str]) -> Condition:

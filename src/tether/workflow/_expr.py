@@ -31,7 +31,7 @@ from celpy.adapter import json_to_cel
 from celpy.evaluation import CELEvalError
 from lark import Token, Tree
 
-from tether.cel import CALLS, ENV, MAX_EXPRESSION_LENGTH, bounded_tree, from_cel, primary_name
+from tether.cel import CALLS, MAX_EXPRESSION_LENGTH, bounded_tree, cel_env, from_cel, primary_name
 from tether.errors import WorkflowExpressionError
 from tether.executors.values import stringify_value
 from tether.templating import Slot, parse
@@ -157,7 +157,7 @@ def compile_expression(source: str, node_ids: frozenset[str] | set[str]) -> Expr
         reads_nodes=frozenset(reads),
         reads_input="input" in roots,
         reads_defaults="defaults" in roots,
-        _program=ENV.program(tree),
+        _program=cel_env().program(tree),
     )
 
 
