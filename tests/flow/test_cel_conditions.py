@@ -3,6 +3,8 @@ is built and read the way flow files and workflows read them."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -92,3 +94,17 @@ def test_the_cel_an_older_condition_names_decides_as_it_did(data: dict[str, Any]
     cel = cel_for({"equals": {"size": "large"}, "known": ["size"]})
     assert cel is not None
     assert compile_condition(cel, {"data"}).holds({"data": data}) is holds  # a missing field: false, no error
+
+
+def test_importing_tether_builds_no_cel_parser_until_an_expression_is_compiled() -> None:
+    # celpy's Lark parser takes a few hundred milliseconds to build: every CLI command would pay it
+    script = (
+        "import tether, tether.runtime, tether.workflow\n"
+        "from celpy.celparser import CELParser\n"
+        "assert CELParser.CEL_PARSER is None, 'built at import'\n"
+        "from tether.cel import compile_condition\n"
+        "assert compile_condition('a > 1', {'a'}).holds({'a': 2})\n"
+        "assert CELParser.CEL_PARSER is not None\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
