@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from store_backends import Backend
 
+from tether.durable.entries import JournalEntry
 from tether.engine.core.session import Run, RunTrigger, Session, TranscriptMessage
 from tether.errors import SessionConflict, SessionFlowInvariant, StoreError
 from tether.stores import SQLiteStore, TurnRecords, WakeRequest
@@ -83,6 +84,24 @@ async def test_sqlite_commits_a_checkpoint_without_an_fsync_and_a_save_with_one(
         await store.save(checkpoint, checkpoint.revision)
         assert "BEGIN IMMEDIATE" in seen and not any(s.startswith("PRAGMA synchronous") for s in seen)
         assert store._connection("test").execute("PRAGMA synchronous").fetchone() == (2,)  # FULL again
+    finally:
+        await store.close()
+
+
+async def test_sqlite_flushes_a_checkpoint_that_carries_journal_entries(tmp_path: Path,
+                                                                      new_session: NewSession) -> None:
+    """An effect's started record is a checkpoint, and it is on disk before the effect runs: its
+    commit waits for the flush (and it is checked without a parse, like any checkpoint)."""
+    store = await SQLiteStore.open(tmp_path / "t.db")
+    try:
+        created = await store.create(new_session())
+        seen = _statements(store)
+        started = JournalEntry(run_id="r1", key="r1:pay:1:0", kind="tool", at=datetime(2026, 1, 1, tzinfo=UTC))
+        stored = await store.save_checkpoint(created, created.revision, TurnRecords(journal=[started]))
+        assert "BEGIN IMMEDIATE" in seen and "COMMIT" in seen
+        assert not any(s.startswith("PRAGMA synchronous") for s in seen)  # committed at FULL: flushed
+        assert stored.revision == 1
+        assert [e.key for e in await store.journal(created.id)] == ["r1:pay:1:0"]
     finally:
         await store.close()
 
