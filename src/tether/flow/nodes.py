@@ -28,7 +28,7 @@ from tether.flow.node_kinds import (
 from tether.flow.node_kinds import Tier as Tier
 from tether.flow.options import is_model_class, listed, tool_names
 from tether.flow.resolvers import Resolver
-from tether.flow.transitions import NEXT, End, Next
+from tether.flow.transitions import NEXT, End
 
 __all__ = [
     "Action",
@@ -284,6 +284,3 @@ def wait(
     return Wait(id=id, timer=timer, event=event, up_to=up_to, business_hours=business_hours, then=then,
                 else_=else_, label=label)
 
-
-def is_next(target: Any) -> bool:
-    return isinstance(target, Next)
