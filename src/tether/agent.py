@@ -221,7 +221,8 @@ class Agent(AgentDefinition):
         """Run one turn. ``input`` is a Message (a plain string is a message), Wake, Event or Start
         (or any of them as ``check_input`` returned it, which is not checked again);
         ``session`` is the previous turn's ``result.session`` (None starts a new session). The
-        session passed in is never mutated. ``on_delta`` receives the text said as it is produced
+        session passed in is never mutated (unless ``options.gives_session`` gives it to the turn).
+        ``on_delta`` receives the text said as it is produced
         (the deltas :meth:`turn_stream` yields)."""
         if isinstance(input, str):
             input = Message(input)

@@ -10,6 +10,7 @@ from seed000_helpers import make_agent, say, scripted, the_run, types
 
 from tether import (
     Agent,
+    Event,
     Flow,
     Message,
     Session,
@@ -24,6 +25,7 @@ from tether import (
     start_flow,
     stay,
 )
+from tether.engine.core.inputs import TurnOptions
 from tether.engine.graph.runner import MAX_STEPS
 from tether.testing import FakeClock, SequentialIds
 
@@ -196,6 +198,32 @@ async def test_a_turn_never_mutates_the_session_passed_in() -> None:
     second = await say(agent, first.session, "b")
     assert first.session == before
     assert second.session is not first.session
+
+
+async def test_a_message_turn_given_the_session_works_on_it_in_place() -> None:
+    """``TurnOptions(gives_session=True)`` (what the runtime passes with a document it has just
+    loaded): a message's turn skips the copy; the result is the same as on a copy."""
+    agent = make_agent(
+        reply("one", response="One.", next=lambda turn, state: goto("two", {"k": 1})),
+        reply("two", response="Two.", next=lambda turn, state: stay),
+    )
+    first = await say(agent, None, "a")
+    copied = await say(agent, first.session.model_copy(deep=True), "b")
+    given_doc = first.session.model_copy(deep=True)
+    given = await agent.turn(given_doc, Message("b"), options=TurnOptions(gives_session=True))
+    assert given.session is given_doc and given.changed
+    assert given.text == copied.text == "Two."
+    assert given.session.model_dump(exclude={"runs"}) == copied.session.model_dump(exclude={"runs"})
+    assert [r.model_dump() for r in given.session.runs] == [r.model_dump() for r in copied.session.runs]
+
+
+async def test_an_event_or_a_continued_turn_works_on_a_copy_even_when_given() -> None:
+    agent = make_agent(reply("one", response="One.", next=lambda turn, state: stay))
+    first = await say(agent, None, "a")
+    before = first.session.model_copy(deep=True)
+    quiet = await agent.turn(first.session, Event("nobody.listens"), options=TurnOptions(gives_session=True))
+    assert first.session == before and quiet.session is not first.session
+    assert not quiet.changed  # an event nothing handles changes nothing: no save
 
 
 async def test_a_manual_start_enters_at_start_without_a_message() -> None:

@@ -379,7 +379,8 @@ class RequestPath:
         await self.runtime.costs.seed(self.runtime.store, session_tenant(doc.metadata), now)
         hooks: dict[str, Any] = {"checkpoint": checkpoint, "journal": recorded, "spawn": self._spawner(agent),
                                  "phase": tracing.phase_span if attempt.traced else None,  # under the turn span
-                                 "budget": self.runtime.costs.budget_for(now)}
+                                 "budget": self.runtime.costs.budget_for(now),
+                                 "gives_session": True}  # loaded for this turn: nothing needs it unchanged
         turn_options = TurnOptions(**hooks, sleep=asyncio.sleep, gather=gather) if options is None \
             else dataclasses.replace(options, **hooks)
         result = await agent.turn(doc, turn_input, options=turn_options, on_delta=on_delta)

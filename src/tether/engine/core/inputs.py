@@ -137,6 +137,10 @@ class TurnOptions:
             and returns its response (the ``Runtime`` passes one; ``ctx.batch`` needs it).
         budget: the host's spending limits, asked before and told after every model call (see
             :class:`~tether.engine.core.ports.CallBudget`); None: no limit.
+        gives_session: the host gives the session it passes to the turn and does not need it
+            unchanged afterwards (the ``Runtime`` passes the document it has just loaded for the
+            turn): a message's turn then works on it in place, not on a copy. Other inputs, and a turn that continues an
+            unfinished one, still work on a copy.
     """
 
     silenced: Silenced | str | None = None
@@ -153,6 +157,7 @@ class TurnOptions:
     gather: Callable[[Sequence[Callable[[], Awaitable[Any]]], int | None], Awaitable[Any]] | None = None
     spawn: Callable[[str, Any, Mapping[str, Any] | None], Awaitable[Any]] | None = None
     budget: CallBudget | None = None
+    gives_session: bool = False
 
     @property
     def silence(self) -> Silenced | None:

@@ -16,7 +16,7 @@ def turn_result(ts: TurnState, original: Session | None) -> TurnResult:
     same message resent answers completed too)."""
     session = ts.session
     changed = original is None or bool(ts.messages or ts.schedule or ts.outcomes or ts.skipped or ts.started
-                                       or ts.ended) or session != original
+                                       or ts.ended or ts.transcript) or session is original or session != original
     if ts.handoff is not None:
         status = "handoff"
         if ts.handoff.agent == "human":

@@ -46,7 +46,8 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
                    session_id: str | None = None,
                    on_delta: Callable[[str], Awaitable[None]] | None = None) -> TurnResult:
     """Run one turn of ``agent`` over ``session`` (None: a fresh session). The session passed in is
-    never mutated. ``on_delta`` receives every message's visible text as deltas (the speak call's as
+    never mutated, unless ``options.gives_session`` gives it to a message's turn. ``on_delta``
+    receives every message's visible text as deltas (the speak call's as
     it streams, an engine-rendered message when it is said). A raw ``input`` is checked first (bad
     input is refused, :class:`~tether.errors.InvalidInputError`, before anything runs); a
     :class:`~tether.engine.core.input_checks.CheckedInput` (what ``check_input`` returned) is not
@@ -61,6 +62,8 @@ async def run_turn(agent: AgentDefinition, session: Session | None, input: TurnI
             line = Outcome(code="no-session", status="skipped", kind="wait", key=input.key, at=now)
             return TurnResult(session=None, changed=False, outcomes=[line])
         working = Session(id=session_id or ids.new_id(), agent=agent.id, created_at=now)
+    elif options.gives_session and isinstance(input, Message) and session.turn is None:
+        working = session  # the host's to give (see TurnOptions.gives_session): the copy is not needed
     else:
         working = fork_session(session)
     ts = TurnState(agent=agent, session=working, input=input, options=options, clock=clock, ids=ids, models=models,
