@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import importlib.util
 import logging
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
     from tether.agent import Agent
 
-__all__ = ["serve", "worker_app"]
+__all__ = ["http_protocol", "serve", "worker_app"]
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -54,6 +55,17 @@ def _log_turns() -> None:
         handler.setFormatter(logging.Formatter("%(levelname)s:     %(name)s %(message)s"))
         logger.addHandler(handler)
     logger.setLevel(logging.INFO)
+
+
+def http_protocol() -> Any:
+    """The HTTP/1.1 protocol uvicorn runs: httptools' when the ``fast`` extra is installed (as
+    uvicorn picks), else uvicorn's h11 protocol with each answer written in one call
+    (:mod:`tether.cli._protocol`)."""
+    if importlib.util.find_spec("httptools") is not None:
+        return "auto"
+    from tether.cli._protocol import CoalescingH11Protocol
+
+    return CoalescingH11Protocol
 
 
 def _settle_heap() -> None:
@@ -187,7 +199,7 @@ def serve(
     _log_turns()
     if workers == 1:
         config = uvicorn.Config(_app(agents, store, flow_refresh, chosen, folder), host=host, port=port, lifespan="on",
-                                log_level="info", access_log=False)
+                                log_level="info", access_log=False, http=http_protocol())
         _settle_heap()
         BannerServer(config, banner).run()
         return
@@ -202,4 +214,4 @@ def serve(
         _workers.run_workers(host, port, workers)
         return
     uvicorn.run("tether.cli._serve:worker_app", factory=True, host=host, port=port, workers=workers,
-                lifespan="on", log_level="info", access_log=False)
+                lifespan="on", log_level="info", access_log=False, http=http_protocol())
