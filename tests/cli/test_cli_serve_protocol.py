@@ -13,8 +13,7 @@ import uvicorn
 from starlette.types import Receive, Scope, Send
 from uvicorn.server import ServerState
 
-from tether.cli._protocol import CoalescingH11Protocol, CoalescingTransport
-from tether.cli._serve import http_protocol
+from tether.cli._protocol import CoalescingH11Protocol, CoalescingTransport, http_protocol
 
 
 class Recording(asyncio.Transport):

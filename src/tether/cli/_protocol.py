@@ -14,11 +14,12 @@ what is kept first. Everything else of the transport is the loop's own.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["CoalescingH11Protocol", "CoalescingTransport"]
+__all__ = ["CoalescingH11Protocol", "CoalescingTransport", "http_protocol"]
 
 
 class CoalescingTransport:
@@ -65,3 +66,11 @@ class CoalescingH11Protocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(CoalescingTransport(transport, self.loop))  # type: ignore[arg-type]
+
+
+def http_protocol() -> Any:
+    """The HTTP/1.1 protocol ``tether serve`` gives uvicorn: ``"auto"`` when the ``fast`` extra is
+    installed (uvicorn picks httptools'), else :class:`CoalescingH11Protocol`."""
+    if importlib.util.find_spec("httptools") is not None:
+        return "auto"
+    return CoalescingH11Protocol

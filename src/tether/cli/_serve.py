@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import importlib.util
 import logging
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -33,7 +32,7 @@ if TYPE_CHECKING:
 
     from tether.agent import Agent
 
-__all__ = ["http_protocol", "serve", "worker_app"]
+__all__ = ["serve", "worker_app"]
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -55,17 +54,6 @@ def _log_turns() -> None:
         handler.setFormatter(logging.Formatter("%(levelname)s:     %(name)s %(message)s"))
         logger.addHandler(handler)
     logger.setLevel(logging.INFO)
-
-
-def http_protocol() -> Any:
-    """The HTTP/1.1 protocol uvicorn runs: httptools' when the ``fast`` extra is installed (as
-    uvicorn picks), else uvicorn's h11 protocol with each answer written in one call
-    (:mod:`tether.cli._protocol`)."""
-    if importlib.util.find_spec("httptools") is not None:
-        return "auto"
-    from tether.cli._protocol import CoalescingH11Protocol
-
-    return CoalescingH11Protocol
 
 
 def _settle_heap() -> None:
@@ -155,6 +143,7 @@ def serve(
         import uvicorn
 
         from tether.cli._banner_server import BannerServer, base_url
+        from tether.cli._protocol import http_protocol
         from tether.runtime.costs import Budgets, PriceTable
         from tether.server import keys_from_env
         from tether.server.auth import operator_keys_from_env
