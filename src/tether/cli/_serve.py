@@ -143,6 +143,7 @@ def serve(
         import uvicorn
 
         from tether.cli._banner_server import BannerServer, base_url
+        from tether.cli._protocol import http_protocol
         from tether.runtime.costs import Budgets, PriceTable
         from tether.server import keys_from_env
         from tether.server.auth import operator_keys_from_env
@@ -187,7 +188,7 @@ def serve(
     _log_turns()
     if workers == 1:
         config = uvicorn.Config(_app(agents, store, flow_refresh, chosen, folder), host=host, port=port, lifespan="on",
-                                log_level="info", access_log=False)
+                                log_level="info", access_log=False, http=http_protocol())
         _settle_heap()
         BannerServer(config, banner).run()
         return
@@ -202,4 +203,4 @@ def serve(
         _workers.run_workers(host, port, workers)
         return
     uvicorn.run("tether.cli._serve:worker_app", factory=True, host=host, port=port, workers=workers,
-                lifespan="on", log_level="info", access_log=False)
+                lifespan="on", log_level="info", access_log=False, http=http_protocol())

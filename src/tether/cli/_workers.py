@@ -139,8 +139,10 @@ def _worker(sock: socket.socket, counts: MutableSequence[int], index: int) -> No
     """One worker process: the app, on the shared socket, accepting in its turn."""
     import uvicorn
 
+    from tether.cli._protocol import http_protocol
+
     config = uvicorn.Config("tether.cli._serve:worker_app", factory=True, lifespan="on", log_level="info",
-                            access_log=False)
+                            access_log=False, http=http_protocol())
     _server_class()(config, sock, counts, index).run()
 
 

@@ -7,6 +7,12 @@ attached to the record as ``record.turn`` (a dict) for JSON log handlers:
     prompt_tokens=812 completion_tokens=41 ms=930 outcomes=extracted,asked success=true code=-
 
 A failed request logs at WARNING with its ``code`` and ``error``; every other turn at INFO.
+
+The line is logged on every turn, so it is made cheaply: nothing at all when the logger is not
+enabled for its level, and otherwise one record made with ``Logger.makeRecord`` and handed to
+``Logger.handle`` (the logger's filters and handlers, as ``Logger.log`` would), without the walk
+up the stack ``Logger.log`` makes to find the caller: the record names this function as its
+source. Its message and arguments are those ``Logger.log`` would get (``"turn %s"``, the fields).
 """
 
 from __future__ import annotations
@@ -87,5 +93,9 @@ def log_turn(agent_id: str, session_id: str | None, turn_input: TurnInput, respo
     if not log.isEnabledFor(level):
         return
     fields = turn_fields(agent_id, session_id, turn_input, response, seconds)
-    log.log(level, "turn %s", " ".join([f"{key}={_value(value)}" for key, value in fields.items()]),
-            extra={"turn": fields})
+    line = " ".join([f"{key}={_value(value)}" for key, value in fields.items()])
+    log.handle(log.makeRecord(log.name, level, __file__, _LINE, "turn %s", (line,), None, "log_turn",
+                              {"turn": fields}))
+
+
+_LINE = log_turn.__code__.co_firstlineno

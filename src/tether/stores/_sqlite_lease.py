@@ -31,7 +31,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
 
@@ -106,6 +106,13 @@ class LockFile:
     def held(self) -> int:
         """How many sessions this process holds in this file."""
         return len(self._held)
+
+    def held_besides(self, session_ids: Iterable[str | None]) -> int:
+        """How many sessions this process holds in this file other than ``session_ids``."""
+        held = self._held
+        if not held:
+            return 0
+        return len(held) - len({_byte(session_id) for session_id in session_ids if session_id is not None} & held)
 
 
 _files: dict[str, LockFile] = {}

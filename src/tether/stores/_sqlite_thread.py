@@ -25,6 +25,14 @@ sessions queued around it into two commits. That is safe because every caller aw
 read waiting in the queue was sent by a caller that awaits no write, so it does not depend on any
 write still queued (a write it depends on, such as the save before a lease changed hands, was
 answered before the read was sent), and it reads only what has been committed.
+
+Lingering (the thread's :class:`Linger`): once a group is gathered, ``linger.siblings(jobs)`` says
+how many more grouped calls it may expect soon (``SQLiteStore``: the writes of the other sessions
+mid-turn, when the group's commit must be flushed). While that is more than 0 the thread waits, at
+most ``linger.delay`` from when the group was gathered, taking the grouped calls as they come: the
+caller whose call completes the count wakes it (one wake-up for the whole wait, not one per call),
+and so does a read or ``stop``. A call that is not of the group ends the wait, as it ends a group.
+The wait only moves the group's run later; its callers are answered after it as before.
 """
 
 from __future__ import annotations
@@ -33,11 +41,12 @@ import asyncio
 import contextlib
 import queue
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["MAX_GROUP", "ConnectionThread", "GroupRunner", "Outcome"]
+__all__ = ["MAX_GROUP", "ConnectionThread", "GroupRunner", "Linger", "Outcome", "Siblings"]
 
 T = TypeVar("T")
 Outcome = tuple[bool, Any]
@@ -45,6 +54,9 @@ Outcome = tuple[bool, Any]
 GroupRunner = Callable[[list[Any]], list[Outcome]]
 """Runs the jobs of a group together and returns one outcome per job, in order."""
 _Item = tuple[Any, asyncio.AbstractEventLoop, "asyncio.Future[Any]", GroupRunner | None] | None
+Siblings = Callable[[list[Any]], int]
+"""How many more grouped calls a gathered group (its jobs) may expect soon: writes of other turns
+under way (0: none; commit now)."""
 
 
 def _read_marker(jobs: list[Any]) -> list[Outcome]:  # never called: marks a read (see the module notes)
@@ -101,7 +113,77 @@ def _run_alone(fn: Callable[[], Any], loop: asyncio.AbstractEventLoop, future: a
     _answer(loop, future, ok, outcome)
 
 
-def _serve(calls: queue.SimpleQueue[_Item]) -> None:
+class Linger:
+    """The commit delay of a :class:`ConnectionThread` (see the module notes): how long a gathered
+    group that needs a flush may wait for the writes of other turns under way, and how many it
+    expects (``siblings``); shared by the thread and its callers.
+
+    Args:
+        delay: the longest wait, in seconds (0: never wait).
+        siblings: how many more grouped calls a group may expect (it must not hold the thread's
+            owner: the thread outlives nothing it refers to).
+    """
+
+    __slots__ = ("delay", "siblings", "want", "woken")
+
+    def __init__(self, delay: float = 0.0, siblings: Siblings | None = None) -> None:
+        self.delay = delay
+        self.siblings = siblings
+        self.want = 0  # grouped calls still awaited by a lingering group (0: none lingers)
+        self.woken = threading.Event()  # set by the caller whose call completes what is awaited
+
+    def arrived(self, grouped: bool) -> None:
+        """A call was queued (on the caller's thread): wake a lingering group when it completes
+        what the group awaits, or at once for a read (it should not wait for the group)."""
+        if self.want > 0:
+            self.want = want = self.want - 1 if grouped else 0
+            if want <= 0:
+                self.woken.set()
+
+
+def _take(calls: queue.SimpleQueue[_Item], group: list[Any], runner: GroupRunner, held: list[_Item]) -> bool:
+    """Add the grouped calls of ``runner`` queued now to ``group`` (reads found among them run at
+    once); False when a call that ends the group was found (kept in ``held``) or the group is full."""
+    while len(group) < MAX_GROUP:
+        try:
+            waiting = calls.get_nowait()
+        except queue.Empty:
+            return True
+        if waiting is not None and waiting[3] is _READ:  # a read does not end the group
+            _run_alone(*waiting[:3])
+            continue
+        if waiting is None or waiting[3] != runner:
+            held.append(waiting)
+            return False
+        group.append(waiting)
+    return False
+
+
+def _linger(calls: queue.SimpleQueue[_Item], group: list[Any], runner: GroupRunner, held: list[_Item],
+            linger: Linger, siblings: Siblings) -> None:
+    """Wait up to ``linger.delay`` for the grouped calls ``siblings`` expects (the writes of other
+    turns under way), adding them to ``group``: woken by the caller whose call completes the count,
+    by a read, or by the deadline, whichever comes first."""
+    deadline = time.monotonic() + linger.delay
+    while True:
+        want = siblings([item[0] for item in group])
+        left = deadline - time.monotonic()
+        if want <= 0 or left <= 0:
+            return
+        linger.woken.clear()
+        linger.want = want  # from now on, the callers count their calls down
+        before = len(group)
+        if not _take(calls, group, runner, held):  # calls queued before ``want`` was set
+            linger.want = 0
+            return
+        if len(group) == before:
+            linger.woken.wait(left)
+            linger.want = 0
+            if not _take(calls, group, runner, held):
+                return
+
+
+def _serve(calls: queue.SimpleQueue[_Item], linger: Linger) -> None:
     held: list[_Item] = []  # a call taken while gathering a group, run next
     while True:
         item = held.pop() if held else calls.get()
@@ -111,31 +193,24 @@ def _serve(calls: queue.SimpleQueue[_Item]) -> None:
         if runner is None or runner is _READ:
             _run_alone(fn, loop, future)
         else:
-            group, waiting = [item], None
-            while len(group) < MAX_GROUP:
-                try:
-                    waiting = calls.get_nowait()
-                except queue.Empty:
-                    break
-                if waiting is not None and waiting[3] is _READ:  # a read does not end the group
-                    _run_alone(*waiting[:3])
-                    continue
-                if waiting is None or waiting[3] != runner:
-                    held.append(waiting)
-                    break
-                group.append(waiting)
+            group = [item]
+            siblings = linger.siblings
+            if _take(calls, group, runner, held) and linger.delay > 0 and siblings is not None:
+                _linger(calls, group, runner, held, linger, siblings)
+            del siblings
             _run_group(group, runner)
-            del group, waiting
+            del group
         del item, fn, future, runner  # hold nothing between calls
 
 
 class ConnectionThread:
     """Runs functions one at a time on a thread of its own (see the module notes)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, linger: Linger | None = None) -> None:
         self._name = name
         self._calls: queue.SimpleQueue[_Item] | None = None  # the running thread's queue
         self._start = threading.Lock()
+        self.linger = linger if linger is not None else Linger()
 
     async def run(self, fn: Callable[[], T], *, read: bool = False) -> T:
         """``fn()`` on the thread; its result, or its exception raised here. A ``read`` may run
@@ -144,6 +219,8 @@ class ConnectionThread:
         future: asyncio.Future[T] = loop.create_future()
         calls = self._calls or self._start_thread()
         calls.put((fn, loop, future, _READ if read else None))
+        if self.linger.want:
+            self.linger.arrived(False)
         return await future
 
     async def run_grouped(self, job: Any, runner: GroupRunner) -> Any:
@@ -153,13 +230,15 @@ class ConnectionThread:
         future: asyncio.Future[Any] = loop.create_future()
         calls = self._calls or self._start_thread()
         calls.put((job, loop, future, runner))
+        if self.linger.want:
+            self.linger.arrived(True)
         return await future
 
     def _start_thread(self) -> queue.SimpleQueue[_Item]:
         with self._start:
             if self._calls is None:
                 calls: queue.SimpleQueue[_Item] = queue.SimpleQueue()
-                threading.Thread(target=_serve, args=(calls,), name=self._name, daemon=True).start()
+                threading.Thread(target=_serve, args=(calls, self.linger), name=self._name, daemon=True).start()
                 weakref.finalize(self, calls.put, None)  # the owner is gone: its thread ends
                 self._calls = calls
             return self._calls
@@ -170,3 +249,4 @@ class ConnectionThread:
             if self._calls is not None:
                 self._calls.put(None)
                 self._calls = None
+                self.linger.arrived(False)

@@ -10,8 +10,10 @@ a flush: checkpoints only). A job that fails (a stale revision, a duplicate reco
 is rolled back to its savepoint alone and its caller gets its error; the others commit. No caller
 is answered before the commit that carries its write has returned, so an acknowledged save is on
 disk as before; a commit that fails fails every job of its group, with nothing of them written.
-Nothing waits to make a group: a lone write commits at once, and groups form only from writes
-that queued while the previous commit was on its way to the disk.
+Groups form from writes that queued while the previous commit was on its way to the disk, and, for
+a commit that must be flushed while other sessions of this process are mid-turn, from their writes
+arriving within ``commit_delay`` (1 ms by default: see ``_sqlite_jobs``); a lone session's write
+commits at once.
 Safe across processes on one host: every write runs inside ``BEGIN IMMEDIATE`` (one writer at a
 time, others wait up to ``busy_timeout``) and the compare-and-swap is
 ``UPDATE ... WHERE id = ? AND revision = ?`` with a rowcount check. The session lease is an
@@ -30,9 +32,9 @@ import sqlite3
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Iterable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -40,10 +42,11 @@ from typing import Any, TypeVar
 from tether.engine.core.session import Session, TranscriptMessage
 from tether.errors import SessionConflict, SessionFlowMismatch, StoreError
 from tether.stores._sqlite_io import from_us, insert_records, to_us, wake_from_row
+from tether.stores._sqlite_jobs import DEFAULT_COMMIT_DELAY, Job, group_error, siblings
 from tether.stores._sqlite_lease import LockFile, SQLiteLease, lock_file
 from tether.stores._sqlite_reader import ELSEWHERE, PointReader
 from tether.stores._sqlite_schema import TENANT, migrate
-from tether.stores._sqlite_thread import ConnectionThread, Outcome
+from tether.stores._sqlite_thread import ConnectionThread, Linger, Outcome
 from tether.stores.base import ClockLike, Store, backend_errors, flushes, messages_from_rows, prefix_bounds, utc
 from tether.stores.conversation_keys import sqlite_find_key, sqlite_put_key
 from tether.stores.flow_versions import FlowVersion, Status, StoredFlow, sqlite_flows, sqlite_put
@@ -66,26 +69,6 @@ _ERRORS = (sqlite3.Error, OSError)
 _RECORD_TABLES = ("tether_messages", "tether_events", "tether_journal", "tether_wakes", "tether_parts",
                   "tether_conversations", "tether_run_queue")
 _ENDED = "status IN ('completed', 'aborted') AND saved_at < ?"
-
-
-@dataclass(slots=True)
-class _Job:
-    """One write for the store's thread: ``fn`` runs inside the group's transaction."""
-
-    operation: str
-    session_id: str | None
-    fn: Callable[[sqlite3.Connection], Any]
-    flush: bool
-
-
-def _group_error(exc: BaseException, job: _Job) -> StoreError:
-    """The error a job gets when its group's transaction failed (each job its own instance)."""
-    if isinstance(exc, StoreError):
-        return StoreError(exc.message, operation=job.operation, session_id=job.session_id)
-    error = StoreError(f"store {job.operation} failed: {type(exc).__name__}: {exc}", operation=job.operation,
-                       session_id=job.session_id)
-    error.__cause__ = exc
-    return error
 
 
 # one statement, so the document and its parts are read from one snapshot of the database
@@ -127,6 +110,9 @@ class SQLiteStore(Store):
         busy_timeout: seconds a write waits for another process's write lock.
         lease_ttl: no longer used (a session lease is an operating-system lock, which ends with
             its process and needs no renewal); giving it warns.
+        commit_delay: the longest time, in seconds, a flushed commit waits for the writes of the
+            other sessions this process has mid-turn, so that one fsync carries them too (see the
+            module notes; 0: never wait).
     """
 
     document_parts = True
@@ -138,8 +124,11 @@ class SQLiteStore(Store):
         clock: ClockLike | None = None,
         busy_timeout: float = 30.0,
         lease_ttl: float | None = None,
+        commit_delay: float = DEFAULT_COMMIT_DELAY,
     ) -> None:
         super().__init__(clock=clock)
+        if not commit_delay >= 0:
+            raise ValueError(f"commit_delay must be 0 or more seconds, not {commit_delay!r}")
         if lease_ttl is not None:
             warnings.warn("SQLiteStore(lease_ttl=...) is no longer used: a session lease is an operating-system "
                           "lock, released when its process ends", DeprecationWarning, stacklevel=2)
@@ -149,7 +138,8 @@ class SQLiteStore(Store):
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()  # the connection's user (the thread; a caller on another thread waits)
         self._reader = PointReader()  # point reads on the caller's thread (``_point_read``)
-        self._thread = ConnectionThread(f"tether-sqlite {self.path.name}")
+        self._thread = ConnectionThread(f"tether-sqlite {self.path.name}",
+                                        Linger(commit_delay, functools.partial(siblings, weakref.ref(self))))
         self._closed = False
 
     @classmethod
@@ -160,9 +150,10 @@ class SQLiteStore(Store):
         clock: ClockLike | None = None,
         busy_timeout: float = 30.0,
         lease_ttl: float | None = None,
+        commit_delay: float = DEFAULT_COMMIT_DELAY,
     ) -> SQLiteStore:
         """Construct a store and open the database now (creating or migrating its schema)."""
-        store = cls(path, clock=clock, busy_timeout=busy_timeout, lease_ttl=lease_ttl)
+        store = cls(path, clock=clock, busy_timeout=busy_timeout, lease_ttl=lease_ttl, commit_delay=commit_delay)
         await store._call("open", None, lambda conn: None)
         return store
 
@@ -219,10 +210,10 @@ class SQLiteStore(Store):
         store's thread (see the module notes); ``flush``: its commit waits for the disk."""
         if self._closed:
             raise StoreError("store is closed", operation=operation)
-        result: T = await self._thread.run_grouped(_Job(operation, session_id, fn, flush), self._commit_group)
+        result: T = await self._thread.run_grouped(Job(operation, session_id, fn, flush), self._commit_group)
         return result
 
-    def _commit_group(self, jobs: builtins.list[_Job]) -> builtins.list[Outcome]:
+    def _commit_group(self, jobs: builtins.list[Job]) -> builtins.list[Outcome]:
         """Run ``jobs`` in one transaction (one savepoint each when there are several) and commit
         once; on the store's thread."""
         flush = any(job.flush for job in jobs)
@@ -242,11 +233,11 @@ class SQLiteStore(Store):
                     if not flush:
                         conn.execute("PRAGMA synchronous = FULL")
             except (*_ERRORS, StoreError) as exc:  # the transaction itself failed: nothing of the group is written
-                return [(False, _group_error(exc, job)) for job in jobs]
+                return [(False, group_error(exc, job)) for job in jobs]
         return outcomes
 
     @staticmethod
-    def _run_job(conn: sqlite3.Connection, job: _Job, *, alone: bool) -> Outcome:
+    def _run_job(conn: sqlite3.Connection, job: Job, *, alone: bool) -> Outcome:
         if not alone:
             conn.execute("SAVEPOINT job")
         try:
