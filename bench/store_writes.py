@@ -40,7 +40,7 @@ from pydantic_core import to_json
 from tether.engine.core.session import Session
 from tether.runtime import Runtime
 from tether.stores import MemoryStore, SQLiteStore, Store, TurnRecords
-from tether.stores.base import message_rows
+from tether.stores.base import flushes, message_rows
 from tether.stores.record_forms import event_row, journal_body
 from tether.testing import FakeClock
 
@@ -103,7 +103,8 @@ def metered(store: MemoryStore, meter: Meter) -> MemoryStore:
         return stored
 
     async def counted_checkpoint(session: Session, expected: int, records: TurnRecords | None = None) -> Session:
-        meter.turns[-1].unflushed += 1
+        if not flushes(records):  # an effect's started and result records are flushed checkpoints
+            meter.turns[-1].unflushed += 1
         return await counted_save(session, expected, records)  # MemoryStore's checkpoint is its save
 
     store.create = counted_create  # type: ignore[method-assign]
