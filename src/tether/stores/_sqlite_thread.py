@@ -134,7 +134,9 @@ class Linger:
 
     def arrived(self, grouped: bool) -> None:
         """A call was queued (on the caller's thread): wake a lingering group when it completes
-        what the group awaits, or at once for a read (it should not wait for the group)."""
+        what the group awaits, or at once for a read (it should not wait for the group).
+        Unlocked on purpose: a count that races (callers of two loops at once) can only miss a
+        wake-up, and the group then commits at its deadline, ``delay`` after it was gathered."""
         if self.want > 0:
             self.want = want = self.want - 1 if grouped else 0
             if want <= 0:
