@@ -13,7 +13,7 @@ import uvicorn
 from starlette.types import Receive, Scope, Send
 from uvicorn.server import ServerState
 
-from tether.cli._protocol import CoalescingH11Protocol, CoalescingTransport, http_protocol
+from tether.cli._protocol import CoalescingH11Protocol, CoalescingTransport, http_protocol, http_stack
 
 
 class Recording(asyncio.Transport):
@@ -94,6 +94,24 @@ def test_serve_runs_the_coalescing_protocol_without_the_fast_extra() -> None:
         assert http_protocol() == "auto"  # uvicorn picks httptools'
     else:
         assert http_protocol() is CoalescingH11Protocol
+
+
+def test_the_start_up_lines_say_what_serves_http_and_how_to_serve_it_faster(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+
+    def without(*names: str) -> Any:
+        return lambda name, *args: None if name in names else real(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", without("httptools", "uvloop"))
+    assert http_protocol() is CoalescingH11Protocol
+    assert http_stack() == ("HTTP on h11 and asyncio (pip install 'tether[fast]' for httptools and uvloop: "
+                            "less CPU per turn)")
+    if real("httptools") is None:
+        return  # what follows needs the fast extra's parser to be installed
+    monkeypatch.setattr(importlib.util, "find_spec", without("uvloop"))  # Windows: httptools without uvloop
+    assert http_protocol() == "auto" and http_stack() == "HTTP on httptools and asyncio"
+    monkeypatch.setattr(importlib.util, "find_spec", real)
+    assert http_stack() == ("HTTP on httptools and uvloop" if real("uvloop") else "HTTP on httptools and asyncio")
 
 
 @pytest.mark.parametrize("payload", [b"x" * 70_000])

@@ -49,7 +49,7 @@ def test_tether_serve_without_keys_refuses_a_public_address(tmp_path: Path) -> N
 def test_workers_share_one_socket_and_one_store(tmp_path: Path) -> None:
     with tether_serve([str(app_file(tmp_path)), "--store", str(tmp_path / "w.db"), "--workers", "2"],
                       cwd=tmp_path, env={"TETHER_API_KEYS": "acme:k1"}, workers=2) as served:
-        assert any("2 worker(s)" in line for line in served.lines)
+        assert any("2 worker(s); HTTP on " in line for line in served.lines)  # and what parses it
         with httpx.Client(base_url=served.base, headers={"Authorization": "Bearer k1"}) as client:
             sid = client.post("/v1/agents/Echo/sessions").json()["session"]
             said = [client.post(f"/v1/agents/Echo/sessions/{sid}/messages", json={"text": f"m{i}"},

@@ -19,7 +19,7 @@ from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["CoalescingH11Protocol", "CoalescingTransport", "http_protocol"]
+__all__ = ["CoalescingH11Protocol", "CoalescingTransport", "fast_installed", "http_protocol", "http_stack"]
 
 
 class CoalescingTransport:
@@ -68,9 +68,23 @@ class CoalescingH11Protocol(H11Protocol):
         super().connection_made(CoalescingTransport(transport, self.loop))  # type: ignore[arg-type]
 
 
+def fast_installed() -> bool:
+    """True when the ``fast`` extra's packages are importable (uvloop needs not be: it has no Windows build)."""
+    return importlib.util.find_spec("httptools") is not None
+
+
+def http_stack() -> str:
+    """What serves HTTP, for the start-up lines: the ``fast`` extra's parser and loop, or h11 with
+    the hint that installs them (they cost the server less CPU per turn: docs/server.md)."""
+    if fast_installed():
+        loop = "uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio"
+        return f"HTTP on httptools and {loop}"
+    return "HTTP on h11 and asyncio (pip install 'tether[fast]' for httptools and uvloop: less CPU per turn)"
+
+
 def http_protocol() -> Any:
     """The HTTP/1.1 protocol ``tether serve`` gives uvicorn: ``"auto"`` when the ``fast`` extra is
     installed (uvicorn picks httptools'), else :class:`CoalescingH11Protocol`."""
-    if importlib.util.find_spec("httptools") is not None:
+    if fast_installed():
         return "auto"
     return CoalescingH11Protocol

@@ -143,7 +143,7 @@ def serve(
         import uvicorn
 
         from tether.cli._banner_server import BannerServer, base_url
-        from tether.cli._protocol import http_protocol
+        from tether.cli._protocol import http_protocol, http_stack
         from tether.runtime.costs import Budgets, PriceTable
         from tether.server import keys_from_env
         from tether.server.auth import operator_keys_from_env
@@ -172,7 +172,7 @@ def serve(
         store = str(Path(store).expanduser().resolve())
     names = ", ".join(agent.id for agent in agents)
     folder = str(workflows.resolve()) if workflows is not None else None
-    typer.echo(f"tether serve: agents {names}; store {store}; {workers} worker(s)", err=True)
+    typer.echo(f"tether serve: agents {names}; store {store}; {workers} worker(s); {http_stack()}", err=True)
     banner = f"model: {model_banner(agents)}"
     if folder is not None:
         typer.echo(f"tether serve: workflow runs of the files in {folder} start over POST /v1/workflows/ID/runs; "
