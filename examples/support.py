@@ -73,8 +73,11 @@ menu = Flow(
         collect(
             "topic",
             fields=["topic"],
-            ask=("Hi, I'm Sam from Acme support. I can check an order, change an address, start a refund, "
-                 "or get you a person. What would you like to do?"),
+            question=("Hi, I'm Sam from Acme support. I can check an order, change an address, start a refund, "
+                      "or get you a person. What would you like to do?"),
+            # asked again (after small talk, an answer it could not read): no second greeting
+            ask=("What would you like to do? I can check an order, change an address, start a refund, "
+                 "or get you a person."),
             resolvers=[enum_check("topic", list(TOPICS))],
             max_turns=3,
             on_complete=lambda data, state: start_flow(TOPICS[data["topic"]]),

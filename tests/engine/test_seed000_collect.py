@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 from seed000_helpers import make_agent, say, scripted, the_run
 
-from tether import Field, Repair, action, collect, end, enum_check, goto, jsonpath, range_, reply
+from tether import Field, Repair, action, collect, end, enum_check, goto, jsonpath, on_message, range_, reply
 from tether.engine.graph.extract import INTENT_KEY
 
 
@@ -277,3 +277,21 @@ async def test_max_turns_defaults_to_ten() -> None:
     assert result.status == "handoff"
     assert result.handoff is not None
     assert result.handoff.reason == 'Could not collect name, email for "contact" after 10 turns.'
+
+
+async def test_a_deterministic_step_says_its_question_when_it_comes_to_ask_and_its_ask_after() -> None:
+    node = collect("size", fields=["size"], question="Hi, I'm Pia. Small or large?", ask="Small or large?",
+                   resolvers=[enum_check("size", ["small", "large"])], on_complete=end("sized"))
+    agent = make_agent(node, on=[on_message(repeat="always")], clear_on_start=["size"], fields={"size": Field()},
+                       repair=Repair(thanks_reply="Any time."))
+    first = await say(agent, None, "hello")
+    assert first.text == "Hi, I'm Pia. Small or large?"  # the opening, once
+    unread = await say(agent, first.session, "purple")
+    assert unread.text == "Small or large?"  # an answer it could not read: asked again, no greeting
+    thanked = await say(agent, unread.session, "thanks!")
+    assert thanked.text == "Any time.\n\nSmall or large?" and "repair-chitchat" in thanked.codes()
+    done = await say(agent, thanked.session, "large")
+    assert done.ended[0].reason == "sized"
+    again = await say(agent, done.session, "hello again")  # a new run comes to the step: the opening again
+    assert again.text == "Hi, I'm Pia. Small or large?"
+    assert first.llm_calls == unread.llm_calls == thanked.llm_calls == again.llm_calls == 0

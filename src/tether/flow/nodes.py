@@ -137,7 +137,10 @@ def collect(
         ask: the deterministic question: ``ask(missing, state)``, a string, or a mapping of field
             to question. Without ``ask``/``prompt``/``question`` a safe default is built from the
             field names.
-        question: a fixed first question (no model call); later asks are phrased by the model.
+        question: a fixed first question (no model call), said when the run comes to the step to
+            ask; later asks of the same visit (after small talk, an answer that gave nothing, a
+            detour) say ``ask`` when it is given, else the model phrases them. An opening greeting
+            goes here, so it is said once.
         prompt: the model phrases the question in a ``speak`` call whose envelope extracts the
             fields.
         instructions: steers the non-speaking extraction call.

@@ -23,7 +23,7 @@ from tether.engine.core.pauses import ASKING, Pause, Static
 from tether.engine.core.session import Run
 from tether.engine.core.state import SpeakRequest, TurnState
 from tether.engine.graph.collect_fields import (
-    ask_text,
+    asking_text,
     gathered,
     merge_values,
     missing,
@@ -160,10 +160,10 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
         return escalate
     if question_first(ts, run, node):
         # a confirm step (or any fixed ask) answers the customer's question first; Settle re-asks
-        ts.speaker = SpeakRequest(run.id, node.id, (), then_ask=ask_text(ts, run, node, still))
+        ts.speaker = SpeakRequest(run.id, node.id, (), then_ask=asking_text(ts, run, node, still))
         run.status = "asking"
         return Pause("speak")
-    ts.say(ask_text(ts, run, node, still), kind="verbatim", key=ts.key(run, node.id), run=run, node_id=node.id)
+    ts.say(asking_text(ts, run, node, still), kind="verbatim", key=ts.key(run, node.id), run=run, node_id=node.id)
     ts.outcome(run, status="waiting", kind="collect", node_id=node.id, detail=", ".join(still))
     run.status = "asking"
     return ASKING

@@ -20,7 +20,7 @@ from tether.flow.fields import is_known
 from tether.flow.nodes import Collect
 from tether.flow.resolvers import WholeMessage
 
-__all__ = ["ask_text", "clear_caches", "gathered", "merge_values", "missing", "missing_names", "pending",
+__all__ = ["ask_text", "asking_text", "clear_caches", "gathered", "merge_values", "missing", "missing_names", "pending",
            "purge_invalid", "question_text", "resolve", "value_of"]
 
 
@@ -128,6 +128,15 @@ def resolve(ts: TurnState, run: Run, node: Collect, wanted: list[str],
 def question_text(ts: TurnState, run: Run, node: Collect) -> str:
     """The step's fixed first question (``question``), its placeholders filled."""
     return render(node.question or "", ts.state_view(run), run.input, ts.options.context, where="question")
+
+
+def asking_text(ts: TurnState, run: Run, node: Collect, names: list[str]) -> str:
+    """What a step the engine phrases says to ask for ``names``: its ``question`` (a fixed opening)
+    when the run was not already asking at the step when the turn began, else :func:`ask_text`.
+    So a re-ask (after small talk, an answer that gave nothing, a detour) says ``ask``."""
+    if node.question is not None and ts.asking_at.get(run.id) != node.id:
+        return question_text(ts, run, node)
+    return ask_text(ts, run, node, names)
 
 
 def ask_text(ts: TurnState, run: Run, node: Collect, names: list[str]) -> str:
