@@ -375,3 +375,29 @@ async def test_small_talk_a_phrased_step_answers_does_not_use_up_its_asks() -> N
     assert chat.session.runs[0].asked == {"email": 1}
     model.means("a@x.com", values={"email": "a@x.com"})
     assert (await chat.say("a@x.com")).text == "Signed up <a@x.com>!"
+
+
+def menu_agent() -> Agent:
+    """An agent whose catch-all flow opens the conversation (a greeting, said once)."""
+    menu = Flow("menu", "What the customer needs", nodes=[
+        collect("topic", fields=["topic"], question="Hi, I'm Pia. Pizza or pasta?", ask="Pizza or pasta?",
+                resolvers=[enum_check("topic", ("pizza", "pasta"))], max_turns=2, on_complete=end("chosen"))],
+        on=[on_message(repeat="always")], clear_on_start=["topic"])
+    return Agent("Pia", flows=[menu], fields={"topic": Field("enum", enum=("pizza", "pasta"))})
+
+
+async def test_small_talk_as_the_first_message_gets_its_reply_and_then_the_agents_opening() -> None:
+    chat = Chat(menu_agent())
+    first = await chat.say("hi there, how are you?")  # a greeting around small talk is small talk
+    assert first.text == "I'm doing well, thanks for asking!\n\nHi, I'm Pia. Pizza or pasta?"
+    assert "repair-chitchat" in first.codes() and [s.flow for s in first.started] == ["menu"]
+    assert first.llm_calls == 0
+    unread = await chat.say("hmm")  # the small talk was no answer: this is the step's first pass
+    assert unread.text == "Pizza or pasta?" and unread.ended == []
+    assert (await chat.say("pasta")).ended[0].reason == "chosen"
+    later = await chat.say("thanks!")  # the agent has spoken: the reply, and nothing starts
+    assert later.text == "You're welcome!" and later.started == []
+    hello = await Chat(menu_agent()).say("hello")  # a greeting alone is not small talk: the opening
+    assert hello.text == "Hi, I'm Pia. Pizza or pasta?" and "repair-chitchat" not in hello.codes()
+    alone = await Chat(pia()).say("how are you?")  # no catch-all flow: the reply alone
+    assert alone.text == "I'm doing well, thanks for asking!" and alone.started == []

@@ -136,6 +136,8 @@ class Repair:
         correction_markers: words that make a message a correction even when it also answers
             the step ("no, make it medium" at a yes/no step).
         skip_phrases: the customer cannot answer the step ("I don't know").
+        filler: words that change nothing around those phrases ("ok, thanks", "hi there, how
+            are you?"); a message made only of filler is none of them ("hello" starts a flow).
         cancelled: said when a task is cancelled.
         not_cancellable: said when the task being asked for cannot be cancelled.
         thanks_reply, chitchat_reply, small_talk_reply: the answer to thanks, to "how are you?"
@@ -171,7 +173,9 @@ class Repair:
     skip_phrases: tuple[str, ...] = ("i dont know", "dont know", "no idea", "i dont have it",
                                      "i cant find it", "i dont remember")
     filler: tuple[str, ...] = ("ok", "okay", "oh", "well", "so", "and", "very", "much", "so", "please", "all",
-                               "for", "now", "you", "that", "the", "help", "your", "again")
+                               "for", "now", "you", "that", "the", "help", "your", "again",
+                               # a greeting around small talk ("hi there, how are you?") is small talk
+                               "hi", "hello", "hey", "there", "good", "morning", "afternoon", "evening")
     cancelled: str = "OK, I've cancelled that."
     not_cancellable: str = "Sorry, this can't be cancelled at this point."
     thanks_reply: str = "You're welcome!"

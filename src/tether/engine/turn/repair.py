@@ -15,8 +15,10 @@ step being asked: it never counts toward that step's ``max_turns``.
   ``on_cancel`` node runs instead of the built-in; a flow with ``cancellable=False`` says
   ``Repair.not_cancellable`` and asks again.
 - **chitchat**: ``Repair.thanks_reply``, ``chitchat_reply`` or ``small_talk_reply``; then the step
-  being asked asks again. With no task under way, nothing starts. A step the model phrases
-  answers small talk in its own speak call, and that ask is not counted.
+  being asked asks again. With no task under way, nothing starts, but for the session's first
+  message (the agent has said nothing yet): then the agent's opening follows the reply (its
+  catch-all flow starts and asks, not reading the message). A step the model phrases answers
+  small talk in its own speak call, and that ask is not counted.
 - **completed**: with no task under way (nobody asking, or only a catch-all flow asking its
   first question: the agent's opening), ``Repair.completed_reply``; the session completes when
   ``Repair.complete_session``.
@@ -46,7 +48,7 @@ from tether.engine.turn.keywords import keyword_scores
 from tether.engine.turn.repair_intents import keyword_intent, small_talk_kind
 from tether.engine.turn.route import ROUTE_MIN_SCORE, route_to
 from tether.engine.turn.run_phase import keep_asking, move_floor, resume_suspended
-from tether.engine.turn.understand import message_trigger, repeat_allows
+from tether.engine.turn.understand import message_trigger, passing_catch_all, repeat_allows
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node
 from tether.flow.repair import content_words, task_name
@@ -115,6 +117,8 @@ def handle_repair(ts: TurnState, asker: Run | None, intent: str | None, scores: 
              .get(kind, ts.agent.repair.small_talk_reply))
         if asker is not None:
             keep_asking(ts, asker)
+        elif ts.session.last_assistant_at is None:
+            _open(ts)
     elif intent == "skip" and asker is not None and node is not None:
         _skip(ts, asker, node)
     elif intent == "completed" and (asker is None or _opening(ts, asker)):
@@ -128,6 +132,16 @@ def handle_repair(ts: TurnState, asker: Run | None, intent: str | None, scores: 
     ts.repaired = intent
     ts.outcome(asker, code=f"repair-{intent}", kind="collect", node_id=asker.node if asker else None)
     return True
+
+
+def _open(ts: TurnState) -> None:
+    """Small talk is the session's first message ("how are you?"): the agent's opening follows the
+    reply. Its catch-all flow starts, and its first step asks (a collect's ``question``) without
+    reading the message, which was small talk, not an answer."""
+    found = passing_catch_all(ts)
+    run = route_to(ts, found[0], catch_all=True) if found is not None else None
+    if run is not None:
+        ts.consumed_by[run.id] = "repair"
 
 
 def _at_agent_step(ts: TurnState, run: Run, node: AgentNode, intent: str, scores: dict[str, float] | None) -> bool:
