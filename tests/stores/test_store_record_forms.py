@@ -87,6 +87,11 @@ async def test_engine_events_read_back_exactly_as_written(
     assert [e.seq for e in middle] == list(range(4, len(stored) + 1))
     assert middle[0].data == first[3]
     assert await store.events(doc.id, after=len(stored)) == []
+    # a page: at most ``limit`` events, from inside a row and across into the next
+    assert await store.events(doc.id, limit=2) == stored[:2]
+    assert await store.events(doc.id, after=3, limit=len(first)) == stored[3:3 + len(first)]
+    assert await store.events(doc.id, after=len(stored) - 1, limit=5) == stored[-1:]
+    assert await store.events(doc.id, limit=0) == []
 
 
 def test_a_write_of_engine_events_is_one_compact_row() -> None:

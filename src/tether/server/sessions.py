@@ -199,7 +199,7 @@ class SessionRoutes:
         _, doc = await self.session_of(request)
         after = query_int(request, "after", 0)
         limit = query_int(request, "limit", 100, low=1, high=1000)
-        found = await self.runtime.store.events(doc.id, after=after)
+        found = await self.runtime.store.events(doc.id, after=after, limit=limit + 1)
         page = found[:limit]
         return JSONResponse({"events": [event_view(e) for e in page],
                              "next": page[-1].seq if len(found) > limit else None})

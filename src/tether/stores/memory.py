@@ -191,11 +191,16 @@ class MemoryStore(Store):
         seqs = bucket.order[start:] if limit is None else bucket.order[start:start + limit]
         return messages_from_rows(bucket.messages[seq] for seq in seqs)
 
-    async def events(self, session_id: str, *, after: int = 0) -> builtins.list[StoredEvent]:
+    async def events(self, session_id: str, *, after: int = 0, limit: int | None = None) -> builtins.list[StoredEvent]:
         self._check_open("events")
         rows = self._records.get(session_id, _Records()).events
-        return [event for seq, at, body in rows if seq > after
-                for event in events_from_row(seq, at, body, after=after)]
+        start = bisect.bisect_right(rows, after, key=lambda row: row[0])  # rows are in seq order
+        found: builtins.list[StoredEvent] = []
+        for seq, at, body in rows[start:]:
+            if limit is not None and len(found) >= limit:
+                break
+            found.extend(events_from_row(seq, at, body, after=after))
+        return found if limit is None else found[:limit]
 
     async def journal(self, session_id: str, *, run_id: str | None = None) -> builtins.list[JournalEntry]:
         self._check_open("journal")

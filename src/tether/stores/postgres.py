@@ -381,15 +381,17 @@ class PostgresStore(Store):
         )
         return messages_from_rows(r[0] for r in rows)
 
-    async def events(self, session_id: str, *, after: int = 0) -> builtins.list[StoredEvent]:
+    async def events(self, session_id: str, *, after: int = 0, limit: int | None = None) -> builtins.list[StoredEvent]:
         rows = await self._fetchall(
             "events",
             session_id,
+            # a row holds one or more events past ``after``: ``limit`` rows hold ``limit`` events
             f"SELECT seq, at, body::text FROM {self._s}.tether_events "
-            "WHERE session_id = %s AND seq > %s ORDER BY seq",
-            (session_id, after),
+            "WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s",
+            (session_id, after, limit),
         )
-        return [event for r in rows for event in events_from_row(r[0], utc(r[1]), r[2], after=after)]
+        found = [event for r in rows for event in events_from_row(r[0], utc(r[1]), r[2], after=after)]
+        return found if limit is None else found[:limit]
 
     async def journal(self, session_id: str, *, run_id: str | None = None) -> builtins.list[JournalEntry]:
         rows = await self._fetchall(

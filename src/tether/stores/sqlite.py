@@ -446,15 +446,17 @@ class SQLiteStore(Store):
         rows = await self._call("transcript", session_id, op)
         return messages_from_rows(r[0] for r in rows)
 
-    async def events(self, session_id: str, *, after: int = 0) -> builtins.list[StoredEvent]:
+    async def events(self, session_id: str, *, after: int = 0, limit: int | None = None) -> builtins.list[StoredEvent]:
         def op(conn: sqlite3.Connection) -> builtins.list[Any]:
+            # a row holds one or more events past ``after``: ``limit`` rows hold ``limit`` events
             return conn.execute(
-                "SELECT seq, at, body FROM tether_events WHERE session_id = ? AND seq > ? ORDER BY seq",
-                (session_id, after),
+                "SELECT seq, at, body FROM tether_events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                (session_id, after, -1 if limit is None else limit),
             ).fetchall()
 
         rows = await self._call("events", session_id, op)
-        return [event for r in rows for event in events_from_row(r[0], from_us(r[1]), r[2], after=after)]
+        found = [event for r in rows for event in events_from_row(r[0], from_us(r[1]), r[2], after=after)]
+        return found if limit is None else found[:limit]
 
     async def journal(self, session_id: str, *, run_id: str | None = None) -> builtins.list[JournalEntry]:
         def op(conn: sqlite3.Connection) -> builtins.list[Any]:
