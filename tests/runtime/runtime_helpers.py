@@ -187,9 +187,9 @@ class SpyStore(Store):
         await self.inner.delete(session_id, expected_revision)
 
     async def list(self, *, agent: str | None = None, status: str | None = None, tenant: str | None = None,
-                   limit: int = 100) -> builtins.list[SessionSummary]:
+                   limit: int = 100, after: tuple[datetime, str] | None = None) -> builtins.list[SessionSummary]:
         self.calls.append(("list", None))
-        return await self.inner.list(agent=agent, status=status, tenant=tenant, limit=limit)
+        return await self.inner.list(agent=agent, status=status, tenant=tenant, limit=limit, after=after)
 
     async def prune(self, *, older_than: datetime) -> int:
         return await self.inner.prune(older_than=older_than)

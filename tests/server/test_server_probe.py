@@ -107,6 +107,25 @@ async def test_a_tenants_session_list_is_not_hidden_by_newer_sessions_of_another
     assert len((await client.get(ECHO, params={"limit": 5}, headers=GLOBEX)).json()["sessions"]) == 5
 
 
+async def test_a_tenants_sessions_are_listed_a_page_at_a_time(client: httpx.AsyncClient) -> None:
+    mine = {await _session(client, ACME) for _ in range(5)}
+    await _session(client, GLOBEX)
+    seen: list[str] = []
+    params: dict[str, str | int] = {"limit": 2}
+    while True:
+        page = (await client.get(ECHO, params=params, headers=ACME)).json()
+        seen += [row["id"] for row in page["sessions"]]
+        if page["next"] is None:
+            break
+        params = {"limit": 2, "after": page["next"]}
+    assert len(seen) == 5 and set(seen) == mine  # every one once, in three pages
+    whole = (await client.get(ECHO, params={"limit": 5}, headers=ACME)).json()
+    assert [row["id"] for row in whole["sessions"]] == seen and whole["next"] is None
+    refused = await client.get(ECHO, params={"after": "yesterday|x"}, headers=ACME)
+    assert refused.status_code == 422 and refused.json()["code"] == "invalid-query"
+    assert "<saved_at>|<session>" in refused.json()["message"]
+
+
 async def test_an_abandoned_chunked_body_logs_no_traceback(runtime: Runtime,
                                                            caplog: pytest.LogCaptureFixture) -> None:
     app = create_app(runtime, api_keys={})

@@ -64,6 +64,30 @@ async def test_list_filters_by_tenant_before_the_limit(
     assert await store.list(tenant="nobody") == []
 
 
+async def test_list_pages_on_from_the_last_summary_of_the_page_before(
+    store: Store, new_session: NewSession, clock: FakeClock
+) -> None:
+    for n in range(7):  # saved at four times, some at the same one: the id orders those
+        await store.create(new_session(agent="support" if n != 3 else "sales"))
+        if n % 2:
+            clock.advance("1s")
+    everything = await store.list()
+    pages: list[list[str]] = []
+    after = None
+    while True:
+        page = await store.list(limit=3, after=after)
+        if not page:
+            break
+        pages.append([r.id for r in page])
+        after = (page[-1].saved_at, page[-1].id)
+    assert [len(p) for p in pages] == [3, 3, 1]
+    assert [i for p in pages for i in p] == [r.id for r in everything]
+    support = [r.id for r in everything if r.agent == "support"]
+    first = await store.list(agent="support", limit=4)
+    rest = await store.list(agent="support", after=(first[-1].saved_at, first[-1].id))
+    assert [r.id for r in first + rest] == support and len(rest) == 2
+
+
 async def test_prune_deletes_only_ended_sessions_older_than_the_cutoff(
     store: Store, new_session: NewSession, clock: FakeClock
 ) -> None:

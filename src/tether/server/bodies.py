@@ -235,9 +235,11 @@ class SessionState(BaseModel):
 
 
 class SessionList(BaseModel):
-    """``GET /v1/agents/{agent}/sessions``: the caller's sessions, newest first."""
+    """``GET /v1/agents/{agent}/sessions``: the caller's sessions, newest saved first. ``next``:
+    the ``after`` of the next page (``null`` on the last)."""
 
     sessions: list[dict[str, Any]]
+    next: str | None = None
 
 
 class TranscriptPage(BaseModel):

@@ -92,7 +92,7 @@ def _parameters(path: str) -> list[dict[str, Any]]:
     if path.endswith(("/transcript", "/events", "/sessions", "/handoffs")):
         params += [{"name": n, "in": "query", "required": False, "schema": {"type": "integer", "minimum": 0}}
                    for n in (("after", "limit") if path.endswith(("/transcript", "/events")) else ("limit",))]
-    if path.endswith(("/handoffs", "/workflow-runs")):
+    if path.endswith(("/sessions", "/handoffs", "/workflow-runs")):
         params.append({"name": "after", "in": "query", "required": False, "schema": {"type": "string"}})
     if path.endswith("/workflow-runs"):
         params += [{"name": "limit", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1}},

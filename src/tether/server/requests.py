@@ -1,8 +1,10 @@
-"""Reading requests: the body under a size limit, parsed into a pydantic model, and query integers."""
+"""Reading requests: the body under a size limit, parsed into a pydantic model, query integers and
+page cursors."""
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -10,7 +12,8 @@ from starlette.requests import Request
 
 from tether.server.problems import ApiError
 
-__all__ = ["DEFAULT_MAX_BODY", "body_too_large", "parse_body", "query_int", "read_body"]
+__all__ = ["DEFAULT_MAX_BODY", "body_too_large", "next_cursor", "page_cursor", "parse_body", "query_int",
+           "read_body"]
 
 DEFAULT_MAX_BODY = 1_000_000
 """The default request body limit in bytes."""
@@ -74,3 +77,25 @@ def query_int(request: Request, name: str, default: int, *, low: int = 0, high: 
     if not low <= value <= high:
         raise ApiError(422, "invalid-query", f"query parameter {name!r} must be between {low} and {high}")
     return value
+
+
+def page_cursor(request: Request, *, at: str, item: str) -> tuple[datetime, str] | None:
+    """The ``after`` query parameter of a list route: a page's ``next`` (``<at>|<item>``, a time
+    with its zone and an id), as a sort key; None when absent, 422 ``invalid-query`` (naming the
+    form with ``at`` and ``item``) when malformed."""
+    text = request.query_params.get("after")
+    if text is None:
+        return None
+    when, sep, key = text.partition("|")
+    try:  # a "+" the client left unescaped arrives as a space
+        moment: datetime | None = datetime.fromisoformat(when.replace(" ", "+"))
+    except ValueError:
+        moment = None
+    if not sep or not key or moment is None or moment.tzinfo is None:
+        raise ApiError(422, "invalid-query", f"query parameter 'after' must be the 'next' of a page (<{at}>|<{item}>)")
+    return moment, key
+
+
+def next_cursor(key: tuple[datetime, str] | None) -> str | None:
+    """A page's ``next`` (what :func:`page_cursor` reads), or None: the last page."""
+    return f"{key[0].isoformat()}|{key[1]}" if key is not None else None

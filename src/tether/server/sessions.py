@@ -19,7 +19,7 @@ from tether.runtime.window import detach_window
 from tether.server.bodies import ApprovalBody, EventBody, MessageBody, SignalBody, StartBody
 from tether.server.busy import Admitted, BusyGate
 from tether.server.problems import ApiError, status_of, status_of_code
-from tether.server.requests import query_int, read_body
+from tether.server.requests import next_cursor, page_cursor, query_int, read_body
 from tether.server.sse import stream_turn, wants_stream
 from tether.server.stream import KEEPALIVE, POLL, event_stream, stream_cursor
 from tether.server.views import envelope, event_view, message_view, session_state, tenant_of
@@ -110,12 +110,18 @@ class SessionRoutes:
         return JSONResponse(result, status_code=201)
 
     async def list(self, request: Request) -> Response:
-        """``GET /v1/agents/{agent}/sessions``: the caller's sessions of the agent, newest first."""
+        """``GET /v1/agents/{agent}/sessions``: the caller's sessions of the agent, newest saved
+        first, a page at a time (``limit``; ``after``: the ``next`` of the page before)."""
         agent = self._agent(request)
         limit = query_int(request, "limit", 50, low=1, high=500)
         status = request.query_params.get("status")
-        found = await self.runtime.store.list(agent=agent.id, status=status, tenant=request.state.tenant, limit=limit)
-        return JSONResponse({"sessions": [summary.model_dump(mode="json") for summary in found]})
+        after = page_cursor(request, at="saved_at", item="session")
+        found = await self.runtime.store.list(agent=agent.id, status=status, tenant=request.state.tenant,
+                                              limit=limit + 1, after=after)
+        page = found[:limit]
+        end = (page[-1].saved_at, page[-1].id) if len(found) > limit else None
+        return JSONResponse({"sessions": [summary.model_dump(mode="json") for summary in page],
+                             "next": next_cursor(end)})
 
     async def message(self, request: Request) -> Response:
         """``POST .../messages``: one turn; the envelope (or an SSE stream of it).

@@ -28,7 +28,7 @@ from tether.runtime.envelope import RunResponse
 from tether.runtime.runtime import Runtime
 from tether.server.bodies import OperatorMessageBody, ReleaseBody
 from tether.server.problems import ApiError
-from tether.server.requests import query_int, read_body
+from tether.server.requests import next_cursor, page_cursor, query_int, read_body
 from tether.server.views import message_view
 
 __all__ = ["WAITING_REPLY", "TakeoverRoutes", "require_operator", "takeover_reply"]
@@ -104,7 +104,7 @@ class TakeoverRoutes:
         a page at a time (``limit``; ``after``: the ``next`` of the page before)."""
         require_operator(request)
         limit = query_int(request, "limit", 100, low=1, high=500)
-        after = _cursor(request.query_params.get("after"))
+        after = page_cursor(request, at="since", item="session")
         store = self.runtime.store
         waiting: list[dict[str, Any]] = []
         # every waiting session of the tenant (the store's handed-off index holds only those),
@@ -128,7 +128,7 @@ class TakeoverRoutes:
             waiting = [row for row in waiting if _key(row) > after]
         page = waiting[:limit]
         more = len(waiting) > limit
-        return JSONResponse({"sessions": page, "next": f"{page[-1]['since']}|{page[-1]['session']}" if more else None})
+        return JSONResponse({"sessions": page, "next": next_cursor(_key(page[-1]) if more else None)})
 
 
 _ALL = 1_000_000
@@ -138,17 +138,3 @@ _ALL = 1_000_000
 def _key(row: dict[str, Any]) -> tuple[datetime, str]:
     return datetime.fromisoformat(row["since"]), row["session"]
 
-
-def _cursor(text: str | None) -> tuple[datetime, str] | None:
-    """``after=<since>|<session>`` (a page's ``next``) as a sort key; 422 ``invalid-query`` when malformed."""
-    if text is None:
-        return None
-    since, sep, session = text.partition("|")
-    try:  # a "+" the client left unescaped arrives as a space
-        at = datetime.fromisoformat(since.replace(" ", "+"))
-    except ValueError:
-        at = None
-    if not sep or not session or at is None or at.tzinfo is None:
-        raise ApiError(422, "invalid-query", "query parameter 'after' must be the 'next' of a page "
-                       "(<since>|<session>)")
-    return at, session

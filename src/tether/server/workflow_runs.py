@@ -17,7 +17,6 @@ operator routes (``require_operator``: an operator key once any is configured).
 from __future__ import annotations
 
 import builtins
-from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar, get_args
 
@@ -44,7 +43,7 @@ from tether.server.bodies import (
     WorkflowRunStartBody,
 )
 from tether.server.problems import ApiError
-from tether.server.requests import query_int
+from tether.server.requests import next_cursor, page_cursor, query_int
 from tether.server.requests import read_body as read_json
 from tether.server.takeover import require_operator
 from tether.server.views import event_view
@@ -99,20 +98,6 @@ def run_view(document: Session, snapshot: WorkflowSnapshot, *, kinds: dict[str, 
     return {**view, "input": snapshot.input, "output": snapshot.output, "nodes": nodes, "events": events}
 
 
-def _cursor(text: str | None) -> tuple[datetime, str] | None:
-    """``after=<saved_at>|<run>`` (a page's ``next``); 422 ``invalid-query`` when malformed."""
-    if text is None:
-        return None
-    saved, sep, run = text.partition("|")
-    try:  # a "+" the client left unescaped arrives as a space
-        at: datetime | None = datetime.fromisoformat(saved.replace(" ", "+"))
-    except ValueError:
-        at = None
-    if not sep or not run or at is None or at.tzinfo is None:
-        raise ApiError(422, "invalid-query", "query parameter 'after' must be the 'next' of a page (<saved_at>|<run>)")
-    return at, run
-
-
 async def read_body(request: Request, model: type[M], *, limit: int, optional: bool = False) -> M:
     """The body as ``model`` (see :func:`tether.server.requests.read_body`), with every string in it
     storable and no value nested too deep: 422 ``invalid-body`` naming the field otherwise (what a
@@ -123,11 +108,6 @@ async def read_body(request: Request, model: type[M], *, limit: int, optional: b
     except InvalidInputError as exc:
         raise ApiError(422, "invalid-body", str(exc)) from None
     return body
-
-
-def _beyond(saved_at: datetime, run: str, after: tuple[datetime, str]) -> bool:
-    """Whether a row comes after the cursor in the list's order (newest saved first, then by id)."""
-    return saved_at < after[0] or (saved_at == after[0] and run > after[1])
 
 
 def _choice(request: Request, name: str, allowed: tuple[str, ...]) -> str | None:
@@ -177,23 +157,17 @@ class WorkflowRunRoutes:
         status = _choice(request, "status", _RUN_STATUSES)
         waiting = _choice(request, "waiting", WAITING_KINDS)
         workflow = request.query_params.get("workflow") or None
-        after = _cursor(request.query_params.get("after"))
+        last = page_cursor(request, at="saved_at", item="run")  # the last run read
         store, tenant = self.runtime.store, request.state.tenant
         agent = f"{WORKFLOW_AGENT_PREFIX}{workflow}" if workflow else None
         stored = _STORED.get(status or "") or ("running" if waiting in _OPEN else None)
         found: builtins.list[dict[str, Any]] = []
-        seen: set[str] = set()
-        last: tuple[datetime, str] | None = None  # the last run read
-        asked, budget = limit + 1, _SCAN
-        while True:  # the filters on a run's own state are read from its document: ask for more rows until enough
+        budget = _SCAN
+        while len(found) <= limit and budget > 0:  # a run's own state is in its document: read on until enough
+            asked = min(budget, limit + 1 - len(found))
             rows = await store.list(agent=agent, agent_prefix=None if agent else WORKFLOW_AGENT_PREFIX,
-                                    status=stored, tenant=tenant, limit=asked)
+                                    status=stored, tenant=tenant, limit=asked, after=last)
             for row in rows:
-                if row.id in seen or (after is not None and not _beyond(row.saved_at, row.id, after)):
-                    continue
-                if budget == 0 or len(found) > limit:
-                    break
-                seen.add(row.id)
                 budget -= 1
                 last = (row.saved_at, row.id)
                 document = await store.load(row.id)
@@ -204,15 +178,14 @@ class WorkflowRunRoutes:
                 if waiting is not None and (view["waiting"] or "none") != waiting:
                     continue
                 found.append({**view, "_key": last})
-            if len(found) > limit or budget == 0 or len(rows) < asked:
-                break
-            asked *= 4
+            if len(rows) < asked:
+                break  # no more runs
         page = found[:limit]
         # more runs matched than the page holds: the page ends at its last run; the runs read ran out
         # first (budget): the page ends where the reading stopped (it may hold fewer than limit, even none)
         end = page[-1]["_key"] if len(found) > limit else last if budget == 0 else None
         return JSONResponse({"runs": [{k: v for k, v in row.items() if k != "_key"} for row in page],
-                             "next": f"{end[0].isoformat()}|{end[1]}" if end is not None else None})
+                             "next": next_cursor(end)})
 
     async def workflows_list(self, request: Request) -> Response:
         """``GET /v1/workflows``: the workflows runs may be started of here."""

@@ -158,12 +158,14 @@ class Store(ABC):
     @abstractmethod
     async def list(
         self, *, agent: str | None = None, status: str | None = None, limit: int = 100,
-        agent_prefix: str | None = None, tenant: str | None = None,
+        agent_prefix: str | None = None, tenant: str | None = None, after: tuple[datetime, str] | None = None,
     ) -> builtins.list[SessionSummary]:
-        """Summaries of the stored sessions, newest ``saved_at`` first: of ``agent`` exactly, or of
-        every agent whose name starts with ``agent_prefix`` (``"workflow:"``: the workflow runs),
-        in ``status``; one query on the agent index. With ``tenant``, only that tenant's
-        (``session_tenant`` of the document's metadata), filtered in the query, before ``limit``."""
+        """Summaries of the stored sessions, newest ``saved_at`` first (then by id): of ``agent``
+        exactly, or of every agent whose name starts with ``agent_prefix`` (``"workflow:"``: the
+        workflow runs), in ``status``; one query on the agent index. With ``tenant``, only that
+        tenant's (``session_tenant`` of the document's metadata), filtered in the query, before
+        ``limit``. ``after``: the ``(saved_at, id)`` of the last summary of the page before, so
+        the next page starts behind it (a session saved meanwhile moves to the front)."""
 
     @abstractmethod
     async def prune(self, *, older_than: datetime) -> int:

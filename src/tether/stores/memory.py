@@ -156,7 +156,7 @@ class MemoryStore(Store):
 
     async def list(
         self, *, agent: str | None = None, status: str | None = None, limit: int = 100,
-        agent_prefix: str | None = None, tenant: str | None = None,
+        agent_prefix: str | None = None, tenant: str | None = None, after: tuple[datetime, str] | None = None,
     ) -> builtins.list[SessionSummary]:
         self._check_open("list")
         rows = [
@@ -165,6 +165,7 @@ class MemoryStore(Store):
             if (agent is None or s.agent == agent) and (status is None or s.status == status)
             and (agent_prefix is None or s.agent.startswith(agent_prefix))
             and (tenant is None or self._tenants[s.id] == tenant)
+            and (after is None or s.saved_at < after[0] or (s.saved_at == after[0] and s.id > after[1]))
         ]
         rows.sort(key=lambda s: s.id)
         rows.sort(key=lambda s: s.saved_at, reverse=True)

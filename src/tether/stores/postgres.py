@@ -330,7 +330,7 @@ class PostgresStore(Store):
 
     async def list(
         self, *, agent: str | None = None, status: str | None = None, limit: int = 100,
-        agent_prefix: str | None = None, tenant: str | None = None,
+        agent_prefix: str | None = None, tenant: str | None = None, after: tuple[datetime, str] | None = None,
     ) -> builtins.list[SessionSummary]:
         where = ["(%(agent)s::text IS NULL OR agent = %(agent)s)", "(%(status)s::text IS NULL OR status = %(status)s)"]
         pattern = None
@@ -339,12 +339,15 @@ class PostgresStore(Store):
             where.append("agent LIKE %(pattern)s ESCAPE '\\'")
         if tenant is not None:
             where.append(f"{TENANT} = %(tenant)s")
+        if after is not None:
+            where.append("(saved_at < %(at)s OR (saved_at = %(at)s AND id > %(id)s))")
         rows = await self._fetchall(
             "list",
             None,
             f"SELECT id, agent, status, revision, created_at, saved_at FROM {self._s}.tether_sessions "
             f"WHERE {' AND '.join(where)} ORDER BY saved_at DESC, id LIMIT %(limit)s",
-            {"agent": agent, "status": status, "limit": limit, "pattern": pattern, "tenant": tenant},
+            {"agent": agent, "status": status, "limit": limit, "pattern": pattern, "tenant": tenant,
+             "at": after[0] if after else None, "id": after[1] if after else None},
         )
         return [
             SessionSummary(

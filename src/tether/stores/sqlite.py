@@ -380,7 +380,7 @@ class SQLiteStore(Store):
 
     async def list(
         self, *, agent: str | None = None, status: str | None = None, limit: int = 100,
-        agent_prefix: str | None = None, tenant: str | None = None,
+        agent_prefix: str | None = None, tenant: str | None = None, after: tuple[datetime, str] | None = None,
     ) -> builtins.list[SessionSummary]:
         where: builtins.list[str] = []
         params: builtins.list[str | int] = []
@@ -397,6 +397,9 @@ class SQLiteStore(Store):
         if status is not None:
             where.append("status = ?")
             params.append(status)
+        if after is not None:
+            where.append("(saved_at < ? OR (saved_at = ? AND id > ?))")
+            params += [to_us(after[0]), to_us(after[0]), after[1]]
         sql = "SELECT id, agent, status, revision, created_at, saved_at FROM tether_sessions"
         if where:
             sql += " WHERE " + " AND ".join(where)
