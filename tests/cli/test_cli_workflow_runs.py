@@ -272,3 +272,27 @@ async def test_a_worker_stopped_with_sigterm_finishes_the_run_it_drives(tmp_path
         assert loaded.status == "complete" and not loaded.node("wait").attempts[0].in_doubt
     finally:
         await store.close()
+
+
+async def test_a_worker_with_concurrency_drives_several_runs_at_once(tmp_path: Path) -> None:
+    marks, db, file = tmp_path / "marks", tmp_path / "t.db", tmp_path / "meet.json"
+    marks.mkdir()
+    # each run's node waits until all three runs have started theirs: it ends only if they run at once
+    meet = (f"touch {marks}/$$; i=0; while [ $(ls {marks} | wc -l) -lt 3 ]; do i=$((i+1)); "
+            "[ $i -gt 1000 ] && exit 1; sleep 0.02; done")
+    file.write_text(json.dumps({
+        "schemaVersion": 2, "id": "meet", "version": "1", "name": "Meet", "edges": [],
+        "nodes": [{"id": "meet", "label": "Meet", "description": "waits for the others",
+                   "run": {"kind": "function", "command": meet}}]}))
+    store = SQLiteStore(db)
+    try:
+        for run_id in ("r1", "r2", "r3"):
+            await queue_run(store, file, run_id=run_id, workspace=tmp_path)
+        driven = await asyncio.to_thread(tether, "worker", "--db", db, "--once", "--concurrency", "3")
+        assert driven.code == 0 and "3 run(s) driven" in driven.out, driven.err
+        for run_id in ("r1", "r2", "r3"):
+            assert (await WorkflowRun.load(store, run_id)).status == "complete"
+        refused = await asyncio.to_thread(tether, "worker", "--db", db, "--once", "--concurrency", "0")
+        assert refused.code == 2 and "--concurrency" in refused.err
+    finally:
+        await store.close()

@@ -60,16 +60,19 @@ def worker(
     script: Path | None = typer.Option(None, "--script", help="a JSON file of scripted model replies (no key needed)"),
     lease: float = typer.Option(30.0, "--lease", min=0.5, help="seconds a take of a run lasts unrenewed: how long "
                                 "a run whose worker died waits before another worker resumes it"),
+    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="runs this worker drives at once (a run "
+                                    "mostly waits on its nodes' commands)"),
 ) -> None:
     """Drive the queued workflow runs, from any number of processes on one store.
 
     Takes the oldest queued run (leased to this worker; on PostgreSQL with SKIP LOCKED), resumes it
-    from the workflow file it was started with, and drives it until it waits on a person or ends.
+    from the workflow file it was started with, and drives it until it waits on a person or ends;
+    with --concurrency N, up to N runs at once.
     """
     from tether.cli._workflow_run import run_worker
 
     try:
-        run_worker(db, once=once, poll=poll, model=model, script=script, lease=lease)
+        run_worker(db, once=once, poll=poll, model=model, script=script, lease=lease, concurrency=concurrency)
     except CliError as exc:
         fail(exc.message, exc.code)
 

@@ -411,11 +411,11 @@ def mermaid(graph: WorkflowGraph) -> str:
 
 
 def run_worker(db: str, *, once: bool, poll: float, model: str | None = None, script: Path | None = None,
-               lease: float = DEFAULT_RUN_LEASE) -> None:
+               lease: float = DEFAULT_RUN_LEASE, concurrency: int = 1) -> None:
     """``tether worker``: drive the queued runs (see :func:`drive_stored_runs`), with the model of
     ``--model``/``TETHER_MODEL`` (or a script) for subprompt and agent nodes. A ``SIGTERM`` or
-    ``SIGINT`` stops it once the run it drives waits or ends (``SIGKILL`` leaves that run's node in
-    doubt for the next worker)."""
+    ``SIGINT`` stops it once the runs it drives wait or end (``SIGKILL`` leaves their nodes in
+    doubt for the next worker); ``concurrency``: how many runs it drives at once."""
     from tether.workflow_host import drive_stored_runs
 
     chosen = _model(model, script)
@@ -428,7 +428,8 @@ def run_worker(db: str, *, once: bool, poll: float, model: str | None = None, sc
                 loop.add_signal_handler(signum, stop.set)
         store = open_db(db)
         try:
-            return await drive_stored_runs(store, model=chosen, once=once, poll=poll, lease=lease, stop=stop)
+            return await drive_stored_runs(store, model=chosen, once=once, poll=poll, lease=lease, stop=stop,
+                                           concurrency=concurrency)
         finally:
             await store.close()
 

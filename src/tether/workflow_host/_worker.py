@@ -7,7 +7,9 @@ later save of the run keeps its place in the queue (:class:`~tether.workflow_hos
 an approval, an answer or a retry that gives it work again queues it again, whoever made it.
 
 :func:`drive_stored_runs` is a worker (``tether worker``, and a background task of every
-``tether serve`` process, :class:`RunQueueTask`): it takes the oldest runnable run
+``tether serve`` process, :class:`RunQueueTask`): it takes the oldest runnable run (up to
+``concurrency`` runs at once, each driven by a task of its own: a run mostly waits on its nodes'
+commands, so one process can drive several)
 (``Store.take_runs``: leased to this worker, on PostgreSQL with ``FOR UPDATE SKIP LOCKED``),
 renews the take while it drives (every third of ``lease``), takes the run's session lease, loads
 it with its definition, drains it (and, with a model, gives the agent its turns) until it waits on
@@ -84,25 +86,50 @@ async def queue_run(store: Store, file: str | Path, *, input: dict[str, Any] | N
 
 async def drive_stored_runs(store: Store, *, model: WorkerModel = None, once: bool = False, poll: float = 1.0,
                             lease: float = DEFAULT_RUN_LEASE, worker: str | None = None,
-                            stop: asyncio.Event | None = None) -> int:
-    """Drive queued runs, one at a time, until ``stop`` is set (or, with ``once``, until the queue
-    has nothing runnable for this worker); between empty looks it sleeps ``poll`` seconds. Without
-    ``model``, runs whose only work is agent work are left for a worker with one. Returns how many
-    runs it moved."""
+                            stop: asyncio.Event | None = None, concurrency: int = 1) -> int:
+    """Drive queued runs, up to ``concurrency`` at once, until ``stop`` is set (or, with ``once``,
+    until the queue has nothing runnable for this worker); while it has room and the queue has
+    nothing, it looks again every ``poll`` seconds. Once ``stop`` is set it takes no more runs and
+    returns when the runs it drives wait or end. Without ``model``, runs whose only work is agent
+    work are left for a worker with one. Returns how many runs it moved."""
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency must be a positive integer, not {concurrency!r}")
     worker = worker or worker_name()
     moved = 0
-    while stop is None or not stop.is_set():
-        taken = await store.take_runs(store.now(), limit=1, lease=lease, worker=worker, agent=model is not None)
-        if taken:
-            moved += await _drive_taken(store, taken[0], model, lease)
-            continue
-        if once:
-            break
-        if stop is None:
-            await asyncio.sleep(poll)
-        else:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=poll)
+    driving: set[asyncio.Task[int]] = set()
+    stopping = asyncio.ensure_future(stop.wait()) if stop is not None else None
+    try:
+        while stop is None or not stop.is_set():
+            room = concurrency - len(driving)
+            taken = await store.take_runs(store.now(), limit=room, lease=lease, worker=worker,
+                                          agent=model is not None) if room else []
+            for run in taken:
+                driving.add(asyncio.create_task(_drive_taken(store, run, model, lease),
+                                                name=f"tether-run-{run.session_id}"))
+            if taken and len(taken) == room:
+                continue  # full, or the queue may hold more: look again before waiting
+            if not driving and once:
+                break
+            # wait for a run to finish (room again), a new run to be queued (the next look) or stop
+            waiting: set[asyncio.Future[Any]] = {*driving, *([stopping] if stopping is not None else [])}
+            if waiting:
+                done, _ = await asyncio.wait(waiting, timeout=None if room == len(taken) and driving else poll,
+                                             return_when=asyncio.FIRST_COMPLETED)
+            else:
+                await asyncio.sleep(poll)
+                done = set()
+            for task in done & driving:
+                driving.discard(task)
+                moved += task.result()
+        moved += sum(await asyncio.gather(*driving))  # stopped: the runs being driven wait or end first
+    except asyncio.CancelledError:  # cancelled (a server's stop after its grace): so are the runs it drives
+        for task in driving:
+            task.cancel()
+        await asyncio.gather(*driving, return_exceptions=True)
+        raise
+    finally:
+        if stopping is not None:
+            stopping.cancel()
     return moved
 
 
