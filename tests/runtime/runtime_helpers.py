@@ -199,8 +199,9 @@ class SpyStore(Store):
         self.calls.append(("transcript", session_id))
         return await self.inner.transcript(session_id, after_seq=after_seq, limit=limit)
 
-    async def events(self, session_id: str, *, after: int = 0, limit: int | None = None) -> builtins.list[StoredEvent]:
-        return await self.inner.events(session_id, after=after, limit=limit)
+    async def events(self, session_id: str, *, after: int = 0, limit: int | None = None,
+                     newest: int | None = None) -> builtins.list[StoredEvent]:
+        return await self.inner.events(session_id, after=after, limit=limit, newest=newest)
 
     async def journal(self, session_id: str, *, run_id: str | None = None) -> builtins.list[JournalEntry]:
         return await self.inner.journal(session_id, run_id=run_id)

@@ -79,6 +79,16 @@ async def test_the_waiting_list_is_oldest_first_with_the_reason_and_tenant_scope
     assert [row["session"] for row in (await client.get("/v1/handoffs", headers=ANN)).json()["sessions"]] == [second]
 
 
+async def test_the_waiting_list_finds_a_hand_off_behind_more_events_than_it_reads_first(
+        client: httpx.AsyncClient, runtime: Runtime) -> None:
+    sid = await _handed_off(client)
+    for n in range(205):  # each a customer-message event: the hand-off is further back than the newest 200
+        await runtime.run("Echo", f"are you there? ({n})", session_id=sid)
+    (row,) = (await client.get("/v1/handoffs", headers=ANN)).json()["sessions"]
+    assert row["reason"] == "the customer asked for a person" and row["customer_messages"] == 205
+    assert row["last_customer_message"] == "are you there? (204)"
+
+
 async def test_operator_routes_need_an_operator_key_once_one_is_configured(client: httpx.AsyncClient) -> None:
     sid = await _handed_off(client)
     for method, path, body in (("POST", f"{ECHO}/{sid}/operator-messages", {"text": "hi", "by": "Mallory"}),

@@ -92,6 +92,13 @@ async def test_engine_events_read_back_exactly_as_written(
     assert await store.events(doc.id, after=3, limit=len(first)) == stored[3:3 + len(first)]
     assert await store.events(doc.id, after=len(stored) - 1, limit=5) == stored[-1:]
     assert await store.events(doc.id, limit=0) == []
+    # the newest: the last events, in order, from inside a row too
+    assert await store.events(doc.id, newest=2) == stored[-2:]
+    assert await store.events(doc.id, newest=len(second) + 1) == stored[-len(second) - 1:]
+    assert await store.events(doc.id, after=len(stored) - 3, newest=10) == stored[-3:]
+    assert await store.events(doc.id, newest=0) == []
+    with pytest.raises(ValueError, match="not both"):
+        await store.events(doc.id, limit=1, newest=1)
 
 
 def test_a_write_of_engine_events_is_one_compact_row() -> None:

@@ -112,8 +112,11 @@ class TakeoverRoutes:
         for summary in await store.list(status="handed_off", tenant=request.state.tenant, limit=_ALL):
             if summary.agent not in self.runtime.agents:
                 continue
-            events = await store.events(summary.id)
+            events = await store.events(summary.id, newest=_RECENT)
             handoff = next((e for e in reversed(events) if e.type == "handoff"), None)
+            if handoff is None and len(events) == _RECENT:  # handed off further back: read it all
+                events = await store.events(summary.id)
+                handoff = next((e for e in reversed(events) if e.type == "handoff"), None)
             asked = [e for e in events if e.type == "customer-message" and (handoff is None or e.seq > handoff.seq)]
             answered = [e for e in events if e.type == "operator-message" and (handoff is None or e.seq > handoff.seq)]
             waiting.append({
@@ -130,6 +133,9 @@ class TakeoverRoutes:
         more = len(waiting) > limit
         return JSONResponse({"sessions": page, "next": next_cursor(_key(page[-1]) if more else None)})
 
+
+_RECENT = 200
+"""The newest events ``GET /v1/handoffs`` reads of a session, where its hand-off usually is."""
 
 _ALL = 1_000_000
 """How many waiting sessions of one tenant ``GET /v1/handoffs`` sorts at most (all of them, in practice)."""

@@ -144,8 +144,8 @@ class WorkflowRunRoutes:
         return document, snapshot
 
     async def _page(self, document: Session, snapshot: WorkflowSnapshot) -> dict[str, Any]:
-        events = await self.runtime.store.events(document.id)
-        return run_view(document, snapshot, kinds=_kinds(document), events=[event_view(e) for e in events[-_EVENTS:]])
+        events = await self.runtime.store.events(document.id, newest=_EVENTS)
+        return run_view(document, snapshot, kinds=_kinds(document), events=[event_view(e) for e in events])
 
     async def show(self, request: Request) -> Response:
         """``GET /v1/workflow-runs/{run}``: the run, every node's state and its latest events."""

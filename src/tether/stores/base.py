@@ -222,9 +222,11 @@ class Store(ABC):
         """Transcript messages with ``seq > after_seq``, in ``seq`` order (at most ``limit``)."""
 
     @abstractmethod
-    async def events(self, session_id: str, *, after: int = 0, limit: int | None = None) -> builtins.list[StoredEvent]:
-        """Events with sequence number ``> after``, in order (at most ``limit``: a page reads as
-        many of the stored rows as it needs, not the whole session's)."""
+    async def events(self, session_id: str, *, after: int = 0, limit: int | None = None,
+                     newest: int | None = None) -> builtins.list[StoredEvent]:
+        """Events with sequence number ``> after``, in order: the first ``limit`` of them, or the
+        last ``newest`` (not both); either reads as many of the stored rows as it needs, not the
+        whole session's."""
 
     @abstractmethod
     async def journal(self, session_id: str, *, run_id: str | None = None) -> builtins.list[JournalEntry]:

@@ -27,7 +27,14 @@ from tether.stores.base import (
 )
 from tether.stores.conversation_keys import memory_put_key
 from tether.stores.flow_versions import FlowVersion, StoredFlow, memory_put
-from tether.stores.record_forms import EventRow, event_row, events_from_row, journal_body, journal_from_row
+from tether.stores.record_forms import (
+    EventRow,
+    event_row,
+    events_from_row,
+    journal_body,
+    journal_from_row,
+    page_of_rows,
+)
 from tether.stores.records import (
     JournalEntry,
     QueuedRun,
@@ -192,16 +199,13 @@ class MemoryStore(Store):
         seqs = bucket.order[start:] if limit is None else bucket.order[start:start + limit]
         return messages_from_rows(bucket.messages[seq] for seq in seqs)
 
-    async def events(self, session_id: str, *, after: int = 0, limit: int | None = None) -> builtins.list[StoredEvent]:
+    async def events(self, session_id: str, *, after: int = 0, limit: int | None = None,
+                     newest: int | None = None) -> builtins.list[StoredEvent]:
         self._check_open("events")
         rows = self._records.get(session_id, _Records()).events
-        start = bisect.bisect_right(rows, after, key=lambda row: row[0])  # rows are in seq order
-        found: builtins.list[StoredEvent] = []
-        for seq, at, body in rows[start:]:
-            if limit is not None and len(found) >= limit:
-                break
-            found.extend(events_from_row(seq, at, body, after=after))
-        return found if limit is None else found[:limit]
+        rows = rows[bisect.bisect_right(rows, after, key=lambda row: row[0]):]  # rows are in seq order
+        return page_of_rows(rows if newest is None else rows[-newest:] if newest else [],
+                            lambda row: events_from_row(*row, after=after), limit, newest)
 
     async def journal(self, session_id: str, *, run_id: str | None = None) -> builtins.list[JournalEntry]:
         self._check_open("journal")

@@ -33,7 +33,7 @@ from tether.stores.base import ClockLike, Store, backend_errors, flushes, messag
 from tether.stores.conversation_keys import postgres_find_key, postgres_put_key
 from tether.stores.flow_versions import FlowVersion, Status, StoredFlow, postgres_flows, postgres_put
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT, Leased
-from tether.stores.record_forms import events_from_row, journal_from_row
+from tether.stores.record_forms import events_from_row, journal_from_row, page_of_rows
 from tether.stores.records import (
     JournalEntry,
     QueuedRun,
@@ -384,17 +384,18 @@ class PostgresStore(Store):
         )
         return messages_from_rows(r[0] for r in rows)
 
-    async def events(self, session_id: str, *, after: int = 0, limit: int | None = None) -> builtins.list[StoredEvent]:
+    async def events(self, session_id: str, *, after: int = 0, limit: int | None = None,
+                     newest: int | None = None) -> builtins.list[StoredEvent]:
         rows = await self._fetchall(
             "events",
             session_id,
-            # a row holds one or more events past ``after``: ``limit`` rows hold ``limit`` events
+            # a row holds one or more events past ``after``: N rows hold N events
             f"SELECT seq, at, body::text FROM {self._s}.tether_events "
-            "WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s",
-            (session_id, after, limit),
+            f"WHERE session_id = %s AND seq > %s ORDER BY seq {'DESC' if newest is not None else ''} LIMIT %s",
+            (session_id, after, newest if newest is not None else limit),
         )
-        found = [event for r in rows for event in events_from_row(r[0], utc(r[1]), r[2], after=after)]
-        return found if limit is None else found[:limit]
+        return page_of_rows(rows[::-1] if newest is not None else rows,
+                            lambda r: events_from_row(r[0], utc(r[1]), r[2], after=after), limit, newest)
 
     async def journal(self, session_id: str, *, run_id: str | None = None) -> builtins.list[JournalEntry]:
         rows = await self._fetchall(

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import MISSING, fields
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from pydantic_core import PydanticSerializationError, to_json
 
@@ -61,6 +62,7 @@ __all__ = [
     "events_from_row",
     "journal_body",
     "journal_from_row",
+    "page_of_rows",
 ]
 
 _HEAD = ("type", "run_id", "flow", "at")
@@ -160,6 +162,22 @@ def _event(item: Any, run_id: Any, flow: Any, at_text: str) -> dict[str, Any]:
         else:  # a trailing default left out (or a field added to the class since)
             event[name] = None if default is _REQUIRED else copy.deepcopy(default)
     return event
+
+
+R = TypeVar("R")
+
+
+def page_of_rows(rows: Sequence[R], decode: Callable[[R], list[StoredEvent]], limit: int | None,
+                 newest: int | None) -> list[StoredEvent]:
+    """The events of event ``rows`` (in seq order, each decoded by ``decode``): the first ``limit``
+    or the last ``newest`` (``Store.events``); a store reads no more rows than that many, since
+    every row read holds one or more of the events asked for."""
+    if limit is not None and newest is not None:
+        raise ValueError("Store.events takes limit (the first events) or newest (the last), not both")
+    found = [event for row in rows for event in decode(row)]
+    if newest is not None:
+        return found[len(found) - newest:] if newest else []
+    return found if limit is None else found[:limit]
 
 
 def events_from_row(seq: int, at: datetime, body: str, *, after: int = 0) -> list[StoredEvent]:

@@ -51,7 +51,7 @@ from tether.stores.base import ClockLike, Store, backend_errors, flushes, messag
 from tether.stores.conversation_keys import sqlite_find_key, sqlite_put_key
 from tether.stores.flow_versions import FlowVersion, Status, StoredFlow, sqlite_flows, sqlite_put
 from tether.stores.leases import DEFAULT_LEASE_TIMEOUT
-from tether.stores.record_forms import events_from_row, journal_from_row
+from tether.stores.record_forms import events_from_row, journal_from_row, page_of_rows
 from tether.stores.records import (
     JournalEntry,
     QueuedRun,
@@ -449,17 +449,21 @@ class SQLiteStore(Store):
         rows = await self._call("transcript", session_id, op)
         return messages_from_rows(r[0] for r in rows)
 
-    async def events(self, session_id: str, *, after: int = 0, limit: int | None = None) -> builtins.list[StoredEvent]:
+    async def events(self, session_id: str, *, after: int = 0, limit: int | None = None,
+                     newest: int | None = None) -> builtins.list[StoredEvent]:
+        count = newest if newest is not None else limit
+
         def op(conn: sqlite3.Connection) -> builtins.list[Any]:
-            # a row holds one or more events past ``after``: ``limit`` rows hold ``limit`` events
+            # a row holds one or more events past ``after``: ``count`` rows hold ``count`` events
             return conn.execute(
-                "SELECT seq, at, body FROM tether_events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-                (session_id, after, -1 if limit is None else limit),
+                "SELECT seq, at, body FROM tether_events WHERE session_id = ? AND seq > ? "
+                f"ORDER BY seq {'DESC' if newest is not None else ''} LIMIT ?",
+                (session_id, after, -1 if count is None else count),
             ).fetchall()
 
         rows = await self._call("events", session_id, op)
-        found = [event for r in rows for event in events_from_row(r[0], from_us(r[1]), r[2], after=after)]
-        return found if limit is None else found[:limit]
+        return page_of_rows(rows[::-1] if newest is not None else rows,
+                            lambda r: events_from_row(r[0], from_us(r[1]), r[2], after=after), limit, newest)
 
     async def journal(self, session_id: str, *, run_id: str | None = None) -> builtins.list[JournalEntry]:
         def op(conn: sqlite3.Connection) -> builtins.list[Any]:
