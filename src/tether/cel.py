@@ -13,13 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import celpy
-from celpy import celparser, celtypes
-from celpy.adapter import json_to_cel
-from celpy.evaluation import CELEvalError
-from lark import Token, Tree
+if TYPE_CHECKING:  # celpy (and its Lark) are imported at the first expression, not with tether
+    import celpy
+    from lark import Tree
 
 __all__ = ["MAX_EXPRESSION_LENGTH", "CALLS", "Condition", "bounded_tree", "cel_env", "compile_condition", "from_cel",
            "primary_name", "to_cel"]
@@ -28,19 +26,31 @@ MAX_EXPRESSION_LENGTH = 2000
 CALLS = frozenset({"ident_arg", "member_dot_arg", "dot_ident_arg"})
 """Parse-tree nodes of a function or macro call."""
 _ESCAPES = frozenset({"constructor", "prototype"})
-to_cel = json_to_cel
+
+
+def to_cel(value: Any) -> Any:
+    """A JSON-like value as the CEL value an expression reads."""
+    from celpy.adapter import json_to_cel
+
+    return json_to_cel(value)
 
 
 @lru_cache(maxsize=1)
 def cel_env() -> celpy.Environment:
     """The one CEL environment, made at the first expression: building its parser takes a few
-    hundred milliseconds, which ``import tether`` (and every CLI command) need not pay."""
+    hundred milliseconds, which ``import tether`` (and every CLI command) need not pay; importing
+    celpy itself takes tens more, so that waits too."""
+    import celpy
+
     return celpy.Environment()
 
 
 def bounded_tree(source: str) -> Tree[Any]:
     """The parse tree of ``source``, checked to be bounded; raises :class:`ValueError` naming what
     is refused."""
+    from celpy import celparser
+    from lark import Token
+
     if len(source) > MAX_EXPRESSION_LENGTH:
         raise ValueError(f"expression is longer than {MAX_EXPRESSION_LENGTH} characters")
     try:
@@ -62,6 +72,8 @@ def bounded_tree(source: str) -> Tree[Any]:
 
 def primary_name(member: Any) -> str | None:
     """The identifier of ``member`` when it is a bare name (``member -> primary -> ident``)."""
+    from lark import Tree
+
     if not isinstance(member, Tree) or member.data != "member" or len(member.children) != 1:
         return None
     primary = member.children[0]
@@ -75,6 +87,8 @@ def primary_name(member: Any) -> str | None:
 
 def from_cel(value: Any) -> Any:
     """A CEL value as plain JSON-compatible Python."""
+    from celpy import celtypes
+
     if isinstance(value, celtypes.BoolType):
         return bool(value)
     if isinstance(value, celtypes.IntType | celtypes.UintType):
@@ -105,6 +119,9 @@ class Condition:
     def holds(self, names: Mapping[str, Any]) -> bool:
         """Whether the condition is true over ``names`` (plain JSON-like values). A missing key,
         a type mismatch or a non-boolean result raises :class:`ValueError` saying so."""
+        from celpy.adapter import json_to_cel
+        from celpy.evaluation import CELEvalError
+
         activation = {name: json_to_cel(value) for name, value in names.items() if name in self.roots}
         try:
             value = self._program.evaluate(activation)

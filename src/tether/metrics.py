@@ -17,26 +17,34 @@ from typing import Any
 
 __all__ = ["count_model_call", "record_turn"]
 
-try:
-    from opentelemetry import metrics as _metrics
-except ImportError:  # the otel extra is not installed
-    _metrics = None  # type: ignore[assignment]
-
+_UNREAD: Any = object()
+_metrics: Any = _UNREAD  # opentelemetry.metrics once read, None when the otel extra is not installed
 _instruments: dict[str, Any] = {}
 _provider: Any = None
 
 
+def _api() -> Any:
+    """``opentelemetry.metrics``, imported at the first turn recorded, not with tether; None
+    without the otel extra (every hook is then a no-op)."""
+    global _metrics
+    if _metrics is _UNREAD:
+        try:
+            from opentelemetry import metrics
+        except ImportError:
+            metrics = None  # type: ignore[assignment]
+        _metrics = metrics
+    return _metrics
+
+
 def _meter_provider() -> Any:
     """The application's ``MeterProvider`` (the API's no-op one when none is configured)."""
-    assert _metrics is not None
-    return _metrics.get_meter_provider()
+    return _api().get_meter_provider()
 
 
 def _records(provider: Any) -> bool:
     """False for the API's providers that record nothing: the no-op one and the proxy that stands
     in until the application configures one (a proxy's instruments would discard every value)."""
-    assert _metrics is not None
-    return not isinstance(provider, _metrics.NoOpMeterProvider) and type(provider).__name__ != "_ProxyMeterProvider"
+    return not isinstance(provider, _api().NoOpMeterProvider) and type(provider).__name__ != "_ProxyMeterProvider"
 
 
 def _instrument(name: str) -> Any:
@@ -64,7 +72,7 @@ def _instrument(name: str) -> Any:
 
 def count_model_call(model: str, tokens_in: int, tokens_out: int) -> None:
     """Count one model call of ``model`` and its tokens."""
-    if _metrics is None:
+    if _api() is None:
         return
     calls = _instrument("tether.model.calls")
     if calls is None:
@@ -77,7 +85,7 @@ def count_model_call(model: str, tokens_in: int, tokens_out: int) -> None:
 
 def record_turn(agent: str, seconds: float, success: bool) -> None:
     """Record the duration of one request of ``agent``."""
-    if _metrics is None:
+    if _api() is None:
         return
     duration = _instrument("tether.turn.duration")
     if duration is not None:

@@ -29,15 +29,27 @@ from tether.models.types import Capabilities, Model, ModelRequest, ModelResponse
 
 __all__ = ["TracedModel", "enabled", "end_turn", "phase_span", "recording", "traced", "traced_models", "turn_span"]
 
-try:
-    from opentelemetry import trace as _trace
-except ImportError:  # the otel extra is not installed: every hook is a no-op
-    _trace = None  # type: ignore[assignment]
+_UNREAD: Any = object()
+_trace: Any = _UNREAD  # opentelemetry.trace once read, None when the otel extra is not installed
+
+
+def _api() -> Any:
+    """``opentelemetry.trace``, imported at the first hook that asks, not with tether (it takes
+    tens of milliseconds every CLI command would pay); None without the otel extra: every hook is
+    then a no-op."""
+    global _trace
+    if _trace is _UNREAD:
+        try:
+            from opentelemetry import trace
+        except ImportError:
+            trace = None  # type: ignore[assignment]
+        _trace = trace
+    return _trace
 
 
 def enabled() -> bool:
     """True when ``opentelemetry-api`` is importable."""
-    return _trace is not None
+    return _api() is not None
 
 
 def recording() -> bool:
@@ -47,10 +59,11 @@ def recording() -> bool:
 
 def _tracer() -> Any:
     """The ``tether`` tracer of the configured provider; None when nothing would record its spans."""
-    if _trace is None:
+    trace = _api()
+    if trace is None:
         return None
-    provider = _trace.get_tracer_provider()
-    if isinstance(provider, _trace.ProxyTracerProvider | _trace.NoOpTracerProvider):
+    provider = trace.get_tracer_provider()
+    if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
         return None
     return provider.get_tracer("tether")
 
@@ -83,7 +96,8 @@ class TurnEnvelope(Protocol):
 
 def end_turn(span: Any, response: TurnEnvelope) -> None:
     """Record a request's envelope on its turn span."""
-    if span is None or _trace is None:
+    trace = _api()
+    if span is None or trace is None:
         return
     span.set_attribute("tether.success", response.success)
     if response.session:
@@ -93,7 +107,7 @@ def end_turn(span: Any, response: TurnEnvelope) -> None:
     if response.result is not None:
         span.set_attribute("tether.model_calls", response.result.llm_calls)
     if not response.success:
-        span.set_status(_trace.Status(_trace.StatusCode.ERROR, response.message))
+        span.set_status(trace.Status(trace.StatusCode.ERROR, response.message))
 
 
 def phase_span(name: str) -> contextlib.AbstractContextManager[Any]:
@@ -106,7 +120,7 @@ def phase_span(name: str) -> contextlib.AbstractContextManager[Any]:
 
 def traced(model: Model) -> Model:
     """``model`` with a span around each call (itself when OpenTelemetry is absent)."""
-    if _trace is None or isinstance(model, TracedModel):
+    if _api() is None or isinstance(model, TracedModel):
         return model
     return TracedModel(model)
 
@@ -134,20 +148,21 @@ class TracedModel:
     def _span(self, request: ModelRequest) -> Iterator[Any]:
         """The call's span, a child of the current one; never made current (a streamed call's span
         outlives the context it started in, and a model span has no children)."""
-        assert _trace is not None
+        trace = _api()
+        assert trace is not None
         tracer = _tracer()
         if tracer is None:
             yield None
             return
         attributes = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": self._provider,
                       "gen_ai.system": self._provider, "gen_ai.request.model": self._model, "tether.call": request.call}
-        span = tracer.start_span(f"chat {self._model}", kind=_trace.SpanKind.CLIENT, attributes=attributes)
+        span = tracer.start_span(f"chat {self._model}", kind=trace.SpanKind.CLIENT, attributes=attributes)
         try:
             yield span
         except BaseException as exc:
             span.set_attribute("error.type", str(getattr(exc, "code", None) or type(exc).__name__))
             span.record_exception(exc)
-            span.set_status(_trace.Status(_trace.StatusCode.ERROR, str(exc)))
+            span.set_status(trace.Status(trace.StatusCode.ERROR, str(exc)))
             raise
         finally:
             span.end()
@@ -196,4 +211,4 @@ class _TracedSource:
 
 def traced_models(source: Any) -> Any:
     """The ``ModelSource`` the engine gets: ``source`` itself when OpenTelemetry is absent."""
-    return _TracedSource(source) if _trace is not None else source
+    return _TracedSource(source) if _api() is not None else source

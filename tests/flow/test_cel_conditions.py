@@ -96,6 +96,22 @@ def test_the_cel_an_older_condition_names_decides_as_it_did(data: dict[str, Any]
     assert compile_condition(cel, {"data"}).holds({"data": data}) is holds  # a missing field: false, no error
 
 
+def test_importing_tether_leaves_celpy_jsonschema_and_opentelemetry_for_their_first_use() -> None:
+    # together they took about a quarter of ``import tether``: every CLI command paid it
+    script = (
+        "import sys, tether, tether.runtime, tether.stores\n"
+        "loaded = [m for m in ('celpy', 'lark', 'jsonschema', 'opentelemetry') if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+        "from tether import tracing\n"
+        "import importlib.util\n"
+        "assert tracing.enabled() == (importlib.util.find_spec('opentelemetry') is not None)\n"
+        "from tether.cel import compile_condition\n"
+        "assert compile_condition('a > 1', {'a'}).holds({'a': 2}) and 'celpy' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
 def test_importing_tether_builds_no_cel_parser_until_an_expression_is_compiled() -> None:
     # celpy's Lark parser takes a few hundred milliseconds to build: every CLI command would pay it
     script = (

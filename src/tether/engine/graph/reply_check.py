@@ -22,15 +22,16 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
-
-from jsonschema import Draft202012Validator
+from typing import TYPE_CHECKING, Any
 
 from tether.engine.core.events import ReplyWarning
 from tether.engine.core.session import Run
 from tether.engine.core.state import TurnState
 from tether.flow.fields import coerce
 from tether.models.parsing import MAX_REPLY_DEPTH, json_depth
+
+if TYPE_CHECKING:  # jsonschema is imported at the first reply checked, not with tether
+    from jsonschema import Draft202012Validator
 
 __all__ = ["Dropped", "check_reply", "coerce_field_values", "describe_dropped", "report_dropped"]
 
@@ -49,6 +50,8 @@ class Dropped:
 
 @lru_cache(maxsize=512)
 def _validator(schema_json: str) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(json.loads(schema_json))
 
 
