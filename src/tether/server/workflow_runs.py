@@ -65,6 +65,8 @@ _RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
 # the document status a run of each status is stored with (failed and blocked: either)
 _STORED = {"running": "running", "waiting": "running", "complete": "completed", "cancelled": "aborted"}
 _EVENTS = 200  # the latest events a run's page shows
+_LOOK = 25
+"""The fewest runs one read of the list asks the store for (a filter that few runs match reads on)."""
 _SCAN = 500
 """The most runs one ``GET /v1/workflow-runs`` reads (a run's state is in its document): a filter few
 runs match answers a shorter page with a ``next`` to read on, never a request that reads them all."""
@@ -164,10 +166,12 @@ class WorkflowRunRoutes:
         found: builtins.list[dict[str, Any]] = []
         budget = _SCAN
         while len(found) <= limit and budget > 0:  # a run's own state is in its document: read on until enough
-            asked = min(budget, limit + 1 - len(found))
+            asked = min(budget, max(limit + 1 - len(found), _LOOK))
             rows = await store.list(agent=agent, agent_prefix=None if agent else WORKFLOW_AGENT_PREFIX,
                                     status=stored, tenant=tenant, limit=asked, after=last)
             for row in rows:
+                if len(found) > limit:
+                    break
                 budget -= 1
                 last = (row.saved_at, row.id)
                 document = await store.load(row.id)
