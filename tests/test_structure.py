@@ -155,7 +155,7 @@ LAYERS = (
     ("tether.flow", "tether.models", "tether.pydantic_issues", "tether.executors"),
     ("tether.templating",),
     ("tether.durable", "tether.errors", "tether.clock", "tether.pyfiles", "tether.spoken", "tether.syntax_errors",
-     "tether.cel", "tether.background", "tether.json_schemas"),
+     "tether.cel", "tether.background", "tether.json_schemas", "tether.otel"),
 )
 
 

@@ -15,25 +15,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from tether.otel import otel_api
+
 __all__ = ["count_model_call", "record_turn"]
 
-_UNREAD: Any = object()
-_metrics: Any = _UNREAD  # opentelemetry.metrics once read, None when the otel extra is not installed
 _instruments: dict[str, Any] = {}
 _provider: Any = None
 
 
 def _api() -> Any:
-    """``opentelemetry.metrics``, imported at the first turn recorded, not with tether; None
-    without the otel extra (every hook is then a no-op)."""
-    global _metrics
-    if _metrics is _UNREAD:
-        try:
-            from opentelemetry import metrics
-        except ImportError:
-            metrics = None  # type: ignore[assignment]
-        _metrics = metrics
-    return _metrics
+    """``opentelemetry.metrics`` at the first turn recorded (None without the otel extra)."""
+    return otel_api("metrics")
 
 
 def _meter_provider() -> Any:

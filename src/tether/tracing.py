@@ -26,25 +26,14 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any, Protocol
 
 from tether.models.types import Capabilities, Model, ModelRequest, ModelResponse, StreamChunk
+from tether.otel import otel_api
 
 __all__ = ["TracedModel", "enabled", "end_turn", "phase_span", "recording", "traced", "traced_models", "turn_span"]
 
-_UNREAD: Any = object()
-_trace: Any = _UNREAD  # opentelemetry.trace once read, None when the otel extra is not installed
-
 
 def _api() -> Any:
-    """``opentelemetry.trace``, imported at the first hook that asks, not with tether (it takes
-    tens of milliseconds every CLI command would pay); None without the otel extra: every hook is
-    then a no-op."""
-    global _trace
-    if _trace is _UNREAD:
-        try:
-            from opentelemetry import trace
-        except ImportError:
-            trace = None  # type: ignore[assignment]
-        _trace = trace
-    return _trace
+    """``opentelemetry.trace`` at the first hook that asks (None without the otel extra)."""
+    return otel_api("trace")
 
 
 def enabled() -> bool:

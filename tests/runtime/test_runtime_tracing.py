@@ -83,7 +83,7 @@ async def test_a_failed_model_call_and_a_failed_request_are_error_spans(tmp_path
 
 
 def test_without_opentelemetry_the_hooks_make_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tracing, "_trace", None)
+    monkeypatch.setattr(tracing, "_api", lambda: None)
     model = ScriptedModel()
     assert not tracing.enabled() and tracing.traced(model) is model
     agent = _talker(model)
