@@ -113,10 +113,9 @@ class TakeoverRoutes:
             if summary.agent not in self.runtime.agents:
                 continue
             events = await store.events(summary.id, newest=_RECENT)
+            if len(events) == _RECENT and not any(e.type == "handoff" for e in events):
+                events = await store.events(summary.id)  # handed off further back: read it all
             handoff = next((e for e in reversed(events) if e.type == "handoff"), None)
-            if handoff is None and len(events) == _RECENT:  # handed off further back: read it all
-                events = await store.events(summary.id)
-                handoff = next((e for e in reversed(events) if e.type == "handoff"), None)
             asked = [e for e in events if e.type == "customer-message" and (handoff is None or e.seq > handoff.seq)]
             answered = [e for e in events if e.type == "operator-message" and (handoff is None or e.seq > handoff.seq)]
             waiting.append({

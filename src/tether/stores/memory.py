@@ -204,8 +204,9 @@ class MemoryStore(Store):
         self._check_open("events")
         rows = self._records.get(session_id, _Records()).events
         rows = rows[bisect.bisect_right(rows, after, key=lambda row: row[0]):]  # rows are in seq order
-        return page_of_rows(rows if newest is None else rows[-newest:] if newest else [],
-                            lambda row: events_from_row(*row, after=after), limit, newest)
+        # as the SQL stores read: as many rows as events asked for (a row holds one or more)
+        rows = rows[:limit] if newest is None else rows[len(rows) - newest:] if newest else []
+        return page_of_rows(rows, lambda row: events_from_row(*row, after=after), limit, newest)
 
     async def journal(self, session_id: str, *, run_id: str | None = None) -> builtins.list[JournalEntry]:
         self._check_open("journal")
