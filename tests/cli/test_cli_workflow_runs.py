@@ -12,7 +12,9 @@ import signal
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+import pytest
 from cli_helpers import EXAMPLES, child_env, tether
 
 from tether.cli._workflow_runs import _runs
@@ -294,5 +296,38 @@ async def test_a_worker_with_concurrency_drives_several_runs_at_once(tmp_path: P
             assert (await WorkflowRun.load(store, run_id)).status == "complete"
         refused = await asyncio.to_thread(tether, "worker", "--db", db, "--once", "--concurrency", "0")
         assert refused.code == 2 and "--concurrency" in refused.err
+    finally:
+        await store.close()
+
+
+async def test_a_store_error_mid_way_lets_the_runs_being_driven_finish_before_it_is_raised(tmp_path: Path) -> None:
+    from tether.errors import StoreError
+    from tether.workflow_host import drive_stored_runs
+
+    started, go, db, file = tmp_path / "started", tmp_path / "go", tmp_path / "t.db", tmp_path / "slow.json"
+    file.write_text(json.dumps({
+        "schemaVersion": 2, "id": "slow", "version": "1", "name": "Slow", "edges": [],
+        "nodes": [{"id": "wait", "label": "Wait", "description": "waits for go", "run": {
+            "kind": "function", "command": f"touch {started}; while [ ! -f {go} ]; do sleep 0.02; done"}}]}))
+    store = SQLiteStore(db)
+    takes = 0
+    take_runs = store.take_runs
+
+    async def failing_after_the_first(*args: Any, **kwargs: Any) -> Any:
+        nonlocal takes
+        takes += 1
+        if takes > 1:
+            go.touch()  # the run in flight may finish now
+            raise StoreError("the store is down", operation="take_runs")
+        return await take_runs(*args, **kwargs)
+
+    store.take_runs = failing_after_the_first  # type: ignore[method-assign]
+    try:
+        await queue_run(store, file, run_id="r", workspace=tmp_path)
+        with pytest.raises(StoreError, match="the store is down"):
+            await drive_stored_runs(store, poll=0.05, concurrency=2)
+        assert started.exists()
+        loaded = await WorkflowRun.load(store, "r")  # finished and saved before the error came out
+        assert loaded.status == "complete" and not loaded.node("wait").attempts[0].in_doubt
     finally:
         await store.close()

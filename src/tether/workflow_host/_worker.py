@@ -122,10 +122,11 @@ async def drive_stored_runs(store: Store, *, model: WorkerModel = None, once: bo
                 driving.discard(task)
                 moved += task.result()
         moved += sum(await asyncio.gather(*driving))  # stopped: the runs being driven wait or end first
-    except asyncio.CancelledError:  # cancelled (a server's stop after its grace): so are the runs it drives
-        for task in driving:
-            task.cancel()
-        await asyncio.gather(*driving, return_exceptions=True)
+    except BaseException as exc:  # the runs it drives are never left behind unawaited
+        if isinstance(exc, asyncio.CancelledError):  # a server's stop after its grace: they stop too
+            for task in driving:
+                task.cancel()
+        await asyncio.gather(*driving, return_exceptions=True)  # a store error: they finish first
         raise
     finally:
         if stopping is not None:
