@@ -249,12 +249,19 @@ async def test_workflow_run_holds_the_run_so_a_worker_leaves_it_alone(tmp_path: 
         await store.close()
 
 
-async def test_a_worker_stopped_with_sigterm_finishes_the_run_it_drives(tmp_path: Path) -> None:
-    started, go, db, file = tmp_path / "started", tmp_path / "go", tmp_path / "t.db", tmp_path / "slow.json"
+def _slow_workflow(folder: Path) -> tuple[Path, Path, Path, Path]:
+    """A one-node workflow file whose node touches ``started``, then waits until ``go`` exists;
+    ``(started, go, db, file)``."""
+    started, go, db, file = folder / "started", folder / "go", folder / "t.db", folder / "slow.json"
     file.write_text(json.dumps({
         "schemaVersion": 2, "id": "slow", "version": "1", "name": "Slow", "edges": [],
         "nodes": [{"id": "wait", "label": "Wait", "description": "waits for go", "run": {
             "kind": "function", "command": f"touch {started}; while [ ! -f {go} ]; do sleep 0.02; done"}}]}))
+    return started, go, db, file
+
+
+async def test_a_worker_stopped_with_sigterm_finishes_the_run_it_drives(tmp_path: Path) -> None:
+    started, go, db, file = _slow_workflow(tmp_path)
     store = SQLiteStore(db)
     try:
         await queue_run(store, file, run_id="r", workspace=tmp_path)
@@ -304,11 +311,7 @@ async def test_a_store_error_mid_way_lets_the_runs_being_driven_finish_before_it
     from tether.errors import StoreError
     from tether.workflow_host import drive_stored_runs
 
-    started, go, db, file = tmp_path / "started", tmp_path / "go", tmp_path / "t.db", tmp_path / "slow.json"
-    file.write_text(json.dumps({
-        "schemaVersion": 2, "id": "slow", "version": "1", "name": "Slow", "edges": [],
-        "nodes": [{"id": "wait", "label": "Wait", "description": "waits for go", "run": {
-            "kind": "function", "command": f"touch {started}; while [ ! -f {go} ]; do sleep 0.02; done"}}]}))
+    started, go, db, file = _slow_workflow(tmp_path)
     store = SQLiteStore(db)
     takes = 0
     take_runs = store.take_runs

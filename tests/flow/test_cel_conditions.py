@@ -96,6 +96,12 @@ def test_the_cel_an_older_condition_names_decides_as_it_did(data: dict[str, Any]
     assert compile_condition(cel, {"data"}).holds({"data": data}) is holds  # a missing field: false, no error
 
 
+def _in_a_fresh_interpreter(script: str) -> None:
+    """Run ``script`` in a new Python (what it imports is what a CLI command would); it must pass."""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
 def test_importing_tether_leaves_celpy_jsonschema_and_opentelemetry_for_their_first_use() -> None:
     # together they took about a quarter of ``import tether``: every CLI command paid it
     script = (
@@ -108,8 +114,7 @@ def test_importing_tether_leaves_celpy_jsonschema_and_opentelemetry_for_their_fi
         "from tether.cel import compile_condition\n"
         "assert compile_condition('a > 1', {'a'}).holds({'a': 2}) and 'celpy' in sys.modules\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
+    _in_a_fresh_interpreter(script)
 
 
 def test_importing_tether_builds_no_cel_parser_until_an_expression_is_compiled() -> None:
@@ -122,5 +127,4 @@ def test_importing_tether_builds_no_cel_parser_until_an_expression_is_compiled()
         "assert compile_condition('a > 1', {'a'}).holds({'a': 2})\n"
         "assert CELParser.CEL_PARSER is not None\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
+    _in_a_fresh_interpreter(script)
