@@ -75,7 +75,8 @@ async def test_a_correction_reruns_what_depended_on_the_value() -> None:
     chat = Chat(pia())
     assert (await chat.say("a large pizza")).text == "A large pizza for 12 EUR. Shall I? (yes/no)"
     fixed = await chat.say("no, make it small")  # "no" answers the step, but "make it" marks a correction
-    assert fixed.text == "A small pizza for 8 EUR. Shall I? (yes/no)"  # the price action ran again
+    # said, then the price action ran again
+    assert fixed.text == "OK, I've changed the size to small.\n\nA small pizza for 8 EUR. Shall I? (yes/no)"
     [event] = [e.as_dict() for e in fixed.events if e.type == "field-corrected"]
     assert {k: event[k] for k in ("node", "field", "old", "new", "source")} == {
         "node": "choose", "field": "size", "old": "large", "new": "small", "source": "deterministic"}
@@ -99,7 +100,8 @@ async def test_with_a_model_the_extract_call_offers_the_fields_collected_before(
     await chat.say("a large pizza")
     model.means("hmm, the cheapest one instead", values={"size": "small"})
     fixed = await chat.say("hmm, the cheapest one instead")
-    assert fixed.text == "A small pizza for 8 EUR. Shall I? (yes/no)" and fixed.llm_calls == 1
+    assert fixed.text == "OK, I've changed the size to small.\n\nA small pizza for 8 EUR. Shall I? (yes/no)"
+    assert fixed.llm_calls == 1
     call = model.calls[-1]
     assert call.call == "extract"
     tool = call.request.tools[0]
@@ -107,6 +109,72 @@ async def test_with_a_model_the_extract_call_offers_the_fields_collected_before(
     assert "size (now 'large')" in tool.description
     assert model.unsaid() == []
     assert [e.as_dict()["source"] for e in fixed.events if e.type == "field-corrected"] == ["model"]
+
+
+TOPPINGS = ("ham", "olives", "mushrooms")
+
+
+def two_field_pia(repair: Repair | None = None) -> Agent:
+    """One step collects the size and the toppings: a correction of the size while it asks for the
+    toppings stays at that step."""
+    from tether import enum_list
+
+    order = Flow("order", "Order a pizza", nodes=[
+        collect("choose", fields=["size", "toppings"], ask={"size": "Small, medium or large?",
+                                                            "toppings": "Which toppings?"},
+                resolvers=[enum_check("size", SIZES), enum_list("toppings", TOPPINGS)]),
+        reply("placed", response="A ${size} pizza with ${toppings}: in the oven.", next=end("placed")),
+    ], on=[on_message("pizza")])
+    fields = {"size": Field("enum", enum=SIZES), "toppings": Field("list", items="enum", enum=TOPPINGS)}
+    return Agent("Pia", flows=[order], fields=fields, **({"repair": repair} if repair else {}))
+
+
+async def test_a_value_the_asking_step_was_given_is_corrected_where_it_stands() -> None:
+    chat = Chat(two_field_pia())
+    assert (await chat.say("a large pizza")).text == "Which toppings?"
+    fixed = await chat.say("actually make it medium")
+    assert fixed.text == "OK, I've changed the size to medium.\n\nWhich toppings?"
+    [event] = [e.as_dict() for e in fixed.events if e.type == "field-corrected"]
+    assert {k: event[k] for k in ("node", "field", "old", "new", "source")} == {
+        "node": "choose", "field": "size", "old": "large", "new": "medium", "source": "deterministic"}
+    # a correction is understood: corrections in a row never reach the cannot-handle hand-off (3)
+    for size in ("small", "large", "medium"):
+        again = await chat.say(f"sorry, {size} instead")
+        assert again.text == f"OK, I've changed the size to {size}.\n\nWhich toppings?", again.codes()
+    both = await chat.say("actually small, with ham and olives")  # a marked correction and an answer
+    assert both.text == "OK, I've changed the size to small.\n\nA small pizza with ham and olives: in the oven."
+    assert both.llm_calls == 0
+
+
+async def test_an_answer_without_a_marker_is_not_read_as_a_correction_of_the_asking_step() -> None:
+    chat = Chat(two_field_pia())
+    await chat.say("a large pizza")
+    done = await chat.say("medium olives")  # answers the toppings; "medium" alone is not a correction
+    assert done.text == "A large pizza with olives: in the oven."
+    assert not [e for e in done.events if e.type == "field-corrected"]
+
+
+async def test_with_corrections_off_the_asking_step_keeps_its_value() -> None:
+    chat = Chat(two_field_pia(Repair(patterns=("cancel", "chitchat"))))
+    await chat.say("a large pizza")
+    kept = await chat.say("actually make it medium")
+    assert kept.text == "Which toppings?" and chat.session is not None and chat.session.data["size"] == "large"
+
+
+async def test_with_a_model_the_extract_call_offers_the_asking_step_s_own_value() -> None:
+    model = StrictModel()
+    chat = Chat(two_field_pia().with_model(model))
+    model.means("a large pizza", flows={"order": 90}, values={"size": "large"})
+    assert (await chat.say("a large pizza")).text == "Which toppings?"
+    model.means("hmm, the middle one", values={"size": "medium"})
+    fixed = await chat.say("hmm, the middle one")
+    assert fixed.text == "OK, I've changed the size to medium.\n\nWhich toppings?" and fixed.llm_calls == 1
+    call = model.calls[-1]
+    assert call.call == "extract"
+    assert set(call.request.tools[0].parameters["properties"]) == {"size", "toppings", "_intent"}
+    assert "size (now 'large')" in call.request.tools[0].description
+    assert model.unsaid() == []
+    assert chat.session is not None and chat.session.data["size"] == "medium"
 
 
 async def test_a_correction_that_does_not_validate_changes_nothing() -> None:
@@ -252,7 +320,8 @@ async def test_a_decide_step_waiting_for_a_choice_reads_a_correction_with_the_ea
     chat = Chat(bot.with_model(model) if with_model else bot)
     assert (await chat.say("a large pizza")).text == "Shall I place the order?"
     fixed = await chat.say("actually make it medium")
-    assert fixed.text == "Shall I place the order?" and "corrected" in fixed.codes()
+    assert fixed.text == "OK, I've changed the size to medium.\n\nShall I place the order?"
+    assert "corrected" in fixed.codes()
     assert chat.session is not None and chat.session.data["size"] == "medium"
     assert (await chat.say("yes")).text == "Your medium pizza is in the oven."
     assert "decide" not in [c.call for c in model.calls]  # the labels and the resolvers decided: no decide call

@@ -145,6 +145,9 @@ class Repair:
             asks again.
         completed_reply: the closing reply.
         complete_session: the closing reply completes the session (the next message starts a new one).
+        corrected: said when a correction changed a value, at a step the engine phrases, before
+            the step asks on (``${changes}``: "the size to medium"); a step the model phrases
+            says it in its own words.
         resume: said before a suspended task asks its question again.
         clarify: asks which task the customer means.
         clarify_margin: two flows whose scores are within this margin (and at or above the
@@ -183,6 +186,7 @@ class Repair:
     small_talk_reply: str = "Thanks, that's kind of you!"
     completed_reply: str = "Glad I could help. Goodbye!"
     complete_session: bool = True
+    corrected: str = "OK, I've changed ${changes}."
     resume: str = "Now, back to where we were."
     clarify: str = "Do you want to ${options}?"
     clarify_margin: float = 10.0

@@ -98,6 +98,7 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
     if node.phrased_by_model:
         return await _dispatch_phrased(ts, run, flow, node)
     sources: dict[str, str] = {}
+    fixed: tuple[str, ...] = ()  # the step's own fields a correction changed (it goes on asking)
     # an answer to this step's question (not a message that started it): a pass that understands
     # nothing counts toward the cannot-handle hand-off
     answer_pass = ts.message_available(run) and ts.asking_at.get(run.id) == node.id
@@ -116,8 +117,9 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
         wanted = unknown if missing(ts, run, node) else list(node.slots)
         judged = ts.judgement.collect.get((run.id, node.id), ts.judgement.collect.get((run.flow, node.id)))
         hits, ambiguous = resolve(ts, run, node, wanted, judged or {})
-        fixable = correctable(ts, run, flow, node)
-        if (back := _correction(ts, run, flow, node, hits, judged, fixable)) is not None:
+        fixable = [n for n in correctable(ts, run, flow, node) if n not in wanted]
+        back, fixed = _correction(ts, run, flow, node, hits, judged, fixable)
+        if back is not None:
             return back
         sources, rejected = merge_values(ts, run, node, hits, source="deterministic", guard=False)
         targets = [n for n in wanted if n not in sources and n not in ambiguous]
@@ -139,8 +141,11 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
                 run.status = "asking"
                 return ASKING
             fixes = {k: values.pop(k) for k in list(values) if k in fixable}
-            if fixes and (back := _corrected(ts, run, flow, node, fixes, "model")) is not None:
-                return back
+            if fixes:
+                back, own = _corrected(ts, run, flow, node, fixes, "model")
+                if back is not None:
+                    return back
+                fixed += own
         else:
             values = {}
         if values:
@@ -156,7 +161,7 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
         return _stay_answer(ts, run, node)
     if not still:
         return complete(ts, run, node, code="already-known" if known and not sources and not answering else None)
-    if answer_pass and (escalate := _not_understood(ts, run, node, understood=bool(sources))) is not None:
+    if answer_pass and (escalate := _not_understood(ts, run, node, understood=bool(sources or fixed))) is not None:
         return escalate
     if question_first(ts, run, node):
         # a confirm step (or any fixed ask) answers the customer's question first; Settle re-asks
@@ -189,22 +194,24 @@ def _not_understood(ts: TurnState, run: Run, node: Collect, *, understood: bool)
 
 
 def _correction(ts: TurnState, run: Run, flow: Flow, node: Collect, hits: Any, judged: Any,
-                fixable: Any) -> Any:
-    """The move a correction of an earlier step's field makes (read by that step's resolvers, or
-    judged by the model), or None: taken only when the message answers nothing here, or says it
-    corrects. ``fixable``: the fields a correction may change here (:func:`correctable`)."""
+                fixable: list[str]) -> tuple[Goto | None, tuple[str, ...]]:
+    """A correction of a field collected before (read by its step's resolvers, or judged by the
+    model), taken only when the message answers nothing here or says it corrects: the move back to
+    an earlier step (None: stay) and the fields of this step's own it changed. ``fixable``: the
+    fields a correction may change here (:func:`correctable`)."""
     corrected = resolver_corrections(ts, run, flow, node, fixable)
     corrected.update({k: v for k, v in (judged or {}).items() if k in fixable and v is not None})
     if corrected and (not hits or marked_as_correction(ts)):
         return _corrected(ts, run, flow, node, corrected, "model" if judged else "deterministic")
-    return None
+    return None, ()
 
 
-def _corrected(ts: TurnState, run: Run, flow: Flow, node: Collect, values: dict[str, Any], source: str) -> Any:
-    """Write the corrections and go back to the earliest step that collected one (None: nothing
-    changed); the step's own answer in the same message is not used."""
-    back = apply_corrections(ts, run, flow, node, values, source=source)
-    return Goto(back) if back is not None else None
+def _corrected(ts: TurnState, run: Run, flow: Flow, node: Collect, values: dict[str, Any],
+               source: str) -> tuple[Goto | None, tuple[str, ...]]:
+    """Write the corrections: a move back to the earliest earlier step that collected one (the
+    step's own answer in the same message is not used), or None and the step's own fields changed."""
+    done = apply_corrections(ts, run, flow, node, values, source=source)
+    return (Goto(done.back), ()) if done.back is not None else (None, done.fields)
 
 
 def _stay_answer(ts: TurnState, run: Run, node: Collect) -> Any:
@@ -234,7 +241,8 @@ async def _dispatch_phrased(ts: TurnState, run: Run, flow: Flow, node: Collect) 
         ts.consumed_by[run.id] = node.id
         hits, _ = resolve(ts, run, node, missing(ts, run, node))
         judged = ts.judgement.collect.get((run.id, node.id))
-        if (back := _correction(ts, run, flow, node, hits, judged, correctable(ts, run, flow, node))) is not None:
+        back, _ = _correction(ts, run, flow, node, hits, judged, correctable(ts, run, flow, node))
+        if back is not None:
             return back
         merge_values(ts, run, node, hits, source="deterministic", guard=False)
     if not missing(ts, run, node):

@@ -20,8 +20,8 @@ from tether.flow.fields import is_known
 from tether.flow.nodes import Collect
 from tether.flow.resolvers import WholeMessage
 
-__all__ = ["ask_text", "asking_text", "clear_caches", "gathered", "merge_values", "missing", "missing_names", "pending",
-           "purge_invalid", "question_text", "resolve", "value_of"]
+__all__ = ["ask_text", "asking_text", "clear_caches", "gathered", "humanize", "merge_values", "missing",
+           "missing_names", "pending", "purge_invalid", "question_text", "resolve", "value_of"]
 
 
 def clear_caches(run: Run, node_id: str) -> None:
@@ -154,7 +154,7 @@ def ask_text(ts: TurnState, run: Run, node: Collect, names: list[str]) -> str:
             asks.append(field.ask)
     if asks:
         return " ".join(asks)
-    human = [_humanize(ts, name) for name in names]
+    human = [humanize(ts, name) for name in names]
     if len(human) == 1:
         return f"Could you share your {human[0]}?"
     if human:
@@ -162,7 +162,8 @@ def ask_text(ts: TurnState, run: Run, node: Collect, names: list[str]) -> str:
     return "Could you tell me a bit more?"
 
 
-def _humanize(ts: TurnState, name: str) -> str:
+def humanize(ts: TurnState, name: str) -> str:
+    """A field's name as the customer reads it: its ``label``, else its name without underscores."""
     field = ts.agent.fields.get(name)
     if field is not None and field.label:
         return field.label

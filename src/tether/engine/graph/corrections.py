@@ -1,16 +1,19 @@
 """The correction repair pattern, at a collect step (or a decide step waiting for a choice): the
 customer gives a new value for a field an earlier step of the same run collected ("actually make
-it medium" at the confirmation).
+it medium" at the confirmation), or one the asking step itself was already given ("large", then
+"actually make it medium" while the same step asks for the toppings).
 
 Which fields may be corrected: the agent fields that an earlier collect step of the run's flow
-(one the run has visited) collects and that hold a value now, other than the step's own. With no
-model, those steps' resolvers read the message (``whole_message`` never does: it takes anything);
-with a model, the call that reads the step's answer (the understand call's ``collect`` section, or
-the ``extract`` call) offers them too, so a correction costs no extra call. A corrected value is
-validated as its own step would, written, recorded (a ``field-corrected`` event with old and new
-values, outcome ``corrected``), and the run goes back to the earliest step that collected a
-corrected field: everything after it runs again (a confirmation asks again with the new value).
-The step's own answer read from the same message is not used: the run asks again.
+(one the run has visited) collects, and the asking collect step's own fields, that hold a value
+now. With no model, the resolvers of the step that collects each field read the message
+(``whole_message`` never does: it takes anything); with a model, the call that reads the step's
+answer (the understand call's ``collect`` section, or the ``extract`` call) offers them too, so a
+correction costs no extra call. A corrected value is validated as its own step would, written and
+recorded (a ``field-corrected`` event with old and new values, outcome ``corrected``). A value an
+earlier step collected sends the run back to the earliest such step: everything after it runs
+again (a confirmation asks again with the new value), and the step's own answer read from the same
+message is not used: the run asks again. A value of the asking step's own is written where it
+stands, and the step goes on with the rest of the message.
 
 A message that both answers the step and names a new value ("no, make it medium" at a yes/no
 step) is a correction when it carries a correction marker (``Repair.correction_markers``).
@@ -18,29 +21,35 @@ step) is a correction when it carries a correction marker (``Repair.correction_m
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from tether.engine.core.events import FieldCorrected
 from tether.engine.core.session import Run
 from tether.engine.core.state import TurnState
+from tether.engine.graph.collect_fields import humanize
 from tether.engine.graph.extract import validate_value
 from tether.flow.fields import is_known
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node
 from tether.flow.repair import phrase_in
 from tether.flow.resolvers import JsonPath, WholeMessage
+from tether.flow.steps import AgentNode
+from tether.spoken import spoken
+from tether.templating import fill_names
 
-__all__ = ["apply_corrections", "correctable", "marked_as_correction", "resolver_corrections"]
+__all__ = ["Corrections", "apply_corrections", "correctable", "marked_as_correction", "resolver_corrections"]
 
 
 def _owners(flow: Flow, run: Run, node: Node) -> dict[str, Collect]:
-    """Each correctable field's earliest visited collect step (other than ``node``)."""
+    """The collect step each correctable field belongs to: ``node`` itself for its own fields,
+    else the earliest visited step that collects it."""
     owners: dict[str, Collect] = {}
     for other in flow.nodes:
-        if other is node or not isinstance(other, Collect) or not run.visits.get(other.id):
+        if not isinstance(other, Collect) or not (other is node or run.visits.get(other.id)):
             continue
         for name in other.fields:
-            if name in getattr(node, "fields", ()) or (other.schema is not None and name in other.schema.model_fields):
+            if (other is not node and name in getattr(node, "fields", ())) \
+                    or (other.schema is not None and name in other.schema.model_fields):
                 continue  # a schema field lives in its own step's frame, not in the session
             owners.setdefault(name, other)
     return owners
@@ -61,16 +70,19 @@ def marked_as_correction(ts: TurnState) -> bool:
 
 
 def resolver_corrections(ts: TurnState, run: Run, flow: Flow, node: Node, names: list[str]) -> dict[str, Any]:
-    """New values the earlier steps' own resolvers read from the message, for ``names``."""
+    """New values for ``names`` read from the message, each by the resolvers of the step it belongs
+    to (see :func:`correctable`)."""
     if not names:
         return {}
     frame = {"input": run.input, "state": ts.state_view(run), "results": run.state.get("__results", {})}
+    owners = _owners(flow, run, node)
     found: dict[str, Any] = {}
     for other in flow.nodes:
-        if not isinstance(other, Collect) or other is node:
+        if not isinstance(other, Collect):
             continue
         for resolver in other.resolvers:
-            if resolver.field not in names or resolver.field in found or isinstance(resolver, WholeMessage | JsonPath):
+            if resolver.field not in names or owners.get(resolver.field) is not other or resolver.field in found \
+                    or isinstance(resolver, WholeMessage | JsonPath):
                 continue
             result = resolver.resolve(ts.message_text, frame)
             if result.status == "hit":
@@ -83,17 +95,27 @@ def _changed(ts: TurnState, values: dict[str, Any]) -> dict[str, Any]:
             if value is not None and value != "" and value != ts.session.data.get(name)}
 
 
+class Corrections(NamedTuple):
+    """What :func:`apply_corrections` did."""
+
+    back: str | None
+    """The earliest earlier step that collected a corrected field: the run goes back there (None: none)."""
+    fields: tuple[str, ...]
+    """Every field whose value changed, the asking step's own included."""
+
+
 def apply_corrections(ts: TurnState, run: Run, flow: Flow, node: Node, values: dict[str, Any], *,
-                      source: str) -> str | None:
-    """Validate and write the corrected values; returns the step to go back to (the earliest step
-    that collected a corrected field), or None when no value was a valid change."""
+                      source: str) -> Corrections:
+    """Validate and write the corrected values (the module notes say which fields and where the run
+    goes next)."""
     owners = _owners(flow, run, node)
     back: str | None = None
+    changed: list[str] = []
     order = [n.id for n in flow.nodes]
     for name, raw in _changed(ts, values).items():
         owner = owners.get(name)
-        if owner is None:
-            continue
+        if owner is None or not is_known(ts.session.data.get(name)):
+            continue  # not a field collected before (a model may offer any name)
         ok, value, code, detail = validate_value(ts, owner, name, raw)
         old = ts.session.data.get(name)
         if not ok:
@@ -102,10 +124,21 @@ def apply_corrections(ts: TurnState, run: Run, flow: Flow, node: Node, values: d
         if value == old:
             continue
         ts.session.data[name] = value
+        changed.append(name)
         ts.emit(FieldCorrected(run_id=run.id, flow=flow.id, at=ts.now, node=owner.id, field=name, old=old, new=value,
                                source=source))
         ts.outcome(run, code="corrected", kind="collect", node_id=node.id, detail=f"{name}: {old!r} -> {value!r}",
                    next=owner.id)
-        if back is None or order.index(owner.id) < order.index(back):
+        if owner is not node and (back is None or order.index(owner.id) < order.index(back)):
             back = owner.id
-    return back
+    if changed and not (isinstance(node, AgentNode) or getattr(node, "phrased_by_model", False)):
+        _acknowledge(ts, run, node, changed)  # a step the model speaks for says it in its own words
+    return Corrections(back, tuple(changed))
+
+
+def _acknowledge(ts: TurnState, run: Run, node: Node, names: list[str]) -> None:
+    """Say ``Repair.corrected`` for the changed fields (a step the engine phrases would otherwise
+    ask on as if nothing had been heard)."""
+    changes = [f"the {humanize(ts, name)} to {spoken(ts.session.data.get(name))}" for name in names]
+    text = fill_names(ts.agent.repair.corrected, {"changes": spoken(changes)})
+    ts.say(text, kind="verbatim", key=f"repair:correction:{ts.key(run, node.id)}", run=run, node_id=node.id)

@@ -142,7 +142,7 @@ def _agent_step_correction(ts: TurnState, run: Run, flow: Flow, node: AgentNode)
     if not (ts.message_available(run) and ts.asking_at.get(run.id) == node.id and marked_as_correction(ts)):
         return None
     fixes = resolver_corrections(ts, run, flow, node, correctable(ts, run, flow, node))
-    if fixes and (back := apply_corrections(ts, run, flow, node, fixes, source="deterministic")) is not None:
+    if fixes and (back := apply_corrections(ts, run, flow, node, fixes, source="deterministic").back) is not None:
         ts.consumed_by[run.id] = node.id
         return Goto(back)
     return None
@@ -156,7 +156,8 @@ async def _dispatch_decide(ts: TurnState, run: Run, flow: Flow, node: Decide) ->
         if ts.message_available(run) and ts.asking_at.get(run.id) == node.id:
             # "actually make it medium" at the confirmation: an earlier step's resolvers read it, no call
             fixes = resolver_corrections(ts, run, flow, node, correctable(ts, run, flow, node))
-            if fixes and (back := apply_corrections(ts, run, flow, node, fixes, source="deterministic")) is not None:
+            back = apply_corrections(ts, run, flow, node, fixes, source="deterministic").back if fixes else None
+            if back is not None:
                 ts.consumed_by[run.id] = node.id
                 return Goto(back)
         if (unmatched := unmatched_choice(ts, run, node)) is not None:

@@ -87,7 +87,7 @@ async def settle(ts: TurnState, request: SpeakRequest, result: SpeakResult) -> N
         return
     if isinstance(node, Collect):
         fixes = {k: v for k, v in result.data.items() if k in result.corrections}
-        if fixes and (back := apply_corrections(ts, run, flow, node, fixes, source="model")) is not None:
+        if fixes and (back := apply_corrections(ts, run, flow, node, fixes, source="model").back) is not None:
             await resume(ts, run, flow, Goto(back))  # what depended on the value runs again; the step's answer waits
             return
         values = {k: v for k, v in result.data.items() if k in request.fields}
