@@ -117,7 +117,7 @@ orders = Flow(
         reply("not_found", response="I couldn't find an order ${order_number}.",
               next=goto("ask_order", clear=["order_number"])),
     ],
-    on=[on_message("where is my order", "order status", "track a package", repeat="always")],
+    on=[on_message("where is my order", "order status", "track a package", "track my order", repeat="always")],
 )
 
 # ---------------------------------------------------------------------------------------------- address
@@ -185,7 +185,7 @@ refund = Flow(
                                        "You'll get an email within one business day."), next=end("refund")),
         reply("refund_kept", response="OK, I haven't opened a refund for ${order_number}.", next=end("kept")),
     ],
-    on=[on_message("refund", "money back", "return an item", repeat="always")],
+    on=[on_message("refund", "money back", "return an item", "return", repeat="always")],
     clear_on_start=["refund_reason", "confirm_refund"],
 )
 
