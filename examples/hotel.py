@@ -11,7 +11,9 @@ reads the dates people type (``read_dates``): ``2026-05-01``; ``12/03`` or ``12/
 first: the 12th of March); ``12 March``, ``12th of March``, ``March 12`` (a year may follow);
 ``today``, ``tomorrow``; ``Friday``, ``this Friday`` or ``next Friday`` (all three: the first Friday
 after today, and for the check-out the first one after the check-in, so "Friday to Sunday" is two
-nights). A date with no year is the next one to come. It greets once, and asks again without the
+nights). A date with no year is the next one to come. A check-in given alone ("next Friday") is read
+back with a question for the check-out, which may follow as a date ("Sunday") or a number of nights
+("2 nights"); "actually Saturday" changes the check-in. It greets once, and asks again without the
 greeting.
 """
 
@@ -206,8 +208,11 @@ def _scripted(request: ModelRequest) -> ModelResponse:
 
     if re.search(r"\b(bye|stop|cancel|quit)\b", words):
         return call("terminate_session")
-    if step == "dates" and len(found := read_dates(words, date.today())) >= 2:
-        return call("set_dates", check_in=found[0].isoformat(), check_out=found[1].isoformat())
+    if step == "dates" and (stay_dates := _stay_dates(request, words)) is not None:
+        return call("set_dates", check_in=stay_dates[0].isoformat(), check_out=stay_dates[1].isoformat())
+    if step == "dates" and (check_in := _check_in(request, words)) is not None:
+        return ModelResponse(text=f"Check-in on {check_in:%A %d %B}. And the check-out date, or how many nights?",
+                             finish_reason="stop")
     if step == "guests" and (number := re.search(r"\b(\d+)\b", words)):
         return call("set_guests", guests=int(number.group(1)))
     if step == "confirm" and re.search(r"\b(yes|yeah|confirm|ok)\b", words):
@@ -215,6 +220,50 @@ def _scripted(request: ModelRequest) -> ModelResponse:
     if step == "confirm" and re.search(r"\b(no|change)\b", words):
         return call("confirm_booking", confirmed=False)
     return ModelResponse(text=_question(request, step), finish_reason="stop")
+
+
+COUNTS = {word: number for number, word in enumerate(("one", "two", "three", "four", "five", "six", "seven"), 1)}
+NIGHTS = re.compile(rf"\b(\d{{1,2}}|{'|'.join(COUNTS)}) nights?\b")
+CHANGE = re.compile(r"\b(actually|instead|rather|change|make it)\b")
+
+
+def _count(text: str) -> int:
+    return COUNTS.get(text) or int(text)
+
+
+def _said_before(request: ModelRequest) -> date | None:
+    """The last date the customer gave alone in an earlier message of the step's conversation."""
+    earlier = [m.content.lower() for m in request.messages[:-1] if m.role == "user"]
+    return next((d[0] for text in reversed(earlier) if len(d := read_dates(text, date.today())) == 1), None)
+
+
+def _check_in(request: ModelRequest, words: str) -> date | None:
+    """The check-in given alone: in this message, else in an earlier one."""
+    found = read_dates(words, date.today())
+    return found[0] if len(found) == 1 else _said_before(request)
+
+
+def _stay_dates(request: ModelRequest, words: str) -> tuple[date, date] | None:
+    """Check-in and check-out read from the message ("12 March to 15 March", "Friday for 2 nights"),
+    or a check-out (a date, a number of nights) following a check-in said before ("next Friday",
+    then "Sunday" or "2 nights"); a lone date that says it changes ("actually Saturday") is a new
+    check-in."""
+    found = read_dates(words, date.today())
+    nights = NIGHTS.search(words)
+    if len(found) >= 2:
+        return found[0], found[1]
+    if len(found) == 1 and nights:
+        return found[0], found[0] + timedelta(days=_count(nights.group(1)))
+    if len(found) == 1 and CHANGE.search(words):
+        return None  # a new check-in: the check-out is asked for
+    if (check_in := _said_before(request)) is None:
+        return None
+    if nights:
+        return check_in, check_in + timedelta(days=_count(nights.group(1)))
+    if len(found) == 1:
+        later = read_dates(words, check_in)  # a weekday counts from the check-in: "Friday", then "Sunday"
+        return check_in, later[0]
+    return None
 
 
 def _question(request: ModelRequest, step: str) -> str:

@@ -119,3 +119,21 @@ async def test_the_stand_in_greets_once_and_reads_typed_dates(hotel: ModuleType)
     summary = await runtime.run("Harbour", session_id=first.session, message=Message("2"))
     assert re.fullmatch(r"Your booking: (\d{4})-03-12 to \1-03-15, 2 guest\(s\)\. Shall I book it \(yes/no\)\?",
                         summary.message or ""), summary.message
+
+
+async def test_the_stand_in_takes_a_check_in_alone_then_the_check_out_or_the_nights(hotel: ModuleType) -> None:
+    runtime = Runtime(hotel.agent, store=MemoryStore(), clock=FakeClock())
+    first = await runtime.run("Harbour", session_id=None, message=Message("12 March"))
+    assert re.fullmatch(r"Check-in on \w+ 12 March\. And the check-out date, or how many nights\?", first.message or "")
+    changed = await runtime.run("Harbour", session_id=first.session, message=Message("actually 13 March"))
+    assert "Check-in on" in (changed.message or "") and "13 March" in (changed.message or "")
+    nights = await runtime.run("Harbour", session_id=first.session, message=Message("three nights"))
+    assert nights.message == hotel.QUESTIONS["guests"]
+    summary = await runtime.run("Harbour", session_id=first.session, message=Message("2"))
+    assert re.fullmatch(r"Your booking: (\d{4})-03-13 to \1-03-16, 2 guest\(s\)\. Shall I book it \(yes/no\)\?",
+                        summary.message or ""), summary.message
+    other = await runtime.run("Harbour", session_id=None, message=Message("12 March"))
+    dated = await runtime.run("Harbour", session_id=other.session, message=Message("15 March"))
+    assert dated.message == hotel.QUESTIONS["guests"]
+    again = await runtime.run("Harbour", session_id=other.session, message=Message("1"))
+    assert re.search(r"-03-12 to \d{4}-03-15, 1 guest", again.message or ""), again.message
