@@ -30,8 +30,6 @@ from types import ModuleType
 from typing import Any
 
 from tether.agent import Agent
-from tether.dialect.files import is_flow_document, is_flow_file, read_document
-from tether.dialect.files import load as load_flow_file
 from tether.errors import AppLoadError, FlowDefinitionError
 from tether.import_hints import import_hint
 from tether.pyfiles import import_python_file
@@ -235,14 +233,25 @@ def load_app(spec: str) -> LoadedApp:
         FlowDefinitionError: the app's flows or agents are defined wrongly.
     """
     target, attr, is_file = split_app_spec(spec)
-    if is_file and attr is None and is_flow_document(target):
+    if is_file and attr is None and not target.endswith(".py"):
+        return _load_document(spec, target)
+    module = _import_file(target) if is_file else _import_module(target)
+    return LoadedApp(spec=spec, agents=_find_agents(module, target, attr))
+
+
+def _load_document(spec: str, target: str) -> LoadedApp:
+    """``load_app`` of a file that is not Python: an agent flow file (the flow-file package is
+    imported only then: it is most of what a command that loads a Python app would not need)."""
+    from tether.dialect.files import is_flow_document, is_flow_file, read_document
+    from tether.dialect.files import load as load_flow_file
+
+    if is_flow_document(target):
         loaded = load_flow_file(target)
         if not isinstance(loaded, Agent):
             raise AppLoadError(f"{target} holds a flow, not an agent: name it from an agent file")
         return LoadedApp(spec=spec, agents=(loaded,))
-    if is_file and attr is None and is_flow_file(target) and Path(target).is_file():
+    if is_flow_file(target) and Path(target).is_file():
         read_document(target)  # a syntax error is said as file:line:column
         raise AppLoadError(f"{target} holds no agent: an agent file holds one top-level `agent:` (a workflow "
                            "file runs with `tether workflow run`)")
-    module = _import_file(target) if is_file else _import_module(target)
-    return LoadedApp(spec=spec, agents=_find_agents(module, target, attr))
+    return LoadedApp(spec=spec, agents=_find_agents(_import_file(target), target, None))

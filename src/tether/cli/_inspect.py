@@ -64,17 +64,20 @@ def check(app_spec: str = typer.Argument(..., metavar="APP",
     """Load APP and validate every flow, or validate a workflow .yaml/.json file; print each
     definition problem (exit 1 if any)."""
     from tether.apps import load_app
-    from tether.cli._dialect import check_flow_file
     from tether.cli._workflow import is_workflow_file
-    from tether.cli._workflow_run import check_workflow_file
-    from tether.dialect.files import is_flow_document
 
-    if is_flow_document(app_spec):
-        check_flow_file(app_spec, as_json=as_json)
-        return
+    if not app_spec.endswith(".py"):  # the flow-file and workflow packages only for their files
+        from tether.cli._dialect import check_flow_file
+        from tether.dialect.files import is_flow_document
+
+        if is_flow_document(app_spec):
+            check_flow_file(app_spec, as_json=as_json)
+            return
     if as_json:
         fail("--json is for flow files (a YAML/JSON file holding agent: or flow:)")
     if is_workflow_file(app_spec):
+        from tether.cli._workflow_run import check_workflow_file
+
         check_workflow_file(app_spec)
         return
     try:
