@@ -387,6 +387,27 @@ async def test_nothing_understood_with_no_model_says_what_the_agent_can_do() -> 
     assert any("TETHER_MODEL" in entry.message for entry in result.session.error)  # the hint is the developer's
 
 
+async def test_with_nothing_a_message_could_start_the_reply_names_no_ability() -> None:
+    once = Flow("order", "Order a pizza", nodes=[
+        collect("choose", fields=["size"], ask="Small, medium or large?", resolvers=[enum_check("size", SIZES)]),
+        reply("done", response="A ${size} pizza, coming up.", next=end("done"))], on=[on_message()])
+    chat = Chat(Agent("Pia", flows=[once], fields={"size": Field("enum", enum=SIZES)}))
+    await chat.say("hello")
+    assert (await chat.say("large")).text == "A large pizza, coming up."
+    assert (await chat.say("blorp")).text == "Sorry, I didn't understand that."  # not "I can help."
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("Sorry, I didn't understand that. I can ${abilities}. Try again?", "Sorry, I didn't understand that. Try again?"),
+    ("I can ${abilities}!", "I can help!"),  # nothing would be left: the old fallback
+    ("Pardon?", "Pardon?"),
+])
+def test_the_cannot_handle_text_without_abilities(text: str, said: str) -> None:
+    from tether.flow.repair import cannot_handle_text
+
+    assert cannot_handle_text(Repair(cannot_handle=text), []) == said
+
+
 async def test_a_step_the_model_phrases_is_offered_the_fields_collected_before_in_the_understand_call() -> None:
     signup = Flow("signup", "Sign up", nodes=[
         collect("ask_email", fields=["email"], prompt="Ask for the email."),

@@ -152,7 +152,8 @@ class Repair:
         clarify: asks which task the customer means.
         clarify_margin: two flows whose scores are within this margin (and at or above the
             routing threshold) are a tie to clarify.
-        cannot_handle: said when nothing understands a message (``${abilities}``).
+        cannot_handle: said when nothing understands a message (``${abilities}``: the tasks a message
+            can start; with none, the sentence naming them is left out).
         cannot_handle_limit: how many messages in a row nothing understands (at one collect step,
             or with no task under way and no model) before a person takes over, saying
             ``handoff``; small talk, questions and other repairs never count.
@@ -213,8 +214,12 @@ class Repair:
 
 def cannot_handle_text(repair: Repair, flows: Sequence[Flow]) -> str:
     """``Repair.cannot_handle`` with ``${abilities}``: the tasks a message can start (flows with
-    trigger phrases), by name or description."""
+    trigger phrases), by name or description. With none, the sentence naming them is left out
+    ("Sorry, I didn't understand that."); a text that is only that sentence says "help"."""
     names = [task_name(f) for f in flows
              if any(isinstance(t, MessageTrigger) and t.phrases for t in f.on)]
-    abilities = (", ".join(names[:-1]) + " or " + names[-1]) if len(names) > 1 else (names[0] if names else "help")
+    if not names:  # nothing to name: the sentence that would name it is left out
+        kept = " ".join(s for s in re.split(r"(?<=[.!?])\s+", repair.cannot_handle) if "${abilities}" not in s)
+        return kept or fill_names(repair.cannot_handle, {"abilities": "help"})
+    abilities = ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
     return fill_names(repair.cannot_handle, {"abilities": abilities})
