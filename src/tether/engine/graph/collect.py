@@ -199,9 +199,11 @@ def _correction(ts: TurnState, run: Run, flow: Flow, node: Collect, hits: Any, j
     model), taken only when the message answers nothing here or says it corrects: the move back to
     an earlier step (None: stay) and the fields of this step's own it changed. ``fixable``: the
     fields a correction may change here (:func:`correctable`)."""
+    if not fixable or (hits and not marked_as_correction(ts)):
+        return None, ()
     corrected = resolver_corrections(ts, run, flow, node, fixable)
     corrected.update({k: v for k, v in (judged or {}).items() if k in fixable and v is not None})
-    if corrected and (not hits or marked_as_correction(ts)):
+    if corrected:
         return _corrected(ts, run, flow, node, corrected, "model" if judged else "deterministic")
     return None, ()
 
