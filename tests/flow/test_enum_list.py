@@ -20,3 +20,26 @@ def test_a_longer_value_is_not_also_read_as_the_shorter_one() -> None:
 def test_whole_words_only_and_nothing_named_is_a_miss() -> None:
     assert TOPPINGS.resolve("hamburger with olive oil", {}).status == "miss"
     assert TOPPINGS.resolve("", {}).status == "miss"
+
+
+def test_a_value_right_after_a_negation_is_left_out() -> None:
+    assert TOPPINGS.resolve("ham but no olives", {}).value == ["ham"]
+    assert TOPPINGS.resolve("olives instead of ham", {}).value == ["olives"]
+    assert TOPPINGS.resolve("ham, hold the olives", {}).value == ["ham"]
+    assert TOPPINGS.resolve("no extra cheese, just peppers", {}).value == ["peppers"]
+    assert TOPPINGS.resolve("green peppers but not peppers", {}).value == ["green peppers"]
+    assert TOPPINGS.resolve("without olives and peppers", {}).status == "miss"  # the list goes on negated
+
+
+def test_a_negation_governs_only_the_values_it_precedes() -> None:
+    assert TOPPINGS.resolve("no, make it ham and olives", {}).value == ["ham", "olives"]
+    assert TOPPINGS.resolve("no make it ham", {}).value == ["ham"]  # "make" ends it: ham is named
+    assert TOPPINGS.resolve("not sure, olives I guess", {}).value == ["olives"]
+
+
+def test_a_message_that_only_leaves_values_out_takes_them_out_of_the_list_held() -> None:
+    held = {"state": {"toppings": ["ham", "olives"]}}
+    assert TOPPINGS.resolve("actually no olives", held).value == ["ham"]
+    assert TOPPINGS.resolve("no peppers", held).status == "miss"  # nothing held to take out
+    assert TOPPINGS.resolve("no olives", {}).status == "miss"  # no list yet
+    assert TOPPINGS.resolve("no ham and no olives", held).status == "miss"  # an empty list is not read

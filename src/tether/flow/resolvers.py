@@ -168,15 +168,23 @@ class WholeMessage:
 
 @dataclass(frozen=True)
 class EnumList:
-    """Every value of a list the text names: a list field's values from one message."""
+    """Every value of a list the text names: a list field's values from one message.
+
+    A value right after a negation ("no", "not", "without", "except", "minus", "hold the",
+    "instead of", "rather than"), or listed on from one with "and" or "or", is left out: "ham but
+    no olives" is ``["ham"]``, "without onions and peppers" names neither, "no, make it ham" is
+    ``["ham"]``. A message that only leaves values out ("no olives") takes them out of the list
+    the field holds.
+    """
 
     field: str
     values: tuple[str, ...]
     kind: Literal["enum_list"] = "enum_list"
 
     def resolve(self, text: str, frame: Mapping[str, Any]) -> Resolution:
-        words = " " + " ".join(_WORD.findall(text.lower())) + " "
+        words, negated_at = _negations(text, frozenset(w for v in self.values for w in _WORD.findall(v.lower())))
         named: list[tuple[int, str]] = []
+        dropped: list[str] = []
         taken: list[tuple[int, int]] = []
         # longest values first, so "green peppers" is not also read as "peppers"
         for value in sorted(self.values, key=lambda v: -len(v)):
@@ -185,12 +193,51 @@ class EnumList:
             while start >= 0 and any(a <= start < b for a, b in taken):
                 start = words.find(needle, start + 1)
             if needle.strip() and start >= 0:
-                named.append((start, value))
                 taken.append((start, start + len(needle) - 1))
-        return Resolution("hit", [value for _, value in sorted(named)]) if named else _MISS
+                if start in negated_at:
+                    dropped.append(value)
+                else:
+                    named.append((start, value))
+        if named:
+            return Resolution("hit", [value for _, value in sorted(named)])
+        held = frame.get("state", {}).get(self.field)
+        if dropped and isinstance(held, list) and any(v in held for v in dropped):
+            kept = [v for v in held if v not in dropped]
+            return Resolution("hit", kept) if kept else _MISS
+        return _MISS
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "field": self.field, "values": list(self.values)}
+
+
+_TOKEN = re.compile(r"[a-z0-9]+|[,.;:!?]")
+_NEGATIONS = frozenset({"no", "not", "without", "except", "minus", "hold"})
+_NEGATION_PAIRS = frozenset({("instead", "of"), ("rather", "than")})
+_KEEP_NEGATING = frozenset({"the", "a", "an", "any", "more", "extra", "and", "or", "nor"})
+
+
+def _negations(text: str, item_words: frozenset[str]) -> tuple[str, set[int]]:
+    """``text`` as `` word word ... `` (lower case, one space apart, as the values are matched) and
+    the offsets in it of the item words a negation governs: those right after it ("hold the
+    onions"), and the items listed on with "and", "or" ("without onions and peppers"), up to any
+    other word or punctuation ("no, make it ham" negates nothing)."""
+    words: list[str] = []
+    negated: set[int] = set()
+    offset, negating, previous = 0, False, ""
+    for token in _TOKEN.findall(text.lower()):
+        if not token.isalnum():
+            negating, previous = False, token
+            continue
+        if token in _NEGATIONS or (previous, token) in _NEGATION_PAIRS:
+            negating = True
+        elif negating and token in item_words:
+            negated.add(offset)
+        elif token not in _KEEP_NEGATING:
+            negating = False
+        words.append(token)
+        offset += len(token) + 1
+        previous = token
+    return " " + " ".join(words) + " ", negated
 
 
 Resolver = EnumCheck | Range | JsonPath | Pattern | WholeMessage | EnumList
