@@ -1,4 +1,5 @@
-"""``enum_list``: every listed value a message names, for a list field, with no model."""
+"""``enum_list``: every listed value a message names, for a list field, with no model; and the
+negations it and ``enum_check`` read."""
 
 from __future__ import annotations
 
@@ -43,3 +44,15 @@ def test_a_message_that_only_leaves_values_out_takes_them_out_of_the_list_held()
     assert TOPPINGS.resolve("no peppers", held).status == "miss"  # nothing held to take out
     assert TOPPINGS.resolve("no olives", {}).status == "miss"  # no list yet
     assert TOPPINGS.resolve("no ham and no olives", held).status == "miss"  # an empty list is not read
+
+
+def test_a_choice_after_not_is_not_named_and_after_no_it_is() -> None:
+    from tether import enum_check
+
+    size = enum_check("size", ["small", "medium", "large"])
+    assert size.resolve("not large, medium", {}).value == "medium"
+    assert size.resolve("small not large", {}).value == "small"
+    assert size.resolve("large instead of small", {}).value == "large"
+    assert size.resolve("no large please", {}).value == "large"  # "no, large" at a yes/no question
+    assert size.resolve("large or medium", {}).status == "ambiguous"
+    assert enum_check("confirm", ["yes", "no"]).resolve("no thanks", {}).value == "no"

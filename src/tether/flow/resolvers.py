@@ -60,15 +60,16 @@ _MISS = Resolution("miss")
 
 @dataclass(frozen=True)
 class EnumCheck:
-    """Match the text's words against a list of values."""
+    """Match the text's words against a list of values (a value right after a negation, as
+    :class:`EnumList` reads one, is not named: "not large, medium" names medium)."""
 
     field: str
     values: tuple[str, ...]
     kind: Literal["enum_check"] = "enum_check"
 
     def resolve(self, text: str, frame: Mapping[str, Any]) -> Resolution:
-        tokens = _WORD.findall(text.lower())
         lowered = {v.lower(): v for v in self.values}
+        tokens = _unnegated(text, frozenset(lowered))  # "not large, medium" names medium (not "no large": "no, large")
         exact = {lowered[t] for t in tokens if t in lowered}
         if len(exact) == 1:
             return Resolution("hit", exact.pop())
@@ -212,11 +213,27 @@ class EnumList:
 
 _TOKEN = re.compile(r"[a-z0-9]+|[,.;:!?]")
 _NEGATIONS = frozenset({"no", "not", "without", "except", "minus", "hold"})
+_CHOICE_NEGATIONS = _NEGATIONS - {"no"}
 _NEGATION_PAIRS = frozenset({("instead", "of"), ("rather", "than")})
 _KEEP_NEGATING = frozenset({"the", "a", "an", "any", "more", "extra", "and", "or", "nor"})
 
 
-def _negations(text: str, item_words: frozenset[str]) -> tuple[str, set[int]]:
+def _unnegated(text: str, item_words: frozenset[str]) -> list[str]:
+    """The words of ``text`` (lower case) but the item words a negation other than "no" governs:
+    a choice typed after "no" is the choice ("no large" at a yes/no question is "no, large"), where
+    "no olives" leaves a list's value out."""
+    words, negated = _negations(text, item_words, _CHOICE_NEGATIONS)
+    kept: list[str] = []
+    offset = 0  # a word's offset is that of the space before it, as EnumList matches " word "
+    for word in words.split():
+        if offset not in negated:
+            kept.append(word)
+        offset += len(word) + 1
+    return kept
+
+
+def _negations(text: str, item_words: frozenset[str],
+               negations: frozenset[str] = _NEGATIONS) -> tuple[str, set[int]]:
     """``text`` as `` word word ... `` (lower case, one space apart, as the values are matched) and
     the offsets in it of the item words a negation governs: those right after it ("hold the
     onions"), and the items listed on with "and", "or" ("without onions and peppers"), up to any
@@ -228,7 +245,7 @@ def _negations(text: str, item_words: frozenset[str]) -> tuple[str, set[int]]:
         if not token.isalnum():
             negating, previous = False, token
             continue
-        if token in _NEGATIONS or (previous, token) in _NEGATION_PAIRS:
+        if token in negations or (previous, token) in _NEGATION_PAIRS:
             negating = True
         elif negating and token in item_words:
             negated.add(offset)
