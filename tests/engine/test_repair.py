@@ -177,6 +177,26 @@ async def test_with_a_model_the_extract_call_offers_the_asking_step_s_own_value(
     assert chat.session is not None and chat.session.data["size"] == "medium"
 
 
+async def test_no_and_a_value_taken_out_of_a_list_is_a_correction_not_a_no() -> None:
+    from tether import enum_list
+
+    order = Flow("order", "Order a pizza", nodes=[
+        collect("choose", fields=["toppings"], ask="Which toppings?", resolvers=[enum_list("toppings", TOPPINGS)]),
+        collect("confirm", fields=["confirm"], ask="${toppings}? (yes/no)",
+                resolvers=[enum_check("confirm", ["yes", "no"])]),
+        router("confirmed", when="data.confirm == 'yes'", then="placed", else_="kept"),
+        reply("placed", response="Placed.", next=end("placed")),
+        reply("kept", response="Nothing ordered.", next=end("kept")),
+    ], on=[on_message("pizza")])
+    fields = {"toppings": Field("list", items="enum", enum=TOPPINGS),
+              "confirm": Field("enum", enum=("yes", "no"), extract="asked")}
+    chat = Chat(Agent("Pia", flows=[order], fields=fields))
+    assert (await chat.say("a pizza with ham and olives")).text == "ham and olives? (yes/no)"
+    fixed = await chat.say("no olives")
+    assert fixed.text == "OK, I've changed the toppings to ham.\n\nham? (yes/no)"
+    assert (await chat.say("no thanks")).text == "Nothing ordered."  # a "no" that takes nothing out
+
+
 async def test_a_correction_that_does_not_validate_changes_nothing() -> None:
     model = ScriptedModel(understand=[understood(flows={"order": 90})], extract=[{"confirm": None, "size": "huge"}])
     chat = Chat(pia().with_model(model))

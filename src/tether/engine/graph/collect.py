@@ -196,11 +196,18 @@ def _not_understood(ts: TurnState, run: Run, node: Collect, *, understood: bool)
 def _correction(ts: TurnState, run: Run, flow: Flow, node: Collect, hits: Any, judged: Any,
                 fixable: list[str]) -> tuple[Goto | None, tuple[str, ...]]:
     """A correction of a field collected before (read by its step's resolvers, or judged by the
-    model), taken only when the message answers nothing here or says it corrects: the move back to
-    an earlier step (None: stay) and the fields of this step's own it changed. ``fixable``: the
-    fields a correction may change here (:func:`correctable`)."""
-    if not fixable or (hits and not marked_as_correction(ts)):
+    model), taken only when the message answers nothing here, says it corrects, or only takes
+    values out of a list given before ("no olives" at a yes/no question is not a "no"): the move
+    back to an earlier step (None: stay) and the fields of this step's own it changed.
+    ``fixable``: the fields a correction may change here (:func:`correctable`)."""
+    if not fixable:
         return None, ()
+    if hits and not marked_as_correction(ts):
+        lists = [n for n in fixable if isinstance(ts.session.data.get(n), list)]
+        removed = {name: value for name, value in resolver_corrections(ts, run, flow, node, lists).items()
+                   if isinstance(value, list) and len(value) < len(held := ts.session.data[name])
+                   and all(item in held for item in value)}
+        return _corrected(ts, run, flow, node, removed, "deterministic") if removed else (None, ())
     corrected = resolver_corrections(ts, run, flow, node, fixable)
     corrected.update({k: v for k, v in (judged or {}).items() if k in fixable and v is not None})
     if corrected:
