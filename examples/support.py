@@ -226,13 +226,15 @@ agent = Agent(
         "topic": Field("string", enum=tuple(TOPICS), description="What the customer needs", extract="asked"),
         # a new flow asks before reusing the order number of an earlier one ("the same order A-1001?")
         "order_number": Field("string", description="An order number like A-1001", label="order", reuse="confirm"),
-        "new_address": Field("string", description="The new delivery address", extract="asked"),
+        "new_address": Field("string", description="The new delivery address", label="delivery address",
+                             extract="asked"),
         # one answer field per confirmation: a yes to the address change never opens a refund
         "confirm_address": Field("string", enum=("yes", "no"), description="Whether the customer confirmed the "
                                  "address change", extract="asked"),
         "confirm_refund": Field("string", enum=("yes", "no"), description="Whether the customer confirmed the "
                                 "refund request", extract="asked"),
-        "refund_reason": Field("string", description="Why the customer wants a refund"),  # said up front: not asked
+        # said up front: not asked
+        "refund_reason": Field("string", description="Why the customer wants a refund", label="reason"),
     },
     flows=[menu, orders, address, refund, human, still_there],
     history_window=16,

@@ -197,6 +197,33 @@ async def test_no_and_a_value_taken_out_of_a_list_is_a_correction_not_a_no() -> 
     assert (await chat.say("no thanks")).text == "Nothing ordered."  # a "no" that takes nothing out
 
 
+def address_desk() -> Agent:
+    from tether import whole_message
+
+    move = Flow("move", "Change the address", nodes=[
+        collect("where", fields=["address"], ask="New address?", resolvers=[whole_message("address", min_length=10)]),
+        collect("confirm", fields=["confirm"], ask="Move to ${address}? (yes/no)",
+                resolvers=[enum_check("confirm", ["yes", "no"])]),
+        router("confirmed", when="data.confirm == 'yes'", then="moved", else_="kept"),
+        reply("moved", response="Moved to ${address}.", next=end("moved")),
+        reply("kept", response="Kept.", next=end("kept")),
+    ], on=[on_message("address")])
+    return Agent("Desk", flows=[move], fields={"address": Field("string", extract="asked"),
+                                               "confirm": Field("enum", enum=("yes", "no"), extract="asked")})
+
+
+async def test_a_free_text_answer_is_corrected_by_a_marked_message_and_only_then() -> None:
+    chat = Chat(address_desk())
+    assert (await chat.say("address")).text == "New address?"  # too short to be one
+    assert (await chat.say("12 Main Street")).text == "Move to 12 Main Street? (yes/no)"
+    fixed = await chat.say("sorry, I meant 14 Main Street")
+    assert fixed.text == "OK, I've changed the address to 14 Main Street.\n\nMove to 14 Main Street? (yes/no)"
+    unmarked = await chat.say("16 Main Street")  # no marker: not read as a correction
+    assert unmarked.text == "Move to 14 Main Street? (yes/no)" and "corrected" not in unmarked.codes()
+    done = await chat.say("actually, yes")  # answers the step: a marker alone does not make it an address
+    assert done.text == "Moved to 14 Main Street."
+
+
 async def test_a_correction_that_does_not_validate_changes_nothing() -> None:
     model = ScriptedModel(understand=[understood(flows={"order": 90})], extract=[{"confirm": None, "size": "huge"}])
     chat = Chat(pia().with_model(model))

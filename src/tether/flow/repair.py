@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
     from tether.flow.flow import Flow
 
-__all__ = ["PATTERNS", "Repair", "cannot_handle_text", "content_words", "phrase_in", "spoken_only", "task_name"]
+__all__ = ["PATTERNS", "Repair", "cannot_handle_text", "content_words", "corrected_text", "phrase_in", "spoken_only",
+           "task_name"]
 
 PATTERNS = ("correction", "cancel", "chitchat", "completed", "continue", "clarify", "cannot_handle", "skip")
 """Every repair pattern, by name."""
@@ -99,6 +100,40 @@ def phrase_in(text: str, phrases: tuple[str, ...]) -> bool:
             if words[i:i + len(phrase)] == phrase:
                 return True
     return False
+
+
+_LEADING = (("no",), ("oh",), ("sorry",), ("its",), ("it", "is"), ("to",), ("is",), ("should", "be"))
+_TRAILING = (("please",), ("then",))
+
+
+def corrected_text(text: str, markers: tuple[str, ...]) -> str | None:
+    """The new value a correction marked at its start or its end gives as free text: ``text``
+    without its markers and the small words around them ("actually make it 14 Main Street" and
+    "sorry, it's 14 Main Street instead" are "14 Main Street"); None when no marker stands at
+    either end, nothing is left, or the message asks a question ("wait, what?")."""
+    if text.rstrip().endswith("?"):
+        return None
+    spans = [(m.start(), m.end(), m.group().lower().replace("'", ""))
+             for m in _WORD.finditer(text.replace("\u2019", "'"))]
+    words = tuple(word for _, _, word in spans)
+    marks = sorted((_phrase_words(m) for m in markers if _phrase_words(m)), key=len, reverse=True)
+    marked = False
+    start, end = 0, len(words)
+    while start < end:
+        phrase = next((p for p in (*marks, *_LEADING) if words[start:start + len(p)] == p), None)
+        if phrase is None:
+            break
+        marked = marked or phrase in marks
+        start += len(phrase)
+    while end > start:
+        phrase = next((p for p in (*marks, *_TRAILING) if words[end - len(p):end] == p), None)
+        if phrase is None:
+            break
+        marked = marked or phrase in marks
+        end -= len(phrase)
+    if not marked or start >= end:
+        return None
+    return text[spans[start][0]:spans[end - 1][1]].strip()
 
 
 def spoken_only(text: str, *groups: tuple[str, ...], filler: tuple[str, ...] = ()) -> set[int]:

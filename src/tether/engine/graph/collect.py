@@ -33,7 +33,13 @@ from tether.engine.graph.collect_fields import (
     resolve,
     value_of,
 )
-from tether.engine.graph.corrections import apply_corrections, correctable, marked_as_correction, resolver_corrections
+from tether.engine.graph.corrections import (
+    apply_corrections,
+    correctable,
+    marked_as_correction,
+    marked_free_text,
+    resolver_corrections,
+)
 from tether.engine.graph.extract import INTENT_KEY, extract_values
 from tether.engine.graph.moves import silenced
 from tether.engine.graph.reuse import confirm_reused
@@ -210,6 +216,8 @@ def _correction(ts: TurnState, run: Run, flow: Flow, node: Collect, hits: Any, j
         return _corrected(ts, run, flow, node, removed, "deterministic") if removed else (None, ())
     corrected = resolver_corrections(ts, run, flow, node, fixable)
     corrected.update({k: v for k, v in (judged or {}).items() if k in fixable and v is not None})
+    if not corrected and not hits and judged is None and marked_as_correction(ts):
+        corrected = marked_free_text(ts, run, flow, node, fixable)  # "actually make it 14 Main Street"
     if corrected:
         return _corrected(ts, run, flow, node, corrected, "model" if judged else "deterministic")
     return None, ()

@@ -6,7 +6,9 @@ it medium" at the confirmation), or one the asking step itself was already given
 Which fields may be corrected: the agent fields that an earlier collect step of the run's flow
 (one the run has visited) collects, and the asking collect step's own fields, that hold a value
 now. With no model, the resolvers of the step that collects each field read the message
-(``whole_message`` never does: it takes anything); with a model, the call that reads the step's
+(``whole_message`` never does: it takes anything; a field it collects takes the text of a message
+marked as a correction at its start or end, less the correction words: "actually make it 14 Main
+Street"); with a model, the call that reads the step's
 answer (the understand call's ``collect`` section, or the ``extract`` call) offers them too, so a
 correction costs no extra call. A corrected value is validated as its own step would, written and
 recorded (a ``field-corrected`` event with old and new values, outcome ``corrected``). A value an
@@ -31,13 +33,14 @@ from tether.engine.graph.extract import validate_value
 from tether.flow.fields import is_known
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node
-from tether.flow.repair import phrase_in
+from tether.flow.repair import corrected_text, phrase_in
 from tether.flow.resolvers import JsonPath, WholeMessage
 from tether.flow.steps import AgentNode
 from tether.spoken import spoken
 from tether.templating import fill_names
 
-__all__ = ["Corrections", "apply_corrections", "correctable", "marked_as_correction", "resolver_corrections"]
+__all__ = ["Corrections", "apply_corrections", "correctable", "marked_as_correction", "marked_free_text",
+           "resolver_corrections"]
 
 
 def _owners(flow: Flow, run: Run, node: Node) -> dict[str, Collect]:
@@ -88,6 +91,20 @@ def resolver_corrections(ts: TurnState, run: Run, flow: Flow, node: Node, names:
             if result.status == "hit":
                 found[resolver.field] = result.value
     return _changed(ts, found)
+
+
+def marked_free_text(ts: TurnState, run: Run, flow: Flow, node: Node, names: list[str]) -> dict[str, Any]:
+    """With no model, the new value a marked correction gives the one field of ``names`` its step
+    collects as free text (``whole_message``): the message without its correction words ("actually
+    make it 14 Main Street"). Nothing when several such fields could take it."""
+    owners = _owners(flow, run, node)
+    free = [(name, resolver) for name in names if (owner := owners.get(name)) is not None
+            for resolver in owner.resolvers if isinstance(resolver, WholeMessage) and resolver.field == name]
+    if len(free) != 1 or (text := corrected_text(ts.message_text, ts.agent.repair.correction_markers)) is None:
+        return {}
+    name, resolver = free[0]
+    found = resolver.resolve(text, {})
+    return {name: found.value} if found.status == "hit" else {}
 
 
 def _changed(ts: TurnState, values: dict[str, Any]) -> dict[str, Any]:
