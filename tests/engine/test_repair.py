@@ -177,20 +177,28 @@ async def test_with_a_model_the_extract_call_offers_the_asking_step_s_own_value(
     assert chat.session is not None and chat.session.data["size"] == "medium"
 
 
+CONFIRM = Field("enum", enum=("yes", "no"), extract="asked")
+
+
+def ask_then_confirm(first: Any, question: str, *, done: str, kept: str, trigger: str) -> Flow:
+    """``first``, then a yes/no ``question``: ``done`` on yes, ``kept`` on no."""
+    return Flow("task", "A task", nodes=[
+        first,
+        collect("confirm", fields=["confirm"], ask=question, resolvers=[enum_check("confirm", ["yes", "no"])]),
+        router("confirmed", when="data.confirm == 'yes'", then="done", else_="kept"),
+        reply("done", response=done, next=end("done")),
+        reply("kept", response=kept, next=end("kept")),
+    ], on=[on_message(trigger)])
+
+
 async def test_no_and_a_value_taken_out_of_a_list_is_a_correction_not_a_no() -> None:
     from tether import enum_list
 
-    order = Flow("order", "Order a pizza", nodes=[
+    order = ask_then_confirm(
         collect("choose", fields=["toppings"], ask="Which toppings?", resolvers=[enum_list("toppings", TOPPINGS)]),
-        collect("confirm", fields=["confirm"], ask="${toppings}? (yes/no)",
-                resolvers=[enum_check("confirm", ["yes", "no"])]),
-        router("confirmed", when="data.confirm == 'yes'", then="placed", else_="kept"),
-        reply("placed", response="Placed.", next=end("placed")),
-        reply("kept", response="Nothing ordered.", next=end("kept")),
-    ], on=[on_message("pizza")])
-    fields = {"toppings": Field("list", items="enum", enum=TOPPINGS),
-              "confirm": Field("enum", enum=("yes", "no"), extract="asked")}
-    chat = Chat(Agent("Pia", flows=[order], fields=fields))
+        "${toppings}? (yes/no)", done="Placed.", kept="Nothing ordered.", trigger="pizza")
+    chat = Chat(Agent("Pia", flows=[order], fields={"toppings": Field("list", items="enum", enum=TOPPINGS),
+                                                    "confirm": CONFIRM}))
     assert (await chat.say("a pizza with ham and olives")).text == "ham and olives? (yes/no)"
     fixed = await chat.say("no olives")
     assert fixed.text == "OK, I've changed the toppings to ham.\n\nham? (yes/no)"
@@ -200,16 +208,10 @@ async def test_no_and_a_value_taken_out_of_a_list_is_a_correction_not_a_no() -> 
 def address_desk() -> Agent:
     from tether import whole_message
 
-    move = Flow("move", "Change the address", nodes=[
+    move = ask_then_confirm(
         collect("where", fields=["address"], ask="New address?", resolvers=[whole_message("address", min_length=10)]),
-        collect("confirm", fields=["confirm"], ask="Move to ${address}? (yes/no)",
-                resolvers=[enum_check("confirm", ["yes", "no"])]),
-        router("confirmed", when="data.confirm == 'yes'", then="moved", else_="kept"),
-        reply("moved", response="Moved to ${address}.", next=end("moved")),
-        reply("kept", response="Kept.", next=end("kept")),
-    ], on=[on_message("address")])
-    return Agent("Desk", flows=[move], fields={"address": Field("string", extract="asked"),
-                                               "confirm": Field("enum", enum=("yes", "no"), extract="asked")})
+        "Move to ${address}? (yes/no)", done="Moved to ${address}.", kept="Kept.", trigger="address")
+    return Agent("Desk", flows=[move], fields={"address": Field("string", extract="asked"), "confirm": CONFIRM})
 
 
 async def test_a_free_text_answer_is_corrected_by_a_marked_message_and_only_then() -> None:
