@@ -196,7 +196,8 @@ human = Flow(
     "The customer wants to talk to a person",
     nodes=[reply("to_human", response="I'm connecting you with a person now. They'll see this conversation.",
                  next=handoff("human", "customer asked for a person"))],
-    on=[on_message("talk to a person", "human agent", "representative", repeat="always")],
+    on=[on_message("talk to a person", "talk to a human", "speak to a person", "real person", "human agent",
+                   "representative", repeat="always")],
 )
 
 still_there = Flow(
