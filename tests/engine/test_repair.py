@@ -480,6 +480,22 @@ async def test_a_step_the_model_phrases_is_offered_the_fields_collected_before_i
     assert (await chat.say("Ada")).text == "Signed up Ada <b@x.com>!"
 
 
+async def test_the_understand_call_offers_the_asking_step_s_own_values_for_correction() -> None:
+    # a second flow with trigger phrases: a message at the asking step is judged by the understand call
+    hours = Flow("hours", "Opening hours", nodes=[reply("open", response="9 to 5.", next=end())],
+                 on=[on_message("opening hours")])
+    model = StrictModel()
+    pia = two_field_pia()
+    chat = Chat(Agent("Pia", flows=[*pia.flows, hours], fields=dict(pia.fields)).with_model(model))
+    model.means("a large pizza", flows={"order": 90}, values={"size": "large"})
+    assert (await chat.say("a large pizza")).text == "Which toppings?"
+    model.means("hmm, the middle one", values={"size": "medium"})
+    fixed = await chat.say("hmm, the middle one")
+    assert fixed.text == "OK, I've changed the size to medium.\n\nWhich toppings?"
+    assert [c.call for c in model.calls[-1:]] == ["understand"] and model.unsaid() == []
+    assert "correctable: size (now 'large')" in model.calls[-1].request.instructions
+
+
 async def test_an_extract_call_reports_small_talk_and_it_never_counts_toward_max_turns() -> None:
     model = StrictModel()
     chat = Chat(pia().with_model(model))
