@@ -209,10 +209,7 @@ def _correction(ts: TurnState, run: Run, flow: Flow, node: Collect, hits: Any, j
     if not fixable:
         return None, ()
     if hits and not marked_as_correction(ts):
-        lists = [n for n in fixable if isinstance(ts.session.data.get(n), list)]
-        removed = {name: value for name, value in resolver_corrections(ts, run, flow, node, lists).items()
-                   if isinstance(value, list) and len(value) < len(held := ts.session.data[name])
-                   and all(item in held for item in value)}
+        removed = _removals(ts, run, flow, node, fixable)
         return _corrected(ts, run, flow, node, removed, "deterministic") if removed else (None, ())
     corrected = resolver_corrections(ts, run, flow, node, fixable)
     corrected.update({k: v for k, v in (judged or {}).items() if k in fixable and v is not None})
@@ -221,6 +218,14 @@ def _correction(ts: TurnState, run: Run, flow: Flow, node: Collect, hits: Any, j
     if corrected:
         return _corrected(ts, run, flow, node, corrected, "model" if judged else "deterministic")
     return None, ()
+
+
+def _removals(ts: TurnState, run: Run, flow: Flow, node: Collect, fixable: list[str]) -> dict[str, Any]:
+    """The lists given before that the message only takes values out of ("no olives")."""
+    lists = [name for name in fixable if isinstance(ts.session.data.get(name), list)]
+    found = resolver_corrections(ts, run, flow, node, lists)
+    return {name: value for name, value in found.items() if isinstance(value, list)
+            and len(value) < len(held := ts.session.data[name]) and all(item in held for item in value)}
 
 
 def _corrected(ts: TurnState, run: Run, flow: Flow, node: Collect, values: dict[str, Any],

@@ -6,19 +6,21 @@ it medium" at the confirmation), or one the asking step itself was already given
 Which fields may be corrected: the agent fields that an earlier collect step of the run's flow
 (one the run has visited) collects, and the asking collect step's own fields, that hold a value
 now. With no model, the resolvers of the step that collects each field read the message
-(``whole_message`` never does: it takes anything; a field it collects takes the text of a message
-marked as a correction at its start or end, less the correction words: "actually make it 14 Main
-Street"); with a model, the call that reads the step's
-answer (the understand call's ``collect`` section, or the ``extract`` call) offers them too, so a
-correction costs no extra call. A corrected value is validated as its own step would, written and
-recorded (a ``field-corrected`` event with old and new values, outcome ``corrected``). A value an
-earlier step collected sends the run back to the earliest such step: everything after it runs
-again (a confirmation asks again with the new value), and the step's own answer read from the same
-message is not used: the run asks again. A value of the asking step's own is written where it
-stands, and the step goes on with the rest of the message.
+(``whole_message`` never does: it takes anything; instead a field it collects takes the text of a
+message marked as a correction at its start or end, less the correction words: "actually make it
+14 Main Street"). With a model, the call that reads the step's answer (the understand call's
+``collect`` section, or the ``extract`` call) offers them too, so a correction costs no extra call.
+
+A corrected value is validated as its own step would, written and recorded (a
+``field-corrected`` event with old and new values, outcome ``corrected``). A value an earlier step
+collected sends the run back to the earliest such step: everything after it runs again (a
+confirmation asks again with the new value), and the step's own answer read from the same message
+is not used: the run asks again. A value of the asking step's own is written where it stands, and
+the step goes on with the rest of the message.
 
 A message that both answers the step and names a new value ("no, make it medium" at a yes/no
-step) is a correction when it carries a correction marker (``Repair.correction_markers``).
+step) is a correction when it carries a correction marker (``Repair.correction_markers``), or when
+all it changes is to take values out of a list given before ("no olives" at a yes/no step).
 """
 
 from __future__ import annotations
