@@ -93,6 +93,44 @@ async def test_the_same_value_again_is_an_answer_not_a_correction() -> None:
     assert not [e for e in placed.events if e.type == "field-corrected"]
 
 
+async def test_a_no_with_a_new_value_for_an_earlier_step_is_a_correction_not_a_no() -> None:
+    chat = Chat(pia())
+    await chat.say("a large pizza")
+    fixed = await chat.say("no, medium")  # no marker: "no" refuses what was read back, "medium" says what instead
+    assert fixed.text == "OK, I've changed the size to medium.\n\nA medium pizza for 10 EUR. Shall I? (yes/no)"
+    assert "confirm" not in chat.session.data  # the refusal was not taken as the answer
+    [event] = [e.as_dict() for e in fixed.events if e.type == "field-corrected"]
+    assert (event["old"], event["new"], event["source"]) == ("large", "medium", "deterministic")
+    assert (await chat.say("yes")).text == "Your medium pizza is in the oven."
+
+
+async def test_a_no_with_the_value_it_already_has_or_with_nothing_stays_a_no() -> None:
+    for message in ("no, large", "no", "No."):
+        chat = Chat(pia())
+        await chat.say("a large pizza")
+        kept = await chat.say(message)
+        assert kept.text == "OK, nothing ordered.", message
+        assert not [e for e in kept.events if e.type == "field-corrected"]
+
+
+async def test_a_yes_with_another_value_is_an_answer_not_a_correction() -> None:
+    chat = Chat(pia())
+    await chat.say("a large pizza")
+    placed = await chat.say("yes, medium is fine too")  # only a refusal turns a new value into a correction
+    assert placed.text == "Your large pizza is in the oven."
+    assert not [e for e in placed.events if e.type == "field-corrected"]
+
+
+async def test_with_a_model_a_no_with_a_new_value_is_still_a_correction() -> None:
+    model = StrictModel()
+    chat = Chat(pia().with_model(model))
+    model.means("a large pizza", flows={"order": 90}, values={"size": "large"})
+    await chat.say("a large pizza")
+    fixed = await chat.say("no, medium")  # the resolvers read it: no call
+    assert fixed.text == "OK, I've changed the size to medium.\n\nA medium pizza for 10 EUR. Shall I? (yes/no)"
+    assert fixed.llm_calls == 0 and model.unsaid() == []
+
+
 async def test_with_a_model_the_extract_call_offers_the_fields_collected_before() -> None:
     model = StrictModel()
     chat = Chat(pia().with_model(model))

@@ -36,8 +36,10 @@ from tether.engine.graph.collect_fields import (
 from tether.engine.graph.corrections import (
     apply_corrections,
     correctable,
+    earlier_fields,
     marked_as_correction,
     marked_free_text,
+    refuses,
     resolver_corrections,
 )
 from tether.engine.graph.extract import INTENT_KEY, extract_values
@@ -202,14 +204,17 @@ def _not_understood(ts: TurnState, run: Run, node: Collect, *, understood: bool)
 def _correction(ts: TurnState, run: Run, flow: Flow, node: Collect, hits: Any, judged: Any,
                 fixable: list[str]) -> tuple[Goto | None, tuple[str, ...]]:
     """A correction of a field collected before (read by its step's resolvers, or judged by the
-    model), taken only when the message answers nothing here, says it corrects, or only takes
-    values out of a list given before ("no olives" at a yes/no question is not a "no"): the move
-    back to an earlier step (None: stay) and the fields of this step's own it changed.
+    model), taken only when the message answers nothing here, says it corrects, only takes
+    values out of a list given before ("no olives" at a yes/no question is not a "no"), or only
+    refuses and changes an earlier step's value ("no, medium"): the move back to an earlier step
+    (None: stay) and the fields of this step's own it changed.
     ``fixable``: the fields a correction may change here (:func:`correctable`)."""
     if not fixable:
         return None, ()
     if hits and not marked_as_correction(ts):
         removed = _removals(ts, run, flow, node, fixable)
+        if not removed and refuses(hits):  # "no, medium": not that, this
+            removed = resolver_corrections(ts, run, flow, node, earlier_fields(flow, run, node, fixable))
         return _corrected(ts, run, flow, node, removed, "deterministic") if removed else (None, ())
     corrected = resolver_corrections(ts, run, flow, node, fixable)
     corrected.update({k: v for k, v in (judged or {}).items() if k in fixable and v is not None})

@@ -19,8 +19,10 @@ is not used: the run asks again. A value of the asking step's own is written whe
 the step goes on with the rest of the message.
 
 A message that both answers the step and names a new value ("no, make it medium" at a yes/no
-step) is a correction when it carries a correction marker (``Repair.correction_markers``), or when
-all it changes is to take values out of a list given before ("no olives" at a yes/no step).
+step) is a correction when it carries a correction marker (``Repair.correction_markers``), when
+all it changes is to take values out of a list given before ("no olives" at a yes/no step), or
+when its answer to the step is only a refusal and it changes a value an earlier step collected
+("no, medium" at a yes/no step: not that, this; see :func:`refuses`).
 """
 
 from __future__ import annotations
@@ -41,8 +43,8 @@ from tether.flow.steps import AgentNode
 from tether.spoken import spoken
 from tether.templating import fill_names
 
-__all__ = ["Corrections", "apply_corrections", "correctable", "marked_as_correction", "marked_free_text",
-           "resolver_corrections"]
+__all__ = ["Corrections", "apply_corrections", "correctable", "earlier_fields", "marked_as_correction",
+           "marked_free_text", "refuses", "resolver_corrections"]
 
 
 def _owners(flow: Flow, run: Run, node: Node) -> dict[str, Collect]:
@@ -67,6 +69,19 @@ def correctable(ts: TurnState, run: Run, flow: Flow | None, node: Node) -> list[
         return []
     return [name for name in _owners(flow, run, node)
             if name in ts.agent.fields and is_known(ts.session.data.get(name))]
+
+
+def earlier_fields(flow: Flow, run: Run, node: Node, names: list[str]) -> list[str]:
+    """Those of ``names`` that an earlier step collected (not ``node`` itself)."""
+    owners = _owners(flow, run, node)
+    return [name for name in names if name in owners and owners[name] is not node]
+
+
+def refuses(hits: dict[str, Any]) -> bool:
+    """The values a message gave the asking step only say no (``"no"``, ``False``): a refusal,
+    which a new value for an earlier step's field turns into "not that, this"."""
+    return bool(hits) and all(value is False or (isinstance(value, str) and value.strip().lower() == "no")
+                              for value in hits.values())
 
 
 def marked_as_correction(ts: TurnState) -> bool:
