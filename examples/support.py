@@ -142,7 +142,7 @@ address = Flow(
                 resolvers=[pattern("order_number", ORDER_NUMBER)], max_turns=3),
         action("address_check", known_order),
         collect("new_address", fields=["new_address"], ask="What's the new delivery address?",
-                resolvers=[whole_message("new_address", min_length=5)], max_turns=3),
+                resolvers=[whole_message("new_address", min_length=5, questions=False)], max_turns=3),
         collect("confirm", fields=["confirm_address"],
                 ask=lambda missing, state: (f"Change the delivery address of {state['order_number']} to "
                                             f"{state['new_address']}? Please answer yes or no."),
@@ -174,7 +174,7 @@ refund = Flow(
                 ask="Which order is the refund for? Order numbers look like A-1001.",
                 resolvers=[pattern("order_number", ORDER_NUMBER)], max_turns=3),
         collect("refund_reason", fields=["refund_reason"], ask="In a few words, what went wrong?",
-                resolvers=[whole_message("refund_reason", min_length=3)], max_turns=3),
+                resolvers=[whole_message("refund_reason", min_length=3, questions=False)], max_turns=3),
         collect("refund_confirm", fields=["confirm_refund"],
                 ask="Open a refund request for order ${order_number} (${refund_reason})? Please answer yes or no.",
                 resolvers=[enum_check("confirm_refund", ["yes", "no"])], max_turns=3),

@@ -266,6 +266,8 @@ class WholeMessageResolver(Strict):
     kind: Literal["whole_message"]
     field: str
     min_length: int = Field(default=1, ge=1)
+    questions: bool = Field(default=True, description='false: a message that asks something (ends with "?") is '
+                            'not the answer')
 
 
 ResolverSpec = Annotated[PatternResolver | EnumResolver | RangeResolver | JsonPathResolver | WholeMessageResolver,

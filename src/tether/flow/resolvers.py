@@ -153,18 +153,23 @@ class Pattern:
 
 @dataclass(frozen=True)
 class WholeMessage:
-    """The whole trimmed message is the value (at least ``min_length`` characters)."""
+    """The whole trimmed message is the value (at least ``min_length`` characters; with
+    ``questions=False``, not a message that asks something: one that ends with "?")."""
 
     field: str
     min_length: int = 1
+    questions: bool = True
     kind: Literal["whole_message"] = "whole_message"
 
     def resolve(self, text: str, frame: Mapping[str, Any]) -> Resolution:
         value = text.strip()
-        return Resolution("hit", value) if len(value) >= self.min_length else _MISS
+        if len(value) < self.min_length or (not self.questions and value.endswith("?")):
+            return _MISS
+        return Resolution("hit", value)
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": self.kind, "field": self.field, "min_length": self.min_length}
+        return {"kind": self.kind, "field": self.field, "min_length": self.min_length,
+                **({} if self.questions else {"questions": False})}
 
 
 @dataclass(frozen=True)
@@ -303,6 +308,10 @@ def pattern(field: str, regex: str, *, flags: int = re.IGNORECASE) -> Pattern:
     return Pattern(field, regex, flags)
 
 
-def whole_message(field: str, *, min_length: int = 1) -> WholeMessage:
-    """Resolve ``field`` to the user's whole message (a free-text answer)."""
-    return WholeMessage(field, min_length)
+def whole_message(field: str, *, min_length: int = 1, questions: bool = True) -> WholeMessage:
+    """Resolve ``field`` to the user's whole message (a free-text answer). ``questions=False``: a
+    message that asks something (ends with "?") is not the answer, so with no model to tell a
+    question from an answer, "how long does a refund take?" is not taken as a refund's reason
+    (the step asks again); leave it True for a field that is a question ("what would you like to
+    ask the team?")."""
+    return WholeMessage(field, min_length, questions)

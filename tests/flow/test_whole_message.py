@@ -1,0 +1,47 @@
+"""``whole_message``: the whole message is a free-text answer; with ``questions=False`` a question
+is not one (with no model, nothing else tells the two apart)."""
+
+from __future__ import annotations
+
+import yaml
+
+from tether import whole_message
+from tether.dialect import build_flow, parse_document, parse_text, to_spec
+from tether.dialect.spec import FlowSpec
+
+
+def test_the_trimmed_message_of_at_least_min_length_is_the_value() -> None:
+    reason = whole_message("reason", min_length=3)
+    assert (reason.resolve("  it arrived broken ", {}).status, reason.resolve(" it arrived broken", {}).value) \
+        == ("hit", "it arrived broken")
+    assert reason.resolve("ok", {}).status == "miss"
+
+
+def test_a_question_is_an_answer_unless_questions_is_false() -> None:
+    asked = "how long does a refund take?"
+    assert whole_message("question").resolve(asked, {}).value == asked  # a field that is a question takes it
+    reason = whole_message("reason", questions=False)
+    assert reason.resolve(asked, {}).status == "miss"
+    assert reason.resolve(" why? ", {}).status == "miss"
+    assert reason.resolve("it broke? no, it arrived broken", {}).value == "it broke? no, it arrived broken"
+
+
+def test_a_flow_file_sets_questions_and_writes_it_back() -> None:
+    text = """
+flow:
+  id: refund
+  nodes:
+    - kind: collect
+      id: reason
+      fields: [reason]
+      ask: What went wrong?
+      resolvers: [{kind: whole_message, field: reason, min_length: 3, questions: false}]
+"""
+    spec, problems = parse_document(parse_text(text))
+    assert problems == [] and isinstance(spec, FlowSpec)
+    flow = build_flow(spec)
+    [resolver] = flow.by_id["reason"].resolvers
+    assert resolver.resolve("how long does it take?", {}).status == "miss"
+    [written] = to_spec(flow)["nodes"][0]["resolvers"]
+    assert written == {"kind": "whole_message", "field": "reason", "min_length": 3, "questions": False}
+    assert yaml.safe_load(yaml.safe_dump(to_spec(flow))) == to_spec(flow)
