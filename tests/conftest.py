@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tether.cel import cel_env
 from tether.testing import FakeClock, block_network_models
 
 # Property tests run with a fixed seed (derandomized) so CI is repeatable; no deadline, because the
@@ -19,6 +20,11 @@ settings.register_profile(
     "ci", derandomize=True, deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile("ci")
+
+# cel-python raises the interpreter's recursion limit when its environment is made (tether makes it
+# with the first CEL condition it compiles). Made inside a property test, that change makes
+# Hypothesis fail the test ("the recursion limit will not be reset"), so it is made up front.
+cel_env()
 
 # A suite started in the background by a non-interactive shell inherits SIGINT ignored, and so would
 # every `tether chat` it spawns: the Ctrl-C tests need Python's default KeyboardInterrupt (children
