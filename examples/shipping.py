@@ -63,7 +63,7 @@ ship = Flow(
     start=get_address,
     nodes=[get_address, book, done],
     max_oscillations=2,
-    on=[on_message()],
+    on=[on_message(repeat="always")],  # every message no run takes may book another shipment
 )
 
 agent = Agent(
