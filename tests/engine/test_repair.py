@@ -264,6 +264,21 @@ async def test_a_free_text_answer_is_corrected_by_a_marked_message_and_only_then
     assert done.text == "Moved to 14 Main Street."
 
 
+async def test_a_no_that_restates_a_free_text_answer_corrects_it_and_any_other_no_is_a_no() -> None:
+    chat = Chat(address_desk())
+    await chat.say("address")
+    assert (await chat.say("12 Main Street, Springfield")).text == "Move to 12 Main Street, Springfield? (yes/no)"
+    fixed = await chat.say("no, 14 Main Street, Springfield")  # restates most of the words it replaces
+    assert fixed.text == ("OK, I've changed the address to 14 Main Street, Springfield.\n\n"
+                          "Move to 14 Main Street, Springfield? (yes/no)")
+    assert (await chat.say("no, I don't want to move")).text == "Kept."  # explains itself: a refusal
+    for refusal in ("no", "no, wrong street entirely"):
+        other = Chat(address_desk())
+        await other.say("address")
+        await other.say("12 Main Street, Springfield")
+        assert (await other.say(refusal)).text == "Kept.", refusal
+
+
 async def test_a_correction_that_does_not_validate_changes_nothing() -> None:
     model = ScriptedModel(understand=[understood(flows={"order": 90})], extract=[{"confirm": None, "size": "huge"}])
     chat = Chat(pia().with_model(model))

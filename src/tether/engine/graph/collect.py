@@ -39,6 +39,7 @@ from tether.engine.graph.corrections import (
     earlier_fields,
     marked_as_correction,
     marked_free_text,
+    refused_free_text,
     refuses,
     resolver_corrections,
 )
@@ -214,7 +215,9 @@ def _correction(ts: TurnState, run: Run, flow: Flow, node: Collect, hits: Any, j
     if hits and not marked_as_correction(ts):
         removed = _removals(ts, run, flow, node, fixable)
         if not removed and refuses(hits):  # "no, medium": not that, this
-            removed = resolver_corrections(ts, run, flow, node, earlier_fields(flow, run, node, fixable))
+            earlier = earlier_fields(flow, run, node, fixable)
+            removed = resolver_corrections(ts, run, flow, node, earlier) \
+                or refused_free_text(ts, run, flow, node, earlier)
         return _corrected(ts, run, flow, node, removed, "deterministic") if removed else (None, ())
     corrected = resolver_corrections(ts, run, flow, node, fixable)
     corrected.update({k: v for k, v in (judged or {}).items() if k in fixable and v is not None})

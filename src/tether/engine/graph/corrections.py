@@ -22,7 +22,9 @@ A message that both answers the step and names a new value ("no, make it medium"
 step) is a correction when it carries a correction marker (``Repair.correction_markers``), when
 all it changes is to take values out of a list given before ("no olives" at a yes/no step), or
 when its answer to the step is only a refusal and it changes a value an earlier step collected
-("no, medium" at a yes/no step: not that, this; see :func:`refuses`).
+("no, medium" at a yes/no step: not that, this; see :func:`refuses`). A free-text value after a
+refusal ("no, 14 Oak Avenue, Springfield") is taken only when it restates at least half the words
+of the value it replaces (:func:`refused_free_text`).
 """
 
 from __future__ import annotations
@@ -37,14 +39,14 @@ from tether.engine.graph.extract import validate_value
 from tether.flow.fields import is_known
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node
-from tether.flow.repair import corrected_text, phrase_in
+from tether.flow.repair import content_words, corrected_text, phrase_in
 from tether.flow.resolvers import JsonPath, WholeMessage
 from tether.flow.steps import AgentNode
 from tether.spoken import spoken
 from tether.templating import fill_names
 
-__all__ = ["Corrections", "apply_corrections", "correctable", "earlier_fields", "marked_as_correction",
-           "marked_free_text", "refuses", "resolver_corrections"]
+__all__ = ["REFUSALS", "Corrections", "apply_corrections", "correctable", "earlier_fields", "marked_as_correction",
+           "marked_free_text", "refused_free_text", "refuses", "resolver_corrections"]
 
 
 def _owners(flow: Flow, run: Run, node: Node) -> dict[str, Collect]:
@@ -114,12 +116,33 @@ def marked_free_text(ts: TurnState, run: Run, flow: Flow, node: Node, names: lis
     """With no model, the new value a marked correction gives the one field of ``names`` its step
     collects as free text (``whole_message``): the message without its correction words ("actually
     make it 14 Main Street"). Nothing when several such fields could take it."""
+    return _free_text(ts, run, flow, node, names, ts.agent.repair.correction_markers, restates=False)
+
+
+REFUSALS = ("no", "nope", "nah")
+"""The words a refusal that gives a free-text value instead starts with ("no, 14 Oak Avenue")."""
+
+
+def refused_free_text(ts: TurnState, run: Run, flow: Flow, node: Node, names: list[str]) -> dict[str, Any]:
+    """With no model, the new value a refusal gives the one field of ``names`` its step collects as
+    free text: the message without its refusal ("no, 14 Oak Avenue, Springfield"), taken only when
+    it restates at least half the words of the value it replaces (and one at least), so a refusal
+    that explains itself ("no, I don't want to") stays a refusal."""
+    return _free_text(ts, run, flow, node, names, REFUSALS, restates=True)
+
+
+def _free_text(ts: TurnState, run: Run, flow: Flow, node: Node, names: list[str], markers: tuple[str, ...], *,
+               restates: bool) -> dict[str, Any]:
     owners = _owners(flow, run, node)
     free = [(name, resolver) for name in names if (owner := owners.get(name)) is not None
             for resolver in owner.resolvers if isinstance(resolver, WholeMessage) and resolver.field == name]
-    if len(free) != 1 or (text := corrected_text(ts.message_text, ts.agent.repair.correction_markers)) is None:
+    if len(free) != 1 or (text := corrected_text(ts.message_text, markers)) is None:
         return {}
     name, resolver = free[0]
+    if restates:
+        old = content_words(str(ts.session.data.get(name, "")))
+        if not old or 2 * len(old & content_words(text)) < len(old):
+            return {}
     found = resolver.resolve(text, {})
     return {name: found.value} if found.status == "hit" else {}
 
