@@ -13,8 +13,9 @@ first: the 12th of March); ``12 March``, ``12th of March``, ``March 12`` (a year
 after today, and for the check-out the first one after the check-in, so "Friday to Sunday" is two
 nights). A date with no year is the next one to come. A check-in given alone ("next Friday") is read
 back with a question for the check-out, which may follow as a date ("Sunday") or a number of nights
-("2 nights"); "actually Saturday" changes the check-in. It greets once, and asks again without the
-greeting.
+("2 nights"); "actually Saturday" changes the check-in. At the confirmation, "no, 3 guests" reads the booking
+back with the new number (``confirm_booking`` takes it), and any other "no" asks for other dates. It
+greets once, and asks again without the greeting.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import re
 from datetime import date, timedelta
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from tether import Agent, Flow, agent, go, on_message, stay, terminal, tool
 from tether.flow.moves import TOOL_VALIDATED
@@ -77,10 +78,18 @@ class ConfirmBooking(BaseModel):
     """The customer's answer to the booking summary."""
 
     confirmed: bool
+    guests: int | None = Field(default=None, description="The new number of guests, when the customer changes it "
+                                                         "instead of confirming (\"no, 3 guests\"); null otherwise")
 
 
 async def confirm_booking(args: dict[str, Any], ctx: Any) -> Any:
-    """The customer answered the summary: book on yes, start over on no."""
+    """The customer answered the summary: book on yes; on no, read it back with a new number of
+    guests the customer gave, else ask for other dates."""
+    guests = args.get("guests")
+    if not args.get("confirmed") and guests is not None:
+        if not 1 <= guests <= MAX_GUESTS:
+            return stay(f"We take 1 to {MAX_GUESTS} guests in one booking.")
+        return stay(f"Changed to {guests} guest(s).").with_state({"guests": guests})
     if not args.get("confirmed"):
         return go("dates").with_prompt("The customer wants other dates. Ask for the new check-in and check-out "
                                        "dates and call set_dates.")
@@ -95,7 +104,8 @@ async def confirm_booking(args: dict[str, Any], ctx: Any) -> Any:
 confirm = agent(
     "confirm",
     prompt="Read back the booking: ${check_in} to ${check_out}, ${guests} guest(s). Ask the customer to confirm, "
-           "then call confirm_booking with confirmed true or false.",
+           "then call confirm_booking with confirmed true or false (and guests, when the customer gives another "
+           "number of guests instead).",
     tools=[ConfirmBooking, "terminate_session"],
     handlers={"confirm_booking": confirm_booking},
 )
@@ -218,7 +228,8 @@ def _scripted(request: ModelRequest) -> ModelResponse:
     if step == "confirm" and re.search(r"\b(yes|yeah|confirm|ok)\b", words):
         return call("confirm_booking", confirmed=True)
     if step == "confirm" and re.search(r"\b(no|change)\b", words):
-        return call("confirm_booking", confirmed=False)
+        number = re.search(r"\b(\d+|" + "|".join(COUNTS) + r") (?:guests?|people|persons?)\b", words)
+        return call("confirm_booking", confirmed=False, guests=_count(number.group(1)) if number else None)
     return ModelResponse(text=_question(request, step), finish_reason="stop")
 
 
