@@ -246,15 +246,17 @@ async def speak(ts: TurnState, request: SpeakRequest) -> SpeakResult:
                 texts = [_fallback_text(ts, run, m) for m in members]
                 return SpeakResult(text="\n\n".join(texts), no_model=True, fallback=True, covers=request.batch)
             return SpeakResult(text=_fallback_text(ts, run, node), no_model=True, fallback=True)
-        # the developer's hint goes to the log and an event; the customer hears the safe reply
         where = f"flow {flow.id!r}, node {node.id!r}" if flow is not None and node is not None else "the idle speaker"
         hint = f"{where}: {NO_MODEL_TEXT}"
+        if run is None and ts.agent.repair.on("cannot_handle"):
+            # nothing understood the message: saying what the agent can do (the cannot-handle
+            # pattern) is how an agent with no model answers it, not a failure: a warning only
+            ts.log("warn", hint, code="no-model")
+            return SpeakResult(text=cannot_handle_reply(ts), no_model=True)
+        # the developer's hint goes to the log and an event; the customer hears the safe reply
         ts.emit(ErrorEvent(run_id=run.id if run else None, flow=flow.id if flow else None, at=ts.now,
                            node=node.id if node else None, error=hint))
         ts.log("error", hint, code="no-model")
-        if run is None and ts.agent.repair.on("cannot_handle"):
-            # nothing understood the message: say what the agent can do (the cannot-handle pattern)
-            return SpeakResult(text=cannot_handle_reply(ts), no_model=True)
         return SpeakResult(text=ts.agent.failure_reply, no_model=True)
     tools = _tools_for(ts, flow, node)
     specs = tuple(ToolSpec(t.name, t.description, t.parameters) for t in tools)
