@@ -14,8 +14,8 @@ after today, and for the check-out the first one after the check-in, so "Friday 
 nights). A date with no year is the next one to come. A check-in given alone ("next Friday") is read
 back with a question for the check-out, which may follow as a date ("Sunday") or a number of nights
 ("2 nights"); "actually Saturday" changes the check-in. At the confirmation, "no, 3 guests" reads the booking
-back with the new number (``confirm_booking`` takes it), and any other "no" asks for other dates. It
-greets once, and asks again without the greeting.
+back with the new number (``confirm_booking`` takes it), and any other "no" asks for other dates, after which
+the booking is read back with the guests given before. It greets once, and asks again without the greeting.
 """
 
 from __future__ import annotations
@@ -34,16 +34,24 @@ from tether.testing import FunctionModel
 MAX_GUESTS = 8
 
 
-@tool
-def set_dates(check_in: str, check_out: str) -> Any:
+class SetDates(BaseModel):
     """Record the stay's dates (YYYY-MM-DD), once the customer gave both."""
+
+    check_in: str
+    check_out: str
+
+
+async def set_dates(args: dict[str, Any], ctx: Any) -> Any:
+    """The dates, checked; then the guests, or, when the customer changed the dates at the
+    confirmation, the booking read back with the guests already given."""
     try:
-        start, until = date.fromisoformat(check_in), date.fromisoformat(check_out)
+        start, until = date.fromisoformat(args["check_in"]), date.fromisoformat(args["check_out"])
     except ValueError:
         return stay("Dates must look like 2026-05-01. Ask again.")
     if until <= start:
         return stay("The check-out date must come after the check-in date. Ask again.")
-    return go("guests").with_state({"check_in": check_in, "check_out": check_out, "nights": (until - start).days})
+    dates = {"check_in": args["check_in"], "check_out": args["check_out"], "nights": (until - start).days}
+    return go("confirm" if ctx.state.get("guests") else "guests").with_state(dates)
 
 
 @tool
@@ -64,7 +72,8 @@ ask_dates = agent(
     "dates",
     prompt="You book rooms at the Harbour Hotel. Ask for the check-in and check-out dates, and call "
            "set_dates with both as YYYY-MM-DD. Call terminate_session if the customer wants to stop.",
-    tools=[set_dates, "terminate_session"],
+    tools=[SetDates, "terminate_session"],
+    handlers={"set_dates": set_dates},
 )
 ask_guests = agent(
     "guests",
