@@ -153,7 +153,8 @@ address = Flow(
         reply("address_kept", response="OK, I left the address of ${order_number} unchanged.", next=end("kept")),
         reply("address_unknown", response="I couldn't find an order ${order_number}.", next=end("unknown")),
     ],
-    on=[on_message("change my delivery address", "wrong address", repeat="always")],
+    on=[on_message("change my delivery address", "change address", "update address", "wrong address",
+                   repeat="always")],
     clear_on_start=["new_address", "confirm_address"],
 )
 
