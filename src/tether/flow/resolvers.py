@@ -61,7 +61,9 @@ _MISS = Resolution("miss")
 @dataclass(frozen=True)
 class EnumCheck:
     """Match the text's words against a list of values (a value right after a negation, as
-    :class:`EnumList` reads one, is not named: "not large, medium" names medium)."""
+    :class:`EnumList` reads one, is not named: "not large, medium" names medium). A message that
+    names several values and corrects itself ("large, no wait, medium"; "small, actually make it
+    large") names the one after its last correction word, when only one follows it."""
 
     field: str
     values: tuple[str, ...]
@@ -71,10 +73,13 @@ class EnumCheck:
         lowered = {v.lower(): v for v in self.values}
         tokens = _unnegated(text, frozenset(lowered))  # "not large, medium" names medium (not "no large": "no, large")
         exact = {lowered[t] for t in tokens if t in lowered}
+        if len(exact) > 1:  # "large, no wait, medium": the value after the last correction word
+            last = max((i for i, t in enumerate(tokens) if t in _SELF_CORRECTIONS), default=-1)
+            exact = {lowered[t] for t in tokens[last + 1:] if t in lowered} if last >= 0 else exact
+            if len(exact) != 1:
+                return Resolution("ambiguous")
         if len(exact) == 1:
             return Resolution("hit", exact.pop())
-        if len(exact) > 1:
-            return Resolution("ambiguous")
         prefixed = set()
         for token in tokens:
             for low, original in lowered.items():
@@ -221,6 +226,8 @@ _NEGATIONS = frozenset({"no", "not", "without", "except", "minus", "hold"})
 _CHOICE_NEGATIONS = _NEGATIONS - {"no"}
 _NEGATION_PAIRS = frozenset({("instead", "of"), ("rather", "than")})
 _KEEP_NEGATING = frozenset({"the", "a", "an", "any", "more", "extra", "and", "or", "nor"})
+_SELF_CORRECTIONS = frozenset({"wait", "actually", "sorry", "mean", "meant", "make", "rather", "correction"})
+"""Words after which a message's own earlier choice no longer holds ("large, no wait, medium")."""
 
 
 def _unnegated(text: str, item_words: frozenset[str]) -> list[str]:
