@@ -186,7 +186,8 @@ refund = Flow(
                                        "You'll get an email within one business day."), next=end("refund")),
         reply("refund_kept", response="OK, I haven't opened a refund for ${order_number}.", next=end("kept")),
     ],
-    on=[on_message("refund", "money back", "return an item", "return", repeat="always")],
+    on=[on_message("refund", "money back", "return an item", "return", "charged twice", "arrived damaged",
+                   "arrived broken", repeat="always")],
     clear_on_start=["refund_reason", "confirm_refund"],
 )
 
