@@ -45,7 +45,7 @@ from tether.flow.steps import AgentNode
 from tether.spoken import spoken
 from tether.templating import fill_names
 
-__all__ = ["REFUSALS", "Corrections", "apply_corrections", "correctable", "earlier_fields", "marked_as_correction",
+__all__ = ["Corrections", "apply_corrections", "correctable", "earlier_fields", "marked_as_correction",
            "marked_free_text", "refused_free_text", "refuses", "resolver_corrections"]
 
 
@@ -119,7 +119,7 @@ def marked_free_text(ts: TurnState, run: Run, flow: Flow, node: Node, names: lis
     return _free_text(ts, run, flow, node, names, ts.agent.repair.correction_markers, restates=False)
 
 
-REFUSALS = ("no", "nope", "nah")
+_REFUSALS = ("no", "nope", "nah")
 """The words a refusal that gives a free-text value instead starts with ("no, 14 Oak Avenue")."""
 
 
@@ -128,7 +128,7 @@ def refused_free_text(ts: TurnState, run: Run, flow: Flow, node: Node, names: li
     free text: the message without its refusal ("no, 14 Oak Avenue, Springfield"), taken only when
     it restates at least half the words of the value it replaces (and one at least), so a refusal
     that explains itself ("no, I don't want to") stays a refusal."""
-    return _free_text(ts, run, flow, node, names, REFUSALS, restates=True)
+    return _free_text(ts, run, flow, node, names, _REFUSALS, restates=True)
 
 
 def _free_text(ts: TurnState, run: Run, flow: Flow, node: Node, names: list[str], markers: tuple[str, ...], *,
