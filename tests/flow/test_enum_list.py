@@ -57,16 +57,3 @@ def test_a_choice_after_not_is_not_named_and_after_no_it_is() -> None:
     assert size.resolve("large or medium", {}).status == "ambiguous"
     assert enum_check("confirm", ["yes", "no"]).resolve("no thanks", {}).value == "no"
 
-
-def test_a_choice_corrected_in_the_same_message_is_the_one_after_the_correction() -> None:
-    from tether import enum_check
-
-    size = enum_check("size", ["small", "medium", "large"])
-    for text, value in [("large pepperoni, no wait, medium", "medium"), ("small, actually make it large", "large"),
-                        ("large, sorry, medium please", "medium"), ("large, I meant medium", "medium")]:
-        found = size.resolve(text, {})
-        assert (found.status, found.value) == ("hit", value), text
-    assert size.resolve("large or medium", {}).status == "ambiguous"  # no correction: both still stand
-    assert size.resolve("large, I mean medium or small", {}).status == "ambiguous"  # two after it
-    answer = enum_check("confirm", ["yes", "no"])
-    assert answer.resolve("yes, no wait, no", {}).value == "no"

@@ -138,7 +138,8 @@ class JsonPath:
 
 @dataclass(frozen=True)
 class Pattern:
-    """Find exactly one distinct match of a regular expression."""
+    """Find exactly one distinct match of a regular expression (of several, the one after a
+    message's last correction word, when only one follows it: "A-1001, sorry, I meant A-1002")."""
 
     field: str
     regex: str
@@ -147,10 +148,16 @@ class Pattern:
 
     def resolve(self, text: str, frame: Mapping[str, Any]) -> Resolution:
         compiled = re.compile(self.regex, self.flags)
-        found = {m.group(1) if compiled.groups else m.group(0) for m in compiled.finditer(text)}
+        matches = [(m.start(), m.group(1) if compiled.groups else m.group(0)) for m in compiled.finditer(text)]
+        found = {value for _, value in matches}
+        if len(found) > 1:  # "A-1001, sorry, I meant A-1002": the match after the last correction word
+            cut = max((m.end() for m in _SELF_CORRECTION.finditer(text)), default=None)
+            found = {value for start, value in matches if start >= cut} if cut is not None else found
+            if len(found) != 1:
+                return Resolution("ambiguous")
         if len(found) == 1:
             return Resolution("hit", found.pop())
-        return Resolution("ambiguous") if found else _MISS
+        return _MISS
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "field": self.field, "regex": self.regex, "flags": self.flags}
@@ -228,6 +235,7 @@ _NEGATION_PAIRS = frozenset({("instead", "of"), ("rather", "than")})
 _KEEP_NEGATING = frozenset({"the", "a", "an", "any", "more", "extra", "and", "or", "nor"})
 _SELF_CORRECTIONS = frozenset({"wait", "actually", "sorry", "mean", "meant", "make", "rather", "correction"})
 """Words after which a message's own earlier choice no longer holds ("large, no wait, medium")."""
+_SELF_CORRECTION = re.compile(r"\b(?:" + "|".join(sorted(_SELF_CORRECTIONS)) + r")\b", re.IGNORECASE)
 
 
 def _unnegated(text: str, item_words: frozenset[str]) -> list[str]:
