@@ -113,12 +113,14 @@ async def test_a_no_with_the_value_it_already_has_or_with_nothing_stays_a_no() -
         assert not [e for e in kept.events if e.type == "field-corrected"]
 
 
-async def test_a_yes_with_another_value_is_an_answer_not_a_correction() -> None:
+async def test_a_yes_with_another_value_for_an_earlier_step_is_read_back_again_not_taken() -> None:
     chat = Chat(pia())
     await chat.say("a large pizza")
-    placed = await chat.say("yes, medium is fine too")  # only a refusal turns a new value into a correction
-    assert placed.text == "Your large pizza is in the oven."
-    assert not [e for e in placed.events if e.type == "field-corrected"]
+    # a confirmation is never taken for what the same message contradicts: read back with the new value
+    again = await chat.say("yes please, medium")
+    assert again.text == "OK, I've changed the size to medium.\n\nA medium pizza for 10 EUR. Shall I? (yes/no)"
+    assert "confirm" not in chat.session.data
+    assert (await chat.say("yes")).text == "Your medium pizza is in the oven."
 
 
 async def test_with_a_model_a_no_with_a_new_value_is_still_a_correction() -> None:

@@ -169,8 +169,8 @@ class Repair:
         thanks_phrases, chitchat_phrases: a message made only of these is small talk.
         completed_phrases: a message made only of these (and thanks) closes the conversation.
         correction_markers: words that make a message a correction even when it also answers
-            the step ("actually, make it medium" at a yes/no step; a bare refusal with a new
-            value, "no, medium", is one without a marker).
+            the step ("actually, make it medium" at a yes/no step; a bare yes or no with a new
+            value for an earlier step, "no, medium", is one without a marker).
         skip_phrases: the customer cannot answer the step ("I don't know").
         filler: words that change nothing around those phrases ("ok, thanks", "hi there, how
             are you?"); a message made only of filler is none of them ("hello" starts a flow).

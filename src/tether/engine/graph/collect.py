@@ -40,8 +40,8 @@ from tether.engine.graph.corrections import (
     marked_as_correction,
     marked_free_text,
     refused_free_text,
-    refuses,
     resolver_corrections,
+    yes_or_no,
 )
 from tether.engine.graph.extract import INTENT_KEY, extract_values
 from tether.engine.graph.moves import silenced
@@ -207,14 +207,14 @@ def _correction(ts: TurnState, run: Run, flow: Flow, node: Collect, hits: Any, j
     """A correction of a field collected before (read by its step's resolvers, or judged by the
     model), taken only when the message answers nothing here, says it corrects, only takes
     values out of a list given before ("no olives" at a yes/no question is not a "no"), or only
-    refuses and changes an earlier step's value ("no, medium"): the move back to an earlier step
-    (None: stay) and the fields of this step's own it changed.
+    answers yes or no and changes an earlier step's value ("no, medium", "yes please, medium"):
+    the move back to an earlier step (None: stay) and the fields of this step's own it changed.
     ``fixable``: the fields a correction may change here (:func:`correctable`)."""
     if not fixable:
         return None, ()
     if hits and not marked_as_correction(ts):
         removed = _removals(ts, run, flow, node, fixable)
-        if not removed and refuses(hits):  # "no, medium": not that, this
+        if not removed and yes_or_no(hits):  # "no, medium", "yes please, medium": not what was read back
             earlier = earlier_fields(flow, run, node, fixable)
             removed = resolver_corrections(ts, run, flow, node, earlier) \
                 or refused_free_text(ts, run, flow, node, earlier)

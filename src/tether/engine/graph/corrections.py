@@ -21,10 +21,11 @@ the step goes on with the rest of the message.
 A message that both answers the step and names a new value ("no, make it medium" at a yes/no
 step) is a correction when it carries a correction marker (``Repair.correction_markers``), when
 all it changes is to take values out of a list given before ("no olives" at a yes/no step), or
-when its answer to the step is only a refusal and it changes a value an earlier step collected
-("no, medium" at a yes/no step: not that, this; see :func:`refuses`). A free-text value after a
-refusal ("no, 14 Oak Avenue, Springfield") is taken only when it restates at least half the words
-of the value it replaces (:func:`refused_free_text`).
+when its answer to the step is only a yes or a no and it changes a value an earlier step collected
+("no, medium": not that, this; "yes please, medium": a confirmation is never taken for what the
+same message contradicts; see :func:`yes_or_no`). A free-text value after a refusal ("no, 14 Oak
+Avenue, Springfield") is taken only when it restates at least half the words of the value it
+replaces (:func:`refused_free_text`).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from tether.spoken import spoken
 from tether.templating import fill_names
 
 __all__ = ["Corrections", "apply_corrections", "correctable", "earlier_fields", "marked_as_correction",
-           "marked_free_text", "refused_free_text", "refuses", "resolver_corrections"]
+           "marked_free_text", "refused_free_text", "resolver_corrections", "yes_or_no"]
 
 
 def _owners(flow: Flow, run: Run, node: Node) -> dict[str, Collect]:
@@ -79,11 +80,16 @@ def earlier_fields(flow: Flow, run: Run, node: Node, names: list[str]) -> list[s
     return [name for name in names if name in owners and owners[name] is not node]
 
 
-def refuses(hits: dict[str, Any]) -> bool:
-    """The values a message gave the asking step only say no (``"no"``, ``False``): a refusal,
-    which a new value for an earlier step's field turns into "not that, this"."""
-    return bool(hits) and all(value is False or (isinstance(value, str) and value.strip().lower() == "no")
+def yes_or_no(hits: dict[str, Any]) -> bool:
+    """The values a message gave the asking step only answer yes or no (``"yes"``, ``"no"``,
+    ``True``, ``False``): a confirmation's answer, which a new value for an earlier step's field
+    turns into a correction ("no, medium": not that, this; "yes please, medium": not what was
+    read back either, so it is read back again with the new value)."""
+    return bool(hits) and all(isinstance(value, bool) or (isinstance(value, str) and value.strip().lower() in _YES_NO)
                               for value in hits.values())
+
+
+_YES_NO = ("yes", "no")
 
 
 def marked_as_correction(ts: TurnState) -> bool:
