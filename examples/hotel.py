@@ -13,9 +13,10 @@ first: the 12th of March); ``12 March``, ``12th of March``, ``March 12`` (a year
 after today, and for the check-out the first one after the check-in, so "Friday to Sunday" is two
 nights). A date with no year is the next one to come. A check-in given alone ("next Friday") is read
 back with a question for the check-out, which may follow as a date ("Sunday") or a number of nights
-("2 nights"); "actually Saturday" changes the check-in. At the confirmation, "no, 3 guests" reads the booking
-back with the new number (``confirm_booking`` takes it), and any other "no" asks for other dates, after which
-the booking is read back with the guests given before. It greets once, and asks again without the greeting.
+("2 nights"); "actually Saturday" changes the check-in. At the confirmation, "no, 3 guests" (or "yes,
+3 guests") reads the booking back with the new number (``confirm_booking`` takes it), and any other
+"no" asks for other dates, after which the booking is read back with the guests given before. It
+greets once, and asks again without the greeting.
 """
 
 from __future__ import annotations
@@ -87,15 +88,15 @@ class ConfirmBooking(BaseModel):
     """The customer's answer to the booking summary."""
 
     confirmed: bool
-    guests: int | None = Field(default=None, description="The new number of guests, when the customer changes it "
-                                                         "instead of confirming (\"no, 3 guests\"); null otherwise")
+    guests: int | None = Field(default=None, description="The number of guests, when the customer's answer gives "
+                                                         "one (\"no, 3 guests\"); null otherwise")
 
 
 async def confirm_booking(args: dict[str, Any], ctx: Any) -> Any:
-    """The customer answered the summary: book on yes; on no, read it back with a new number of
-    guests the customer gave, else ask for other dates."""
+    """The customer answered the summary: with another number of guests (after a yes or a no), read
+    it back with that number; else book on yes, and ask for other dates on no."""
     guests = args.get("guests")
-    if not args.get("confirmed") and guests is not None:
+    if guests is not None and guests != ctx.state.get("guests"):  # never book what the answer contradicts
         if not 1 <= guests <= MAX_GUESTS:
             return stay(f"We take 1 to {MAX_GUESTS} guests in one booking.")
         return stay(f"Changed to {guests} guest(s).").with_state({"guests": guests})
@@ -234,11 +235,12 @@ def _scripted(request: ModelRequest) -> ModelResponse:
                              finish_reason="stop")
     if step == "guests" and (number := re.search(r"\b(\d+)\b", words)):
         return call("set_guests", guests=int(number.group(1)))
+    number = re.search(r"\b(\d+|" + "|".join(COUNTS) + r") (?:guests?|people|persons?)\b", words)
+    guests = _count(number.group(1)) if number else None
     if step == "confirm" and re.search(r"\b(yes|yeah|confirm|ok)\b", words):
-        return call("confirm_booking", confirmed=True)
+        return call("confirm_booking", confirmed=True, guests=guests)
     if step == "confirm" and re.search(r"\b(no|change)\b", words):
-        number = re.search(r"\b(\d+|" + "|".join(COUNTS) + r") (?:guests?|people|persons?)\b", words)
-        return call("confirm_booking", confirmed=False, guests=_count(number.group(1)) if number else None)
+        return call("confirm_booking", confirmed=False, guests=guests)
     return ModelResponse(text=_question(request, step), finish_reason="stop")
 
 
