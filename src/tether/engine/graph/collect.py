@@ -213,12 +213,12 @@ def _correction(ts: TurnState, run: Run, flow: Flow, node: Collect, hits: Any, j
     if not fixable:
         return None, ()
     if hits and not marked_as_correction(ts):
-        removed = _removals(ts, run, flow, node, fixable)
-        if not removed and yes_or_no(hits):  # "no, medium", "yes please, medium": not what was read back
+        found = _removals(ts, run, flow, node, fixable)
+        if not found and yes_or_no(hits):  # "no, medium", "yes please, medium": not what was read back
             earlier = earlier_fields(flow, run, node, fixable)
-            removed = resolver_corrections(ts, run, flow, node, earlier) \
+            found = resolver_corrections(ts, run, flow, node, earlier) \
                 or refused_free_text(ts, run, flow, node, earlier)
-        return _corrected(ts, run, flow, node, removed, "deterministic") if removed else (None, ())
+        return _corrected(ts, run, flow, node, found, "deterministic") if found else (None, ())
     corrected = resolver_corrections(ts, run, flow, node, fixable)
     corrected.update({k: v for k, v in (judged or {}).items() if k in fixable and v is not None})
     if not corrected and not hits and judged is None and marked_as_correction(ts):
