@@ -15,8 +15,9 @@ nights). A date with no year is the next one to come. A check-in given alone ("n
 back with a question for the check-out, which may follow as a date ("Sunday") or a number of nights
 ("2 nights"); "actually Saturday" changes the check-in. At the confirmation, "no, 3 guests" (or "yes,
 3 guests") reads the booking back with the new number (``confirm_booking`` takes it), and any other
-"no" asks for other dates, after which the booking is read back with the guests given before. It
-greets once, and asks again without the greeting.
+"no" asks for other dates, after which the booking is read back with the guests given before. The
+guests may come as a number, a word ("four people") or "just me". It greets once, and asks again
+without the greeting.
 """
 
 from __future__ import annotations
@@ -233,8 +234,10 @@ def _scripted(request: ModelRequest) -> ModelResponse:
     if step == "dates" and (check_in := _check_in(request, words)) is not None:
         return ModelResponse(text=f"Check-in on {check_in:%A %d %B}. And the check-out date, or how many nights?",
                              finish_reason="stop")
-    if step == "guests" and (number := re.search(r"\b(\d+)\b", words)):
-        return call("set_guests", guests=int(number.group(1)))
+    if step == "guests" and (number := re.search(r"\b(\d+|" + "|".join(COUNTS) + r")\b", words)):
+        return call("set_guests", guests=_count(number.group(1)))  # "4", "four people"
+    if step == "guests" and re.search(r"\b(?:just|only) me\b|\bmyself\b|\balone\b", words):
+        return call("set_guests", guests=1)
     number = re.search(r"\b(\d+|" + "|".join(COUNTS) + r") (?:guests?|people|persons?)\b", words)
     guests = _count(number.group(1)) if number else None
     if step == "confirm" and re.search(r"\b(yes|yeah|confirm|ok)\b", words):
