@@ -1,8 +1,9 @@
 """Pia takes pizza orders: a size, a list of toppings, a yes/no confirmation, then the order.
 
 It shows a ``list`` field (``toppings``) filled by a list resolver (``enum_list``: every topping
-the message names, no model needed), an ``enum`` field, a confirmation before anything is placed,
-and a flow that clears its fields when it starts again, so a second pizza is asked afresh.
+the message names, no model needed) that may be empty ("no toppings": a plain pizza), an ``enum``
+field, a confirmation before anything is placed, and a flow that clears its fields when it starts
+again, so a second pizza is asked afresh.
 
     tether chat examples/pizza.py
 """
@@ -35,7 +36,9 @@ PER_TOPPING = 1.5
 
 
 def listed(items: list[str]) -> str:
-    """``["ham", "olives", "onions"]`` -> ``"ham, olives and onions"``."""
+    """``["ham", "olives", "onions"]`` -> ``"ham, olives and onions"``; ``[]`` -> ``"no toppings"``."""
+    if not items:
+        return "no toppings"
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
@@ -92,7 +95,9 @@ agent = Agent(
     goal="Take one pizza order at a time: size, toppings, a confirmation.",
     fields={
         "size": Field("enum", enum=SIZES, description="The pizza size"),
-        "toppings": Field("list", items="enum", enum=TOPPINGS, description="The toppings the customer wants"),
+        # "no toppings" is an answer: a plain pizza
+        "toppings": Field("list", items="enum", enum=TOPPINGS, description="The toppings the customer wants",
+                          allow_empty=True),
         "confirm": Field("enum", enum=("yes", "no"), description="Whether the customer confirmed the order",
                          extract="asked"),
     },

@@ -100,6 +100,56 @@ async def test_a_required_list_that_is_empty_counts_as_missing() -> None:
     assert second.text == 'mushrooms on a small pizza for 2026-03-01'  # a list reads as text
 
 
+def _plain_pizza_agent(model: ScriptedModel | None = None, **toppings: Any) -> Any:
+    from tether import enum_check, enum_list
+
+    fields = {"toppings": Field("list", items="enum", enum=("ham", "olives"), **toppings),
+              "size": Field("enum", enum=("small", "large"))}
+    return make_agent(
+        collect("order", fields=["size", "toppings"], ask={"size": "Small or large?", "toppings": "Which toppings?"},
+                resolvers=[enum_check("size", ["small", "large"]), enum_list("toppings", ["ham", "olives"])],
+                on_complete="done"),
+        reply("done", response="A ${size} pizza with ${toppings}.", next=end("ok")), fields=fields,
+        **({"model": model} if model is not None else {}))
+
+
+async def test_a_list_that_allows_empty_is_answered_by_none() -> None:
+    agent = _plain_pizza_agent(allow_empty=True)
+    first = await say(agent, None, "a large one")
+    assert first.text == "Which toppings?"
+    done = await say(agent, first.session, "no toppings please")
+    # the step completes with the empty list (how a text reads it is its author's: here, nothing)
+    assert done.session.data["toppings"] == [] and done.text == "A large pizza with ."
+    [update] = [e.as_dict() for e in done.events if e.type == "collect-update"]
+    assert update["collected"] == {"size": "large", "toppings": []} and update["missing"] == []
+
+
+async def test_with_a_model_an_empty_list_answers_a_list_that_allows_it() -> None:
+    model = ScriptedModel(extract=[{"toppings": None}, {"toppings": []}])  # not said, then none
+    agent = _plain_pizza_agent(model, allow_empty=True)
+    first = await say(agent, None, "a large one")
+    assert first.text == "Which toppings?" and "toppings" not in first.session.data
+    done = await say(agent, first.session, "just the base please")  # the resolvers read nothing: the model does
+    assert done.session.data["toppings"] == [] and done.text == "A large pizza with ."
+    offered = model.calls[-1].request.tools[0].parameters["properties"]["toppings"]
+    assert "an empty list when the customer wants none" in offered["description"]
+
+
+async def test_a_list_that_needs_an_item_refuses_none_and_asks_again() -> None:
+    agent = _plain_pizza_agent()
+    first = await say(agent, None, "a large one")
+    again = await say(agent, first.session, "no toppings please")
+    assert again.text == "Which toppings?" and "toppings" not in again.session.data
+    assert "bad-value" in again.codes()
+
+
+@pytest.mark.parametrize("declared", [Field("string", allow_empty=True), Field("list", allow_empty="yes")])  # type: ignore[arg-type]
+def test_allow_empty_is_a_boolean_for_a_list(declared: Field) -> None:
+    with pytest.raises(FlowDefinitionError) as caught:
+        make_agent(reply("r", response="hi", next=end("ok")), fields={"f": declared})
+    assert "allow_empty is" in str(caught.value)
+
+
 def test_a_misspelt_resolver_field_names_the_fields_the_node_gathers() -> None:
     from tether.flow.resolvers import whole_message
 

@@ -97,8 +97,11 @@ async def test_with_a_model_each_answer_is_one_extraction_call(pizza: ModuleType
     assert confirm.llm_calls == 1 and model.unused() == {}
 
 
-async def test_an_empty_list_from_the_model_is_still_missing(pizza: ModuleType) -> None:
+async def test_an_empty_list_from_the_model_is_a_plain_pizza_read_back_first(pizza: ModuleType) -> None:
+    # the toppings field allows an empty list ("no toppings"): it is an answer, and the order is read
+    # back before anything is placed
     model = ScriptedModel(extract=[{"size": "small", "toppings": []}])
     chat = Chat(pizza, model)
-    asked = await chat.say("a small one, surprise me")
-    assert asked.text.startswith("Which toppings?") and chat.data()["size"] == "small"
+    asked = await chat.say("a small one, hold everything on top")
+    assert asked.text == "A small pizza with no toppings. Shall I place the order? (yes/no)"
+    assert chat.data()["size"] == "small" and chat.data()["toppings"] == []

@@ -43,7 +43,8 @@ def test_a_message_that_only_leaves_values_out_takes_them_out_of_the_list_held()
     assert TOPPINGS.resolve("actually no olives", held).value == ["ham"]
     assert TOPPINGS.resolve("no peppers", held).status == "miss"  # nothing held to take out
     assert TOPPINGS.resolve("no olives", {}).status == "miss"  # no list yet
-    assert TOPPINGS.resolve("no ham and no olives", held).status == "miss"  # an empty list is not read
+    # every value taken out: the empty list, an answer only where the field allows it (Field.allow_empty)
+    assert TOPPINGS.resolve("no ham and no olives", held).value == []
 
 
 def test_a_choice_after_not_is_not_named_and_after_no_it_is() -> None:
@@ -57,3 +58,10 @@ def test_a_choice_after_not_is_not_named_and_after_no_it_is() -> None:
     assert size.resolve("large or medium", {}).status == "ambiguous"
     assert enum_check("confirm", ["yes", "no"]).resolve("no thanks", {}).value == "no"
 
+
+def test_a_message_that_names_none_and_says_so_is_the_empty_list() -> None:
+    for text in ("no toppings please", "none", "nothing", "without any toppings", "no topping"):
+        found = TOPPINGS.resolve(text, {})
+        assert (found.status, found.value) == ("hit", []), text
+    assert TOPPINGS.resolve("I want toppings", {}).status == "miss"
+    assert TOPPINGS.resolve("nothing else but ham", {}).value == ["ham"]  # a value named wins

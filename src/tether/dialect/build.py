@@ -504,7 +504,7 @@ def agent_options(spec: AgentSpec, registry: Registry | None = None) -> dict[str
     registry = registry or Registry()
     tools = registry.tools_by_name
     fields = {name: Field(f.type, tuple(f.enum) if f.enum is not None else None, f.items, f.description, f.label,
-                          f.ask, f.extract, f.reuse) for name, f in spec.fields.items()}
+                          f.ask, f.extract, f.reuse, f.allow_empty) for name, f in spec.fields.items()}
     compaction = Compaction(**spec.compaction.model_dump()) if spec.compaction is not None else None
     chosen = spec.tools if spec.tools is not None else list(tools)
     return {"persona": spec.persona, "goal": spec.goal, "knowledge": spec.knowledge,

@@ -490,6 +490,7 @@ class FieldSpec(Strict):
     ask: str | None = None
     extract: Literal["anywhere", "asked"] | None = None
     reuse: Literal["keep", "confirm"] = "keep"
+    allow_empty: bool = Field(default=False, description='a list: an empty list is an answer ("no toppings")')
 
 
 class CompactionSpec(Strict):

@@ -368,6 +368,8 @@ def _field_problems(declared: Any) -> list[str]:
         problems.append(f"enum is {declared.enum!r}; give a list of the allowed values")
     if (declared.type == "enum" or (declared.type == "list" and declared.items == "enum")) and not declared.enum:
         problems.append(f"type is {declared.type!r} but enum= lists no allowed values")
+    if declared.allow_empty not in (False, True) or (declared.allow_empty and declared.type != "list"):
+        problems.append(f"allow_empty is {declared.allow_empty!r}; it is True or False, and True only for a list")
     items = get_args(ItemType)
     if declared.type == "list" and declared.items not in items:
         problems.append(f"items is {declared.items!r}; a list's items are one of {', '.join(map(repr, items))}")

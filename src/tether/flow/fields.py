@@ -50,6 +50,8 @@ class Field:
             (only the step that asks for it reads it); default ``asked`` for booleans.
         reuse: ``keep`` (default: a value known from an earlier flow is used as it is) or
             ``confirm`` (a new flow that would reuse it asks first: "the same order A-1001?").
+        allow_empty: for a ``list``, an empty list is an answer ("no toppings"), not a missing
+            value (default: a list needs one item at least, and an empty one is asked for again).
     """
 
     type: FieldType = "string"
@@ -60,6 +62,12 @@ class Field:
     ask: str | None = None
     extract: Literal["anywhere", "asked"] | None = None
     reuse: Literal["keep", "confirm"] = "keep"
+    allow_empty: bool = False
+
+    def known(self, value: Any) -> bool:
+        """Whether ``value`` answers this field: :func:`is_known`, or an empty list where the
+        field allows it."""
+        return is_known(value) or (self.allow_empty and self.type == "list" and value == [])
 
     @property
     def extract_mode(self) -> Literal["anywhere", "asked"]:
@@ -80,6 +88,9 @@ class Field:
                 schema["enum"] = [*schema["enum"], None]
         if self.description:
             schema["description"] = self.description
+        if self.allow_empty and self.type == "list":  # the model must know [] is an answer, not null
+            schema["description"] = (f"{self.description} " if self.description else "") + \
+                "(an empty list when the customer wants none; null when not said)"
         return schema
 
     def wire_value(self) -> dict[str, Any]:
@@ -105,7 +116,8 @@ class Coerced:
 
 
 def is_known(value: Any) -> bool:
-    """A value is known when it is not missing, ``None``, ``""`` or an empty list."""
+    """A value is known when it is not missing, ``None``, ``""`` or an empty list (see
+    :meth:`Field.known` for a list that may be empty)."""
     return value is not None and value != "" and value != []
 
 
@@ -197,6 +209,8 @@ def _coerce_list(name: str, field: Field, value: Any) -> Coerced:
         if not result.ok:
             return result
         items.append(result.value)
+    if not items and not field.allow_empty:  # "no toppings" for a list that needs one
+        return Coerced(False, code="bad-value", detail=f"{name}: give one item at least")
     return Coerced(True, items)
 
 
@@ -205,9 +219,9 @@ def coerce_fields(fields: Mapping[str, Field], values: Mapping[str, Any]) -> tup
     accepted: dict[str, Any] = {}
     rejected: list[Coerced] = []
     for name, value in values.items():
-        if not is_known(value):
-            continue
         field = fields.get(name)
+        if not (field.known(value) if field is not None else is_known(value)):
+            continue
         if field is None:
             rejected.append(Coerced(False, code="unknown-field", detail=name))
             continue

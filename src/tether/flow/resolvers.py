@@ -192,7 +192,9 @@ class EnumList:
     "instead of", "rather than"), or listed on from one with "and" or "or", is left out: "ham but
     no olives" is ``["ham"]``, "without onions and peppers" names neither, "no, make it ham" is
     ``["ham"]``. A message that only leaves values out ("no olives") takes them out of the list
-    the field holds.
+    the field holds. A message that names none and says so ("none", "nothing", "no toppings" for a
+    field named ``toppings``) is the empty list: an answer for a field that allows it
+    (``Field.allow_empty``), refused by validation for one that does not.
     """
 
     field: str
@@ -220,12 +222,23 @@ class EnumList:
             return Resolution("hit", [value for _, value in sorted(named)])
         held = frame.get("state", {}).get(self.field)
         if dropped and isinstance(held, list) and any(v in held for v in dropped):
-            kept = [v for v in held if v not in dropped]
-            return Resolution("hit", kept) if kept else _MISS
+            return Resolution("hit", [v for v in held if v not in dropped])
+        if not dropped and _says_none(words, self.field):
+            return Resolution("hit", [])
         return _MISS
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "field": self.field, "values": list(self.values)}
+
+
+def _says_none(words: str, field: str) -> bool:
+    """``words`` (as :func:`_negations` gives them) say the list is empty: "none", "nothing", or
+    "no"/"without" before the field's name ("no toppings", "without any topping")."""
+    if " none " in words or " nothing " in words:
+        return True
+    noun = field.lower().rsplit("_", 1)[-1]
+    nouns = f"(?:{re.escape(noun)}|{re.escape(noun.removesuffix('s'))})"
+    return re.search(rf" (?:no|without|zero) (?:(?:any|the|extra) )*{nouns} ", words) is not None
 
 
 _TOKEN = re.compile(r"[a-z0-9]+|[,.;:!?]")

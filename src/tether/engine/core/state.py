@@ -25,6 +25,7 @@ from tether.engine.core.storable import storable_response
 from tether.engine.core.streaming import ReplyStream
 from tether.errors import CheckpointFailed, ModelConfigurationError, ModelError
 from tether.flow.agent_def import AgentDefinition
+from tether.flow.fields import is_known
 from tether.flow.results import ReplyTurn
 from tether.models.types import ChatMessage, Model, ModelRequest, ModelResponse, Usage
 
@@ -170,6 +171,15 @@ class TurnState:
 
     def run(self, run_id: str) -> Run | None:
         return next((r for r in self.session.runs if r.id == run_id), None)
+
+    def answered(self, name: str) -> bool:
+        """Whether the session's field ``name`` holds an answer (``Field.known``: an empty list
+        answers a list field that allows it)."""
+        value = self.session.data.get(name)
+        if is_known(value):
+            return True
+        field = self.agent.fields.get(name)
+        return field is not None and field.known(value)
 
     def state_view(self, run: Run | None) -> dict[str, Any]:
         """What user code sees as ``state``: session fields overlaid with the run's own state

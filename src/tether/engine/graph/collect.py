@@ -25,6 +25,7 @@ from tether.engine.core.state import SpeakRequest, TurnState
 from tether.engine.graph.collect_fields import (
     asking_text,
     gathered,
+    has_value,
     merge_values,
     missing,
     pending,
@@ -46,7 +47,6 @@ from tether.engine.graph.corrections import (
 from tether.engine.graph.extract import INTENT_KEY, extract_values
 from tether.engine.graph.moves import silenced
 from tether.engine.graph.reuse import confirm_reused
-from tether.flow.fields import is_known
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node, Reply
 from tether.flow.transitions import Escalate, Goto, is_code
@@ -122,7 +122,7 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
             return Escalate(f'Could not collect {", ".join(before)} for "{node.id}" after {node.max_turns} turns.')
         purge_invalid(ts, run, node)
         # the node schema made partial: every field not yet known (all of them on a correction pass)
-        unknown = [n for n in node.slots if not is_known(value_of(ts, run, node, n))]
+        unknown = [n for n in node.slots if not has_value(ts, run, node, n)]
         wanted = unknown if missing(ts, run, node) else list(node.slots)
         judged = ts.judgement.collect.get((run.id, node.id), ts.judgement.collect.get((run.flow, node.id)))
         hits, ambiguous = resolve(ts, run, node, wanted, judged or {})
@@ -163,7 +163,7 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
             rejected.extend(dropped)
         ts.emit(CollectUpdate(run_id=run.id, flow=flow.id, at=ts.now, node=node.id,
                               collected={n: value_of(ts, run, node, n) for n in node.slots
-                                         if is_known(value_of(ts, run, node, n))},
+                                         if has_value(ts, run, node, n)},
                               missing=missing(ts, run, node), sources=sources, rejected=rejected))
     still = missing(ts, run, node)
     if not still and run.staying:
@@ -286,7 +286,7 @@ async def _dispatch_phrased(ts: TurnState, run: Run, flow: Flow, node: Collect) 
         return complete(ts, run, node)
     run.status = "asking"
     first_ask = all(run.asked.get(n, 0) == 0 for n in node.required) and not any(
-        is_known(value_of(ts, run, node, n)) for n in node.required)
+        has_value(ts, run, node, n) for n in node.required)
     if node.question is not None and first_ask and not run.staying:
         if ts.message is not None and ts.judgement.asks and ts.speaker is None and not ts.spoke:
             # the customer asked something: answer first, the fixed question follows in Settle

@@ -20,7 +20,7 @@ from tether.flow.fields import is_known
 from tether.flow.nodes import Collect
 from tether.flow.resolvers import WholeMessage
 
-__all__ = ["ask_text", "asking_text", "clear_caches", "gathered", "humanize", "merge_values", "missing",
+__all__ = ["ask_text", "asking_text", "clear_caches", "gathered", "has_value", "humanize", "merge_values", "missing",
            "missing_names", "pending", "purge_invalid", "question_text", "resolve", "value_of"]
 
 
@@ -51,16 +51,24 @@ def value_of(ts: TurnState, run: Run, node: Collect, name: str) -> Any:
     return ts.session.data.get(name)
 
 
+def has_value(ts: TurnState, run: Run, node: Collect, name: str) -> bool:
+    """Whether field ``name`` holds an answer at ``node``: a known value, or an empty list where
+    the agent field allows it (``Field.allow_empty``)."""
+    if _is_schema_field(node, name):
+        return is_known(gathered(run, node).get(name))
+    return ts.answered(name)
+
+
 def missing(ts: TurnState, run: Run, node: Collect) -> list[str]:
-    """Required fields without a known value, in order."""
-    return [name for name in node.required if not is_known(value_of(ts, run, node, name))]
+    """Required fields without an answer, in order."""
+    return [name for name in node.required if not has_value(ts, run, node, name)]
 
 
 def missing_names(ts: TurnState, run: Run | None, node: Collect) -> list[str]:
-    """Required fields without a known value; with no run yet, every schema field is missing."""
+    """Required fields without an answer; with no run yet, every schema field is missing."""
     if run is not None:
         return missing(ts, run, node)
-    return [n for n in node.required if _is_schema_field(node, n) or not is_known(ts.session.data.get(n))]
+    return [n for n in node.required if _is_schema_field(node, n) or not ts.answered(n)]
 
 
 def pending(ts: TurnState, run: Run, node: Collect) -> list[str]:

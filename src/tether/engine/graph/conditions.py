@@ -24,7 +24,6 @@ from tether.engine.core.session import Outcome, Run
 from tether.engine.core.state import TurnState
 from tether.errors import FlowRuntimeError, TetherError, TetherSignal
 from tether.flow.agent_def import CONDITION_NAMES
-from tether.flow.fields import is_known
 
 __all__ = ["CONDITION_FAILED", "PredicateContext", "holds"]
 
@@ -79,7 +78,7 @@ def holds(ts: TurnState, predicate: Any, run: Run | None, *, input: Any = None, 
             if any(data.get(name) != value for name, value in arg.items()):
                 return False
         elif key == "known":
-            if any(not is_known(data.get(name)) for name in arg):
+            if any(not ts.answered(name) for name in arg):
                 return False
         elif key == "silenced":
             if bool(arg) != silenced:

@@ -37,7 +37,6 @@ from tether.engine.core.session import Run
 from tether.engine.core.state import TurnState
 from tether.engine.graph.collect_fields import humanize
 from tether.engine.graph.extract import validate_value
-from tether.flow.fields import is_known
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node
 from tether.flow.repair import content_words, corrected_text, phrase_in
@@ -71,7 +70,7 @@ def correctable(ts: TurnState, run: Run, flow: Flow | None, node: Node) -> list[
     if flow is None or not ts.agent.repair.on("correction"):
         return []
     return [name for name in _owners(flow, run, node)
-            if name in ts.agent.fields and is_known(ts.session.data.get(name))]
+            if name in ts.agent.fields and ts.answered(name)]
 
 
 def earlier_fields(flow: Flow, run: Run, node: Node, names: list[str]) -> list[str]:
@@ -177,7 +176,7 @@ def apply_corrections(ts: TurnState, run: Run, flow: Flow, node: Node, values: d
     order = [n.id for n in flow.nodes]
     for name, raw in _changed(ts, values).items():
         owner = owners.get(name)
-        if owner is None or not is_known(ts.session.data.get(name)):
+        if owner is None or not ts.answered(name):
             continue  # not a field collected before (a model may offer any name)
         ok, value, code, detail = validate_value(ts, owner, name, raw)
         old = ts.session.data.get(name)
@@ -202,6 +201,6 @@ def apply_corrections(ts: TurnState, run: Run, flow: Flow, node: Node, values: d
 def _acknowledge(ts: TurnState, run: Run, node: Node, names: list[str]) -> None:
     """Say ``Repair.corrected`` for the changed fields (a step the engine phrases would otherwise
     ask on as if nothing had been heard)."""
-    changes = [f"the {humanize(ts, name)} to {spoken(ts.session.data.get(name))}" for name in names]
+    changes = [f"the {humanize(ts, name)} to {spoken(ts.session.data.get(name)) or 'none'}" for name in names]
     text = fill_names(ts.agent.repair.corrected, {"changes": spoken(changes)})
     ts.say(text, kind="verbatim", key=f"repair:correction:{ts.key(run, node.id)}", run=run, node_id=node.id)

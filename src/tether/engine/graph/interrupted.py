@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from tether.engine.core.session import Run
 from tether.engine.core.state import TurnState
-from tether.flow.fields import is_known
 from tether.flow.nodes import Collect
 
 __all__ = ["HELD", "hold_others", "hold_values", "restore_values", "suspend", "unsuspend"]
@@ -39,7 +38,7 @@ def hold_values(ts: TurnState, run: Run) -> None:
     values keeps them (they were read before the detour wrote anything)."""
     if HELD in run.state:
         return
-    held = {name: ts.session.data[name] for name in _own_fields(ts, run) if is_known(ts.session.data.get(name))}
+    held = {name: ts.session.data[name] for name in _own_fields(ts, run) if ts.answered(name)}
     if held:
         run.state[HELD] = held
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from tether.engine.core.session import Run
 from tether.engine.core.state import TurnState
-from tether.engine.graph.collect_fields import value_of
+from tether.engine.graph.collect_fields import has_value, value_of
 from tether.flow.agent_def import AgentDefinition
 from tether.flow.fields import is_known
 from tether.flow.flow import Flow
@@ -61,21 +61,19 @@ def run_facts(ts: TurnState, run: Run, flow: Flow, node: Node | None) -> dict[st
     they are not settled facts of this task."""
     facts: dict[str, Any] = {}
     for name in flow_fields(flow):
-        value = ts.session.data.get(name)
-        if is_known(value):
-            facts[name] = value
+        if ts.answered(name):
+            facts[name] = ts.session.data.get(name)
     facts.update({k: v for k, v in run.state.items() if not k.startswith("__") and is_known(v)})
     if isinstance(node, Collect):
         for name in node.slots:
-            value = value_of(ts, run, node, name)
-            if is_known(value):
-                facts[name] = value
+            if has_value(ts, run, node, name):
+                facts[name] = value_of(ts, run, node, name)
     return facts
 
 
 def session_facts(ts: TurnState) -> dict[str, Any]:
     """The known session fields (for the idle speaker: background, not a task's facts)."""
-    return {k: v for k, v in ts.session.data.items() if is_known(v)}
+    return {k: v for k, v in ts.session.data.items() if ts.answered(k)}
 
 
 def without_default_titles(schema: dict[str, Any], name: str | None = None) -> dict[str, Any]:

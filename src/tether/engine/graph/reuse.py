@@ -20,7 +20,6 @@ from tether.engine.core.session import Run
 from tether.engine.core.state import TurnState
 from tether.engine.graph.collect_fields import merge_values, resolve
 from tether.flow.agent_def import AgentDefinition
-from tether.flow.fields import is_known
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect
 
@@ -42,7 +41,8 @@ def read_yes_no(text: str) -> bool | None:
 def note_reusable(agent: AgentDefinition, data: dict[str, Any], run: Run, names: list[str]) -> None:
     """At a run's start: note which of its flow's ``reuse="confirm"`` fields are already known."""
     held = {name: data[name] for name in names
-            if (field := agent.fields.get(name)) is not None and field.reuse == "confirm" and is_known(data.get(name))}
+            if (field := agent.fields.get(name)) is not None and field.reuse == "confirm"
+            and field.known(data.get(name))}
     if held:
         run.state["__reused"] = held
 

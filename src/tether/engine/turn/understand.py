@@ -38,7 +38,6 @@ from tether.engine.graph.reply_check import check_reply, coerce_field_values, re
 from tether.engine.turn.compaction import SUMMARY_ORDER
 from tether.engine.turn.keywords import keyword_scores
 from tether.engine.turn.repair_intents import INTENTS
-from tether.flow.fields import is_known
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Reply
 from tether.flow.triggers import MentionTrigger, MessageTrigger
@@ -206,7 +205,7 @@ def find_judgeables(ts: TurnState, floor: Run | None) -> Judgeables:
         for name in _flow_fields(flow):
             definition = ts.agent.fields.get(name)
             if (definition is not None and definition.extract_mode == "anywhere" and name not in collected
-                    and not is_known(ts.session.data.get(name))
+                    and not ts.answered(name)
                     and name not in found.fields):
                 found.fields.append(name)
     return found
