@@ -21,6 +21,7 @@ be asked for).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -146,13 +147,18 @@ class Pattern:
     flags: int = re.IGNORECASE
     kind: Literal["pattern"] = "pattern"
 
+    @functools.cached_property
+    def _compiled(self) -> re.Pattern[str]:
+        return re.compile(self.regex, self.flags)  # once per resolver: every message is read with it
+
     def resolve(self, text: str, frame: Mapping[str, Any]) -> Resolution:
-        compiled = re.compile(self.regex, self.flags)
-        matches = [(m.start(), m.group(1) if compiled.groups else m.group(0)) for m in compiled.finditer(text)]
-        found = {value for _, value in matches}
+        compiled = self._compiled
+        group = 1 if compiled.groups else 0
+        found = {m.group(group) for m in compiled.finditer(text)}
         if len(found) > 1:  # "A-1001, sorry, I meant A-1002": the match after the last correction word
             cut = max((m.end() for m in _SELF_CORRECTION.finditer(text)), default=None)
-            found = {value for start, value in matches if start >= cut} if cut is not None else found
+            if cut is not None:
+                found = {m.group(group) for m in compiled.finditer(text) if m.start() >= cut}
             if len(found) != 1:
                 return Resolution("ambiguous")
         if len(found) == 1:

@@ -25,7 +25,6 @@ from tether.engine.core.storable import storable_response
 from tether.engine.core.streaming import ReplyStream
 from tether.errors import CheckpointFailed, ModelConfigurationError, ModelError
 from tether.flow.agent_def import AgentDefinition
-from tether.flow.fields import is_known
 from tether.flow.results import ReplyTurn
 from tether.models.types import ChatMessage, Model, ModelRequest, ModelResponse, Usage
 
@@ -176,7 +175,9 @@ class TurnState:
         """Whether the session's field ``name`` holds an answer (``Field.known``: an empty list
         answers a list field that allows it)."""
         value = self.session.data.get(name)
-        if is_known(value):
+        if value is None or value == "":  # is_known, inline: the engine asks this many times a turn
+            return False
+        if value != []:
             return True
         field = self.agent.fields.get(name)
         return field is not None and field.known(value)

@@ -54,7 +54,8 @@ def value_of(ts: TurnState, run: Run, node: Collect, name: str) -> Any:
 def has_value(ts: TurnState, run: Run, node: Collect, name: str) -> bool:
     """Whether field ``name`` holds an answer at ``node``: a known value, or an empty list where
     the agent field allows it (``Field.allow_empty``)."""
-    if _is_schema_field(node, name):
+    schema = node.schema
+    if schema is not None and name in schema.model_fields:
         return is_known(gathered(run, node).get(name))
     return ts.answered(name)
 
