@@ -494,6 +494,18 @@ async def test_nothing_understood_with_no_model_says_what_the_agent_can_do() -> 
     assert result.session.error == [] and not [e for e in result.events if e.type == "error"]
 
 
+async def test_with_no_model_a_message_a_run_took_is_not_called_not_understood() -> None:
+    from tether import wait
+
+    pay = Flow("pay", "Take a payment", nodes=[
+        wait("paid", event="paid", then="thanks"),
+        reply("thanks", response="Payment received.", next=end("paid"))], on=[on_message("paid")])
+    desk = Agent("Desk", flows=[order_flow(), pay], fields=FIELDS)
+    result = await desk.turn(None, Message("I paid"))  # the pay flow took it and waits on its event
+    assert result.text == "" and [r.status for r in result.session.runs] == ["waiting"]
+    assert "no-model" in result.codes() and result.session.error == []
+
+
 async def test_with_nothing_a_message_could_start_the_reply_names_no_ability() -> None:
     once = Flow("order", "Order a pizza", nodes=[
         collect("choose", fields=["size"], ask="Small, medium or large?", resolvers=[enum_check("size", SIZES)]),

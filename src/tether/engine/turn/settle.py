@@ -122,7 +122,8 @@ async def settle(ts: TurnState, request: SpeakRequest, result: SpeakResult) -> N
 def _settle_idle(ts: TurnState, result: SpeakResult) -> None:
     key = f"idle:{_trigger_key(ts)}"
     if result.no_model:
-        ts.say(result.text, kind="verbatim", key=key)
+        if result.text:
+            ts.say(result.text, kind="verbatim", key=key)
         ts.outcome(None, code="no-model", status="skipped", kind="idle")
         return
     if result.error is not None:

@@ -248,6 +248,10 @@ async def speak(ts: TurnState, request: SpeakRequest) -> SpeakResult:
             return SpeakResult(text=_fallback_text(ts, run, node), no_model=True, fallback=True)
         where = f"flow {flow.id!r}, node {node.id!r}" if flow is not None and node is not None else "the idle speaker"
         hint = f"{where}: {NO_MODEL_TEXT}"
+        if run is None and (ts.consumed_by or ts.started):
+            # a run took the message and said nothing (it waits on a signal, or ended quietly):
+            # the message was understood, so "I didn't understand" would be false; nothing is said
+            return SpeakResult(text="", no_model=True)
         if run is None and ts.agent.repair.on("cannot_handle"):
             # nothing understood the message: saying what the agent can do (the cannot-handle
             # pattern) is how an agent with no model answers it, not a failure: a warning only
