@@ -17,6 +17,10 @@ MARKERS = Repair().correction_markers
     ("no wait, it's 14 Main St", "14 Main St"),
     ("change it to 14 Main St please", "14 Main St"),
     ("it arrived broken, actually", "it arrived broken"),
+    ("no wait, it should go to 14 Oak Avenue", "14 Oak Avenue"),
+    ("actually send it to 2 Elm Road", "2 Elm Road"),
+    ("actually, the new address is 9 Pine Lane", "9 Pine Lane"),
+    ("wait, my name is Ada", "Ada"),
 ])
 def test_the_message_less_its_correction_words(text: str, value: str) -> None:
     assert corrected_text(text, MARKERS) == value

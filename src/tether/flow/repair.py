@@ -102,7 +102,11 @@ def phrase_in(text: str, phrases: tuple[str, ...]) -> bool:
     return False
 
 
-_LEADING = (("no",), ("oh",), ("sorry",), ("its",), ("it", "is"), ("to",), ("is",), ("should", "be"))
+_LEADING = (("no",), ("oh",), ("sorry",), ("its",), ("it", "is"), ("to",), ("is",), ("should", "be"),
+            # how a new value is introduced: "no, it should go to 14 Oak Avenue", "sorry, my name is Ada"
+            ("it", "should", "go", "to"), ("it", "should", "be"), ("send", "it", "to"), ("ship", "it", "to"),
+            ("deliver", "it", "to"), ("the", "address", "is"), ("the", "new", "address", "is"), ("my", "name", "is"),
+            ("the", "name", "is"))
 _TRAILING = (("please",), ("then",))
 
 
