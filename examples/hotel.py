@@ -34,6 +34,7 @@ from tether.models.types import ModelRequest, ModelResponse, ToolCall
 from tether.testing import FunctionModel
 
 MAX_GUESTS = 8
+TOO_MANY = f"We take 1 to {MAX_GUESTS} guests in one booking."
 
 
 class SetDates(BaseModel):
@@ -60,7 +61,7 @@ async def set_dates(args: dict[str, Any], ctx: Any) -> Any:
 def set_guests(guests: int) -> Any:
     """Record how many guests will stay."""
     if not 1 <= guests <= MAX_GUESTS:
-        return stay(f"We take 1 to {MAX_GUESTS} guests in one booking. Ask again.")
+        return stay(f"{TOO_MANY} Ask again.")
     return go("confirm").with_state({"guests": guests})
 
 
@@ -99,7 +100,7 @@ async def confirm_booking(args: dict[str, Any], ctx: Any) -> Any:
     guests = args.get("guests")
     if guests is not None and guests != ctx.state.get("guests"):  # never book what the answer contradicts
         if not 1 <= guests <= MAX_GUESTS:
-            return stay(f"We take 1 to {MAX_GUESTS} guests in one booking.")
+            return stay(TOO_MANY)
         return stay(f"Changed to {guests} guest(s).").with_state({"guests": guests})
     if not args.get("confirmed"):
         return go("dates").with_prompt("The customer wants other dates. Ask for the new check-in and check-out "

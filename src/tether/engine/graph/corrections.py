@@ -79,6 +79,9 @@ def earlier_fields(flow: Flow, run: Run, node: Node, names: list[str]) -> list[s
     return [name for name in names if name in owners and owners[name] is not node]
 
 
+_YES_NO = ("yes", "no")
+
+
 def yes_or_no(hits: dict[str, Any]) -> bool:
     """The values a message gave the asking step only answer yes or no (``"yes"``, ``"no"``,
     ``True``, ``False``): a confirmation's answer, which a new value for an earlier step's field
@@ -87,8 +90,6 @@ def yes_or_no(hits: dict[str, Any]) -> bool:
     return bool(hits) and all(isinstance(value, bool) or (isinstance(value, str) and value.strip().lower() in _YES_NO)
                               for value in hits.values())
 
-
-_YES_NO = ("yes", "no")
 
 
 def marked_as_correction(ts: TurnState) -> bool:
