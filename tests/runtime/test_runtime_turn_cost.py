@@ -21,13 +21,13 @@ async def test_each_event_is_converted_once_although_the_turn_saves_three_times(
     make_runtime: Callable[..., Runtime], spy: SpyStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     converted: list[Any] = []
-    convert = events_module.to_jsonable_python
+    names_of = events_module._field_names  # read once per stored form built
 
-    def counting(value: Any) -> Any:
-        converted.append(value)
-        return convert(value)
+    def counting(cls: type) -> Any:
+        converted.append(cls)
+        return names_of(cls)
 
-    monkeypatch.setattr(events_module, "to_jsonable_python", counting)
+    monkeypatch.setattr(events_module, "_field_names", counting)
     runtime = make_runtime(relay_agent())
     response = await runtime.run("Relay", Message("a", id="a"))
     assert response.success and response.result is not None

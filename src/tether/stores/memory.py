@@ -356,7 +356,9 @@ class MemoryStore(Store):
             stored = self._parts.setdefault(session_id, {})
             for path, name, body in records.part_rows():
                 stored[(path, name)] = body
-        bucket = self._records.setdefault(session_id, _Records())
+        bucket = self._records.get(session_id)
+        if bucket is None:  # not setdefault: its default would be built on every write
+            bucket = self._records[session_id] = _Records()
         messages, events = rows
         for seq, text in messages:
             bucket.messages[seq] = text

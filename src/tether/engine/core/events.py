@@ -8,9 +8,10 @@ emitted at flow end.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, overload
 
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
@@ -30,6 +31,7 @@ __all__ = [
     "NodeEnter",
     "NodeExit",
     "ReplyWarning",
+    "StoredForms",
 ]
 
 
@@ -48,19 +50,50 @@ class FlowEvent:
         Built once per event (events are frozen) and cached; every call returns a shallow copy
         of that record, so a checkpoint and the final save never convert an event again.
         """
-        record: dict[str, Any] | None = self.__dict__.get("_record")
+        values = self.__dict__
+        record: dict[str, Any] | None = values.get("_record")
         if record is None:
-            raw = {"type": self.type, **{name: getattr(self, name) for name in _field_names(type(self))}}
-            try:
-                record = to_jsonable_python(raw)
-            except PydanticSerializationError:  # not JSON-able: kept as given (the store's write refuses it)
-                record = copy.deepcopy(raw)
+            record = {"type": self.type}
+            plain = True
+            for name in _field_names(type(self)):
+                value = record[name] = values[name]
+                plain = plain and (type(value) in _PLAIN or name == "at")
+            if not plain:  # most events hold only strings: nothing to convert
+                try:
+                    record = to_jsonable_python(record)
+                except PydanticSerializationError:  # not JSON-able: kept as given (the store's write refuses it)
+                    record = copy.deepcopy(record)
             record["at"] = self.at.isoformat()
             self.__dict__["_record"] = record  # frozen: bypass __setattr__ (not a field: eq/repr unchanged)
         return dict(record)
 
 
+class StoredForms(Sequence[dict[str, Any]]):
+    """``events`` as their stored dicts (:meth:`FlowEvent.as_dict`), each made when it is read: a
+    checkpoint hands a turn's events to its host, which writes only those it has not written."""
+
+    __slots__ = ("_events",)
+
+    def __init__(self, events: Sequence[FlowEvent]) -> None:
+        self._events = events
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(index, slice):
+            return [event.as_dict() for event in self._events[index]]
+        return self._events[index].as_dict()
+
+
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_PLAIN = frozenset({str, int, bool, type(None)})  # JSON as they are
 
 
 def _field_names(cls: type) -> tuple[str, ...]:

@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol
 
 from tether.durable.journal import EffectJournal
 from tether.durable.turns import OpenTurn, SaidMessage, SpeakerMark
-from tether.engine.core.events import BudgetExceeded, FlowEvent
+from tether.engine.core.events import BudgetExceeded, FlowEvent, StoredForms
 from tether.engine.core.inputs import Message, TurnInput, TurnOptions
 from tether.engine.core.judgement import Judgement
 from tether.engine.core.marks import input_mark
@@ -262,7 +262,7 @@ class TurnState:
         snapshot = self.session.model_copy(update={"turn": self.open_mark()})
         try:
             self.session.revision = await self.options.checkpoint(snapshot, list(self.transcript),
-                                                                  [e.as_dict() for e in self.events],
+                                                                  StoredForms(self.events),
                                                                   list(self.journal.written))
         except Exception as exc:  # the host's failure, not the flow's: no handler of the turn may take it
             raise CheckpointFailed(exc) from exc
