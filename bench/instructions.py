@@ -8,7 +8,14 @@ conversations and once with none, and divides the difference by the turns, so th
 start and the imports drop out. PYTHONHASHSEED is fixed: two runs of one version print the same
 counts. It takes a few minutes (callgrind runs Python about 50 times slower).
 
+``--langgraph`` counts instead the 4-turn bookings of ``bench/langgraph_turns.py`` (each a new
+conversation): tether's ``Runtime`` + ``MemoryStore`` against LangGraph's ``ainvoke`` with
+``InMemorySaver``. It is a stable ratio to compare versions of tether by, not the goal's: in one
+run it was 0.37x in instructions while the CPU time ratio was 0.26x (LangGraph's turn runs fewer
+instructions per cycle).
+
     python bench/instructions.py [--conversations 2]
+    python bench/instructions.py --langgraph [--bookings 30]
 """
 
 from __future__ import annotations
@@ -36,7 +43,9 @@ def child(mode: str, conversations: int) -> None:
     from tether.stores import MemoryStore
 
     async def main() -> None:
-        if mode == "pure":
+        if mode in ("tether-bookings", "langgraph-bookings"):
+            await bookings(mode, conversations)
+        elif mode == "pure":
             await pure(1, 8)
             if conversations:
                 await pure(conversations, TURNS)
@@ -46,6 +55,24 @@ def child(mode: str, conversations: int) -> None:
                 await hosted(lambda c: MemoryStore(), conversations, TURNS)
 
     asyncio.run(main())
+
+
+async def bookings(mode: str, count: int) -> None:
+    """``count`` 4-turn bookings of ``bench/langgraph_turns.py`` on tether or LangGraph, after 5 to warm up."""
+    import langgraph_turns
+
+    from tether.stores import MemoryStore
+
+    runtime = None
+    if mode == "tether-bookings":
+        runtime, turn = langgraph_turns.tether_runtime(MemoryStore())
+    else:
+        saver = langgraph_turns.InMemorySaver()
+        turn = langgraph_turns.langgraph_async(langgraph_turns.langgraph_booking(saver), "async")
+    for conversation in range(-5, count):
+        await langgraph_turns.converse(turn, conversation, [])
+    if runtime is not None:
+        await runtime.close()
 
 
 def instructions(mode: str, conversations: int) -> int:
@@ -61,10 +88,21 @@ def instructions(mode: str, conversations: int) -> int:
     return int(found.group(1))
 
 
+def side_by_side(count: int) -> None:
+    """Instructions per turn of tether's and LangGraph's bookings (``--langgraph``)."""
+    modes = ("tether-bookings", "langgraph-bookings")
+    runs = [(mode, n) for mode in modes for n in (0, count)]
+    with ThreadPoolExecutor(len(runs)) as pool:
+        counts = dict(zip(runs, pool.map(lambda run: instructions(*run), runs), strict=True))
+    tether, langgraph = ((counts[(mode, count)] - counts[(mode, 0)]) / (4 * count) for mode in modes)
+    print(f"booking: {count} bookings x 4 turns per system, instructions per turn (callgrind)")
+    print(f"{'Runtime + MemoryStore':<36} {tether:>14,.0f}")
+    print(f"{'LangGraph ainvoke + InMemorySaver':<36} {langgraph:>14,.0f}")
+    print(f"{'tether / LangGraph':<36} {tether / langgraph:>14.3f}x  (instructions; the goal is on CPU time: "
+          "bench/langgraph_turns.py)")
+
+
 def main(conversations: int) -> None:
-    if shutil.which("valgrind") is None:
-        print("skipped: valgrind is not installed (apt-get install valgrind)")
-        return
     runs = [(mode, n) for mode in ("pure", "hosted") for n in (0, conversations)]
     with ThreadPoolExecutor(len(runs)) as pool:
         counts = dict(zip(runs, pool.map(lambda run: instructions(*run), runs), strict=True))
@@ -83,4 +121,18 @@ if __name__ == "__main__":
         sys.exit(0)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--conversations", type=int, default=2)
-    main(parser.parse_args().conversations)
+    parser.add_argument("--langgraph", action="store_true", help="tether's bookings against LangGraph's")
+    parser.add_argument("--bookings", type=int, default=30, help="with --langgraph: bookings per system")
+    args = parser.parse_args()
+    if shutil.which("valgrind") is None:
+        print("skipped: valgrind is not installed (apt-get install valgrind)")
+    elif args.langgraph:
+        sys.path.insert(0, str(HERE))
+        from langgraph_turns import INSTALL, MISSING
+
+        if MISSING is not None:
+            print(f"LangGraph is not installed (no module {MISSING!r}): skipped. To run it: {INSTALL}")
+        else:
+            side_by_side(args.bookings)
+    else:
+        main(args.conversations)
