@@ -70,7 +70,8 @@ class FlowEvent:
 
 class StoredForms(Sequence[dict[str, Any]]):
     """``events`` as their stored dicts (:meth:`FlowEvent.as_dict`), each made when it is read: a
-    checkpoint hands a turn's events to its host, which writes only those it has not written."""
+    checkpoint hands a turn's events so far to its host (a snapshot: events emitted later are not
+    in it), which writes only those it has not written."""
 
     __slots__ = ("_events",)
 

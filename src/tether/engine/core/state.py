@@ -262,7 +262,7 @@ class TurnState:
         snapshot = self.session.model_copy(update={"turn": self.open_mark()})
         try:
             self.session.revision = await self.options.checkpoint(snapshot, list(self.transcript),
-                                                                  StoredForms(self.events),
+                                                                  StoredForms(tuple(self.events)),
                                                                   list(self.journal.written))
         except Exception as exc:  # the host's failure, not the flow's: no handler of the turn may take it
             raise CheckpointFailed(exc) from exc
