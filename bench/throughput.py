@@ -21,11 +21,18 @@ the grouped-commit goal (>= 4x).
 ``--against DIR`` runs the same measurement on another checkout's ``src`` (for example the commit
 before a change, in a temporary worktree: ``git worktree add /tmp/before HEAD~1``) in paired
 rounds, alternating the two, and prints the ratio of turns per second (this tree / that one) per
-round and their median, so a change of machine load hits both alike.
+round and their median, so a change of machine load hits both alike. Against ``7797a50`` (main
+when issue 30 measured its 380 turns/s at 16 sessions) it is that issue's throughput goal (>= 1.5x).
+
+Last, the goals that apply to the run (issue 30) and the machine's floors: one small flushed
+commit on this disk (made as the store commits), the most turns per second one commit per write
+would allow at the flushed commits per turn measured ungrouped, and the most turns per second the
+measured CPU per turn allows (the process never idle).
 
     python bench/throughput.py [--sessions 16] [--turns 40] [--commit-delay 0] [--rounds 3]
     python bench/throughput.py --sessions 64 --turns 20 --commit-delay 2 --ungrouped
     git worktree add /tmp/before <commit> && python bench/throughput.py --against /tmp/before
+    git worktree add /tmp/issue30 7797a50 && python bench/throughput.py --against /tmp/issue30
 """
 
 from __future__ import annotations
@@ -184,12 +191,14 @@ def main() -> None:
     print(f"booking conversations: {args.sessions} at once x {args.turns} messages, SQLite, one process; "
           f"flushed commits {args.commit_delay:g} ms slower; load average {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} cores")
-    ratios, grouping = [], []
+    ratios, grouping, runs, alones = [], [], [], []
     for r in range(1, args.rounds + 1):
         this = child(here, args.sessions, args.turns, args.commit_delay)
+        runs.append(this)
         print(line(f"round {r}", this))
         if args.ungrouped:
             alone = child(here, args.sessions, args.turns, args.commit_delay, ungrouped=True)
+            alones.append(alone)
             print(line("  ungrouped", alone))
             grouping.append(this["turns_per_s"] / alone["turns_per_s"])
             print(f"  grouped / ungrouped: {grouping[-1]:.2f}x turns/s")
@@ -199,10 +208,41 @@ def main() -> None:
             print(line("  before", that))
             ratios.append(this["turns_per_s"] / that["turns_per_s"])
             print(f"  this / before: {ratios[-1]:.2f}x turns/s")
+    print("goals (issue 30):")
+    flushed = statistics.median(run["flushed"] for run in runs)
+    at64 = "" if args.sessions >= 64 else f" (the goal is at 64 sessions; this run has {args.sessions})"
+    print(f"  flushed commits per turn: {flushed:.3f}, goal <= 0.25 at 64 sessions{at64}")
     if grouping:
-        print(f"median grouped / ungrouped: {statistics.median(grouping):.2f}x turns/s")
+        setting = "" if args.sessions >= 64 and args.commit_delay >= 2 else \
+            " (the goal is with --sessions 64 --commit-delay 2)"
+        print(f"  median grouped / ungrouped: {statistics.median(grouping):.2f}x turns/s, goal >= 4{setting}")
     if ratios:
-        print(f"median this / before: {statistics.median(ratios):.2f}x turns/s")
+        print(f"  median this / before: {statistics.median(ratios):.2f}x turns/s, goal >= 1.5 at 16 sessions "
+              "against 7797a50")
+    print("floors (this machine):")
+    commit_ms = commit_floor()
+    print(f"  one small flushed commit: {commit_ms:.3f} ms ({1000 / commit_ms:,.0f} commits/s); "
+          f"with the {args.commit_delay:g} ms delay: {commit_ms + args.commit_delay:.3f} ms")
+    if alones:
+        per_turn = statistics.median(alone["flushed"] for alone in alones)
+        print(f"  one commit per write: at most {1000 / (per_turn * (commit_ms + args.commit_delay)):,.0f} turns/s "
+              f"({per_turn:.2f} flushed commits per turn, each {commit_ms + args.commit_delay:.3f} ms)")
+    cpu_ms = statistics.median(run["cpu_ms"] for run in runs)
+    print(f"  CPU: at most {1000 / cpu_ms:,.0f} turns/s at {cpu_ms:.2f} ms of CPU per turn (grouped: the "
+          "process's CPU on one core, never idle; the store's thread can add a second core)")
+
+
+def commit_floor(count: int = 200) -> float:
+    """The median ms of one small flushed commit on this disk, made as ``SQLiteStore`` commits
+    (``bench/runtime_turns.py``'s ``CommitFloor``)."""
+    from runtime_turns import CommitFloor
+
+    with tempfile.TemporaryDirectory() as tmp:
+        floor = CommitFloor(Path(tmp))
+        for _ in range(count):
+            floor.commit()
+        asyncio.run(floor.store.close())
+        return statistics.median(floor.timings)
 
 
 if __name__ == "__main__":
