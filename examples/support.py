@@ -49,7 +49,15 @@ from tether import (
 )
 
 ORDERS_SQL = Path(__file__).with_name("data") / "orders.sql"
-ORDER_NUMBER = r"\b([A-Z]-\d{4})\b"
+# "A-1001", "a1001" and "A 1001" are one order number, spelled A-1001
+ORDER_NUMBER = r"\b([A-Z])[- ]?(\d{4})\b"
+
+
+def order_number() -> Any:
+    """The order number resolver: any spelling of a number, as A-1001."""
+    return pattern("order_number", ORDER_NUMBER, value=r"\1-\2", case="upper")
+
+
 # With no model, the menu routes on one keyword of the customer's answer.
 TOPICS = {"order": "orders", "address": "address", "refund": "refund", "person": "human"}
 
@@ -103,7 +111,7 @@ ask_order = collect(
     "ask_order",
     fields=["order_number"],
     ask="What's your order number? Order numbers look like A-1001.",
-    resolvers=[pattern("order_number", ORDER_NUMBER)],
+    resolvers=[order_number()],
     max_turns=3,
 )
 
@@ -139,7 +147,7 @@ address = Flow(
     nodes=[
         collect("address_order", fields=["order_number"],
                 ask="Which order should I update? Order numbers look like A-1001.",
-                resolvers=[pattern("order_number", ORDER_NUMBER)], max_turns=3),
+                resolvers=[order_number()], max_turns=3),
         action("address_check", known_order),
         collect("new_address", fields=["new_address"], ask="What's the new delivery address?",
                 resolvers=[whole_message("new_address", min_length=5, questions=False)], max_turns=3),
@@ -173,7 +181,7 @@ refund = Flow(
     nodes=[
         collect("refund_order", fields=["order_number"],
                 ask="Which order is the refund for? Order numbers look like A-1001.",
-                resolvers=[pattern("order_number", ORDER_NUMBER)], max_turns=3),
+                resolvers=[order_number()], max_turns=3),
         collect("refund_reason", fields=["refund_reason"], ask="In a few words, what went wrong?",
                 resolvers=[whole_message("refund_reason", min_length=3, questions=False)], max_turns=3),
         collect("refund_confirm", fields=["confirm_refund"],

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import ModuleType
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
 
 import pytest
 
 from tether import Message, TurnResult, Wake
+from tether.apps import load_app
 from tether.engine.core.session import Session
 from tether.testing import FakeClock, ScriptedModel, SequentialIds
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @pytest.fixture
@@ -109,3 +113,20 @@ async def test_the_menu_hands_the_message_to_the_flow_it_chains_into(support: Mo
     # the chained orders run inherits the floor and reads the order number from the same message
     assert result.text == "Order A-1002 is processing: it is being packed and will ship within 2 business days."
     assert [e.reason for e in result.ended] == ["flow", "answered"] and result.llm_calls == 0
+
+
+@pytest.mark.parametrize("form", ["py", "yaml"])
+@pytest.mark.parametrize("typed", ["a1002", "A 1002", "my order is a-1002"])
+async def test_an_order_number_is_read_however_it_is_typed(support: ModuleType, form: str, typed: str) -> None:
+    # "a1002" was asked for again until the customer was handed to a person
+    if form == "yaml":
+        support = SimpleNamespace(agent=load_app(str(EXAMPLES / "support.yaml")).agent())  # type: ignore[assignment]
+    chat = Chat(support)
+    await chat.say("where is my order")
+    result = await chat.say(typed)
+    assert result.text == "Order A-1002 is processing: it is being packed and will ship within 2 business days."
+    await chat.say("I need to change my delivery address")
+    asked = await chat.say("no, a 1003")  # not the same order: the other one, however it is typed
+    assert asked.text == "What's the new delivery address?"
+    confirm = await chat.say("5 Main Street, Springfield")
+    assert confirm.text.startswith("Change the delivery address of A-1003 to 5 Main Street, Springfield?")

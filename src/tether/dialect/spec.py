@@ -241,6 +241,9 @@ class PatternResolver(Strict):
     kind: Literal["pattern"]
     field: str
     regex: str
+    value: str | None = Field(default=None, description="the value, made from the match's groups (\\1 or "
+                              "\\g<name>); default: the first group, or the whole match")
+    case: Literal["upper", "lower"] | None = Field(default=None, description="the value in upper or lower case")
 
 
 class EnumResolver(Strict):

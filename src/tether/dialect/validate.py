@@ -46,6 +46,7 @@ from tether.dialect.spec import (
     FlowSpec,
     GotoRef,
     NodeSpec,
+    PatternResolver,
     ReplySpec,
     RouterSpec,
     StartFlowRef,
@@ -57,6 +58,7 @@ from tether.dialect.spec import (
 from tether.dialect.values import RESULTS_KEY, split_path
 from tether.errors import DefinitionIssue, FlowDefinitionError, RepairAction
 from tether.flow.durations import parse_duration
+from tether.flow.resolvers import pattern
 
 __all__ = ["Surface", "validate", "validate_flow", "validate_spec"]
 
@@ -161,6 +163,12 @@ def _check_collect(check: Checker, at: str, node: CollectSpec, scope: Scope) -> 
             check.unknown("unknown-field", "field", name, slots, f"{at}.{option}.{position}", nid)
     for position, resolver in enumerate(node.resolvers):
         check.unknown("unknown-field", "field", resolver.field, slots, f"{at}.resolvers.{position}.field", nid)
+        if isinstance(resolver, PatternResolver):
+            try:
+                pattern(resolver.field, resolver.regex, value=resolver.value, case=resolver.case)
+            except ValueError as exc:
+                check.add("invalid-pattern", str(exc), f"{at}.resolvers.{position}", node=nid,
+                          hint="a Python regular expression; value names its groups as \\1 or \\g<name>")
     for dest, source in (node.assign or {}).items():
         parts = split_path(dest)
         if len(parts) > 2 or (len(parts) == 2 and parts[0] != "state") or not parts[-1]:

@@ -7,8 +7,10 @@
   several -> ambiguous. Commas as thousands separators, decimals and signs are read.
 - ``jsonpath(field, path)``: reads ``input.*``, ``state.*`` or ``results.*`` from the run; a
   populated value -> hit.
-- ``pattern(field, regex)``: exactly one distinct match of ``regex`` in the text -> hit (the
-  first group if the pattern has one); several -> ambiguous.
+- ``pattern(field, regex, value=None, case=None)``: exactly one distinct match of ``regex`` in the
+  text -> hit (the first group if the pattern has one, or ``value`` expanded with the match's
+  groups, in upper or lower ``case``: ``r"\1-\2"`` and ``"upper"`` make "a1002" and "A 1002" one
+  spelling, ``A-1002``); several -> ambiguous.
 - ``whole_message(field)``: the user's whole (trimmed) message is the value, for free-text
   answers to a question the node asked.
 - ``enum_list(field, values)``: every one of ``values`` the text names (whole words, ignoring case;
@@ -140,11 +142,18 @@ class JsonPath:
 @dataclass(frozen=True)
 class Pattern:
     """Find exactly one distinct match of a regular expression (of several, the one after a
-    message's last correction word, when only one follows it: "A-1001, sorry, I meant A-1002")."""
+    message's last correction word, when only one follows it: "A-1001, sorry, I meant A-1002").
+
+    The value is the match's first group (the whole match when there is none), or ``value``
+    expanded with the match's groups (``re``'s template syntax, ``\\1`` or ``\\g<name>``), in
+    upper or lower ``case`` when one is set: one value however the customer spelled it, and two
+    spellings of it are not two matches."""
 
     field: str
     regex: str
     flags: int = re.IGNORECASE
+    value: str | None = None
+    case: Literal["upper", "lower"] | None = None
     kind: Literal["pattern"] = "pattern"
 
     @functools.cached_property
@@ -153,20 +162,27 @@ class Pattern:
 
     def resolve(self, text: str, frame: Mapping[str, Any]) -> Resolution:
         compiled = self._compiled
-        group = 1 if compiled.groups else 0
-        found = {m.group(group) for m in compiled.finditer(text)}
+        value = self._value
+        found = {value(m) for m in compiled.finditer(text)}
         if len(found) > 1:  # "A-1001, sorry, I meant A-1002": the match after the last correction word
             cut = max((m.end() for m in _SELF_CORRECTION.finditer(text)), default=None)
             if cut is not None:
-                found = {m.group(group) for m in compiled.finditer(text) if m.start() >= cut}
+                found = {value(m) for m in compiled.finditer(text) if m.start() >= cut}
             if len(found) != 1:
                 return Resolution("ambiguous")
         if len(found) == 1:
             return Resolution("hit", found.pop())
         return _MISS
 
+    def _value(self, match: re.Match[str]) -> str:
+        found = match.group(1 if match.re.groups else 0) if self.value is None else match.expand(self.value)
+        if self.case is None:
+            return found
+        return found.upper() if self.case == "upper" else found.lower()
+
     def describe(self) -> dict[str, Any]:
-        return {"kind": self.kind, "field": self.field, "regex": self.regex, "flags": self.flags}
+        return {"kind": self.kind, "field": self.field, "regex": self.regex, "flags": self.flags, "value": self.value,
+                "case": self.case}
 
 
 @dataclass(frozen=True)
@@ -336,10 +352,37 @@ def jsonpath(field: str, path: str) -> JsonPath:
     return JsonPath(field, path)
 
 
-def pattern(field: str, regex: str, *, flags: int = re.IGNORECASE) -> Pattern:
-    """Resolve ``field`` when ``regex`` matches exactly one distinct value in the text."""
-    re.compile(regex, flags)  # a bad pattern fails when the flow is defined
-    return Pattern(field, regex, flags)
+def pattern(field: str, regex: str, *, flags: int = re.IGNORECASE, value: str | None = None,
+            case: Literal["upper", "lower"] | None = None) -> Pattern:
+    """Resolve ``field`` when ``regex`` matches exactly one distinct value in the text: its first
+    group, or ``value`` expanded with the match's groups, in upper or lower ``case`` when one is
+    set (``pattern("order", r"\\b([A-Z])[- ]?(\\d{4})\\b", value=r"\\1-\\2", case="upper")`` reads
+    "a1002", "A 1002" and "A-1002" as ``"A-1002"``). A bad pattern, a ``value`` that names a group
+    the pattern does not have, or another ``case`` raises ``ValueError`` when the flow is defined."""
+    if case not in (None, "upper", "lower"):
+        raise ValueError(f"pattern resolver of {field!r}: case must be 'upper' or 'lower', not {case!r}")
+    try:
+        compiled = re.compile(regex, flags)
+    except re.error as exc:
+        raise ValueError(f"pattern resolver of {field!r}: bad regex {regex!r}: {exc}") from None
+    if value is not None:
+        _check_template(field, compiled, value)
+    return Pattern(field, regex, flags, value, case)
+
+
+_GROUP_REFERENCE = re.compile(r"\\(?:(\d+)|g<([^>]*)>)")
+
+
+def _check_template(field: str, compiled: re.Pattern[str], value: str) -> None:
+    """Refuse a ``value`` template that names a group ``compiled`` does not have (``re`` would
+    only say so at the first match, mid-conversation)."""
+    for reference in _GROUP_REFERENCE.finditer(value):
+        number, name = reference.groups()
+        ref = name if number is None else number
+        known = (ref.isdigit() and int(ref) <= compiled.groups) or ref in compiled.groupindex
+        if not known:
+            raise ValueError(f"pattern resolver of {field!r}: value {value!r} names group {ref!r}, which "
+                             f"the regex {compiled.pattern!r} does not have ({compiled.groups} groups)")
 
 
 def whole_message(field: str, *, min_length: int = 1, questions: bool = True) -> WholeMessage:
