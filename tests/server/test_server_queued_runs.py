@@ -13,7 +13,7 @@ from server_client import app_client
 
 from tether.server import create_app
 from tether.stores import SQLiteStore
-from tether.workflow_host import SnapshotStore, queue_run
+from tether.workflow_host import RunQueueTask, SnapshotStore, queue_run
 
 
 def chain(log: Path) -> dict[str, object]:
@@ -64,3 +64,18 @@ async def test_an_app_without_the_worker_leaves_the_run_queued(tmp_path: Path) -
         assert await status(store, "r") == "running" and len(await store.queued_runs()) == 1
     finally:
         await store.close()
+
+
+async def test_a_stop_right_after_the_start_ends_the_worker_without_its_grace(tmp_path: Path) -> None:
+    # the worker cleared its stop flag when its loop first ran: a stop made before then was lost,
+    # and the app's shutdown waited out the grace (10 s) and cancelled it
+    worker = RunQueueTask(SQLiteStore(tmp_path / "t.db"), grace=5)
+    worker.start()
+    task = worker._task
+    assert task is not None
+    await worker.stop()  # awaited here, not in a task of its own: the worker has not run a step yet
+    assert task.done() and not task.cancelled()  # it ended on its own, not cancelled at the grace
+    worker.start()  # and starts again after a stop
+    assert worker.running
+    await worker.stop()
+    assert not worker.running

@@ -211,8 +211,14 @@ class RunQueueTask(BackgroundTask):
         self.store, self.model, self.poll, self.lease, self.grace = store, model, poll, lease, grace
         self._stop = asyncio.Event()
 
+    def start(self) -> None:
+        """Start driving queued runs in the running loop (no-op when it runs already); a ``stop``
+        from now on ends it, even one made before its first step."""
+        if not self.running:
+            self._stop.clear()
+        super().start()
+
     async def _loop(self) -> None:
-        self._stop.clear()
         while not self._stop.is_set():
             try:
                 await drive_stored_runs(self.store, model=self.model, poll=self.poll, lease=self.lease,
