@@ -24,8 +24,9 @@ be asked for).
 from __future__ import annotations
 
 import functools
+import operator
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -160,9 +161,16 @@ class Pattern:
     def _compiled(self) -> re.Pattern[str]:
         return re.compile(self.regex, self.flags)  # once per resolver: every message is read with it
 
+    @functools.cached_property
+    def _read(self) -> Callable[[re.Match[str]], str]:
+        """What a match's value is (the first group, as it is, needs no call of ours)."""
+        if self.value is None and self.case is None:
+            return operator.methodcaller("group", 1 if self._compiled.groups else 0)
+        return self._value
+
     def resolve(self, text: str, frame: Mapping[str, Any]) -> Resolution:
         compiled = self._compiled
-        value = self._value
+        value = self._read
         found = {value(m) for m in compiled.finditer(text)}
         if len(found) > 1:  # "A-1001, sorry, I meant A-1002": the match after the last correction word
             cut = max((m.end() for m in _SELF_CORRECTION.finditer(text)), default=None)
