@@ -126,11 +126,13 @@ async def test_two_workers_and_one_killed_mid_way_leave_every_run_complete(
     """20 runs of a 10-node chain; the odd nodes declare a retry, the even ones none. One of two
     workers is killed a quarter of the way: every run completes (a node left in doubt that may not
     run again is retried by a person), and only the node the killed worker had in flight ran twice."""
-    folder, file = tmp_path / "marks", tmp_path / "chain.json"
+    folder, file, killed = tmp_path / "marks", tmp_path / "chain.json", tmp_path / "killed"
     folder.mkdir()
     ids = [f"n{i}" for i in range(NODES)]
-    nodes = [fn(n, f"mktemp {folder}/$RUN.{n}.XXXXXX; sleep 0.03", contract={"input": {"RUN": "${input.run}"}},
-                control={"retries": i % 2}) for i, n in enumerate(ids)]
+    # each command lasts a while, so the kill most likely lands while one runs (a node in flight);
+    # once the kill is done the pause has nothing left to catch, and the survivor runs without it
+    nodes = [fn(n, f"mktemp {folder}/$RUN.{n}.XXXXXX; [ -f {killed} ] || sleep 0.03",
+                contract={"input": {"RUN": "${input.run}"}}, control={"retries": i % 2}) for i, n in enumerate(ids)]
     file.write_text(json.dumps(definition(nodes, list(itertools.pairwise(ids)), input={"run": ""})))
     backend = await open_backend(durable, clock, tmp_path)
     workers: list[asyncio.subprocess.Process] = []
@@ -143,6 +145,7 @@ async def test_two_workers_and_one_killed_mid_way_leave_every_run_complete(
         await until(lambda: sum(marks(folder).values()) >= RUNS * NODES // 4, "a quarter of the work")
         workers[0].kill()
         await workers[0].wait()
+        killed.touch()
 
         retried: list[str] = []
         for _ in range(3000):
