@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from cli_helpers import EXAMPLES, child_env, tether
 
+from tether.cli import _workflow_run
 from tether.cli._workflow_runs import _runs
 from tether.engine.core.session import Session
 from tether.stores import MemoryStore, SQLiteStore
@@ -235,7 +236,11 @@ edges:
     assert tether("workflow", "run", file, "--run", "x", "--db", db, "--detach").code != 0
 
 
-async def test_workflow_run_holds_the_run_so_a_worker_leaves_it_alone(tmp_path: Path) -> None:
+async def test_workflow_run_holds_the_run_so_a_worker_leaves_it_alone(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # the lease is held for the whole call: how long the command waits for it before it gives
+    # up (5 s) changes nothing here
+    monkeypatch.setattr(_workflow_run, "LEASE_WAIT", 0.2)
     db = tmp_path / "t.db"
     file = EXAMPLES / "release.yaml"
     stored = await asyncio.to_thread(tether, "workflow", "run", file, "--db", db, "--detach", "--workspace", tmp_path)
