@@ -127,7 +127,7 @@ def helper_agent() -> Agent:
 
 
 def waker_agent() -> Agent:
-    """Answers the first message ``ok``, parks on a three-second timer (a stored wake: an action,
+    """Answers the first message ``ok``, parks on a one-second timer (a stored wake: an action,
     not a message, follows it), then says ``woke``."""
 
     @action("mark")
@@ -135,7 +135,7 @@ def waker_agent() -> Agent:
         return goto("woke", data={"woke": True})
 
     woke = reply("woke", response="woke", next=end("woke"))
-    pause = wait("pause", timer="3s", then=mark)
+    pause = wait("pause", timer="1s", then=mark)
     first = reply("first", response="ok", next=pause)
     return Agent("Waker", flows=[Flow("nap", start=first, nodes=[first, pause, mark, woke], on=[on_message()])])
 
