@@ -5,6 +5,7 @@ that changes nothing, and every action is an event on the run."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from tether.models.types import ModelResponse, ToolCall
 from tether.runtime import Runtime
 from tether.server import create_app
 from tether.testing import ScriptedModel
-from tether.workflow_host import WorkflowRun, drive_stored_runs
+from tether.workflow_host import WorkflowRun, act_on_run, drive_stored_runs
 
 OPERATOR_KEYS = {"key-ann": "acme", "key-bob": "globex"}
 ANN = {"Authorization": "Bearer key-ann"}
@@ -127,7 +128,12 @@ async def test_runs_are_scoped_by_tenant_and_another_tenants_run_is_a_404(
 
 
 async def test_a_refused_action_answers_a_clear_4xx_and_changes_nothing(
-        client: httpx.AsyncClient, runtime: Runtime) -> None:
+        client: httpx.AsyncClient, runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tether.server import workflow_runs
+
+    # the run's lease is held for the whole busy request below: how long the route waits for it
+    # before it answers run-busy (ACT_WAIT, 2 s) changes nothing here
+    monkeypatch.setattr(workflow_runs, "act_on_run", functools.partial(act_on_run, wait=0.2))
     rid = (await _start(client, "ship"))["run"]
     await drive_stored_runs(runtime.store, once=True)
     before = await _revision(runtime, rid)
