@@ -123,7 +123,10 @@ async def test_the_same_history_again_is_the_same_turn(base: str, runtime: Runti
 
 
 async def test_an_sdk_retry_after_a_5xx_runs_one_turn_in_one_session(
-        base: str, runtime: Runtime, failures: list[int]) -> None:
+        base: str, runtime: Runtime, failures: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    # the SDK still retries each 502 on its own; only its back-off before a retry (0.5 s, then
+    # 1 s: ~2 s of this test) is shortened, which the server cannot tell from a slow client
+    monkeypatch.setattr(openai._base_client, "INITIAL_RETRY_DELAY", 0.01)
     failures.extend([1, 1])  # the first request and its first retry fail with 502; the second retry works
     async with _client(base, max_retries=2) as client:
         first = [{"role": "user", "content": "hi"}]
