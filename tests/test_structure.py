@@ -11,6 +11,7 @@ listed modules and comes back is caught too.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -70,6 +71,17 @@ def _graph(modules: dict[str, Path]) -> dict[str, set[str]]:
     return edges
 
 
+@functools.cache
+def _parsed_graph() -> dict[str, set[str]]:
+    return _graph(_modules())
+
+
+def _tether_graph() -> dict[str, set[str]]:
+    """The import graph of ``src/tether`` (each test gets its own copy): the sources are parsed
+    once per process, not once per test that reads the graph."""
+    return {name: set(targets) for name, targets in _parsed_graph().items()}
+
+
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected components with more than one module (Tarjan, iteratively)."""
     index: dict[str, int] = {}
@@ -122,14 +134,14 @@ def test_the_cycle_finder_sees_a_cycle() -> None:
 
 
 def test_no_import_cycle_runs_through_the_listed_modules() -> None:
-    tangled = [c for c in _cycles(_graph(_modules())) if ACYCLIC & set(c)]
+    tangled = [c for c in _cycles(_tether_graph()) if ACYCLIC & set(c)]
     assert not tangled, f"import cycles through {sorted(ACYCLIC)}: {tangled}"
 
 
 def test_no_import_cycle_anywhere_in_tether() -> None:
     """Arrows point down everywhere: a new cycle anywhere in ``src/tether`` fails here, not only
     one through the modules listed above."""
-    assert _cycles(_graph(_modules())) == []
+    assert _cycles(_tether_graph()) == []
 
 
 def _is_cli(module: str) -> bool:
@@ -139,7 +151,7 @@ def _is_cli(module: str) -> bool:
 def test_only_the_cli_imports_the_cli() -> None:
     """The ``tether`` command sits on top: every other package (``tether.testing`` too) is a
     library it builds on, so no arrow points from one of them up into ``tether.cli``."""
-    upward = sorted(f"{name} -> {target}" for name, targets in _graph(_modules()).items() if not _is_cli(name)
+    upward = sorted(f"{name} -> {target}" for name, targets in _tether_graph().items() if not _is_cli(name)
                     for target in targets if _is_cli(target))
     assert not upward, f"modules outside tether.cli import it: {upward}"
 
@@ -176,7 +188,7 @@ def test_every_module_is_in_a_layer() -> None:
 def test_arrows_point_down_the_layers() -> None:
     """Each room holds one idea and builds only on the rooms below it: an import into a room of the
     same or a higher layer (other than its own) fails here, naming the arrow."""
-    upward = sorted(f"{name} -> {target}" for name, targets in _graph(_modules()).items() for target in targets
+    upward = sorted(f"{name} -> {target}" for name, targets in _tether_graph().items() for target in targets
                     if _room(name) != _room(target) and _layer(_room(target)) <= _layer(_room(name)))
     assert not upward, f"imports that do not point down the layers: {upward}"
 
@@ -217,7 +229,7 @@ def test_the_engine_rule_sees_an_arrow_that_points_up() -> None:
 
 
 def test_engine_packages_import_only_the_packages_below_them() -> None:
-    upward = _upward_engine_arrows(_graph(_modules()))
+    upward = _upward_engine_arrows(_tether_graph())
     assert not upward, f"engine imports that point up (turn > graph > step > core): {upward}"
 
 
