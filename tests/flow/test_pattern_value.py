@@ -36,8 +36,9 @@ def test_named_groups_and_lower_case() -> None:
 
 
 @pytest.mark.parametrize(("kwargs", "named"), [
-    ({"value": r"\1-\3"}, "names group '3'"),
-    ({"value": r"\g<missing>"}, "names group 'missing'"),
+    ({"value": r"\1-\3"}, "invalid group reference 3"),
+    ({"value": r"\g<missing>"}, "unknown group name 'missing'"),
+    ({"value": r"\g<1"}, "missing >"),
     ({"regex": r"\b((A)"}, "bad regex"),
     ({"case": "title"}, "case must be 'upper' or 'lower'"),
 ])
@@ -78,4 +79,4 @@ def test_a_flow_file_with_a_template_its_regex_cannot_fill_is_an_issue_at_its_re
     issues = validate(parse_text(FLOW.replace("\\\\1-\\\\2", "\\\\1-\\\\3")))
     assert [(i.code, i.node, i.path) for i in issues] == [
         ("invalid-pattern", "ask_order", "flow.nodes.0.resolvers.0")]
-    assert "names group '3'" in issues[0].message
+    assert "invalid group reference 3" in issues[0].message

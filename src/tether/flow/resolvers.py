@@ -378,19 +378,17 @@ def pattern(field: str, regex: str, *, flags: int = re.IGNORECASE, value: str | 
     return Pattern(field, regex, flags, value, case)
 
 
-_GROUP_REFERENCE = re.compile(r"\\(?:(\d+)|g<([^>]*)>)")
-
-
 def _check_template(field: str, compiled: re.Pattern[str], value: str) -> None:
-    """Refuse a ``value`` template that names a group ``compiled`` does not have (``re`` would
-    only say so at the first match, mid-conversation)."""
-    for reference in _GROUP_REFERENCE.finditer(value):
-        number, name = reference.groups()
-        ref = name if number is None else number
-        known = (ref.isdigit() and int(ref) <= compiled.groups) or ref in compiled.groupindex
-        if not known:
-            raise ValueError(f"pattern resolver of {field!r}: value {value!r} names group {ref!r}, which "
-                             f"the regex {compiled.pattern!r} does not have ({compiled.groups} groups)")
+    """Refuse a ``value`` template ``re`` could not expand with ``compiled``'s groups (it would only
+    say so at the first match, mid-conversation): the template is expanded by ``re`` itself, on
+    the empty match of the same pattern with an empty alternative (same groups, all unmatched)."""
+    try:
+        empty = re.compile(f"{compiled.pattern}|", compiled.flags).match("")
+        if empty is not None:  # None only when a verbose pattern's last comment swallows the "|"
+            empty.expand(value)
+    except (re.error, IndexError) as exc:
+        raise ValueError(f"pattern resolver of {field!r}: value {value!r} does not fit the regex "
+                         f"{compiled.pattern!r} ({compiled.groups} groups): {exc}") from None
 
 
 def whole_message(field: str, *, min_length: int = 1, questions: bool = True) -> WholeMessage:
