@@ -51,6 +51,11 @@ from tether import (
 ORDERS_SQL = Path(__file__).with_name("data") / "orders.sql"
 # "A-1001", "a1001" and "A 1001" are one order number, spelled A-1001
 ORDER_NUMBER = r"\b([A-Z])[- ]?(\d{4})\b"
+# "... to 5 Main Street, Springfield": a house number, then words, up to "please", "for", "thanks"
+NEW_ADDRESS = r"\bto\s+(\d+\w*(?:[ ,]+(?!(?:please|for|thanks?|and)\b)[A-Za-z][\w.'-]*)+)"
+# the reasons the knowledge base names, as said in "a refund for A-1003, it arrived broken"
+REFUND_REASON = (r"\b(never (?:arrived|came)|arrived (?:broken|damaged|late)|(?:is|was|came) (?:broken|damaged)"
+                 r"|broken|damaged|wrong (?:item|size|colou?r)|not as described|charged twice)\b")
 
 
 def order_number() -> Any:
@@ -150,7 +155,10 @@ address = Flow(
                 resolvers=[order_number()], max_turns=3),
         action("address_check", known_order),
         collect("new_address", fields=["new_address"], ask="What's the new delivery address?",
-                resolvers=[whole_message("new_address", min_length=5, questions=False)], max_turns=3),
+                # the answer to the question is taken whole; an address said before it was asked
+                # ("change the address of A-1002 to 5 Main Street"), by its pattern
+                resolvers=[whole_message("new_address", min_length=5, questions=False),
+                           pattern("new_address", NEW_ADDRESS)], max_turns=3),
         collect("confirm", fields=["confirm_address"],
                 ask=lambda missing, state: (f"Change the delivery address of {state['order_number']} to "
                                             f"{state['new_address']}? Please answer yes or no."),
@@ -183,7 +191,9 @@ refund = Flow(
                 ask="Which order is the refund for? Order numbers look like A-1001.",
                 resolvers=[order_number()], max_turns=3),
         collect("refund_reason", fields=["refund_reason"], ask="In a few words, what went wrong?",
-                resolvers=[whole_message("refund_reason", min_length=3, questions=False)], max_turns=3),
+                # the answer to the question is taken whole; a reason said before it was asked, by its pattern
+                resolvers=[whole_message("refund_reason", min_length=3, questions=False),
+                           pattern("refund_reason", REFUND_REASON, case="lower")], max_turns=3),
         collect("refund_confirm", fields=["confirm_refund"],
                 ask="Open a refund request for order ${order_number} (${refund_reason})? Please answer yes or no.",
                 resolvers=[enum_check("confirm_refund", ["yes", "no"])], max_turns=3),

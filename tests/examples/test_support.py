@@ -130,3 +130,37 @@ async def test_an_order_number_is_read_however_it_is_typed(support: ModuleType, 
     assert asked.text == "What's the new delivery address?"
     confirm = await chat.say("5 Main Street, Springfield")
     assert confirm.text.startswith("Change the delivery address of A-1003 to 5 Main Street, Springfield?")
+
+
+@pytest.mark.parametrize("form", ["py", "yaml"])
+@pytest.mark.parametrize(("opening", "reason"), [
+    ("I want a refund for A-1003, it arrived broken", "arrived broken"),
+    ("refund A-1003 please, I was charged twice", "charged twice"),
+    ("a 1003 never arrived, I want my money back", "never arrived"),
+])
+async def test_a_refund_reason_said_up_front_is_not_asked_for(support: ModuleType, form: str, opening: str,
+                                                              reason: str) -> None:
+    # the reason step asked "what went wrong?" though the opening had said it
+    if form == "yaml":
+        support = SimpleNamespace(agent=load_app(str(EXAMPLES / "support.yaml")).agent())  # type: ignore[assignment]
+    chat = Chat(support)
+    confirm = await chat.say(opening)
+    assert confirm.text == f"Open a refund request for order A-1003 ({reason})? Please answer yes or no."
+    assert chat.asking() == ["refund/refund_confirm"] and confirm.llm_calls == 0
+    done = await chat.say("yes")
+    assert done.text.startswith("I've opened refund request R-") and done.status == "ended"
+
+
+@pytest.mark.parametrize("form", ["py", "yaml"])
+async def test_an_address_said_up_front_is_read_back(support: ModuleType, form: str) -> None:
+    if form == "yaml":
+        support = SimpleNamespace(agent=load_app(str(EXAMPLES / "support.yaml")).agent())  # type: ignore[assignment]
+    chat = Chat(support)
+    confirm = await chat.say("please change the address of a1002 to 4 Elm Rd, Leeds for me")
+    assert confirm.text == "Change the delivery address of A-1002 to 4 Elm Rd, Leeds? Please answer yes or no."
+    assert chat.asking() == ["address/confirm"]
+    # an answer to the question is still taken whole, as the customer wrote it
+    chat = Chat(support)
+    await chat.say("change the address of A-1002")
+    confirm = await chat.say("Flat 2, 4 Elm Rd, Leeds")
+    assert confirm.text == "Change the delivery address of A-1002 to Flat 2, 4 Elm Rd, Leeds? Please answer yes or no."

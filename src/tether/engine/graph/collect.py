@@ -49,9 +49,10 @@ from tether.engine.graph.moves import silenced
 from tether.engine.graph.reuse import confirm_reused
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node, Reply
+from tether.flow.resolvers import Pattern
 from tether.flow.transitions import Escalate, Goto, is_code
 
-__all__ = ["complete", "dispatch_collect", "question_first"]
+__all__ = ["complete", "dispatch_collect", "question_first", "read_again"]
 
 
 def complete(ts: TurnState, run: Run, node: Collect, *, code: str | None = None) -> Any:
@@ -94,12 +95,13 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
     """Dispatch a collect node; returns a transition, a static target, or a pause."""
     if (asked := confirm_reused(ts, run, flow, node)) is not None:
         return asked
+    read = read_again(ts, run, flow, node)
     known = not missing(ts, run, node) and not run.staying
     answering = ts.message_available(run) and ts.asking_at.get(run.id) == node.id
     if known and not (ts.message_available(run) and (answering or not node.phrased_by_model)):
         # nothing to ask: skipped, and the message (if any) stays for the next step that reads it.
         # A deterministic node with a fresh message still makes its correction pass (below).
-        return complete(ts, run, node, code="already-known")
+        return complete(ts, run, node, code=None if read else "already-known")
     quiet = silenced(ts, run, flow, node, then=Static(node.on_complete if node.on_complete is not None and
                                                       not is_code(node.on_complete) else _next()))
     if quiet is not None:
@@ -181,6 +183,29 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
     ts.outcome(run, status="waiting", kind="collect", node_id=node.id, detail=", ".join(still))
     run.status = "asking"
     return ASKING
+
+
+def read_again(ts: TurnState, run: Run, flow: Flow, node: Collect) -> dict[str, str]:
+    """Read the message an earlier collect step of the run read this turn with this step's
+    ``pattern`` resolvers, for the fields it still misses: "a refund for A-1003, it arrived
+    broken" gives the order step its number and the reason step its reason, with no model, as a
+    form fills every slot a message names. Only patterns: a whole-message or yes/no resolver
+    answers the question its step asked, never one the step has not asked yet. Returns the
+    fields read, with their source."""
+    by = ts.consumed_by.get(run.id)
+    if by is None or by == node.id or ts.message is None or not isinstance(flow.by_id.get(by), Collect):
+        return {}
+    wanted = missing(ts, run, node)
+    if not any(isinstance(r, Pattern) and r.field in wanted for r in node.resolvers):
+        return {}
+    hits, _ = resolve(ts, run, node, wanted, patterns_only=True)
+    if not hits:
+        return {}
+    sources, rejected = merge_values(ts, run, node, hits, source="deterministic", guard=False)
+    ts.emit(CollectUpdate(run_id=run.id, flow=flow.id, at=ts.now, node=node.id,
+                          collected={n: value_of(ts, run, node, n) for n in sources},
+                          missing=missing(ts, run, node), sources=sources, rejected=rejected))
+    return sources
 
 
 def _not_understood(ts: TurnState, run: Run, node: Collect, *, understood: bool) -> Escalate | None:

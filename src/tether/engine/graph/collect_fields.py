@@ -18,7 +18,7 @@ from tether.engine.graph.extract import passes_verbatim_guard, validate_value
 from tether.flow.choices import match_choice
 from tether.flow.fields import is_known
 from tether.flow.nodes import Collect
-from tether.flow.resolvers import WholeMessage
+from tether.flow.resolvers import Pattern, WholeMessage
 
 __all__ = ["ask_text", "asking_text", "clear_caches", "gathered", "has_value", "humanize", "merge_values", "missing",
            "missing_names", "pending", "purge_invalid", "question_text", "resolve", "value_of"]
@@ -110,18 +110,22 @@ def purge_invalid(ts: TurnState, run: Run, node: Collect) -> None:
             del frame[name]
 
 
-def resolve(ts: TurnState, run: Run, node: Collect, wanted: list[str],
-             judged: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], set[str]]:
+def resolve(ts: TurnState, run: Run, node: Collect, wanted: list[str], judged: Mapping[str, Any] | None = None,
+            *, patterns_only: bool = False) -> tuple[dict[str, Any], set[str]]:
     """The deterministic resolvers' reading of the message. A ``whole_message`` resolver takes
     anything, so it never overrides the model's explicit null for its field (``judged``): a
-    question typed mid-form is not the answer to the form's question."""
+    question typed mid-form is not the answer to the form's question. ``patterns_only``: only the
+    ``pattern`` resolvers read it (see :func:`read_again`)."""
     hits: dict[str, Any] = {}
     ambiguous: set[str] = set()
-    if node.choices and node.slots[0] in wanted and (picked := match_choice(ts.message_text, node.choices)):
+    if not patterns_only and node.choices and node.slots[0] in wanted \
+            and (picked := match_choice(ts.message_text, node.choices)):
         hits[node.slots[0]] = picked.id  # the customer tapped (or typed) a choice: no model call
     frame = {"input": run.input, "state": ts.state_view(run), "results": run.state.get("__results", {})}
     for resolver in node.resolvers:
         if resolver.field not in wanted or resolver.field in hits or resolver.field in ambiguous:
+            continue
+        if patterns_only and not isinstance(resolver, Pattern):
             continue
         if isinstance(resolver, WholeMessage) and judged is not None and resolver.field in judged \
                 and judged[resolver.field] is None:
