@@ -144,3 +144,31 @@ def test_the_published_schemas_are_current(kind: str) -> None:
     published = EXAMPLES.parent / "schemas" / f"{kind}-file.v1.schema.json"
     assert json.loads(published.read_text()) == flow_file_schema(kind), (
         f"{published.name} is stale: regenerate it with `tether schema {kind} > schemas/{published.name}`")
+
+
+IDLE_AGENT = """\
+agent:
+  name: Ava
+  code: {code}
+  tools: [book_shipment]
+  {idle}
+  flows:
+    - id: f
+      on: [{{kind: message, phrases: [hello]}}]
+      nodes:
+        - {{kind: reply, id: r, response: {{template: hi}}}}
+"""
+
+
+def test_idle_tools_name_what_the_idle_speaker_may_call(tmp_path: Path) -> None:
+    code = EXAMPLES / "shipping_code.py"
+    agent = load(write(tmp_path, IDLE_AGENT.format(code=code, idle="idle_tools: [book_shipment]"), "a.yaml"))
+    assert isinstance(agent, Agent) and agent.idle is not None and agent.idle.tools == ("book_shipment",)
+    plain = load(write(tmp_path, IDLE_AGENT.format(code=code, idle="idle: Be brief."), "b.yaml"))
+    assert isinstance(plain, Agent) and plain.idle is not None and plain.idle.tools is None  # none offered
+    with pytest.raises(FlowDefinitionError) as wrong:
+        load(write(tmp_path, IDLE_AGENT.format(code=code, idle="idle_tools: [book_shipmnt]"), "c.yaml"))
+    assert "idle_tools names tool 'book_shipmnt'" in str(wrong.value) and "agent.idle_tools.0" in str(wrong.value)
+    with pytest.raises(FlowDefinitionError, match="silent idle speaker"):
+        load(write(tmp_path, IDLE_AGENT.format(code=code, idle="idle: silent\n  idle_tools: [book_shipment]"),
+                   "d.yaml"))

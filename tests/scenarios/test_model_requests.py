@@ -14,7 +14,21 @@ from harness import Conversation
 from pydantic import BaseModel
 
 from example_modules import load_example as shared_load_example
-from tether import Agent, Compaction, Field, Flow, collect, decide, end, goto, on_message, reply, tool, whole_message
+from tether import (
+    Agent,
+    Compaction,
+    Field,
+    Flow,
+    Idle,
+    collect,
+    decide,
+    end,
+    goto,
+    on_message,
+    reply,
+    tool,
+    whole_message,
+)
 from tether.errors import ModelError
 from tether.models.types import ModelRequest
 from tether.testing import ScriptedModel
@@ -108,10 +122,14 @@ async def test_a_reply_is_offered_only_the_tools_it_declares() -> None:
     assert offered == [["lookup"], [], ["cancel"]]
 
 
-async def test_the_idle_speaker_keeps_the_agents_tools() -> None:
+async def test_the_idle_speaker_is_offered_only_the_tools_its_idle_names() -> None:
+    # a tool registered for actions (a booking) is not one the model may call while it chats
     model = ScriptedModel(speak=["Hi!"])
-    convo = Conversation(Agent("Ava", tools=[lookup]), model)
-    await convo.say("hello")
+    await Conversation(Agent("Ava", tools=[lookup]), model).say("hello")
+    (speak,) = requests(model, "speak")
+    assert speak.tools == ()
+    model = ScriptedModel(speak=["Hi!"])
+    await Conversation(Agent("Ava", tools=[lookup], idle=Idle(tools=("lookup",))), model).say("hello")
     (speak,) = requests(model, "speak")
     assert [t.name for t in speak.tools] == ["lookup"]
 

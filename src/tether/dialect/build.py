@@ -79,7 +79,7 @@ from tether.flow import (
     wait,
     whole_message,
 )
-from tether.flow.agent_def import Compaction
+from tether.flow.agent_def import Compaction, Idle
 from tether.flow.choices import ChoiceReply
 from tether.flow.gates import Gate, GateScope, judge_gate, predicate_gate
 from tether.flow.nodes import Branch, Node, Verify, branch
@@ -507,8 +507,11 @@ def agent_options(spec: AgentSpec, registry: Registry | None = None) -> dict[str
                           f.ask, f.extract, f.reuse, f.allow_empty) for name, f in spec.fields.items()}
     compaction = Compaction(**spec.compaction.model_dump()) if spec.compaction is not None else None
     chosen = spec.tools if spec.tools is not None else list(tools)
+    idle: Idle | str | None = spec.idle
+    if spec.idle_tools and spec.idle != "silent":
+        idle = Idle(prompt=spec.idle or "", tools=tuple(spec.idle_tools))
     return {"persona": spec.persona, "goal": spec.goal, "knowledge": spec.knowledge,
             "instructions": list(spec.instructions), "fields": fields,
             "flows": [build_flow(f, registry) for f in spec.flows],
-            "tools": [tools[name] for name in chosen if name in tools], "idle": spec.idle,
+            "tools": [tools[name] for name in chosen if name in tools], "idle": idle,
             "history_window": spec.history_window, "compaction": compaction, "failure_reply": spec.failure_reply}

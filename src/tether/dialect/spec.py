@@ -516,6 +516,8 @@ class AgentSpec(Strict):
     fields: dict[str, FieldSpec] = {}
     tools: list[str] | None = None
     idle: str | None = None
+    idle_tools: list[str] = []
+    """The tools the idle speaker (the agent's voice when no flow answers) may call; none by default."""
     history_window: int = Field(default=40, ge=1)
     compaction: CompactionSpec | None = None
     failure_reply: str | None = None

@@ -418,6 +418,15 @@ def validate_spec(spec: AgentSpec | FlowSpec, registry: Registry | None = None,
                 known = sorted(registry.tools_by_name)
                 issues.append(DefinitionIssue("unknown-tool", f"unknown tool {name!r}", path=f"agent.tools.{index}",
                                               hint=did_you_mean(name, known) or f"registered: {', '.join(known)}"))
+        for index, name in enumerate(spec.idle_tools):
+            if spec.idle == "silent":
+                issues.append(DefinitionIssue("invalid-idle", "idle_tools names tools for a silent idle speaker",
+                                              path=f"agent.idle_tools.{index}",
+                                              hint="remove idle: silent or idle_tools"))
+            elif spec.tools is not None and name not in spec.tools:
+                issues.append(DefinitionIssue("unknown-tool", f"idle_tools names tool {name!r}, which the agent does "
+                                              "not have", path=f"agent.idle_tools.{index}",
+                                              hint=did_you_mean(name, spec.tools) or "add it to tools"))
         for index, flow in enumerate(spec.flows):
             if flow.id in seen:
                 issues.append(DefinitionIssue("duplicate-flow-id", f"flow id {flow.id!r} is used twice", flow=flow.id,

@@ -19,7 +19,8 @@ customer.
 The envelope is ``{message, ...pending fields}``, every property required and nullable, so one
 call both answers and extracts. A reply is offered only the tools its node declares (``tools=``
 on the reply, else on its flow; none by default); the idle speaker, the agent's own voice, is
-offered ``idle.tools`` or else every agent tool. Tools run in rounds; after ``max_tool_loops``
+offered ``idle.tools``, none by default: a tool registered for an action to call (a booking, an
+order) is not one the model may call while it chats. Tools run in rounds; after ``max_tool_loops``
 rounds the model is asked once more without tools. A provider failure or an empty message is
 ``deferred``. With no model, a reply with a ``fallback`` says it; any other speaker says the
 agent's ``failure_reply`` (the developer's "set TETHER_MODEL" hint goes to the log and an
@@ -124,18 +125,16 @@ def _instruction_lines(ts: TurnState, run: Run | None, items: tuple[Any, ...]) -
 
 def _tools_for(ts: TurnState, flow: Flow | None, node: Node | None) -> list[Tool]:
     """The tools this speaker may call: what its node (else its flow) declares, none by default;
-    the idle speaker gets ``idle.tools``, else every agent tool."""
+    the idle speaker gets ``idle.tools``, none by default."""
     if ts.agent.max_tool_loops == 0:
         return []
-    names: tuple[str, ...] | None = None
+    names: tuple[str, ...] = ()
     if isinstance(node, Reply) and node.tools is not None:
         names = node.tools
     elif flow is not None:
         names = flow.tools or ()
     elif ts.agent.idle is not None and ts.agent.idle.tools is not None:
         names = ts.agent.idle.tools
-    if names is None:
-        return list(ts.agent.tools)
     return [ts.agent.tools_by_name[n] for n in names if n in ts.agent.tools_by_name]
 
 
