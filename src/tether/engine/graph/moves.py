@@ -65,6 +65,18 @@ def _reads_steps(check: Callable[..., Any]) -> bool:
     return len(positional) >= 3 or any(p.kind == p.VAR_POSITIONAL for p in params)
 
 
+def merge_data(ts: TurnState, run: Run, data: Mapping[str, Any]) -> None:
+    """Merge a transition's ``data``: a declared agent field is the session's (it outlives the run,
+    as a collected one does, and a later flow finds it known); any other key is the run's state."""
+    fields = ts.agent.fields
+    for name, value in data.items():
+        if name in fields:
+            ts.session.data[name] = value
+            run.state.pop(name, None)  # no stale copy shadowing it in the run's view
+        else:
+            run.state[name] = value
+
+
 async def reduce(ts: TurnState, run: Run, flow: Flow, source: str, move_: Goto) -> None:
     """Emit the transition events, merge data, apply the entered node's context strategy and
     record the new position."""
@@ -74,7 +86,7 @@ async def reduce(ts: TurnState, run: Run, flow: Flow, source: str, move_: Goto) 
     ts.emit(NodeEnter(run_id=run.id, flow=flow.id, at=ts.now, node=target.id))
     announce_choices(ts, run, flow.id, target)
     if move_.data:
-        run.state.update(move_.data)
+        merge_data(ts, run, move_.data)
     for name in move_.clear:
         run.state.pop(name, None)
         ts.session.data.pop(name, None)
