@@ -278,8 +278,8 @@ def reask_after_detour(ts: TurnState, *, spoken: bool) -> Run | None:
         run = max(suspended, key=lambda r: (r.suspended_at or r.started_at))
     node = _asking_node(ts, run)
     still = missing(ts, run, node) if node is not None else []
-    if node is None or not still or message_trigger(ts.agent.flows_by_id[run.flow], catch_all=True) is not None:
-        return None  # a catch-all's question is its opening ("what would you like to do?"): not a task to resume
+    if node is None or not still or _opening(ts, run):
+        return None  # a catch-all's first question is its opening ("what would you like to do?"): not a task
     if not asking:
         resume_suspended(ts)
     restore_values(ts, run)
