@@ -33,6 +33,9 @@ SIZES = ("small", "medium", "large")
 TOPPINGS = ("cheese", "ham", "mushrooms", "olives", "onions", "pepperoni", "pineapple", "peppers", "green peppers")
 PRICES = {"small": 8, "medium": 10, "large": 12}
 PER_TOPPING = 1.5
+# said in the greeting (with no model nothing else answers "how much is a large?") and known to the model
+PRICE_LIST = (f"A small pizza is {PRICES['small']} EUR, a medium {PRICES['medium']} and a large {PRICES['large']}, "
+              f"plus {PER_TOPPING:.2f} EUR a topping.")
 
 
 def listed(items: list[str]) -> str:
@@ -63,8 +66,8 @@ async def place(state: dict[str, Any], ctx: Any) -> Any:
 welcome = Flow(
     "welcome",
     "Greet the customer when the chat opens",
-    nodes=[reply("hello", response="Hi, I'm Pia from Pia's Pizza. Tell me the size and toppings you'd like.",
-                 next=end("greeted"))],
+    nodes=[reply("hello", next=end("greeted"),
+                 response=f"Hi, I'm Pia from Pia's Pizza. {PRICE_LIST} Tell me the size and toppings you'd like.")],
     on=[on_event("start")],  # `tether chat` sends the start event: Pia speaks first
 )
 
@@ -93,6 +96,7 @@ agent = Agent(
     "Pia",
     persona="A cheerful order taker for Pia's Pizza.",
     goal="Take one pizza order at a time: size, toppings, a confirmation.",
+    knowledge=PRICE_LIST,
     fields={
         "size": Field("enum", enum=SIZES, description="The pizza size"),
         # "no toppings" is an answer: a plain pizza

@@ -38,7 +38,8 @@ ASK_BOTH = ("Small, medium or large? Which toppings? We have cheese, ham, mushro
 
 async def test_pia_speaks_first_on_the_start_event(pizza: ModuleType) -> None:
     result = await pizza.agent.turn(None, Start("welcome", key="chat"))
-    assert result.text == "Hi, I'm Pia from Pia's Pizza. Tell me the size and toppings you'd like."
+    assert result.text == ("Hi, I'm Pia from Pia's Pizza. A small pizza is 8 EUR, a medium 10 and a large 12, plus "
+                           "1.50 EUR a topping. Tell me the size and toppings you'd like.")
 
 
 async def test_one_message_fills_the_size_and_the_list_of_toppings_with_no_model(pizza: ModuleType) -> None:
