@@ -65,3 +65,16 @@ def test_a_message_that_names_none_and_says_so_is_the_empty_list() -> None:
         assert (found.status, found.value) == ("hit", []), text
     assert TOPPINGS.resolve("I want toppings", {}).status == "miss"
     assert TOPPINGS.resolve("nothing else but ham", {}).value == ["ham"]  # a value named wins
+
+
+def test_a_message_that_says_it_adds_adds_to_the_list_held() -> None:
+    held = {"state": {"toppings": ["ham", "olives"]}}
+    for text in ("peppers too", "also peppers", "add peppers", "peppers as well", "plus peppers please"):
+        assert TOPPINGS.resolve(text, held).value == ["ham", "olives", "peppers"], text
+    assert TOPPINGS.resolve("peppers too, but no olives", held).value == ["ham", "peppers"]
+    assert TOPPINGS.resolve("add ham", held).value == ["ham", "olives"]  # held already: no second ham
+    # without an adding word the named values are the list (a correction replaces it)
+    assert TOPPINGS.resolve("peppers", held).value == ["peppers"]
+    # "extra" in a value's own name adds nothing; nothing held: the values named, as before
+    assert TOPPINGS.resolve("extra cheese", held).value == ["extra cheese"]
+    assert TOPPINGS.resolve("ham, and also olives", {}).value == ["ham", "olives"]

@@ -222,7 +222,8 @@ class EnumList:
     "instead of", "rather than"), or listed on from one with "and" or "or", is left out: "ham but
     no olives" is ``["ham"]``, "without onions and peppers" names neither, "no, make it ham" is
     ``["ham"]``. A message that only leaves values out ("no olives") takes them out of the list
-    the field holds. A message that names none and says so ("none", "nothing", "no toppings" for a
+    the field holds; one that says it adds ("olives too", "also olives", "add olives", "extra
+    cheese") adds to it. A message that names none and says so ("none", "nothing", "no toppings" for a
     field named ``toppings``) is the empty list: an answer for a field that allows it
     (``Field.allow_empty``), refused by validation for one that does not.
     """
@@ -248,9 +249,12 @@ class EnumList:
                     dropped.append(value)
                 else:
                     named.append((start, value))
-        if named:
-            return Resolution("hit", [value for _, value in sorted(named)])
         held = frame.get("state", {}).get(self.field)
+        if named:
+            found = [value for _, value in sorted(named)]
+            if isinstance(held, list) and _adds(words, taken):  # "olives too": the list given before, and olives
+                found = [*(v for v in held if v not in dropped), *(v for v in found if v not in held)]
+            return Resolution("hit", found)
         if dropped and isinstance(held, list) and any(v in held for v in dropped):
             return Resolution("hit", [v for v in held if v not in dropped])
         if not dropped and _says_none(words, self.field):
@@ -259,6 +263,14 @@ class EnumList:
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "field": self.field, "values": list(self.values)}
+
+
+def _adds(words: str, taken: list[tuple[int, int]]) -> bool:
+    """``words`` say the values they name are added to the list held ("olives too", "add ham"),
+    outside the values' own words (the "extra" of "extra cheese" is a topping's name)."""
+    for start, end in taken:
+        words = words[:start] + " " * (end - start) + words[end:]
+    return _ADDS.search(words) is not None
 
 
 def _says_none(words: str, field: str) -> bool:
@@ -271,6 +283,8 @@ def _says_none(words: str, field: str) -> bool:
     return re.search(rf" (?:no|without|zero) (?:(?:any|the|extra) )*{nouns} ", words) is not None
 
 
+_ADDS = re.compile(r" (?:too|also|add|plus|extra|more|as well) ")
+"""Words (in ``_negations``' spaced form) that add the values a message names to those held."""
 _TOKEN = re.compile(r"[a-z0-9]+|[,.;:!?]")
 _NEGATIONS = frozenset({"no", "not", "without", "except", "minus", "hold"})
 _CHOICE_NEGATIONS = _NEGATIONS - {"no"}
