@@ -73,8 +73,9 @@ def book_room(check_in: str, check_out: str, guests: int) -> dict[str, str]:
 
 ask_dates = agent(
     "dates",
-    prompt="You book rooms at the Harbour Hotel. Ask for the check-in and check-out dates, and call "
-           "set_dates with both as YYYY-MM-DD. Call terminate_session if the customer wants to stop.",
+    # ${today}: a model cannot read "Friday" or "tomorrow" as a date without it
+    prompt="You book rooms at the Harbour Hotel. Today is ${today}. Ask for the check-in and check-out dates, and "
+           "call set_dates with both as YYYY-MM-DD. Call terminate_session if the customer wants to stop.",
     tools=[SetDates, "terminate_session"],
     handlers={"set_dates": set_dates},
 )

@@ -47,6 +47,7 @@ from tether.dialect.spec import (
 )
 from tether.dialect.values import CONDITION_ROOTS, RECORDING_KINDS, ROOTS, split_path
 from tether.errors import RepairOperation
+from tether.flow.placeholders import BUILT_IN
 from tether.templating import Slot, parse
 
 __all__ = ["Scope", "check_mapping", "check_path", "check_predicate", "check_template", "edges", "falls_through",
@@ -262,8 +263,9 @@ def check_path(check: Checker, raw: str, where: str, scope: Scope, node: str | N
 
 
 def check_template(check: Checker, text: str | None, where: str, scope: Scope, node: str | None,
-                   extra_roots: tuple[str, ...] = ()) -> None:
-    """``text``'s ``${...}`` placeholders are well formed and readable here."""
+                   extra_roots: tuple[str, ...] = (), *, node_text: bool = True) -> None:
+    """``text``'s ``${...}`` placeholders are well formed and readable here (a ``node_text``, one
+    the engine renders, may read ``${today}``: the turn's date)."""
     if text is None:
         return
     pieces = parse(text)
@@ -274,7 +276,7 @@ def check_template(check: Checker, text: str | None, where: str, scope: Scope, n
         check.add("bare-placeholder", f"{{{match.group(1)}}} is not a placeholder in a flow file", where, node=node,
                   hint=f"write ${{state.{match.group(1)}}}", repair="set-template", legal=scope.legal())
     for piece in pieces:
-        if isinstance(piece, Slot):
+        if isinstance(piece, Slot) and not (node_text and piece.path in BUILT_IN):
             check_path(check, piece.path, where, scope, node, "template", extra_roots)
 
 
@@ -285,7 +287,8 @@ def check_mapping(check: Checker, mapping: object, where: str, scope: Scope, nod
         if isinstance(source, PathSource):
             check_path(check, source.path, f"{where}.{key}.path", scope, node, "mapping", extra_roots)
         elif isinstance(source, TemplateSource):
-            check_template(check, source.template, f"{where}.{key}.template", scope, node, extra_roots)
+            check_template(check, source.template, f"{where}.{key}.template", scope, node, extra_roots,
+                           node_text=False)
 
 
 def check_predicate(check: Checker, predicate: Predicate, where: str, scope: Scope, node: str | None) -> None:

@@ -4,7 +4,7 @@
 A placeholder is statically known to be wrong only when nothing could ever put a value under its
 name. The names a node of flow F can see are the agent's fields, F's collect schema fields, F's
 ``output_schema``/``verify`` fields and the ``data`` of F's static ``goto`` targets, plus the
-``input.``/``context.`` roots (free-form, checked at run time). That list is complete unless
+``input.``/``context.`` roots (free-form, checked at run time), and ``${today}``. That list is complete unless
 code can write other names: an action (``ctx.set``, ``goto(data=...)``) anywhere in the agent, a
 tool (a ``ToolResult``'s data), or a code transition in F (``goto(data=...)``). Then the check is
 left to run time, where a missing value is a :class:`~tether.errors.TemplatePlaceholderError`.
@@ -21,10 +21,13 @@ from tether.flow.texts import templates_of
 from tether.flow.transitions import Goto
 from tether.templating import slots
 
-__all__ = ["FREE_ROOTS", "placeholder_issues", "placeholders", "templates_of"]
+__all__ = ["BUILT_IN", "FREE_ROOTS", "placeholder_issues", "placeholders", "templates_of"]
 
 FREE_ROOTS = frozenset({"input", "context"})
 """Placeholder roots whose contents are only known at run time."""
+
+BUILT_IN = frozenset({"today"})
+"""Placeholders every template may use: ``${today}``, the turn's date ("Thursday, 2026-12-03")."""
 
 _PLACEHOLDER_CODE = "unknown-placeholder"
 
@@ -49,7 +52,7 @@ def placeholder_issues(fields: Iterable[str], flows: Sequence[Flow], *, has_tool
                     path = slot.path
                     parts = path.split(".")
                     root = parts[1] if parts[0] == "state" and len(parts) > 1 else parts[0]
-                    if parts[0] in FREE_ROOTS or root in known:
+                    if parts[0] in FREE_ROOTS or root in known or path in BUILT_IN:
                         continue
                     issues.append(DefinitionIssue(
                         _PLACEHOLDER_CODE, f"{option} uses {slot.written}, which names no field this node can see "

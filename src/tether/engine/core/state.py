@@ -7,7 +7,7 @@ the result is assembled from it at the end. User code never sees it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -23,6 +23,7 @@ from tether.engine.core.results import HandoffRequest, OutMessage, RunEnded, Run
 from tether.engine.core.session import Outcome, Run, Session, TranscriptMessage
 from tether.engine.core.storable import storable_response
 from tether.engine.core.streaming import ReplyStream
+from tether.engine.core.templates import render, render_value, today_text
 from tether.errors import CheckpointFailed, ModelConfigurationError, ModelError
 from tether.flow.agent_def import AgentDefinition
 from tether.flow.results import ReplyTurn
@@ -181,6 +182,23 @@ class TurnState:
             return True
         field = self.agent.fields.get(name)
         return field is not None and field.known(value)
+
+    @property
+    def today(self) -> str:
+        """What ``${today}`` reads in a template: the turn's date with its weekday."""
+        return today_text(self.now)
+
+    def render(self, template: str, run: Run | None, *, where: str = "template",
+               state: Mapping[str, Any] | None = None) -> str:
+        """Fill a text's placeholders from ``run``'s state view (or ``state``), its input, the
+        turn's context and date (:func:`~tether.engine.core.templates.render`)."""
+        return render(template, self.state_view(run) if state is None else state, run.input if run else None,
+                      self.options.context, where=where, today=self.today)
+
+    def render_value(self, value: Any, run: Run, *, where: str = "template") -> Any:
+        """:meth:`render` every string inside ``value`` (dicts and lists walked)."""
+        return render_value(value, self.state_view(run), run.input, self.options.context, where=where,
+                            today=self.today)
 
     def state_view(self, run: Run | None) -> dict[str, Any]:
         """What user code sees as ``state``: session fields overlaid with the run's own state

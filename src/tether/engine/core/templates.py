@@ -1,4 +1,5 @@
-"""Templates: ``${name}`` placeholders filled from the state (and ``${input.x}``, ``${context.x}``).
+"""Templates: ``${name}`` placeholders filled from the state (and ``${input.x}``, ``${context.x}``,
+``${today}``: the turn's date, "Thursday, 2026-12-03", for a model that must read "Friday").
 
 The syntax is :mod:`tether.templating` (``$$`` is a literal ``$``; the older ``{name}`` still
 fills, the flow warned about it when it was built). Values render as natural text
@@ -12,19 +13,27 @@ front of the message so the author can find the template.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from tether.errors import TemplatePlaceholderError
 from tether.flow.resolvers import read_path
 from tether.templating import Slot, fill
 
-__all__ = ["render", "render_value"]
+__all__ = ["render", "render_value", "today_text"]
+
+
+def today_text(now: datetime) -> str:
+    """What ``${today}`` reads: the weekday and the ISO date of ``now`` ("Thursday, 2026-12-03")."""
+    return f"{now:%A}, {now.date().isoformat()}"
 
 
 def render(template: str, state: Mapping[str, Any], input: Any = None,
-           context: Mapping[str, Any] | None = None, *, where: str = "template") -> str:
-    """Fill ``${name}`` placeholders; raises TemplatePlaceholderError for a missing value."""
-    root = {**state, "state": state, "input": input, "context": dict(context or {})}
+           context: Mapping[str, Any] | None = None, *, where: str = "template", today: str | None = None) -> str:
+    """Fill ``${name}`` placeholders; raises TemplatePlaceholderError for a missing value.
+    ``today`` (:func:`today_text` of the turn's time) is what ``${today}`` reads, unless the state
+    has a field of that name."""
+    root = {"today": today, **state, "state": state, "input": input, "context": dict(context or {})}
 
     def value(slot: Slot) -> Any:
         found = read_path(root, slot.path)
@@ -39,12 +48,12 @@ def render(template: str, state: Mapping[str, Any], input: Any = None,
 
 
 def render_value(value: Any, state: Mapping[str, Any], input: Any = None,
-                 context: Mapping[str, Any] | None = None, *, where: str = "template") -> Any:
+                 context: Mapping[str, Any] | None = None, *, where: str = "template", today: str | None = None) -> Any:
     """Render every string inside ``value`` (dicts and lists walked)."""
     if isinstance(value, str):
-        return render(value, state, input, context, where=where)
+        return render(value, state, input, context, where=where, today=today)
     if isinstance(value, Mapping):
-        return {k: render_value(v, state, input, context, where=where) for k, v in value.items()}
+        return {k: render_value(v, state, input, context, where=where, today=today) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [render_value(v, state, input, context, where=where) for v in value]
+        return [render_value(v, state, input, context, where=where, today=today) for v in value]
     return value

@@ -16,7 +16,6 @@ from tether.engine.core.pauses import Pause, Static
 from tether.engine.core.session import Run, WaitingOn
 from tether.engine.core.state import TurnState
 from tether.engine.core.suspends import park
-from tether.engine.core.templates import render_value
 from tether.errors import (
     FlowRuntimeError,
     NodeFailedError,
@@ -147,7 +146,7 @@ async def run_action(ts: TurnState, run: Run, flow: Flow, node: Action) -> Any:
             handler = ts.agent.actions.get(node.do or "")
             if handler is None:
                 raise FlowRuntimeError(f'unknown action "{node.do}"')
-            params = render_value(node.with_ or {}, ts.state_view(run), run.input, ts.options.context, where="with_")
+            params = ts.render_value(node.with_ or {}, run, where="with_")
             result = handler(params, ctx)
         if inspect.isawaitable(result):
             result = await result

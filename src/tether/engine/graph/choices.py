@@ -14,7 +14,6 @@ from tether.engine.core.events import FlowEvent
 from tether.engine.core.pauses import ASKING
 from tether.engine.core.session import Run
 from tether.engine.core.state import TurnState
-from tether.engine.core.templates import render
 from tether.flow.choices import NO_CHOICE, Choice, match_choice
 from tether.flow.nodes import Collect, Decide, Node
 from tether.templating import fill_names
@@ -39,7 +38,7 @@ def _prompt(ts: TurnState, run: Run, node: Collect | Decide) -> str | None:
     text, where = (node.prompt, "prompt") if isinstance(node, Decide) else \
         (node.question, "question") if node.question is not None else \
         (node.ask if isinstance(node.ask, str) else None, "ask")
-    return render(text, ts.state_view(run), run.input, ts.options.context, where=where) if text else None
+    return ts.render(text, run, where=where) if text else None
 
 
 def announce_choices(ts: TurnState, run: Run, flow_id: str, node: Node) -> None:

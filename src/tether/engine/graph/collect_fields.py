@@ -13,7 +13,6 @@ from typing import Any
 
 from tether.engine.core.session import Run
 from tether.engine.core.state import TurnState
-from tether.engine.core.templates import render
 from tether.engine.graph.extract import passes_verbatim_guard, validate_value
 from tether.flow.choices import match_choice
 from tether.flow.fields import is_known
@@ -140,7 +139,7 @@ def resolve(ts: TurnState, run: Run, node: Collect, wanted: list[str], judged: M
 
 def question_text(ts: TurnState, run: Run, node: Collect) -> str:
     """The step's fixed first question (``question``), its placeholders filled."""
-    return render(node.question or "", ts.state_view(run), run.input, ts.options.context, where="question")
+    return ts.render(node.question or "", run, where="question")
 
 
 def asking_text(ts: TurnState, run: Run, node: Collect, names: list[str]) -> str:
@@ -158,11 +157,11 @@ def ask_text(ts: TurnState, run: Run, node: Collect, names: list[str]) -> str:
     if callable(node.ask):
         return str(node.ask(list(names), state))
     if isinstance(node.ask, str):
-        return render(node.ask, state, run.input, ts.options.context, where="ask")
+        return ts.render(node.ask, run, where="ask", state=state)
     asks: list[str] = []
     for name in names:
         if isinstance(node.ask, dict) and name in node.ask:
-            asks.append(render(node.ask[name], state, run.input, ts.options.context, where=f"ask.{name}"))
+            asks.append(ts.render(node.ask[name], run, where=f"ask.{name}", state=state))
         elif (field := ts.agent.fields.get(name)) is not None and field.ask:
             asks.append(field.ask)
     if asks:

@@ -12,7 +12,6 @@ from pydantic import ValidationError
 from tether.engine.core.pauses import ASKING, Pause, Static
 from tether.engine.core.session import Claim, Run, WaitingOn
 from tether.engine.core.state import SpeakRequest, TurnState
-from tether.engine.core.templates import render
 from tether.engine.graph.actions import run_action
 from tether.engine.graph.batching import segment_for, take_held
 from tether.engine.graph.choices import constrained_schema, decide_by_choice, unmatched_choice
@@ -114,8 +113,8 @@ def _dispatch_reply(ts: TurnState, run: Run, flow: Flow, node: Reply) -> Any:
                 return reply_next(ts, run, node, ReplyTurn("", "engine", {}))
             ts.session.claims[claim] = Claim(at=ts.now)
         state = ts.state_view(run)
-        text = node.response(state) if callable(node.response) else render(node.response, state, run.input,
-                                                                             ts.options.context, where="response")
+        text = node.response(state) if callable(node.response) else ts.render(node.response, run,
+                                                                                where="response", state=state)
         if text.strip() and question_first(ts, run, node):
             # the customer asked something instead of answering this fixed question: answer it, then
             # Settle asks the question again
@@ -168,7 +167,7 @@ async def _dispatch_decide(ts: TurnState, run: Run, flow: Flow, node: Decide) ->
     state = ts.state_view(run)
     instructions = node.instructions(state) if callable(node.instructions) else node.instructions
     if isinstance(node.instructions, str):
-        instructions = render(node.instructions, state, run.input, ts.options.context, where="instructions")
+        instructions = ts.render(node.instructions, run, where="instructions", state=state)
     schema = constrained_schema(node, without_default_titles(node.schema.model_json_schema(),
                                                              node.schema.__name__))
     request = ModelRequest(call="decide", system=f"{identity(ts)}\n\n{DECIDE_ORDERS}",

@@ -13,7 +13,6 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from tether.engine.core.session import Run
 from tether.engine.core.state import TurnState
-from tether.engine.core.templates import render
 from tether.engine.graph.identity import identity
 from tether.engine.graph.reply_check import check_reply, coerce_field_values, report_dropped
 from tether.flow.fields import coerce
@@ -21,7 +20,7 @@ from tether.flow.nodes import Collect
 from tether.models.parsing import ReplyParseError, extract_json
 from tether.models.types import ModelRequest, ToolSpec
 
-__all__ = ["INTENT_KEY", "extract_values", "collect_field_schema", "passes_verbatim_guard", "submit_tool_name",
+__all__ = ["INTENT_KEY", "extract_values", "collect_field_schema", "dated", "passes_verbatim_guard", "submit_tool_name",
            "validate_value"]
 
 _NUMBER = re.compile(r"[-+]?\d+(?:[.,]\d+)?")
@@ -71,9 +70,23 @@ def collect_field_schema(ts: TurnState, node: Collect, name: str) -> dict[str, A
     if node.schema is not None and name in node.schema.model_fields:
         prop = dict(_json_schema(node.schema)["properties"].get(name, {}))
         prop.pop("title", None)
-        return {"anyOf": [prop, {"type": "null"}], **({"description": prop["description"]}
-                                                      if "description" in prop else {})}
-    return ts.agent.fields[name].wire_schema()
+        return dated(ts, {"anyOf": [prop, {"type": "null"}], **({"description": prop["description"]}
+                                                                if "description" in prop else {})})
+    return dated(ts, ts.agent.fields[name].wire_schema())
+
+
+_DATES = frozenset({"date", "date-time"})
+
+
+def dated(ts: TurnState, schema: dict[str, Any]) -> dict[str, Any]:
+    """A date field's schema, saying what day today is: a model cannot read "next Friday" or
+    "tomorrow" as a date without it (any other schema as it is)."""
+    if schema.get("format") not in _DATES and not any(
+            isinstance(option, dict) and option.get("format") in _DATES for option in schema.get("anyOf", ())):
+        return schema
+    note = f"today is {ts.today}"
+    described = schema.get("description")
+    return {**schema, "description": f"{described} ({note})" if described else f"A date; {note}"}
 
 
 @lru_cache(maxsize=256)
@@ -123,7 +136,7 @@ async def extract_values(ts: TurnState, run: Run, node: Collect, names: list[str
     if callable(steer):
         steer = steer(names, ts.state_view(run))
     elif steer is not None:
-        steer = render(steer, ts.state_view(run), run.input, ts.options.context, where="instructions")
+        steer = ts.render(steer, run, where="instructions")
     request = ModelRequest(
         call="extract", system=f"{identity(ts)}\n\n{EXTRACT_ORDERS}",  # stable: a prompt cache's prefix
         instructions=(steer or "Extract the requested fields from the conversation. Do not reply to the user."),

@@ -16,7 +16,6 @@ from typing import Any, Literal
 from tether.engine.core.results import RunStarted, Skipped
 from tether.engine.core.session import Claim, Run, RunTrigger
 from tether.engine.core.state import TurnState
-from tether.engine.core.templates import render, render_value
 from tether.engine.graph.conditions import holds
 from tether.engine.graph.moves import finish
 from tether.errors import TemplatePlaceholderError, TransitionError
@@ -130,7 +129,7 @@ def start_flow_id(ts: TurnState, parent: Run, move: StartFlow) -> str:
     if "{" not in move.flow:  # not a template, e.g. "{input.topic}"
         return move.flow
     try:
-        flow_id = render(move.flow, ts.state_view(parent), parent.input, ts.options.context)
+        flow_id = ts.render(move.flow, parent)
     except TemplatePlaceholderError as exc:  # a missing value names no flow: the same error, never ""
         raise TransitionError(
             f"flow {parent.flow!r}, node {parent.node!r}: start_flow({move.flow!r}) has no value for "
@@ -153,8 +152,8 @@ async def chain(ts: TurnState, parent: Run, move: StartFlow) -> None:
     flow_id, child_input = start_flow_id(ts, parent, move), move.input
     key = ts.key(parent, parent.node or "start")
     if child_input is not None:
-        child_input = render_value(child_input, ts.state_view(parent), parent.input, ts.options.context,
-                                   where=f"flow {parent.flow!r}, node {parent.node!r}, start_flow input")
+        child_input = ts.render_value(child_input, parent,
+                                      where=f"flow {parent.flow!r}, node {parent.node!r}, start_flow input")
     flow = ts.agent.flows_by_id.get(flow_id)
     if flow is None:
         skip(ts, flow_id, "flow-gone", parent.anchor, key)

@@ -18,7 +18,6 @@ from tether.engine.core.effects import Effects
 from tether.engine.core.pauses import ASKING
 from tether.engine.core.session import MemorySpace, Run
 from tether.engine.core.state import TurnState
-from tether.engine.core.templates import render
 from tether.engine.step.memory import append, append_to, as_chat, space
 from tether.engine.step.tools import ToolRound, as_move, dispatch_tools, exposed_specs
 from tether.engine.step.view import StepView, call_hook
@@ -198,7 +197,7 @@ def _prompt(ts: TurnState, run: Run, node: AgentNode, ctx: StepView) -> str:
     if callable(node.prompt):
         return str(node.prompt(state))
     if isinstance(node.prompt, str):
-        return render(node.prompt, state, run.input, ts.options.context, where="prompt")
+        return ts.render(node.prompt, run, where="prompt", state=state)
     return f"You are the step {node.id!r} of a conversation."
 
 

@@ -36,7 +36,6 @@ from typing import Any
 from tether.engine.core.events import ErrorEvent
 from tether.engine.core.session import Run
 from tether.engine.core.state import SpeakRequest, TurnState
-from tether.engine.core.templates import render
 from tether.engine.graph.collect_fields import ask_text
 from tether.engine.graph.corrections import correctable
 from tether.engine.graph.extract import collect_field_schema, correction_note
@@ -149,7 +148,7 @@ def _reply_guideline(ts: TurnState, run: Run | None, node: Node) -> Any:
         return None
     state = ts.state_view(run)
     if isinstance(node.instructions, str):
-        return render(node.instructions, state, run.input if run else None, ts.options.context, where="instructions")
+        return ts.render(node.instructions, run, where="instructions", state=state)
     return node.instructions(state) if callable(node.instructions) else node.instructions
 
 
@@ -225,7 +224,7 @@ def _fallback_text(ts: TurnState, run: Run, node: Node) -> str:
     state = ts.state_view(run)
     if callable(node.fallback):
         return str(node.fallback(state))
-    return render(node.fallback, state, run.input, ts.options.context, where="fallback")
+    return ts.render(node.fallback, run, where="fallback", state=state)
 
 
 async def speak(ts: TurnState, request: SpeakRequest) -> SpeakResult:

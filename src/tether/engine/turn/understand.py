@@ -251,7 +251,7 @@ def _envelope(ts: TurnState, found: Judgeables) -> tuple[dict[str, Any], dict[st
     long prefix with the previous call's; what each section means is in the stable
     :data:`JUDGE_ORDERS`, and the task text carries only what the schema cannot (mention phrases,
     branch statements, the names behind aliased keys)."""
-    from tether.engine.graph.extract import collect_field_schema
+    from tether.engine.graph.extract import collect_field_schema, dated
 
     properties: dict[str, Any] = {}
     aliases: dict[str, dict[str, str]] = {"flows": {}, "mentions": {}, "fields": {}}
@@ -303,7 +303,7 @@ def _envelope(ts: TurnState, found: Judgeables) -> tuple[dict[str, Any], dict[st
         props = {}
         for name in found.fields:
             key = _key(name, aliases["fields"], "v")
-            props[key] = ts.agent.fields[name].wire_schema()
+            props[key] = dated(ts, ts.agent.fields[name].wire_schema())
             if key != name:
                 lines.setdefault("fields", []).append(f"- {key}: {ts.agent.fields[name].description or name}")
         section("fields", props)
