@@ -164,3 +164,15 @@ async def test_an_address_said_up_front_is_read_back(support: ModuleType, form: 
     await chat.say("change the address of A-1002")
     confirm = await chat.say("Flat 2, 4 Elm Rd, Leeds")
     assert confirm.text == "Change the delivery address of A-1002 to Flat 2, 4 Elm Rd, Leeds? Please answer yes or no."
+
+
+@pytest.mark.parametrize(("answer", "opened"), [("yep", True), ("sure, go ahead", True), ("perfect", True),
+                                                ("nope", False), ("nah", False)])
+async def test_a_confirmation_takes_the_ways_customers_say_yes_and_no(support: ModuleType, answer: str,
+                                                                      opened: bool) -> None:
+    # "yep" was asked again until the customer was handed to a person; "perfect" was thanked for
+    chat = Chat(support)
+    await chat.say("refund for A-1001, it never arrived")
+    result = await chat.say(answer)
+    assert result.text.startswith("I've opened refund request R-" if opened else "OK, I haven't opened a refund")
+    assert result.status == "ended"

@@ -61,13 +61,33 @@ class Resolution:
 
 _MISS = Resolution("miss")
 
+YES_WORDS = frozenset({"yes", "y", "yeah", "yea", "yep", "yup", "sure", "correct", "ok", "okay", "exactly", "indeed",
+                       "absolutely", "definitely", "certainly", "perfect", "great", "confirm", "confirmed", "sim"})
+NO_WORDS = frozenset({"no", "n", "nope", "nah", "not", "dont", "wrong", "negative", "não", "nao"})
+_YES_PHRASES = ("go ahead", "of course", "sounds good", "please do", "do it", "thats right", "that is right")
+_YES_NO_WORD = re.compile(r"[^\W\d_]+")
+
+
+def read_yes_no(text: str, *, yes: frozenset[str] = frozenset(), no: frozenset[str] = frozenset()) -> bool | None:
+    """A yes or a no in ``text`` read by its words ("yep", "sure", "go ahead"; "nope", "nah",
+    "don't"): None when it has both ("not sure") or neither. ``yes`` and ``no``: more words of each
+    (a question's own: "the same one" answers "the same order?")."""
+    words = _YES_NO_WORD.findall(text.lower().replace("'", "").replace("\u2019", ""))
+    said = set(words)
+    joined = f" {' '.join(words)} "
+    is_yes = bool(said & (YES_WORDS | yes)) or any(f" {p} " in joined for p in _YES_PHRASES)
+    is_no = bool(said & (NO_WORDS | no))
+    return is_yes if is_yes != is_no else None
+
 
 @dataclass(frozen=True)
 class EnumCheck:
     """Match the text's words against a list of values (a value right after a negation, as
     :class:`EnumList` reads one, is not named: "not large, medium" names medium). A message that
     names several values and corrects itself ("large, no wait, medium"; "small, actually make it
-    large") names the one after its last correction word, when only one follows it."""
+    large") names the one after its last correction word, when only one follows it. Values that
+    include ``yes`` and ``no`` also take the other ways to say them (:func:`read_yes_no`: "yep",
+    "sure", "go ahead"; "nope", "nah")."""
 
     field: str
     values: tuple[str, ...]
@@ -92,7 +112,11 @@ class EnumCheck:
                     prefixed.add(original)
         if len(prefixed) == 1:
             return Resolution("hit", prefixed.pop())
-        return Resolution("ambiguous") if prefixed else _MISS
+        if prefixed:
+            return Resolution("ambiguous")
+        if "yes" in lowered and "no" in lowered and (said := read_yes_no(text)) is not None:
+            return Resolution("hit", lowered["yes" if said else "no"])  # "yep", "sure", "go ahead"; "nope"
+        return _MISS
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "field": self.field, "values": list(self.values)}

@@ -12,7 +12,6 @@ it as usual). Anything else asks again, up to the step's ``max_turns``, then cou
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from tether.engine.core.pauses import ASKING
@@ -22,20 +21,12 @@ from tether.engine.graph.collect_fields import merge_values, resolve
 from tether.flow.agent_def import AgentDefinition
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect
+from tether.flow.resolvers import read_yes_no
 
-__all__ = ["confirm_reused", "note_reusable", "read_yes_no"]
+__all__ = ["confirm_reused", "note_reusable"]
 
-_YES = frozenset({"yes", "y", "yeah", "yep", "yup", "sure", "correct", "right", "same", "ok", "okay", "exactly",
-                  "indeed", "sim"})
-_NO = frozenset({"no", "n", "nope", "nah", "not", "different", "another", "other", "wrong", "não", "nao"})
-_WORD = re.compile(r"[^\W\d_]+")
-
-
-def read_yes_no(text: str) -> bool | None:
-    """A yes or a no in ``text`` read by keywords (None when it has both, or neither)."""
-    words = set(_WORD.findall(text.lower()))
-    yes, no = bool(words & _YES), bool(words & _NO)
-    return yes if yes != no else None
+_SAME = frozenset({"same", "right"})
+_OTHER = frozenset({"different", "another", "other"})
 
 
 def note_reusable(agent: AgentDefinition, data: dict[str, Any], run: Run, names: list[str]) -> None:
@@ -81,7 +72,7 @@ def confirm_reused(ts: TurnState, run: Run, flow: Flow, node: Collect) -> Any | 
             return confirm_reused(ts, run, flow, node)
         ts.consumed_by[run.id] = node.id
         if answering:
-            said = read_yes_no(ts.message_text)
+            said = read_yes_no(ts.message_text, yes=_SAME, no=_OTHER)
             turns = int(run.state.get("__reuseTurns", 0)) + 1
             if said is None and turns < node.max_turns:
                 run.state["__reuseTurns"] = turns

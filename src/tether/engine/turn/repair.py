@@ -52,6 +52,7 @@ from tether.engine.turn.understand import message_trigger, passing_catch_all, re
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node
 from tether.flow.repair import content_words, task_name
+from tether.flow.resolvers import JsonPath, WholeMessage
 from tether.flow.steps import AgentNode
 from tether.flow.transitions import Escalate
 from tether.templating import fill_names
@@ -88,10 +89,20 @@ def keyword_repair(ts: TurnState, asker: Run | None) -> str | None:
         return None  # a reply holds its own conversation
     intent = keyword_intent(ts.agent.repair, ts.message_text, task_under_way=asker is not None,
                             agent_step=isinstance(node, AgentNode) and not asker.staying if asker else False)
+    if intent == "chitchat" and asker is not None and isinstance(node, Collect) and _reads_an_answer(ts, asker, node):
+        return None  # "perfect" at a yes/no question is its yes, not thanks
     if intent in (None, "chitchat") and asker is not None and _opening(ts, asker) \
             and keyword_intent(ts.agent.repair, ts.message_text, task_under_way=False) == "completed":
         return "completed"  # "that's all" at the opening question
     return intent
+
+
+def _reads_an_answer(ts: TurnState, run: Run, node: Collect) -> bool:
+    """A resolver of the step reads a value in the message (not a whole-message one: it takes
+    any text, small talk too)."""
+    frame = {"input": run.input, "state": ts.state_view(run), "results": run.state.get("__results", {})}
+    return any(not isinstance(r, WholeMessage | JsonPath) and r.resolve(ts.message_text, frame).status == "hit"
+               for r in node.resolvers)
 
 
 def handle_repair(ts: TurnState, asker: Run | None, intent: str | None, scores: dict[str, float] | None = None) -> bool:

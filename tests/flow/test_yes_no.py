@@ -1,0 +1,38 @@
+"""A yes/no question takes the ways customers say yes and no ("yep", "sure", "go ahead"; "nope",
+"nah", "don't"), and "not sure" is neither."""
+
+from __future__ import annotations
+
+import pytest
+
+from tether import enum_check
+from tether.flow.resolvers import read_yes_no
+
+CONFIRM = enum_check("confirm", ["yes", "no"])
+
+
+@pytest.mark.parametrize("text", ["yes", "Yep!", "sure", "yeah", "y", "ok", "correct", "go ahead", "sounds good",
+                                  "of course", "perfect", "yes please", "that's right", "please do"])
+def test_ways_to_say_yes(text: str) -> None:
+    assert (CONFIRM.resolve(text, {}).status, CONFIRM.resolve(text, {}).value) == ("hit", "yes")
+
+
+@pytest.mark.parametrize("text", ["no", "Nope", "nah", "n", "no thanks", "don't", "do not", "wrong"])
+def test_ways_to_say_no(text: str) -> None:
+    assert (CONFIRM.resolve(text, {}).status, CONFIRM.resolve(text, {}).value) == ("hit", "no")
+
+
+@pytest.mark.parametrize("text", ["not sure", "I'm not sure", "maybe", "hmm", "yes and no"])
+def test_neither_or_both_is_no_answer(text: str) -> None:
+    assert CONFIRM.resolve(text, {}).status in ("miss", "ambiguous")
+
+
+def test_only_a_yes_no_question_reads_them_and_its_values_keep_their_spelling() -> None:
+    assert enum_check("size", ["small", "large"]).resolve("sure", {}).status == "miss"
+    assert enum_check("ok", ["Yes", "No"]).resolve("yep", {}).value == "Yes"
+
+
+def test_a_question_may_add_words_of_its_own() -> None:
+    assert read_yes_no("the same one") is None
+    assert read_yes_no("the same one", yes=frozenset({"same"})) is True
+    assert read_yes_no("another one", no=frozenset({"another"})) is False
