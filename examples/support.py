@@ -129,8 +129,12 @@ orders = Flow(
         reply("status", response="Order ${order_number} is ${order_status}: ${order_detail}.", next=end("answered")),
         reply("not_found", response="I couldn't find an order ${order_number}.",
               next=goto("ask_order", clear=["order_number"])),
+        # "I don't know it": where to find it, then the question again (not a hand-off)
+        reply("where_to_find", response=("You'll find it in your order confirmation email. If you can't find it, "
+                                         "say \"talk to a person\"."), next=goto("ask_order", clear=["order_number"])),
     ],
     on=[on_message("where is my order", "order status", "track a package", "track my order", repeat="always")],
+    on_skip="where_to_find",
 )
 
 # ---------------------------------------------------------------------------------------------- address

@@ -172,3 +172,36 @@ def test_idle_tools_name_what_the_idle_speaker_may_call(tmp_path: Path) -> None:
     with pytest.raises(FlowDefinitionError, match="silent idle speaker"):
         load(write(tmp_path, IDLE_AGENT.format(code=code, idle="idle: silent\n  idle_tools: [book_shipment]"),
                    "d.yaml"))
+
+
+SKIPPING = """\
+flow:
+  id: ask
+  on: [{kind: message}]
+  on_skip: explain
+  nodes:
+    - kind: collect
+      id: ask_code
+      fields: [code]
+      resolvers: [{kind: pattern, field: code, regex: "\\\\b(\\\\d{4})\\\\b"}]
+      ask: What's your code?
+    - {kind: reply, id: done, response: {template: "Code ${state.code}."}, next: {end: done}}
+    - kind: reply
+      id: explain
+      response: {template: "It is on your card."}
+      next: {goto: ask_code, clear: [code]}
+"""
+
+
+async def test_a_flow_files_on_skip_explains_instead_of_handing_off(tmp_path: Path) -> None:
+    flow = load(write(tmp_path, SKIPPING))
+    assert isinstance(flow, Flow) and flow.on_skip == "explain"
+    from tether.dialect import to_spec
+    assert to_spec(flow)["on_skip"] == "explain"  # written back
+    from tether import Field
+    agent = Agent("A", flows=[flow], fields={"code": Field("string")}).with_clock(FakeClock(), SequentialIds("s"))
+    asked = await agent.turn(None, Message("hello"))
+    told = await agent.turn(asked.session, Message("I don't know"))
+    assert told.text == "It is on your card.\n\nWhat's your code?"
+    with pytest.raises(FlowDefinitionError, match="on_skip 'explian' is not a node"):
+        load(write(tmp_path, SKIPPING.replace("on_skip: explain", "on_skip: explian"), "bad.yaml"))

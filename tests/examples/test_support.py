@@ -176,3 +176,42 @@ async def test_a_confirmation_takes_the_ways_customers_say_yes_and_no(support: M
     result = await chat.say(answer)
     assert result.text.startswith("I've opened refund request R-" if opened else "OK, I haven't opened a refund")
     assert result.status == "ended"
+
+
+@pytest.mark.parametrize("form", ["py", "yaml"])
+async def test_an_order_number_the_customer_does_not_know_is_explained_not_handed_off(support: ModuleType,
+                                                                                    form: str) -> None:
+    if form == "yaml":
+        support = SimpleNamespace(agent=load_app(str(EXAMPLES / "support.yaml")).agent())  # type: ignore[assignment]
+    chat = Chat(support)
+    await chat.say("where is my order")
+    told = await chat.say("I don't know it")
+    assert told.text == ("You'll find it in your order confirmation email. If you can't find it, say \"talk to a "
+                         "person\".\n\nWhat's your order number? Order numbers look like A-1001.")
+    assert chat.asking() == ["orders/ask_order"] and told.status != "handed_off"
+    answered = await chat.say("a1002")
+    assert answered.text.startswith("Order A-1002 is processing")
+
+
+async def test_a_cancel_told_of_or_asked_about_is_not_a_cancel(support: ModuleType) -> None:
+    chat = Chat(support)
+    await chat.say("refund please")
+    await chat.say("A-1002")
+    told = await chat.say("I tried to cancel it but was charged anyway")
+    assert told.text == ("Open a refund request for order A-1002 (I tried to cancel it but was charged anyway)? "
+                         "Please answer yes or no.")
+    cancelled = await chat.say("please cancel this")
+    assert cancelled.text == "OK, I've cancelled that." and chat.asking() == []
+
+
+async def test_nothing_is_cancelled_at_the_opening_and_i_dont_know_with_an_answer_is_the_answer(
+        support: ModuleType) -> None:
+    chat = Chat(support)
+    await chat.say("hi")
+    opening = await chat.say("I want to cancel my order")
+    assert "cancelled" not in opening.text  # nothing was under way: no "OK, I've cancelled that."
+    chat = Chat(support)
+    await chat.say("refund please")
+    await chat.say("A-1002")
+    reason = await chat.say("I don't know, it just stopped working")
+    assert reason.text.startswith("Open a refund request for order A-1002 (I don't know, it just stopped working)?")

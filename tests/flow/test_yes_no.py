@@ -36,3 +36,13 @@ def test_a_question_may_add_words_of_its_own() -> None:
     assert read_yes_no("the same one") is None
     assert read_yes_no("the same one", yes=frozenset({"same"})) is True
     assert read_yes_no("another one", no=frozenset({"another"})) is False
+
+
+def test_a_cancel_is_asked_not_told_of() -> None:
+    from tether.flow.repair import Repair, asks_to_cancel
+
+    phrases = Repair().cancel_phrases
+    for asked in ("cancel", "please cancel this", "I want to cancel", "never mind, track my order", "forget it"):
+        assert asks_to_cancel(asked, phrases), asked
+    for told in ("I tried to cancel it but was charged", "how do I cancel?", "I couldn't cancel it", "hello"):
+        assert not asks_to_cancel(told, phrases), told

@@ -481,6 +481,9 @@ class FlowSpec(Strict):
     tools: list[str] | None = None
     collect: list[str] = []
     gates: list[GateSpec] = []
+    on_cancel: NodeId | None = Field(default=None, description="the node a cancel goes to instead of ending the run")
+    on_skip: NodeId | None = Field(default=None, description="the node a step goes to when the customer cannot "
+                                   "answer it (\"I don't know\"), instead of a hand-off to a person")
     nodes: list[NodeSpec] = Field(min_length=1)
 
 

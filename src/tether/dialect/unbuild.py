@@ -299,6 +299,9 @@ def to_spec(flow: Flow) -> dict[str, Any]:
     }
     if flow.start_node is not None and flow.nodes and flow.start_node is not flow.nodes[0]:
         data["start"] = flow.start_node.id
+    for option in ("on_cancel", "on_skip"):
+        if getattr(flow, option) is not None:
+            data[option] = getattr(flow, option)
     if refusals.issues:
         raise FlowDefinitionError(refusals.issues, title=f"flow {flow.id!r} cannot be written as a flow file")
     return canonical(data)

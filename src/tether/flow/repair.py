@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 
     from tether.flow.flow import Flow
 
-__all__ = ["PATTERNS", "Repair", "cannot_handle_text", "content_words", "corrected_text", "phrase_in", "spoken_only",
-           "task_name"]
+__all__ = ["PATTERNS", "Repair", "asks_to_cancel", "cannot_handle_text", "content_words", "corrected_text", "phrase_in",
+           "phrase_starts", "spoken_only", "task_name"]
 
 PATTERNS = ("correction", "cancel", "chitchat", "completed", "continue", "clarify", "cannot_handle", "skip")
 """Every repair pattern, by name."""
@@ -93,13 +93,28 @@ def task_name(flow: Flow) -> str:
 
 def phrase_in(text: str, phrases: tuple[str, ...]) -> bool:
     """Some phrase occurs in ``text`` as whole words, in order (case and apostrophes ignored)."""
+    return bool(phrase_starts(text, phrases))
+
+
+def phrase_starts(text: str, phrases: tuple[str, ...]) -> list[int]:
+    """Where in ``text``'s words (lower case, apostrophes dropped) a phrase starts, in order."""
     by_first = _phrase_table((tuple(phrases),), ()).by_first
     words = _words(text)
-    for i, word in enumerate(words):
-        for phrase, _ in by_first.get(word, ()):
-            if words[i:i + len(phrase)] == phrase:
-                return True
-    return False
+    return [i for i, word in enumerate(words)
+            if any(words[i:i + len(phrase)] == phrase for phrase, _ in by_first.get(word, ()))]
+
+
+_NARRATED = frozenset({"tried", "try", "trying", "wanted", "attempted", "able", "didnt", "couldnt", "cant", "cannot",
+                       "wont", "not", "how", "why", "when"})
+"""Words that, before a cancel phrase, tell of it instead of asking it: "I tried to cancel it"."""
+
+
+def asks_to_cancel(text: str, phrases: tuple[str, ...]) -> bool:
+    """A cancel phrase of ``phrases`` occurs in ``text`` as a request ("cancel", "please cancel
+    this", "I want to cancel"), not told of ("I tried to cancel it but was charged", "how do I
+    cancel?"): none of the three words before it is a word that narrates or asks about it."""
+    words = _words(text)
+    return any(not _NARRATED.intersection(words[max(0, i - 3):i]) for i in phrase_starts(text, phrases))
 
 
 _LEADING = (("no",), ("oh",), ("sorry",), ("its",), ("it", "is"), ("to",), ("is",), ("should", "be"),

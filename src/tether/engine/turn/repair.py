@@ -91,6 +91,10 @@ def keyword_repair(ts: TurnState, asker: Run | None) -> str | None:
                             agent_step=isinstance(node, AgentNode) and not asker.staying if asker else False)
     if intent == "chitchat" and asker is not None and isinstance(node, Collect) and _reads_an_answer(ts, asker, node):
         return None  # "perfect" at a yes/no question is its yes, not thanks
+    if intent == "cancel" and _opening(ts, asker):
+        return None  # nothing under way to cancel: "I want to cancel my order" at the opening is routed
+    if intent == "skip" and isinstance(node, Collect) and asker is not None and _answers_anyway(ts, asker, node):
+        return None  # "I don't know, it just stopped working" answers a free-text step
     if intent in (None, "chitchat") and asker is not None and _opening(ts, asker) \
             and keyword_intent(ts.agent.repair, ts.message_text, task_under_way=False) == "completed":
         return "completed"  # "that's all" at the opening question
@@ -103,6 +107,17 @@ def _reads_an_answer(ts: TurnState, run: Run, node: Collect) -> bool:
     frame = {"input": run.input, "state": ts.state_view(run), "results": run.state.get("__results", {})}
     return any(not isinstance(r, WholeMessage | JsonPath) and r.resolve(ts.message_text, frame).status == "hit"
                for r in node.resolvers)
+
+
+def _answers_anyway(ts: TurnState, run: Run, node: Collect) -> bool:
+    """A message with a skip phrase still answers the step: one of its resolvers reads a value, or
+    the step takes free text and the message says two words of its own besides the phrase."""
+    if _reads_an_answer(ts, run, node):
+        return True
+    if not any(isinstance(r, WholeMessage) for r in node.resolvers):
+        return False
+    said = {w for phrase in ts.agent.repair.skip_phrases for w in content_words(phrase)}
+    return len(content_words(ts.message_text) - said) >= 2
 
 
 def handle_repair(ts: TurnState, asker: Run | None, intent: str | None, scores: dict[str, float] | None = None) -> bool:

@@ -9,7 +9,7 @@ reports the same intents (its ``intent`` section) when a model judges the messag
 
 from __future__ import annotations
 
-from tether.flow.repair import Repair, phrase_in, spoken_only
+from tether.flow.repair import Repair, asks_to_cancel, phrase_in, spoken_only
 
 __all__ = ["INTENTS", "keyword_intent", "small_talk_kind"]
 
@@ -30,13 +30,13 @@ def keyword_intent(repair: Repair, text: str, *, task_under_way: bool, agent_ste
     model hears "I don't know" as it hears any answer)."""
     parts = _parts(repair, text)
     if agent_step:
-        if repair.on("cancel") and phrase_in(text, repair.cancel_phrases):
+        if repair.on("cancel") and asks_to_cancel(text, repair.cancel_phrases):
             return "cancel"
         if repair.on("completed") and _CLOSING in parts:
             return "completed"
         return "chitchat" if repair.on("chitchat") and parts else None
     if task_under_way:
-        if repair.on("cancel") and phrase_in(text, repair.cancel_phrases):
+        if repair.on("cancel") and asks_to_cancel(text, repair.cancel_phrases):
             return "cancel"
         if repair.on("chitchat") and parts and _CLOSING not in parts:
             return "chitchat"
