@@ -215,3 +215,22 @@ async def test_nothing_is_cancelled_at_the_opening_and_i_dont_know_with_an_answe
     await chat.say("A-1002")
     reason = await chat.say("I don't know, it just stopped working")
     assert reason.text.startswith("Open a refund request for order A-1002 (I don't know, it just stopped working)?")
+
+
+async def test_a_new_task_after_a_finished_one_is_not_greeted_again(support: ModuleType) -> None:
+    chat = Chat(support)
+    first = await chat.say("where is my order A-1001?")
+    assert first.text.startswith("Order A-1001 is shipped")
+    again = await chat.say("ok")
+    assert again.text == ("What would you like to do? I can check an order, change an address, start a refund, "
+                          "or get you a person.")  # the greeting ("Hi, I'm Sam...") is said once
+
+
+async def test_a_closing_is_not_taken_as_a_free_text_answer(support: ModuleType) -> None:
+    chat = Chat(support)
+    await chat.say("refund please")
+    await chat.say("A-1002")
+    for closing in ("goodbye", "thanks, bye"):
+        asked = await chat.say(closing)
+        assert asked.text == "In a few words, what went wrong?", closing  # not "(goodbye)?"
+    assert chat.session is not None and "refund_reason" not in chat.session.data

@@ -19,7 +19,7 @@ def test_a_longer_value_is_not_also_read_as_the_shorter_one() -> None:
 
 
 def test_whole_words_only_and_nothing_named_is_a_miss() -> None:
-    assert TOPPINGS.resolve("hamburger with olive oil", {}).status == "miss"
+    assert TOPPINGS.resolve("hamburger with oil", {}).status == "miss"  # "hamburger" is not "ham"
     assert TOPPINGS.resolve("", {}).status == "miss"
 
 
@@ -78,3 +78,11 @@ def test_a_message_that_says_it_adds_adds_to_the_list_held() -> None:
     # "extra" in a value's own name adds nothing; nothing held: the values named, as before
     assert TOPPINGS.resolve("extra cheese", held).value == ["extra cheese"]
     assert TOPPINGS.resolve("ham, and also olives", {}).value == ["ham", "olives"]
+
+
+def test_a_plural_value_is_read_in_the_singular_too() -> None:
+    toppings = enum_list("toppings", ["mushrooms", "olives", "onions", "green peppers", "extra cheese"])
+    assert toppings.resolve("a medium with extra cheese and mushroom", {}).value == ["extra cheese", "mushrooms"]
+    assert toppings.resolve("an olive and a green pepper", {}).value == ["olives", "green peppers"]
+    assert toppings.resolve("green pepper but no onion", {}).value == ["green peppers"]  # negated in the singular
+    assert toppings.resolve("no onion", {"state": {"toppings": ["onions", "olives"]}}).value == ["olives"]

@@ -257,16 +257,20 @@ class EnumList:
     kind: Literal["enum_list"] = "enum_list"
 
     def resolve(self, text: str, frame: Mapping[str, Any]) -> Resolution:
-        words, negated_at = _negations(text, frozenset(w for v in self.values for w in _WORD.findall(v.lower())))
+        words, negated_at = _negations(text, frozenset(w for v in self.values for spelled in _spellings(v)
+                                                      for w in spelled.split()))
         named: list[tuple[int, str]] = []
         dropped: list[str] = []
         taken: list[tuple[int, int]] = []
         # longest values first, so "green peppers" is not also read as "peppers"
         for value in sorted(self.values, key=lambda v: -len(v)):
-            needle = " " + " ".join(_WORD.findall(value.lower())) + " "
-            start = words.find(needle)
-            while start >= 0 and any(a <= start < b for a, b in taken):
-                start = words.find(needle, start + 1)
+            start, needle = -1, ""
+            for needle in _spellings(value):  # "mushrooms", and "mushroom" for one of them
+                start = words.find(needle)
+                while start >= 0 and any(a <= start < b for a, b in taken):
+                    start = words.find(needle, start + 1)
+                if start >= 0:
+                    break
             if needle.strip() and start >= 0:
                 taken.append((start, start + len(needle) - 1))
                 if start in negated_at:
@@ -287,6 +291,18 @@ class EnumList:
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "field": self.field, "values": list(self.values)}
+
+
+@functools.lru_cache(maxsize=1024)
+def _spellings(value: str) -> tuple[str, ...]:
+    """How a list value is matched (as `` word word ``): as it is, and a plural value ("olives",
+    "green peppers") also in the singular ("olive", "green pepper")."""
+    words = _WORD.findall(value.lower())
+    spelled = " " + " ".join(words) + " "
+    last = words[-1] if words else ""
+    if len(last) > 3 and last.endswith("s") and not last.endswith("ss"):
+        return spelled, " " + " ".join([*words[:-1], last[:-1]]) + " "
+    return (spelled,)
 
 
 def _adds(words: str, taken: list[tuple[int, int]]) -> bool:

@@ -17,7 +17,9 @@ from tether.engine.graph.extract import passes_verbatim_guard, validate_value
 from tether.flow.choices import match_choice
 from tether.flow.fields import is_known
 from tether.flow.nodes import Collect
+from tether.flow.repair import spoken_only
 from tether.flow.resolvers import Pattern, WholeMessage
+from tether.flow.triggers import MessageTrigger
 
 __all__ = ["ask_text", "asking_text", "clear_caches", "gathered", "has_value", "humanize", "merge_values", "missing",
            "missing_names", "pending", "purge_invalid", "question_text", "resolve", "value_of"]
@@ -126,15 +128,22 @@ def resolve(ts: TurnState, run: Run, node: Collect, wanted: list[str], judged: M
             continue
         if patterns_only and not isinstance(resolver, Pattern):
             continue
-        if isinstance(resolver, WholeMessage) and judged is not None and resolver.field in judged \
-                and judged[resolver.field] is None:
-            continue
+        if isinstance(resolver, WholeMessage) and ((judged is not None and resolver.field in judged
+                                                   and judged[resolver.field] is None) or _small_talk(ts)):
+            continue  # "goodbye" or "thanks" is not a refund's reason: the step asks again
         found = resolver.resolve(ts.message_text, frame)
         if found.status == "hit":
             hits[resolver.field] = found.value
         elif found.status == "ambiguous":
             ambiguous.add(resolver.field)
     return hits, ambiguous
+
+
+def _small_talk(ts: TurnState) -> bool:
+    """The message is only thanks, small talk or a closing ("thanks, bye"): no free-text answer."""
+    repair = ts.agent.repair
+    return bool(spoken_only(ts.message_text, repair.thanks_phrases, repair.chitchat_phrases,
+                            repair.completed_phrases, filler=repair.filler))
 
 
 def question_text(ts: TurnState, run: Run, node: Collect) -> str:
@@ -145,10 +154,18 @@ def question_text(ts: TurnState, run: Run, node: Collect) -> str:
 def asking_text(ts: TurnState, run: Run, node: Collect, names: list[str]) -> str:
     """What a step the engine phrases says to ask for ``names``: its ``question`` (a fixed opening)
     when the run was not already asking at the step when the turn began, else :func:`ask_text`.
-    So a re-ask (after small talk, an answer that gave nothing, a detour) says ``ask``."""
-    if node.question is not None and ts.asking_at.get(run.id) != node.id:
+    So a re-ask (after small talk, an answer that gave nothing, a detour) says ``ask``. A catch-all
+    flow's question is the agent's opening ("Hi, I'm Sam..."): once the agent has spoken in the
+    session, a new run of it (after a finished task) says ``ask`` too, not the greeting again."""
+    if node.question is not None and ts.asking_at.get(run.id) != node.id \
+            and not (ts.session.last_assistant_at is not None and _catch_all(ts, run)):
         return question_text(ts, run, node)
     return ask_text(ts, run, node, names)
+
+
+def _catch_all(ts: TurnState, run: Run) -> bool:
+    flow = ts.agent.flows_by_id.get(run.flow)
+    return flow is not None and any(isinstance(t, MessageTrigger) and t.catch_all for t in flow.on)
 
 
 def ask_text(ts: TurnState, run: Run, node: Collect, names: list[str]) -> str:
