@@ -10,8 +10,10 @@ understand call and extraction reads free text.
 Flows:
 - ``menu``: the catch-all; asks what the customer needs and chains into the right flow.
 - ``orders``: collects an order number (a regex resolver), looks it up in a bundled SQLite table.
-- ``address``: changes the delivery address of an order after an explicit yes/no confirmation.
-- ``refund``: collects the order and a reason, opens a refund request (idempotent on ``ctx.key``).
+- ``address``: changes the delivery address of an order that has not shipped yet, after an
+  explicit yes/no confirmation.
+- ``refund``: collects an order that exists and was not refunded already, and a reason, opens a
+  refund request (idempotent on ``ctx.key``).
 - ``human``: hands the conversation to a person.
 - ``still_there``: a follow-up ("still there?") when the customer goes quiet for 10 minutes.
 
@@ -140,10 +142,20 @@ orders = Flow(
 # ---------------------------------------------------------------------------------------------- address
 
 
-def known_order(state: dict[str, Any], ctx: Any) -> Any:
+def order_status(state: dict[str, Any]) -> tuple[str, str | None]:
+    """The state's order number as stored (A-1001) and its status (None: no such order)."""
     number = str(state["order_number"]).upper()
-    found = DB.execute("SELECT 1 FROM orders WHERE number = ?", (number,)).fetchone()
-    return goto("new_address", data={"order_number": number}) if found else goto("address_unknown")
+    row = DB.execute("SELECT status FROM orders WHERE number = ?", (number,)).fetchone()
+    return number, row[0] if row else None
+
+
+def known_order(state: dict[str, Any], ctx: Any) -> Any:
+    number, status = order_status(state)
+    if status is None:
+        return goto("address_unknown")
+    if status != "processing":  # the knowledge: an address can change until the order ships
+        return goto("address_too_late", data={"order_number": number, "order_status": status})
+    return goto("new_address", data={"order_number": number})
 
 
 def change_address(state: dict[str, Any], ctx: Any) -> None:
@@ -157,7 +169,7 @@ address = Flow(
         collect("address_order", fields=["order_number"],
                 ask="Which order should I update? Order numbers look like A-1001.",
                 resolvers=[order_number()], max_turns=3),
-        action("address_check", known_order),
+        action("address_check", known_order, targets=["new_address", "address_unknown", "address_too_late"]),
         collect("new_address", fields=["new_address"], ask="What's the new delivery address?",
                 # the answer to the question is taken whole; an address said before it was asked
                 # ("change the address of A-1002 to 5 Main Street"), by its pattern
@@ -172,6 +184,8 @@ address = Flow(
         reply("address_done", response="Done: order ${order_number} will go to ${new_address}.", next=end("changed")),
         reply("address_kept", response="OK, I left the address of ${order_number} unchanged.", next=end("kept")),
         reply("address_unknown", response="I couldn't find an order ${order_number}.", next=end("unknown")),
+        reply("address_too_late", response=("Order ${order_number} is ${order_status}, so its delivery address can't "
+                                             "be changed any more."), next=end("too_late")),
     ],
     on=[on_message("change my delivery address", "change address", "update address", "wrong address",
                    repeat="always")],
@@ -179,6 +193,15 @@ address = Flow(
 )
 
 # ---------------------------------------------------------------------------------------------- refund
+
+
+def refundable(state: dict[str, Any], ctx: Any) -> Any:
+    number, status = order_status(state)
+    if status is None:
+        return goto("refund_unknown", data={"order_number": number})
+    if status == "cancelled":  # cancelled orders were refunded in full
+        return goto("refund_already", data={"order_number": number})
+    return goto("refund_reason", data={"order_number": number})
 
 
 def open_refund(state: dict[str, Any], ctx: Any) -> Any:
@@ -194,6 +217,7 @@ refund = Flow(
         collect("refund_order", fields=["order_number"],
                 ask="Which order is the refund for? Order numbers look like A-1001.",
                 resolvers=[order_number()], max_turns=3),
+        action("refund_check", refundable, targets=["refund_reason", "refund_unknown", "refund_already"]),
         collect("refund_reason", fields=["refund_reason"], ask="In a few words, what went wrong?",
                 # the answer to the question is taken whole; a reason said before it was asked, by its pattern
                 resolvers=[whole_message("refund_reason", min_length=3, questions=False),
@@ -207,6 +231,10 @@ refund = Flow(
         reply("refund_done", response=("I've opened refund request ${ticket} for order ${order_number}. "
                                        "You'll get an email within one business day."), next=end("refund")),
         reply("refund_kept", response="OK, I haven't opened a refund for ${order_number}.", next=end("kept")),
+        reply("refund_unknown", response="I couldn't find an order ${order_number}.",
+              next=goto("refund_order", clear=["order_number"])),
+        reply("refund_already", response="Order ${order_number} was cancelled and refunded in full already.",
+              next=end("already_refunded")),
     ],
     on=[on_message("refund", "money back", "return an item", "return", "charged twice", "arrived damaged",
                    "arrived broken", repeat="always")],

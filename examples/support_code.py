@@ -30,5 +30,6 @@ registry = Registry.of(actions={
     "lookup": support.lookup,  # type: ignore[attr-defined]
     "known_order": support.known_order,  # type: ignore[attr-defined]
     "change_address": support.change_address,  # type: ignore[attr-defined]
+    "refundable": support.refundable,  # type: ignore[attr-defined]
     "open_refund": support.open_refund,  # type: ignore[attr-defined]
 })

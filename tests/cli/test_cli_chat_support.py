@@ -52,10 +52,10 @@ def test_support_conversation_then_resume(tmp_path: Path) -> None:
 
 def test_support_change_of_address(tmp_path: Path) -> None:
     done = tether("chat", SUPPORT, "--db", tmp_path / "t.db", "--message", "I need to change my delivery address",
-                  "--message", "A-1003", "--message", "7 New Road, Springfield", "--message", "yes")
+                  "--message", "A-1002", "--message", "7 New Road, Springfield", "--message", "yes")
     assert done.code == 0, done.err
     replies = done.replies("Sam")
     assert "Which order" in replies[0]
     assert "new delivery address" in replies[1]
-    assert "A-1003 to 7 New Road, Springfield?" in replies[2]
-    assert replies[3] == "Done: order A-1003 will go to 7 New Road, Springfield."
+    assert "A-1002 to 7 New Road, Springfield?" in replies[2]
+    assert replies[3] == "Done: order A-1002 will go to 7 New Road, Springfield."

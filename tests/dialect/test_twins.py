@@ -34,6 +34,10 @@ SUPPORT: list[tuple[list[str], Callable[[], ScriptedModel | None]]] = [
     (["hi", "@wake 10m"], lambda: None),
     (["hello", "what's the status of my order A-1002?"], lambda: None),
     (["hi", "refund"], lambda: None),
+    (["refund for A-9999, it arrived broken", "A-1002", "yes"], lambda: None),
+    (["I want a refund for A-1004"], lambda: None),
+    (["change the address of A-1001 to 5 Main Street"], lambda: None),
+    (["where is my order", "I don't know it", "a1002"], lambda: None),
     (["where's my order A-1004?"], lambda: ScriptedModel(understand=[
         {"flows": {"orders": 92, "address": 5, "refund": 0, "human": 0}, "fields": {"order_number": "A-1004"}}])),
 ]

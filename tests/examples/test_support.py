@@ -127,9 +127,15 @@ async def test_an_order_number_is_read_however_it_is_typed(support: ModuleType, 
     assert result.text == "Order A-1002 is processing: it is being packed and will ship within 2 business days."
     await chat.say("I need to change my delivery address")
     asked = await chat.say("no, a 1003")  # not the same order: the other one, however it is typed
+    assert asked.text == "Order A-1003 is delivered, so its delivery address can't be changed any more."
+    await chat.say("change my delivery address")
+    asked = await chat.say("yes")  # the same order, A-1003 now
+    assert asked.text == "Order A-1003 is delivered, so its delivery address can't be changed any more."
+    await chat.say("I need to change my delivery address")
+    asked = await chat.say("no, A 1002")
     assert asked.text == "What's the new delivery address?"
     confirm = await chat.say("5 Main Street, Springfield")
-    assert confirm.text.startswith("Change the delivery address of A-1003 to 5 Main Street, Springfield?")
+    assert confirm.text.startswith("Change the delivery address of A-1002 to 5 Main Street, Springfield?")
 
 
 @pytest.mark.parametrize("form", ["py", "yaml"])
@@ -234,3 +240,16 @@ async def test_a_closing_is_not_taken_as_a_free_text_answer(support: ModuleType)
         asked = await chat.say(closing)
         assert asked.text == "In a few words, what went wrong?", closing  # not "(goodbye)?"
     assert chat.session is not None and "refund_reason" not in chat.session.data
+
+
+async def test_a_refund_is_opened_only_for_an_order_that_exists_and_was_not_refunded(support: ModuleType) -> None:
+    chat = Chat(support)
+    unknown = await chat.say("I want a refund for A-9999, it arrived broken")
+    assert unknown.text == ("I couldn't find an order A-9999.\n\n"
+                            "Which order is the refund for? Order numbers look like A-1001.")
+    confirm = await chat.say("sorry, A-1002")
+    assert confirm.text == "In a few words, what went wrong?"
+    shipped = Chat(support)
+    refused = await shipped.say("change the address of A-1001 to 5 Main Street")
+    assert refused.text == "Order A-1001 is shipped, so its delivery address can't be changed any more."
+    assert refused.status == "ended"

@@ -55,12 +55,12 @@ async def _order_known(chat: Chat, number: str) -> None:
 
 async def test_a_new_flow_confirms_the_order_number_of_an_earlier_one(support: ModuleType) -> None:
     chat = Chat(support)
-    await _order_known(chat, "A-1001")
+    await _order_known(chat, "A-1002")
     asked = await chat.say("I need to change my delivery address")
-    assert asked.text == SAME_ORDER.format("A-1001") and chat.asking() == ["address/address_order"]
+    assert asked.text == SAME_ORDER.format("A-1002") and chat.asking() == ["address/address_order"]
     kept = await chat.say("yes")
     assert kept.text == "What's the new delivery address?"
-    assert chat.session is not None and chat.session.data["order_number"] == "A-1001"
+    assert chat.session is not None and chat.session.data["order_number"] == "A-1002"
 
 
 async def test_a_no_forgets_the_reused_value_and_asks_for_it(support: ModuleType) -> None:
@@ -84,8 +84,11 @@ async def test_a_new_value_in_the_answer_or_the_opening_message_needs_no_confirm
     assert chat.session is not None and chat.session.data["order_number"] == "A-1003"
     other = Chat(support)
     await _order_known(other, "A-1001")
-    named = await other.say("I want a refund for A-1004")  # the order is named: nothing to confirm
+    named = await other.say("I want a refund for A-1003")  # the order is named: nothing to confirm
     assert named.text == "In a few words, what went wrong?"
+    refunded = Chat(support)
+    cancelled = await refunded.say("I want a refund for A-1004")  # cancelled, so refunded already
+    assert cancelled.text == "Order A-1004 was cancelled and refunded in full already." and refunded.asking() == []
 
 
 async def test_an_unclear_answer_asks_again_then_counts_as_a_no(support: ModuleType) -> None:
