@@ -16,7 +16,8 @@ back with a question for the check-out, which may follow as a date ("Sunday") or
 ("2 nights"); "actually Saturday" changes the check-in. At the confirmation, "no, 3 guests" (or "yes,
 3 guests") reads the booking back with the new number (``confirm_booking`` takes it), and any other
 "no" asks for other dates, after which the booking is read back with the guests given before. The
-guests may come as a number, a word ("four people") or "just me". It greets once, and asks again
+guests may come as a number, a word ("four people") or "just me"; a yes or a no as customers say it
+("yep", "sure", "nope"). A stay is at most 30 nights. It greets once, and asks again
 without the greeting.
 """
 
@@ -30,10 +31,12 @@ from pydantic import BaseModel, Field
 
 from tether import Agent, Flow, agent, go, on_message, stay, terminal, tool
 from tether.flow.moves import TOOL_VALIDATED
+from tether.flow.resolvers import read_yes_no
 from tether.models.types import ModelRequest, ModelResponse, ToolCall
 from tether.testing import FunctionModel
 
 MAX_GUESTS = 8
+MAX_NIGHTS = 30
 TOO_MANY = f"We take 1 to {MAX_GUESTS} guests in one booking."
 
 
@@ -50,9 +53,11 @@ async def set_dates(args: dict[str, Any], ctx: Any) -> Any:
     try:
         start, until = date.fromisoformat(args["check_in"]), date.fromisoformat(args["check_out"])
     except ValueError:
-        return stay("Dates must look like 2026-05-01. Ask again.")
+        return stay("Dates must look like 2026-05-01.")
     if until <= start:
-        return stay("The check-out date must come after the check-in date. Ask again.")
+        return stay("The check-out date must come after the check-in date.")
+    if (until - start).days > MAX_NIGHTS:
+        return stay(f"We take stays of up to {MAX_NIGHTS} nights in one booking.")
     dates = {"check_in": args["check_in"], "check_out": args["check_out"], "nights": (until - start).days}
     return go("confirm" if ctx.state.get("guests") else "guests").with_state(dates)
 
@@ -61,7 +66,7 @@ async def set_dates(args: dict[str, Any], ctx: Any) -> Any:
 def set_guests(guests: int) -> Any:
     """Record how many guests will stay."""
     if not 1 <= guests <= MAX_GUESTS:
-        return stay(f"{TOO_MANY} Ask again.")
+        return stay(TOO_MANY)
     return go("confirm").with_state({"guests": guests})
 
 
@@ -242,10 +247,9 @@ def _scripted(request: ModelRequest) -> ModelResponse:
         return call("set_guests", guests=1)
     number = re.search(r"\b(\d+|" + "|".join(COUNTS) + r") (?:guests?|people|persons?)\b", words)
     guests = _count(number.group(1)) if number else None
-    if step == "confirm" and re.search(r"\b(yes|yeah|confirm|ok)\b", words):
-        return call("confirm_booking", confirmed=True, guests=guests)
-    if step == "confirm" and re.search(r"\b(no|change)\b", words):
-        return call("confirm_booking", confirmed=False, guests=guests)
+    said = read_yes_no(words, yes=frozenset({"confirm"}), no=frozenset({"change"}))  # "yep", "sure"; "nope"
+    if step == "confirm" and said is not None:
+        return call("confirm_booking", confirmed=said, guests=guests)
     return ModelResponse(text=_question(request, step), finish_reason="stop")
 
 

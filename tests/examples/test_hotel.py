@@ -44,7 +44,7 @@ async def test_booking_through_tools_then_confirmation_then_the_closing_message(
     refused = await runtime.run("Harbour", session_id=sid, message=Message("from the 4th of May to the 1st"))
     assert refused.message == "Check-out must come after check-in. Which dates?"
     assert model.calls[2].request.messages[-1].content == \
-        "The check-out date must come after the check-in date. Ask again."
+        "The check-out date must come after the check-in date."
     await runtime.run("Harbour", session_id=sid, message=Message("1 to 4 May 2026"))
     summary = await runtime.run("Harbour", session_id=sid, message=Message("two of us"))
     assert summary.message == "2026-05-01 to 2026-05-04 for 2 guests. Shall I book it?"
@@ -145,3 +145,15 @@ async def test_the_stand_in_reads_the_guests_as_people_say_them(hotel: ModuleTyp
     first = await runtime.run("Harbour", session_id=None, message=Message("2026-05-01 to 2026-05-04"))
     summary = await runtime.run("Harbour", session_id=first.session, message=Message(said))
     assert summary.message == f"Your booking: 2026-05-01 to 2026-05-04, {guests} guest(s). Shall I book it (yes/no)?"
+
+
+async def test_a_stay_over_the_limit_is_refused_and_a_yep_confirms(hotel: ModuleType) -> None:
+    runtime = Runtime(hotel.agent, store=MemoryStore(), clock=FakeClock())
+    first = await runtime.run("Harbour", session_id=None, message=Message("2026-12-08 to 2027-12-05"))
+    assert first.message.startswith("We take stays of up to 30 nights in one booking. Which dates")
+    sid = first.session
+    await runtime.run("Harbour", session_id=sid, message=Message("2026-05-01 to 2026-05-04"))
+    summary = await runtime.run("Harbour", session_id=sid, message=Message("2"))
+    assert summary.message == "Your booking: 2026-05-01 to 2026-05-04, 2 guest(s). Shall I book it (yes/no)?"
+    done = await runtime.run("Harbour", session_id=sid, message=Message("yep"))
+    assert done.completed and "HTL-20260501-2" in done.message
