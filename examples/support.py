@@ -93,7 +93,8 @@ menu = Flow(
             # asked again (after small talk, an answer it could not read): no second greeting
             ask=("What would you like to do? I can check an order, change an address, start a refund, "
                  "or get you a person."),
-            resolvers=[enum_check("topic", list(TOPICS))],
+            # a bare order number ("A-1001", "and A-1002?") is an order question: the orders flow reads it
+            resolvers=[enum_check("topic", list(TOPICS)), pattern("topic", ORDER_NUMBER, value="order")],
             max_turns=3,
             on_complete=lambda data, state: start_flow(TOPICS[data["topic"]]),
             targets=[start_flow(flow) for flow in TOPICS.values()],  # where on_complete goes: drawn, checked

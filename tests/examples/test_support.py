@@ -253,3 +253,15 @@ async def test_a_refund_is_opened_only_for_an_order_that_exists_and_was_not_refu
     refused = await shipped.say("change the address of A-1001 to 5 Main Street")
     assert refused.text == "Order A-1001 is shipped, so its delivery address can't be changed any more."
     assert refused.status == "ended"
+
+
+@pytest.mark.parametrize("form", ["py", "yaml"])
+async def test_a_bare_order_number_at_the_menu_is_an_order_question(support: ModuleType, form: str) -> None:
+    # "and A-1002?" after an order check was greeted again and the number was lost
+    if form == "yaml":
+        support = SimpleNamespace(agent=load_app(str(EXAMPLES / "support.yaml")).agent())  # type: ignore[assignment]
+    chat = Chat(support)
+    await chat.say("where is my order A-1001?")
+    follow_up = await chat.say("and A-1002?")
+    assert follow_up.text == "Order A-1002 is processing: it is being packed and will ship within 2 business days."
+    assert follow_up.llm_calls == 0
