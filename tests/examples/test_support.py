@@ -265,3 +265,17 @@ async def test_a_bare_order_number_at_the_menu_is_an_order_question(support: Mod
     follow_up = await chat.say("and A-1002?")
     assert follow_up.text == "Order A-1002 is processing: it is being packed and will ship within 2 business days."
     assert follow_up.llm_calls == 0
+
+
+async def test_a_switch_to_another_task_drops_the_one_under_way(support: ModuleType) -> None:
+    # "... instead" was a detour: the refund came back after the address change was done
+    chat = Chat(support)
+    await chat.say("refund")
+    await chat.say("A-1002")
+    switched = await chat.say("actually, change the address instead")
+    assert switched.text == "OK, I've cancelled that.\n\nIs this about the same order, A-1002? Please answer yes or no."
+    await chat.say("yes")
+    await chat.say("5 Main Street")
+    done = await chat.say("yes")
+    assert done.text == "Done: order A-1002 will go to 5 Main Street."  # no "Now, back to where we were."
+    assert chat.session is not None and chat.session.runs == [] and done.status == "ended"

@@ -190,6 +190,8 @@ class Repair:
         correction_markers: words that make a message a correction even when it also answers
             the step ("actually, make it medium" at a yes/no step; a bare yes or no with a new
             value for an earlier step, "no, medium", is one without a marker).
+        switch_markers: words that make a message naming another task a switch to it ("change the
+            address instead"): the task under way is cancelled, not kept to come back to.
         skip_phrases: the customer cannot answer the step ("I don't know").
         filler: words that change nothing around those phrases ("ok, thanks", "hi there, how
             are you?"); a message made only of filler is none of them ("hello" starts a flow).
@@ -229,6 +231,7 @@ class Repair:
                                           "we are done", "all done")
     correction_markers: tuple[str, ...] = ("actually", "instead", "i meant", "change it", "make it", "rather",
                                            "correction", "sorry i meant", "wait")
+    switch_markers: tuple[str, ...] = ("instead", "rather")
     skip_phrases: tuple[str, ...] = ("i dont know", "dont know", "no idea", "i dont have it",
                                      "i cant find it", "i dont remember")
     filler: tuple[str, ...] = ("ok", "okay", "oh", "well", "so", "and", "very", "much", "so", "please", "all",

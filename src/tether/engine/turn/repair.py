@@ -51,7 +51,7 @@ from tether.engine.turn.run_phase import keep_asking, move_floor, resume_suspend
 from tether.engine.turn.understand import message_trigger, passing_catch_all, repeat_allows
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node
-from tether.flow.repair import content_words, task_name
+from tether.flow.repair import content_words, phrase_in, task_name
 from tether.flow.resolvers import JsonPath, WholeMessage
 from tether.flow.steps import AgentNode
 from tether.flow.transitions import Escalate
@@ -91,6 +91,10 @@ def keyword_repair(ts: TurnState, asker: Run | None) -> str | None:
                             agent_step=isinstance(node, AgentNode) and not asker.staying if asker else False)
     if intent == "chitchat" and asker is not None and isinstance(node, Collect) and _reads_an_answer(ts, asker, node):
         return None  # "perfect" at a yes/no question is its yes, not thanks
+    if intent is None and asker is not None and not _opening(ts, asker) and ts.agent.repair.on("cancel") \
+            and phrase_in(ts.message_text, ts.agent.repair.switch_markers) \
+            and _named_task(ts, None, exclude=asker.flow) is not None:
+        return "cancel"  # "actually, change the address instead": the refund is dropped, not resumed later
     if intent == "cancel" and _opening(ts, asker):
         return None  # nothing under way to cancel: "I want to cancel my order" at the opening is routed
     if intent == "skip" and isinstance(node, Collect) and asker is not None and _answers_anyway(ts, asker, node):
