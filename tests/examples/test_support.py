@@ -21,6 +21,13 @@ def support(example: Callable[[str], ModuleType]) -> ModuleType:
     return example("support")
 
 
+def twin(support: ModuleType, form: str) -> ModuleType:
+    """The support example as Python (``py``) or as its flow-file twin (``yaml``)."""
+    if form == "yaml":
+        return SimpleNamespace(agent=load_app(str(EXAMPLES / "support.yaml")).agent())  # type: ignore[return-value]
+    return support
+
+
 class Chat:
     def __init__(self, support: ModuleType, model: ScriptedModel | None = None) -> None:
         self.clock = FakeClock()
@@ -119,9 +126,7 @@ async def test_the_menu_hands_the_message_to_the_flow_it_chains_into(support: Mo
 @pytest.mark.parametrize("typed", ["a1002", "A 1002", "my order is a-1002"])
 async def test_an_order_number_is_read_however_it_is_typed(support: ModuleType, form: str, typed: str) -> None:
     # "a1002" was asked for again until the customer was handed to a person
-    if form == "yaml":
-        support = SimpleNamespace(agent=load_app(str(EXAMPLES / "support.yaml")).agent())  # type: ignore[assignment]
-    chat = Chat(support)
+    chat = Chat(twin(support, form))
     await chat.say("where is my order")
     result = await chat.say(typed)
     assert result.text == "Order A-1002 is processing: it is being packed and will ship within 2 business days."
@@ -147,9 +152,7 @@ async def test_an_order_number_is_read_however_it_is_typed(support: ModuleType, 
 async def test_a_refund_reason_said_up_front_is_not_asked_for(support: ModuleType, form: str, opening: str,
                                                               reason: str) -> None:
     # the reason step asked "what went wrong?" though the opening had said it
-    if form == "yaml":
-        support = SimpleNamespace(agent=load_app(str(EXAMPLES / "support.yaml")).agent())  # type: ignore[assignment]
-    chat = Chat(support)
+    chat = Chat(twin(support, form))
     confirm = await chat.say(opening)
     assert confirm.text == f"Open a refund request for order A-1003 ({reason})? Please answer yes or no."
     assert chat.asking() == ["refund/refund_confirm"] and confirm.llm_calls == 0
@@ -159,9 +162,7 @@ async def test_a_refund_reason_said_up_front_is_not_asked_for(support: ModuleTyp
 
 @pytest.mark.parametrize("form", ["py", "yaml"])
 async def test_an_address_said_up_front_is_read_back(support: ModuleType, form: str) -> None:
-    if form == "yaml":
-        support = SimpleNamespace(agent=load_app(str(EXAMPLES / "support.yaml")).agent())  # type: ignore[assignment]
-    chat = Chat(support)
+    chat = Chat(twin(support, form))
     confirm = await chat.say("please change the address of a1002 to 4 Elm Rd, Leeds for me")
     assert confirm.text == "Change the delivery address of A-1002 to 4 Elm Rd, Leeds? Please answer yes or no."
     assert chat.asking() == ["address/confirm"]
@@ -187,9 +188,7 @@ async def test_a_confirmation_takes_the_ways_customers_say_yes_and_no(support: M
 @pytest.mark.parametrize("form", ["py", "yaml"])
 async def test_an_order_number_the_customer_does_not_know_is_explained_not_handed_off(support: ModuleType,
                                                                                     form: str) -> None:
-    if form == "yaml":
-        support = SimpleNamespace(agent=load_app(str(EXAMPLES / "support.yaml")).agent())  # type: ignore[assignment]
-    chat = Chat(support)
+    chat = Chat(twin(support, form))
     await chat.say("where is my order")
     told = await chat.say("I don't know it")
     assert told.text == ("You'll find it in your order confirmation email. If you can't find it, say \"talk to a "
@@ -258,9 +257,7 @@ async def test_a_refund_is_opened_only_for_an_order_that_exists_and_was_not_refu
 @pytest.mark.parametrize("form", ["py", "yaml"])
 async def test_a_bare_order_number_at_the_menu_is_an_order_question(support: ModuleType, form: str) -> None:
     # "and A-1002?" after an order check was greeted again and the number was lost
-    if form == "yaml":
-        support = SimpleNamespace(agent=load_app(str(EXAMPLES / "support.yaml")).agent())  # type: ignore[assignment]
-    chat = Chat(support)
+    chat = Chat(twin(support, form))
     await chat.say("where is my order A-1001?")
     follow_up = await chat.say("and A-1002?")
     assert follow_up.text == "Order A-1002 is processing: it is being packed and will ship within 2 business days."
