@@ -93,15 +93,26 @@ def task_name(flow: Flow) -> str:
 
 def phrase_in(text: str, phrases: tuple[str, ...]) -> bool:
     """Some phrase occurs in ``text`` as whole words, in order (case and apostrophes ignored)."""
-    return bool(phrase_starts(text, phrases))
+    by_first = _phrase_table((tuple(phrases),), ()).by_first
+    words = _words(text)
+    for i, word in enumerate(words):
+        for phrase, _ in by_first.get(word, ()):
+            if words[i:i + len(phrase)] == phrase:
+                return True
+    return False
 
 
 def phrase_starts(text: str, phrases: tuple[str, ...]) -> list[int]:
     """Where in ``text``'s words (lower case, apostrophes dropped) a phrase starts, in order."""
     by_first = _phrase_table((tuple(phrases),), ()).by_first
     words = _words(text)
-    return [i for i, word in enumerate(words)
-            if any(words[i:i + len(phrase)] == phrase for phrase, _ in by_first.get(word, ()))]
+    starts: list[int] = []
+    for i, word in enumerate(words):
+        for phrase, _ in by_first.get(word, ()):
+            if words[i:i + len(phrase)] == phrase:
+                starts.append(i)
+                break
+    return starts
 
 
 _NARRATED = frozenset({"tried", "try", "trying", "wanted", "attempted", "able", "didnt", "couldnt", "cant", "cannot",
@@ -113,6 +124,8 @@ def asks_to_cancel(text: str, phrases: tuple[str, ...]) -> bool:
     """A cancel phrase of ``phrases`` occurs in ``text`` as a request ("cancel", "please cancel
     this", "I want to cancel"), not told of ("I tried to cancel it but was charged", "how do I
     cancel?"): none of the three words before it is a word that narrates or asks about it."""
+    if not phrase_in(text, phrases):  # the common case, read once
+        return False
     words = _words(text)
     return any(not _NARRATED.intersection(words[max(0, i - 3):i]) for i in phrase_starts(text, phrases))
 

@@ -147,6 +147,7 @@ class TurnState:
     call made this turn also writes the summary (its ``summary`` section)."""
     carried_summary: str | None = None
     """The summary this turn's understand call wrote: the window folds at the end of the turn."""
+    _today: str | None = None
 
     def __post_init__(self) -> None:
         if self.on_delta is not None and self.outbox is None:
@@ -185,8 +186,10 @@ class TurnState:
 
     @property
     def today(self) -> str:
-        """What ``${today}`` reads in a template: the turn's date with its weekday."""
-        return today_text(self.now)
+        """What ``${today}`` reads in a template: the turn's date with its weekday (made once a turn)."""
+        if self._today is None:
+            self._today = today_text(self.now)
+        return self._today
 
     def render(self, template: str, run: Run | None, *, where: str = "template",
                state: Mapping[str, Any] | None = None) -> str:

@@ -91,8 +91,8 @@ def keyword_repair(ts: TurnState, asker: Run | None) -> str | None:
                             agent_step=isinstance(node, AgentNode) and not asker.staying if asker else False)
     if intent == "chitchat" and asker is not None and isinstance(node, Collect) and _reads_an_answer(ts, asker, node):
         return None  # "perfect" at a yes/no question is its yes, not thanks
-    if intent is None and asker is not None and not _opening(ts, asker) and ts.agent.repair.on("cancel") \
-            and phrase_in(ts.message_text, ts.agent.repair.switch_markers) \
+    if intent is None and asker is not None and phrase_in(ts.message_text, ts.agent.repair.switch_markers) \
+            and ts.agent.repair.on("cancel") and not _opening(ts, asker) \
             and _named_task(ts, None, exclude=asker.flow) is not None:
         return "cancel"  # "actually, change the address instead": the refund is dropped, not resumed later
     if intent == "cancel" and _opening(ts, asker):
