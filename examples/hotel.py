@@ -234,8 +234,6 @@ def _scripted(request: ModelRequest) -> ModelResponse:
     def call(name: str, **arguments: Any) -> ModelResponse:
         return ModelResponse(tool_calls=(ToolCall("call_1", name, arguments),), finish_reason="tool_calls")
 
-    if re.search(r"\b(bye|stop|cancel|quit)\b", words):
-        return call("terminate_session")
     if step == "dates" and (stay_dates := _stay_dates(request, words)) is not None:
         return call("set_dates", check_in=stay_dates[0].isoformat(), check_out=stay_dates[1].isoformat())
     if step == "dates" and (check_in := _check_in(request, words)) is not None:
@@ -250,6 +248,8 @@ def _scripted(request: ModelRequest) -> ModelResponse:
     said = read_yes_no(words, yes=frozenset({"confirm"}), no=frozenset({"change"}))  # "yep", "sure"; "nope"
     if step == "confirm" and said is not None:
         return call("confirm_booking", confirmed=said, guests=guests)
+    if re.search(r"^\W*(?:(?:actually|ok|okay|no|please)\W+)*(?:bye|goodbye|stop|cancel|quit)\b", words):
+        return call("terminate_session")  # a message that takes its leave, not one that says "bus stop" in passing
     return ModelResponse(text=_question(request, step), finish_reason="stop")
 
 

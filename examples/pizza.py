@@ -87,7 +87,10 @@ order = Flow(
               next=end("placed")),
         reply("cancelled", response="No problem, I haven't placed anything. Tell me what you'd like to start again.",
               next=end("cancelled")),
+        # "no idea": a suggestion, then the question again (Pia has no person to hand over to)
+        reply("suggest", response="Most people take a large with ham and mushrooms.", next=goto("choose")),
     ],
+    on_skip="suggest",
     on=[on_message(repeat="always")],  # the catch-all: any message starts an order
     clear_on_start=["size", "toppings", "confirm"],
 )

@@ -53,10 +53,13 @@ from tether import (
 ORDERS_SQL = Path(__file__).with_name("data") / "orders.sql"
 # "A-1001", "a1001" and "A 1001" are one order number, spelled A-1001
 ORDER_NUMBER = r"\b([A-Z])[- ]?(\d{4})\b"
+# a message that is only an order number: "A-1002", "and A-1002?", "what about a1002"
+BARE_ORDER_NUMBER = r"^\W*(?:(?:and|what about|how about|order)\W+)*[A-Z][- ]?\d{4}\W*$"
 # "... to 5 Main Street, Springfield": a house number, then words, up to "please", "for", "thanks"
 NEW_ADDRESS = r"\bto\s+(\d+\w*(?:[ ,]+(?!(?:please|for|thanks?|and)\b)[A-Za-z][\w.'-]*)+)"
 # the reasons the knowledge base names, as said in "a refund for A-1003, it arrived broken"
-REFUND_REASON = (r"\b(never (?:arrived|came)|arrived (?:broken|damaged|late)|(?:is|was|came) (?:broken|damaged)"
+REFUND_REASON = (r"(?<!not )(?<!n't )(?<!nothing )(?<!nothing's )(?<!nothings )"  # "it isn't damaged" is no reason
+                 r"\b(never (?:arrived|came)|arrived (?:broken|damaged|late)|(?:is|was|came) (?:broken|damaged)"
                  r"|broken|damaged|wrong (?:item|size|colou?r)|not as described|charged twice)\b")
 
 
@@ -94,7 +97,7 @@ menu = Flow(
             ask=("What would you like to do? I can check an order, change an address, start a refund, "
                  "or get you a person."),
             # a bare order number ("A-1001", "and A-1002?") is an order question: the orders flow reads it
-            resolvers=[enum_check("topic", list(TOPICS)), pattern("topic", ORDER_NUMBER, value="order")],
+            resolvers=[enum_check("topic", list(TOPICS)), pattern("topic", BARE_ORDER_NUMBER, value="order")],
             max_turns=3,
             on_complete=lambda data, state: start_flow(TOPICS[data["topic"]]),
             targets=[start_flow(flow) for flow in TOPICS.values()],  # where on_complete goes: drawn, checked
@@ -280,8 +283,8 @@ agent = Agent(
         "topic": Field("string", enum=tuple(TOPICS), description="What the customer needs", extract="asked"),
         # a new flow asks before reusing the order number of an earlier one ("the same order A-1001?")
         "order_number": Field("string", description="An order number like A-1001", label="order", reuse="confirm"),
-        "new_address": Field("string", description="The new delivery address", label="delivery address",
-                             extract="asked"),
+        # read from any message ("I moved, my new address is 22 Baker Street")
+        "new_address": Field("string", description="The new delivery address", label="delivery address"),
         # one answer field per confirmation: a yes to the address change never opens a refund
         "confirm_address": Field("string", enum=("yes", "no"), description="Whether the customer confirmed the "
                                  "address change", extract="asked"),

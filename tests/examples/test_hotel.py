@@ -157,3 +157,11 @@ async def test_a_stay_over_the_limit_is_refused_and_a_yep_confirms(hotel: Module
     assert summary.message == "Your booking: 2026-05-01 to 2026-05-04, 2 guest(s). Shall I book it (yes/no)?"
     done = await runtime.run("Harbour", session_id=sid, message=Message("yep"))
     assert done.completed and "HTL-20260501-2" in done.message
+
+
+async def test_a_yes_that_says_goodbye_books_first(hotel: ModuleType) -> None:
+    runtime = Runtime(hotel.agent, store=MemoryStore(), clock=FakeClock())
+    first = await runtime.run("Harbour", session_id=None, message=Message("2026-05-01 to 2026-05-04"))
+    await runtime.run("Harbour", session_id=first.session, message=Message("2"))
+    done = await runtime.run("Harbour", session_id=first.session, message=Message("yes please, bye"))
+    assert done.completed and "HTL-20260501-2" in done.message

@@ -9,7 +9,7 @@ import pytest
 from example_modules import load_example
 from tether import Message, Start, TurnResult
 from tether.engine.core.session import Session
-from tether.testing import ScriptedModel
+from tether.testing import FakeClock, ScriptedModel, SequentialIds
 
 
 @pytest.fixture(scope="module")
@@ -106,3 +106,11 @@ async def test_an_empty_list_from_the_model_is_a_plain_pizza_read_back_first(piz
     asked = await chat.say("a small one, hold everything on top")
     assert asked.text == "A small pizza with no toppings. Shall I place the order? (yes/no)"
     assert chat.data()["size"] == "small" and chat.data()["toppings"] == []
+
+
+async def test_no_idea_gets_a_suggestion_not_a_hand_off(pizza: ModuleType) -> None:
+    bot = pizza.agent.with_clock(FakeClock(), SequentialIds("s"))
+    asked = await bot.turn(None, Message("I want a pizza"))
+    suggested = await bot.turn(asked.session, Message("no idea"))
+    assert suggested.text.startswith("Most people take a large with ham and mushrooms.\n\nSmall, medium or large?")
+    assert suggested.status != "handed_off"

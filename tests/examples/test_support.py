@@ -276,3 +276,27 @@ async def test_a_switch_to_another_task_drops_the_one_under_way(support: ModuleT
     done = await chat.say("yes")
     assert done.text == "Done: order A-1002 will go to 5 Main Street."  # no "Now, back to where we were."
     assert chat.session is not None and chat.session.runs == [] and done.status == "ended"
+
+
+async def test_a_correction_to_an_unknown_order_asks_again(support: ModuleType) -> None:
+    # the corrected number was read again at each return to the order step, until the turn failed
+    chat = Chat(support)
+    await chat.say("refund for A-1003, it arrived broken")
+    corrected = await chat.say("no, the order is A-9999")
+    assert corrected.text == ("OK, I've changed the order to A-9999.\n\nI couldn't find an order A-9999.\n\n"
+                              "Which order is the refund for? Order numbers look like A-1001.")
+    confirm = await chat.say("A-1002")
+    assert confirm.text == "Open a refund request for order A-1002 (arrived broken)? Please answer yes or no."
+
+
+async def test_only_a_bare_order_number_at_the_menu_checks_it_and_a_denied_reason_is_none(
+        support: ModuleType) -> None:
+    chat = Chat(support)
+    await chat.say("hi")
+    unclear = await chat.say("update adress for a1001")  # a typo, not an order check
+    assert not unclear.text.startswith("Order A-1001 is")
+    chat = Chat(support)
+    asked = await chat.say("refund for A-1003 - it isn't damaged, I just don't like the colour")
+    assert asked.text == "In a few words, what went wrong?"  # not "(damaged)"
+    kept = await chat.say("refund for A-1003, don't cancel it")
+    assert "cancelled" not in kept.text

@@ -86,3 +86,11 @@ def test_a_plural_value_is_read_in_the_singular_too() -> None:
     assert toppings.resolve("an olive and a green pepper", {}).value == ["olives", "green peppers"]
     assert toppings.resolve("green pepper but no onion", {}).value == ["green peppers"]  # negated in the singular
     assert toppings.resolve("no onion", {"state": {"toppings": ["onions", "olives"]}}).value == ["olives"]
+
+
+def test_a_leading_and_adds_and_remove_takes_out() -> None:
+    toppings = enum_list("toppings", ["ham", "olives", "mushrooms"])
+    held = {"state": {"toppings": ["ham"]}}
+    assert toppings.resolve("and olives", held).value == ["ham", "olives"]
+    assert toppings.resolve("remove ham", {"state": {"toppings": ["ham", "olives"]}}).value == ["olives"]
+    assert toppings.resolve("ham and olives", held).value == ["ham", "olives"]  # a list, not an addition

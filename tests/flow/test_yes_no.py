@@ -46,3 +46,17 @@ def test_a_cancel_is_asked_not_told_of() -> None:
         assert asks_to_cancel(asked, phrases), asked
     for told in ("I tried to cancel it but was charged", "how do I cancel?", "I couldn't cancel it", "hello"):
         assert not asks_to_cancel(told, phrases), told
+
+
+@pytest.mark.parametrize("text", ["no worries, go ahead", "no problem", "ya", "k", "alright", "sure, why not"])
+def test_a_yes_that_has_a_no_in_it_or_is_short(text: str) -> None:
+    assert CONFIRM.resolve(text, {}).value == "yes"
+
+
+def test_a_refused_or_narrated_cancel_is_not_a_cancel() -> None:
+    from tether.flow.repair import Repair, asks_to_cancel
+
+    phrases = Repair().cancel_phrases
+    for told in ("don't cancel it, go ahead", "I had to cancel my trip", "my bank said to cancel the card",
+                 "I never said cancel", "no don't cancel, yes place it"):
+        assert not asks_to_cancel(told, phrases), told

@@ -115,9 +115,10 @@ def phrase_starts(text: str, phrases: tuple[str, ...]) -> list[int]:
     return starts
 
 
-_NARRATED = frozenset({"tried", "try", "trying", "wanted", "attempted", "able", "didnt", "couldnt", "cant", "cannot",
-                       "wont", "not", "how", "why", "when"})
-"""Words that, before a cancel phrase, tell of it instead of asking it: "I tried to cancel it"."""
+_NARRATED = frozenset({"tried", "try", "trying", "wanted", "attempted", "able", "had", "said", "told", "didnt",
+                       "couldnt", "cant", "cannot", "wont", "dont", "never", "not", "how", "why", "when"})
+"""Words that, before a cancel phrase, tell of it, ask about it or refuse it instead of asking it:
+"I tried to cancel it", "I had to cancel my trip", "don't cancel it"."""
 
 
 def asks_to_cancel(text: str, phrases: tuple[str, ...]) -> bool:

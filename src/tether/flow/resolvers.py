@@ -61,21 +61,28 @@ class Resolution:
 
 _MISS = Resolution("miss")
 
-YES_WORDS = frozenset({"yes", "y", "yeah", "yea", "yep", "yup", "sure", "correct", "ok", "okay", "exactly", "indeed",
-                       "absolutely", "definitely", "certainly", "perfect", "great", "confirm", "confirmed", "sim"})
+YES_WORDS = frozenset({"yes", "y", "ya", "yeah", "yeh", "ye", "yea", "yep", "yup", "sure", "correct", "ok", "okay",
+                       "okey", "k", "alright", "fine", "exactly", "indeed", "absolutely", "definitely", "certainly",
+                       "perfect", "great", "confirm", "confirmed", "sim"})
 NO_WORDS = frozenset({"no", "n", "nope", "nah", "not", "dont", "wrong", "negative", "não", "nao"})
-_YES_PHRASES = ("go ahead", "of course", "sounds good", "please do", "do it", "thats right", "that is right")
+_YES_PHRASES = ("go ahead", "of course", "sounds good", "please do", "do it", "thats right", "that is right",
+                "no worries", "no problem", "why not")
+"""Phrases that say yes, some with a "no" or "not" in them ("no worries, go ahead")."""
 _YES_NO_WORD = re.compile(r"[^\W\d_]+")
 
 
 def read_yes_no(text: str, *, yes: frozenset[str] = frozenset(), no: frozenset[str] = frozenset()) -> bool | None:
-    """A yes or a no in ``text`` read by its words ("yep", "sure", "go ahead"; "nope", "nah",
-    "don't"): None when it has both ("not sure") or neither. ``yes`` and ``no``: more words of each
-    (a question's own: "the same one" answers "the same order?")."""
-    words = _YES_NO_WORD.findall(text.lower().replace("'", "").replace("\u2019", ""))
-    said = set(words)
-    joined = f" {' '.join(words)} "
-    is_yes = bool(said & (YES_WORDS | yes)) or any(f" {p} " in joined for p in _YES_PHRASES)
+    """A yes or a no in ``text`` read by its words ("yep", "sure", "go ahead", "no problem"; "nope",
+    "nah", "don't"): None when it has both ("not sure") or neither. ``yes`` and ``no``: more words
+    of each (a question's own: "the same one" answers "the same order?")."""
+    joined = f" {' '.join(_YES_NO_WORD.findall(text.lower().replace(chr(39), '').replace(chr(0x2019), '')))} "
+    is_yes = False
+    for phrase in _YES_PHRASES:
+        if f" {phrase} " in joined:
+            is_yes = True
+            joined = joined.replace(f" {phrase} ", " ")  # its "no" is not a no
+    said = set(joined.split())
+    is_yes = is_yes or bool(said & (YES_WORDS | yes))
     is_no = bool(said & (NO_WORDS | no))
     return is_yes if is_yes != is_no else None
 
@@ -96,6 +103,11 @@ class EnumCheck:
     def resolve(self, text: str, frame: Mapping[str, Any]) -> Resolution:
         lowered = {v.lower(): v for v in self.values}
         tokens = _unnegated(text, frozenset(lowered))  # "not large, medium" names medium (not "no large": "no, large")
+        if len(lowered) == 2 and "yes" in lowered and "no" in lowered:  # a yes/no question: every way to say them
+            cut = max((m.end() for m in _SELF_CORRECTION.finditer(text)), default=0)  # "yes, no wait, no": no
+            said = read_yes_no(text[cut:]) if cut else None
+            said = read_yes_no(text) if said is None else said
+            return _MISS if said is None else Resolution("hit", lowered["yes" if said else "no"])
         exact = {lowered[t] for t in tokens if t in lowered}
         if len(exact) > 1:  # "large, no wait, medium": the value after the last correction word
             last = max((i for i, t in enumerate(tokens) if t in _SELF_CORRECTIONS), default=-1)
@@ -112,11 +124,7 @@ class EnumCheck:
                     prefixed.add(original)
         if len(prefixed) == 1:
             return Resolution("hit", prefixed.pop())
-        if prefixed:
-            return Resolution("ambiguous")
-        if "yes" in lowered and "no" in lowered and (said := read_yes_no(text)) is not None:
-            return Resolution("hit", lowered["yes" if said else "no"])  # "yep", "sure", "go ahead"; "nope"
-        return _MISS
+        return Resolution("ambiguous") if prefixed else _MISS
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "field": self.field, "values": list(self.values)}
@@ -323,10 +331,10 @@ def _says_none(words: str, field: str) -> bool:
     return re.search(rf" (?:no|without|zero) (?:(?:any|the|extra) )*{nouns} ", words) is not None
 
 
-_ADDS = re.compile(r" (?:too|also|add|plus|extra|more|as well) ")
+_ADDS = re.compile(r" (?:too|also|add|plus|extra|more|as well) |^ and ")
 """Words (in ``_negations``' spaced form) that add the values a message names to those held."""
 _TOKEN = re.compile(r"[a-z0-9]+|[,.;:!?]")
-_NEGATIONS = frozenset({"no", "not", "without", "except", "minus", "hold"})
+_NEGATIONS = frozenset({"no", "not", "without", "except", "minus", "hold", "remove", "drop"})
 _CHOICE_NEGATIONS = _NEGATIONS - {"no"}
 _NEGATION_PAIRS = frozenset({("instead", "of"), ("rather", "than")})
 _KEEP_NEGATING = frozenset({"the", "a", "an", "any", "more", "extra", "and", "or", "nor"})

@@ -147,6 +147,8 @@ class TurnState:
     call made this turn also writes the summary (its ``summary`` section)."""
     carried_summary: str | None = None
     """The summary this turn's understand call wrote: the window folds at the end of the turn."""
+    read_again: set[tuple[str, str]] = field(default_factory=set)
+    """The (run, collect step) pairs whose patterns read a message an earlier step read, this turn."""
     _today: str | None = None
 
     def __post_init__(self) -> None:

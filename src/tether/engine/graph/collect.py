@@ -193,8 +193,10 @@ def read_again(ts: TurnState, run: Run, flow: Flow, node: Collect) -> dict[str, 
     answers the question its step asked, never one the step has not asked yet. Returns the
     fields read, with their source."""
     by = ts.consumed_by.get(run.id)
-    if by is None or by == node.id or ts.message is None or not isinstance(flow.by_id.get(by), Collect):
-        return {}
+    if by is None or by == node.id or ts.message is None or not isinstance(flow.by_id.get(by), Collect) \
+            or flow.nodes.index(node) < flow.nodes.index(flow.by_id[by]) or (run.id, node.id) in ts.read_again:
+        return {}  # only a later step, once a turn: a step gone back to (a correction, a refused value) asks
+    ts.read_again.add((run.id, node.id))
     wanted = missing(ts, run, node)
     if not any(isinstance(r, Pattern) and r.field in wanted for r in node.resolvers):
         return {}
