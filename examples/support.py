@@ -53,6 +53,8 @@ from tether import (
 ORDERS_SQL = Path(__file__).with_name("data") / "orders.sql"
 # "A-1001", "a1001" and "A 1001" are one order number, spelled A-1001
 ORDER_NUMBER = r"\b([A-Z])[- ]?(\d{4})\b"
+# said when the customer does not know their order number
+FIND_ORDER_NUMBER = "You'll find it in your order confirmation email. If you can't find it, say \"talk to a person\"."
 # a message that is only an order number: "A-1002", "and A-1002?", "what about a1002"
 BARE_ORDER_NUMBER = r"^\W*(?:(?:and|what about|how about|order)\W+)*[A-Z][- ]?\d{4}\W*$"
 # "... to 5 Main Street, Springfield": a house number, then words, up to "please", "for", "thanks"
@@ -136,8 +138,7 @@ orders = Flow(
         reply("not_found", response="I couldn't find an order ${order_number}.",
               next=goto("ask_order", clear=["order_number"])),
         # "I don't know it": where to find it, then the question again (not a hand-off)
-        reply("where_to_find", response=("You'll find it in your order confirmation email. If you can't find it, "
-                                         "say \"talk to a person\"."), next=goto("ask_order", clear=["order_number"])),
+        reply("where_to_find", response=FIND_ORDER_NUMBER, next=goto("ask_order", clear=["order_number"])),
     ],
     on=[on_message("where is my order", "order status", "track a package", "track my order", repeat="always")],
     on_skip="where_to_find",
@@ -190,7 +191,12 @@ address = Flow(
         reply("address_unknown", response="I couldn't find an order ${order_number}.", next=end("unknown")),
         reply("address_too_late", response=("Order ${order_number} is ${order_status}, so its delivery address can't "
                                              "be changed any more."), next=end("too_late")),
+        # "I don't know": help with the order number, or come back with the address (not a hand-off)
+        router("address_help", when="'order_number' in state", then="address_later", else_="address_order_help"),
+        reply("address_order_help", response=FIND_ORDER_NUMBER, next=goto("address_order", clear=["order_number"])),
+        reply("address_later", response="No problem: come back when you have the new address.", next=end("later")),
     ],
+    on_skip="address_help",
     on=[on_message("change my delivery address", "change address", "update address", "wrong address",
                    repeat="always")],
     clear_on_start=["new_address", "confirm_address"],
@@ -239,7 +245,13 @@ refund = Flow(
               next=goto("refund_order", clear=["order_number"])),
         reply("refund_already", response="Order ${order_number} was cancelled and refunded in full already.",
               next=end("already_refunded")),
+        # "I don't know": help with the step that asked, then its question again (not a hand-off)
+        router("refund_help", when="'order_number' in state", then="reason_help", else_="refund_order_help"),
+        reply("refund_order_help", response=FIND_ORDER_NUMBER, next=goto("refund_order", clear=["order_number"])),
+        reply("reason_help", response="A few words are enough, for example \"it arrived damaged\" or \"wrong size\".",
+              next=goto("refund_reason", clear=["refund_reason"])),
     ],
+    on_skip="refund_help",
     on=[on_message("refund", "money back", "return an item", "return", "charged twice", "arrived damaged",
                    "arrived broken", repeat="always")],
     clear_on_start=["refund_reason", "confirm_refund"],

@@ -38,6 +38,9 @@ SUPPORT: list[tuple[list[str], Callable[[], ScriptedModel | None]]] = [
     (["I want a refund for A-1004"], lambda: None),
     (["change the address of A-1001 to 5 Main Street"], lambda: None),
     (["where is my order", "I don't know it", "a1002"], lambda: None),
+    (["I need a refund", "I don't know", "A-1002", "dont know"], lambda: None),
+    (["change my address", "I don't know it", "A-1002", "I don't know yet"], lambda: None),
+    (["refund for A-1003, it arrived broken", "no, the order is A-9999", "A-1002"], lambda: None),
     (["where's my order A-1004?"], lambda: ScriptedModel(understand=[
         {"flows": {"orders": 92, "address": 5, "refund": 0, "human": 0}, "fields": {"order_number": "A-1004"}}])),
 ]

@@ -300,3 +300,19 @@ async def test_only_a_bare_order_number_at_the_menu_checks_it_and_a_denied_reaso
     assert asked.text == "In a few words, what went wrong?"  # not "(damaged)"
     kept = await chat.say("refund for A-1003, don't cancel it")
     assert "cancelled" not in kept.text
+
+
+async def test_i_dont_know_in_a_refund_or_an_address_change_helps_instead_of_handing_off(support: ModuleType) -> None:
+    chat = Chat(support)
+    await chat.say("I need a refund")
+    helped = await chat.say("I don't know")
+    assert helped.text.startswith("You'll find it in your order confirmation email.") and chat.asking() == \
+        ["refund/refund_order"]
+    await chat.say("A-1002")
+    reason = await chat.say("dont know")
+    assert reason.text == ("A few words are enough, for example \"it arrived damaged\" or \"wrong size\".\n\n"
+                           "In a few words, what went wrong?")
+    later = Chat(support)
+    await later.say("change the address of A-1002")
+    done = await later.say("I don't know yet")
+    assert done.text == "No problem: come back when you have the new address." and later.asking() == []

@@ -49,7 +49,8 @@ from tether.engine.graph.moves import silenced
 from tether.engine.graph.reuse import confirm_reused
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node, Reply
-from tether.flow.resolvers import Pattern
+from tether.flow.repair import content_words
+from tether.flow.resolvers import NO_WORDS, YES_WORDS, Pattern
 from tether.flow.transitions import Escalate, Goto, is_code
 
 __all__ = ["complete", "dispatch_collect", "question_first", "read_again"]
@@ -245,6 +246,9 @@ def _correction(ts: TurnState, run: Run, flow: Flow, node: Collect, hits: Any, j
             earlier = earlier_fields(flow, run, node, fixable)
             found = resolver_corrections(ts, run, flow, node, earlier) \
                 or refused_free_text(ts, run, flow, node, earlier)
+            if not found and judged and _says_more(ts):  # "yes, but add flat 3": the model read the new value
+                found = {k: v for k, v in judged.items() if k in earlier and v is not None}
+                return _corrected(ts, run, flow, node, found, "model") if found else (None, ())
         return _corrected(ts, run, flow, node, found, "deterministic") if found else (None, ())
     corrected = resolver_corrections(ts, run, flow, node, fixable)
     corrected.update({k: v for k, v in (judged or {}).items() if k in fixable and v is not None})
@@ -253,6 +257,11 @@ def _correction(ts: TurnState, run: Run, flow: Flow, node: Collect, hits: Any, j
     if corrected:
         return _corrected(ts, run, flow, node, corrected, "model" if judged else "deterministic")
     return None, ()
+
+
+def _says_more(ts: TurnState) -> bool:
+    """The message says more than a yes or a no ("yes, but add flat 3", not "yes please")."""
+    return bool(content_words(ts.message_text) - YES_WORDS - NO_WORDS)
 
 
 def _removals(ts: TurnState, run: Run, flow: Flow, node: Collect, fixable: list[str]) -> dict[str, Any]:
