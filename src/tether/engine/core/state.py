@@ -198,7 +198,7 @@ class TurnState:
         """Fill a text's placeholders from ``run``'s state view (or ``state``), its input, the
         turn's context and date (:func:`~tether.engine.core.templates.render`)."""
         return render(template, self.state_view(run) if state is None else state, run.input if run else None,
-                      self.options.context, where=where, today=self.today)
+                      self.options.context, where=where, today=self.today if "today" in template else None)
 
     def render_value(self, value: Any, run: Run, *, where: str = "template") -> Any:
         """:meth:`render` every string inside ``value`` (dicts and lists walked)."""

@@ -23,9 +23,13 @@ from tether.templating import Slot, fill
 __all__ = ["render", "render_value", "today_text"]
 
 
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
 def today_text(now: datetime) -> str:
-    """What ``${today}`` reads: the weekday and the ISO date of ``now`` ("Thursday, 2026-12-03")."""
-    return f"{now:%A}, {now.date().isoformat()}"
+    """What ``${today}`` reads: the weekday and the ISO date of ``now`` ("Thursday, 2026-12-03"),
+    in English whatever the locale."""
+    return f"{_WEEKDAYS[now.weekday()]}, {now.date().isoformat()}"
 
 
 def render(template: str, state: Mapping[str, Any], input: Any = None,
