@@ -265,7 +265,8 @@ human = Flow(
     nodes=[reply("to_human", response="I'm connecting you with a person now. They'll see this conversation.",
                  next=handoff("human", "customer asked for a person"))],
     on=[on_message("talk to a person", "talk to a human", "speak to a person", "real person", "human agent",
-                   "representative", repeat="always")],
+                   "representative", "human", "operator", "talk to someone", "speak to someone",
+                   repeat="always")],
 )
 
 still_there = Flow(

@@ -316,3 +316,11 @@ async def test_i_dont_know_in_a_refund_or_an_address_change_helps_instead_of_han
     await later.say("change the address of A-1002")
     done = await later.say("I don't know yet")
     assert done.text == "No problem: come back when you have the new address." and later.asking() == []
+
+
+@pytest.mark.parametrize("said", ["human", "can I speak to someone", "operator please"])
+async def test_the_ways_to_ask_for_a_person(support: ModuleType, said: str) -> None:
+    chat = Chat(support)
+    await chat.say("hi")
+    result = await chat.say(said)
+    assert result.text == "I'm connecting you with a person now. They'll see this conversation."
