@@ -145,7 +145,7 @@ async def test_with_a_model_the_extract_call_offers_the_fields_collected_before(
     call = model.calls[-1]
     assert call.call == "extract"
     tool = call.request.tools[0]
-    assert set(tool.parameters["properties"]) == {"confirm", "size", "_intent"}
+    assert set(tool.parameters["properties"]) == {"confirm", "size", "_intent", "_asks"}
     assert "size (now 'large')" in tool.description
     assert model.unsaid() == []
     assert [e.as_dict()["source"] for e in fixed.events if e.type == "field-corrected"] == ["model"]
@@ -211,7 +211,7 @@ async def test_with_a_model_the_extract_call_offers_the_asking_step_s_own_value(
     assert fixed.text == "OK, I've changed the size to medium.\n\nWhich toppings?" and fixed.llm_calls == 1
     call = model.calls[-1]
     assert call.call == "extract"
-    assert set(call.request.tools[0].parameters["properties"]) == {"size", "toppings", "_intent"}
+    assert set(call.request.tools[0].parameters["properties"]) == {"size", "toppings", "_intent", "_asks"}
     assert "size (now 'large')" in call.request.tools[0].description
     assert model.unsaid() == []
     assert chat.session is not None and chat.session.data["size"] == "medium"

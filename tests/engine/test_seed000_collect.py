@@ -70,7 +70,7 @@ async def test_the_extraction_tool_is_partial_nullable_and_quotes_the_user() -> 
     assert call.request.tool_choice == "required"
     params = spec.parameters
     # the node schema made partial: optional fields may be submitted too; only the required ones are "still needed"
-    assert set(params["properties"]) == {"name", "email", "note"}
+    assert set(params["properties"]) == {"name", "email", "note", "_asks"}  # _asks: a question?
     assert "required" not in params or params["required"] == []
     assert "Still needed: name, email." in spec.description
     for name in ("name", "email", "note"):
@@ -126,7 +126,7 @@ async def test_fields_gathered_over_two_turns_complete_on_the_second() -> None:
     assert seen[0][0] == {"name": "Ada", "email": "ada@example.com"}
     assert second.ended[0].reason == "collected"
     offered = model.calls[1].request.tools[0].parameters["properties"]
-    assert offered.keys() - {INTENT_KEY} == {"email", "note"}  # name is known
+    assert offered.keys() - {INTENT_KEY, "_asks"} == {"email", "note"}  # name is known
     # an answer to the step may instead be a repair intent (see docs/repair.md)
     assert offered[INTENT_KEY]["enum"] == ["cancel", "chitchat", "skip", None]
     assert first.llm_calls == 1 and second.llm_calls == 1 and model.unused() == {}
@@ -203,7 +203,7 @@ async def test_a_resolved_field_is_left_out_of_the_extraction_schema() -> None:
                    on_complete=on_complete)
     result = await say(make_agent(node, model=model), None, "large for Bob")
     (call,) = model.calls
-    assert set(call.request.tools[0].parameters["properties"]) == {"name"}
+    assert set(call.request.tools[0].parameters["properties"]) == {"name", "_asks"}
     assert seen[0][0] == {"size": "large", "name": "Bob"}
     assert result.llm_calls == 1 and model.unused() == {}
 

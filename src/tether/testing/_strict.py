@@ -217,6 +217,11 @@ def _fill_object(schema: Mapping[str, Any], meaning: Meaning, heard: _Heard,
         if isinstance(spec, Mapping) and "properties" in spec:
             filled[name] = _fill_object(spec, meaning, heard, root)
             continue
+        if name == "_asks":  # an extract call's "asks a question"
+            filled[name] = meaning.asks
+            if meaning.asks is not None:
+                heard.said.add("asks")
+            continue
         if name == "_intent":  # an extract call's repair intent
             allowed = [v for v in spec.get("enum", []) if v is not None]
             heard.offered.update(f"intent {v}" for v in allowed)

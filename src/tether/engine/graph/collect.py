@@ -44,7 +44,7 @@ from tether.engine.graph.corrections import (
     resolver_corrections,
     yes_or_no,
 )
-from tether.engine.graph.extract import INTENT_KEY, extract_values
+from tether.engine.graph.extract import ASKS_KEY, INTENT_KEY, extract_values
 from tether.engine.graph.moves import silenced
 from tether.engine.graph.reuse import confirm_reused
 from tether.flow.flow import Flow
@@ -144,7 +144,13 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
             # an answer to this step's question may instead cancel, chat or give up (not a message that started it)
             intents = [i for i in ("cancel", "chitchat", "skip") if ts.agent.repair.on(i)] \
                 if ts.asking_at.get(run.id) == node.id else []
-            values = await extract_values(ts, run, node, targets, needed, correctable=fixable, intents=intents)
+            # a question typed at the step ("how much is a large?") is answered before its question,
+            # as the understand call's ``asks`` would have it (no understand call this turn)
+            ask_slot = ts.judgement.asks is None and not node.phrased_by_model
+            values = await extract_values(ts, run, node, targets, needed, correctable=fixable, intents=intents,
+                                          asks=ask_slot)
+            if ask_slot and values.pop(ASKS_KEY, None) is True:
+                ts.judgement.asks = True
             intent = values.pop(INTENT_KEY, None)
             if isinstance(intent, str) and intent in intents:
                 # not an answer: the turn applies the repair pattern after the run phase; the pass is not counted

@@ -20,11 +20,13 @@ from tether.flow.nodes import Collect
 from tether.models.parsing import ReplyParseError, extract_json
 from tether.models.types import ModelRequest, ToolSpec
 
-__all__ = ["INTENT_KEY", "extract_values", "collect_field_schema", "dated", "passes_verbatim_guard", "submit_tool_name",
-           "validate_value"]
+__all__ = ["ASKS_KEY", "INTENT_KEY", "collect_field_schema", "dated", "extract_values", "passes_verbatim_guard",
+           "submit_tool_name", "validate_value"]
 
 _NUMBER = re.compile(r"[-+]?\d+(?:[.,]\d+)?")
 INTENT_KEY = "_intent"
+ASKS_KEY = "_asks"
+"""The extract call's slot for "the message asks a question" (the understand call's ``asks``)."""
 """The submit tool's property for a repair intent (``cancel``, ``chitchat``, ``skip``): the message
 does that instead of answering the step. Field names never start with an underscore."""
 EXTRACT_RECENT = 4
@@ -113,16 +115,19 @@ def passes_verbatim_guard(value: Any, text: str) -> bool:
 
 async def extract_values(ts: TurnState, run: Run, node: Collect, names: list[str],
                          still_needed: list[str] | None = None, *, correctable: Sequence[str] = (),
-                         intents: Sequence[str] = ()) -> dict[str, Any]:
+                         intents: Sequence[str] = (), asks: bool = False) -> dict[str, Any]:
     """One non-speaking ``extract`` call for ``names`` (and ``correctable``: fields collected
     before that the customer may correct); returns the raw submitted values (nulls and blanks
-    dropped). Model prose is discarded."""
+    dropped). Model prose is discarded. ``asks``: the call also says whether the message asks a
+    question (``ASKS_KEY``), for a step that can answer it before asking its own."""
     model = ts.model(node.model, needed_for=f"collect node {node.id!r}")
     tool_name = submit_tool_name(node.id)
     fixable = [name for name in correctable if name not in names]
     properties = {name: collect_field_schema(ts, node, name) for name in [*names, *fixable]}
     if intents:  # the one call before Speak also reports a repair intent (no understand call this turn)
         properties[INTENT_KEY] = {"type": ["string", "null"], "enum": [*intents, None]}
+    if asks:
+        properties[ASKS_KEY] = {"type": ["boolean", "null"]}
     parameters: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
     defs = _json_schema(node.schema).get("$defs") if node.schema is not None else None
     if defs:
@@ -131,7 +136,8 @@ async def extract_values(ts: TurnState, run: Run, node: Collect, names: list[str
     needed = still_needed if still_needed else names
     description = (f"Submit the data collected for step {node.id!r}. Still needed: {', '.join(needed)}. "
                    "Only submit values explicitly provided by the user; use null for anything not given.\n"
-                   f"{correction_note(ts, fixable)}{_intent_note(intents)}The user's latest message:\n{quoted}")
+                   f"{correction_note(ts, fixable)}{_intent_note(intents)}{_ASKS_NOTE if asks else ''}"
+                   f"The user's latest message:\n{quoted}")
     steer = node.instructions
     if callable(steer):
         steer = steer(names, ts.state_view(run))
@@ -166,6 +172,9 @@ async def extract_values(ts: TurnState, run: Run, node: Collect, names: list[str
     report_dropped(ts, "extract", dropped, run=run, fields_sections=("$",))
     accepted: Mapping[str, Any] = kept if isinstance(kept, Mapping) else {}
     return {k: v for k, v in accepted.items() if k in properties and v is not None and v != ""}
+
+
+_ASKS_NOTE = f"{ASKS_KEY}: true when the latest message asks a question that needs an answer.\n"
 
 
 def _intent_note(intents: Sequence[str]) -> str:
