@@ -94,3 +94,12 @@ def test_a_leading_and_adds_and_remove_takes_out() -> None:
     assert toppings.resolve("and olives", held).value == ["ham", "olives"]
     assert toppings.resolve("remove ham", {"state": {"toppings": ["ham", "olives"]}}).value == ["olives"]
     assert toppings.resolve("ham and olives", held).value == ["ham", "olives"]  # a list, not an addition
+
+
+def test_a_swap_takes_out_what_comes_before_for_with_or_to_and_adds_what_comes_after() -> None:
+    toppings = enum_list("toppings", ["ham", "olives", "mushrooms", "onions"])
+    held = {"state": {"toppings": ["ham", "onions"]}}
+    for text in ("swap the ham for olives", "replace ham with olives", "change ham to olives"):
+        assert toppings.resolve(text, held).value == ["onions", "olives"], text
+    assert toppings.resolve("switch the ham to mushrooms and olives", held).value == ["onions", "mushrooms", "olives"]
+    assert toppings.resolve("swap ham for olives", {}).value == ["ham", "olives"]  # nothing held: the values named

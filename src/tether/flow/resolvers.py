@@ -255,9 +255,11 @@ class EnumList:
     no olives" is ``["ham"]``, "without onions and peppers" names neither, "no, make it ham" is
     ``["ham"]``. A message that only leaves values out ("no olives") takes them out of the list
     the field holds; one that says it adds ("olives too", "also olives", "add olives", "extra
-    cheese") adds to it. A message that names none and says so ("none", "nothing", "no toppings" for a
-    field named ``toppings``) is the empty list: an answer for a field that allows it
-    (``Field.allow_empty``), refused by validation for one that does not.
+    cheese") adds to it; one that swaps ("swap the ham for olives", "replace ham with olives")
+    takes out what comes before "for", "with" or "to" and adds what comes after. A message that
+    names none and says so ("none", "nothing", "no toppings" for a field named ``toppings``) is
+    the empty list: an answer for a field that allows it (``Field.allow_empty``), refused by
+    validation for one that does not.
     """
 
     field: str
@@ -286,6 +288,14 @@ class EnumList:
                 else:
                     named.append((start, value))
         held = frame.get("state", {}).get(self.field)
+        if named and isinstance(held, list) and (swap := _SWAP.search(words)) is not None:
+            # "swap the ham for olives", "replace ham with olives": out what comes before "for"/"with"/"to"
+            out = {v for at, v in named if swap.start(1) <= at < swap.start(2)}
+            named = [(at, v) for at, v in named if at >= swap.start(2)]
+            dropped = [*dropped, *out]
+            if named:
+                return Resolution("hit", [*(v for v in held if v not in dropped),
+                                          *(v for _, v in sorted(named) if v not in held)])
         if named:
             found = [value for _, value in sorted(named)]
             if isinstance(held, list) and _adds(words, taken):  # "olives too": the list given before, and olives
@@ -331,6 +341,8 @@ def _says_none(words: str, field: str) -> bool:
     return re.search(rf" (?:no|without|zero) (?:(?:any|the|extra) )*{nouns} ", words) is not None
 
 
+_SWAP = re.compile(r" (?:swap|replace|change|switch|exchange)( .*?)( (?:for|with|to|into) .*)")
+"""A swap in ``_negations``' spaced form: group 1 what goes out, group 2 what comes in."""
 _ADDS = re.compile(r" (?:too|also|add|plus|extra|more|as well) |^ and ")
 """Words (in ``_negations``' spaced form) that add the values a message names to those held."""
 _TOKEN = re.compile(r"[a-z0-9]+|[,.;:!?]")
