@@ -102,12 +102,12 @@ class EnumCheck:
 
     def resolve(self, text: str, frame: Mapping[str, Any]) -> Resolution:
         lowered = {v.lower(): v for v in self.values}
-        tokens = _unnegated(text, frozenset(lowered))  # "not large, medium" names medium (not "no large": "no, large")
         if len(lowered) == 2 and "yes" in lowered and "no" in lowered:  # a yes/no question: every way to say them
             cut = max((m.end() for m in _SELF_CORRECTION.finditer(text)), default=0)  # "yes, no wait, no": no
             said = read_yes_no(text[cut:]) if cut else None
             said = read_yes_no(text) if said is None else said
             return _MISS if said is None else Resolution("hit", lowered["yes" if said else "no"])
+        tokens = _unnegated(text, frozenset(lowered))  # "not large, medium" names medium (not "no large": "no, large")
         exact = {lowered[t] for t in tokens if t in lowered}
         if len(exact) > 1:  # "large, no wait, medium": the value after the last correction word
             last = max((i for i, t in enumerate(tokens) if t in _SELF_CORRECTIONS), default=-1)

@@ -22,7 +22,7 @@ from tether.flow.resolvers import Pattern, WholeMessage
 from tether.flow.triggers import MessageTrigger
 
 __all__ = ["ask_text", "asking_text", "clear_caches", "gathered", "has_value", "humanize", "merge_values", "missing",
-           "missing_names", "pending", "purge_invalid", "question_text", "resolve", "value_of"]
+           "missing_names", "pending", "purge_invalid", "question_text", "resolve", "resolver_frame", "value_of"]
 
 
 def clear_caches(run: Run, node_id: str) -> None:
@@ -122,7 +122,7 @@ def resolve(ts: TurnState, run: Run, node: Collect, wanted: list[str], judged: M
     if not patterns_only and node.choices and node.slots[0] in wanted \
             and (picked := match_choice(ts.message_text, node.choices)):
         hits[node.slots[0]] = picked.id  # the customer tapped (or typed) a choice: no model call
-    frame = {"input": run.input, "state": ts.state_view(run), "results": run.state.get("__results", {})}
+    frame = resolver_frame(ts, run)
     for resolver in node.resolvers:
         if resolver.field not in wanted or resolver.field in hits or resolver.field in ambiguous:
             continue
@@ -144,6 +144,11 @@ def _small_talk(ts: TurnState) -> bool:
     repair = ts.agent.repair
     return bool(spoken_only(ts.message_text, repair.thanks_phrases, repair.chitchat_phrases,
                             repair.completed_phrases, filler=repair.filler))
+
+
+def resolver_frame(ts: TurnState, run: Run) -> dict[str, Any]:
+    """What a resolver reads besides the message: the run's input, state view and node results."""
+    return {"input": run.input, "state": ts.state_view(run), "results": run.state.get("__results", {})}
 
 
 def question_text(ts: TurnState, run: Run, node: Collect) -> str:

@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 from tether.engine.core.events import FieldCorrected
 from tether.engine.core.session import Run
 from tether.engine.core.state import TurnState
-from tether.engine.graph.collect_fields import humanize
+from tether.engine.graph.collect_fields import humanize, resolver_frame
 from tether.engine.graph.extract import validate_value
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node
@@ -102,7 +102,7 @@ def resolver_corrections(ts: TurnState, run: Run, flow: Flow, node: Node, names:
     to (see :func:`correctable`)."""
     if not names:
         return {}
-    frame = {"input": run.input, "state": ts.state_view(run), "results": run.state.get("__results", {})}
+    frame = resolver_frame(ts, run)
     owners = _owners(flow, run, node)
     found: dict[str, Any] = {}
     for other in flow.nodes:

@@ -38,7 +38,7 @@ from __future__ import annotations
 from tether.engine.core.pauses import Static
 from tether.engine.core.session import Run
 from tether.engine.core.state import SpeakRequest, TurnState
-from tether.engine.graph.collect_fields import ask_text, missing, pending, question_text
+from tether.engine.graph.collect_fields import ask_text, missing, pending, question_text, resolver_frame
 from tether.engine.graph.conditions import holds
 from tether.engine.graph.interrupted import restore_values
 from tether.engine.graph.moves import finish
@@ -108,7 +108,7 @@ def keyword_repair(ts: TurnState, asker: Run | None) -> str | None:
 def _reads_an_answer(ts: TurnState, run: Run, node: Collect) -> bool:
     """A resolver of the step reads a value in the message (not a whole-message one: it takes
     any text, small talk too)."""
-    frame = {"input": run.input, "state": ts.state_view(run), "results": run.state.get("__results", {})}
+    frame = resolver_frame(ts, run)
     return any(not isinstance(r, WholeMessage | JsonPath) and r.resolve(ts.message_text, frame).status == "hit"
                for r in node.resolvers)
 
