@@ -272,6 +272,12 @@ class Repair:
         """Whether ``pattern`` is switched on."""
         return pattern in self.patterns
 
+    def small_talk(self, text: str) -> set[int]:
+        """Which kinds of small talk ``text`` is made of, with filler only besides (0 thanks, 1 the
+        chitchat phrases, 2 a closing; see :func:`spoken_only`): empty when it says anything else."""
+        return spoken_only(text, self.thanks_phrases, self.chitchat_phrases, self.completed_phrases,
+                           filler=self.filler)
+
     def problems(self) -> list[str]:
         """What is wrong with this configuration (an unknown pattern name, a bad margin)."""
         found = [f"unknown repair pattern {name!r} (known: {', '.join(PATTERNS)})"

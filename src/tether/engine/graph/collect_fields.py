@@ -17,7 +17,6 @@ from tether.engine.graph.extract import passes_verbatim_guard, validate_value
 from tether.flow.choices import match_choice
 from tether.flow.fields import is_known
 from tether.flow.nodes import Collect
-from tether.flow.repair import spoken_only
 from tether.flow.resolvers import Pattern, WholeMessage
 from tether.flow.triggers import MessageTrigger
 
@@ -141,9 +140,7 @@ def resolve(ts: TurnState, run: Run, node: Collect, wanted: list[str], judged: M
 
 def _small_talk(ts: TurnState) -> bool:
     """The message is only thanks, small talk or a closing ("thanks, bye"): no free-text answer."""
-    repair = ts.agent.repair
-    return bool(spoken_only(ts.message_text, repair.thanks_phrases, repair.chitchat_phrases,
-                            repair.completed_phrases, filler=repair.filler))
+    return bool(ts.agent.repair.small_talk(ts.message_text))
 
 
 def resolver_frame(ts: TurnState, run: Run) -> dict[str, Any]:

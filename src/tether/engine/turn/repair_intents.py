@@ -9,7 +9,7 @@ reports the same intents (its ``intent`` section) when a model judges the messag
 
 from __future__ import annotations
 
-from tether.flow.repair import Repair, asks_to_cancel, phrase_in, spoken_only
+from tether.flow.repair import Repair, asks_to_cancel, phrase_in
 
 __all__ = ["INTENTS", "keyword_intent", "small_talk_kind"]
 
@@ -19,16 +19,11 @@ INTENTS = ("cancel", "chitchat", "completed", "skip")
 _THANKS, _CHITCHAT, _CLOSING = 0, 1, 2
 
 
-def _parts(repair: Repair, text: str) -> set[int]:
-    return spoken_only(text, repair.thanks_phrases, repair.chitchat_phrases, repair.completed_phrases,
-                       filler=repair.filler)
-
-
 def keyword_intent(repair: Repair, text: str, *, task_under_way: bool, agent_step: bool = False) -> str | None:
     """The repair intent the message's words carry, or None. At an agent step (``agent_step``) a
     message made only of closing phrases completes the conversation, and nothing is a skip (its
     model hears "I don't know" as it hears any answer)."""
-    parts = _parts(repair, text)
+    parts = repair.small_talk(text)
     if agent_step:
         if repair.on("cancel") and asks_to_cancel(text, repair.cancel_phrases):
             return "cancel"
@@ -53,8 +48,8 @@ def keyword_intent(repair: Repair, text: str, *, task_under_way: bool, agent_ste
 def small_talk_kind(repair: Repair, text: str) -> str:
     """Which small talk the message is: ``how_are_you`` (the chitchat phrases), ``thanks``, or
     ``other`` (small talk only a model recognised)."""
-    if _CHITCHAT in _parts(repair, text) or phrase_in(text, repair.chitchat_phrases):
+    if _CHITCHAT in repair.small_talk(text) or phrase_in(text, repair.chitchat_phrases):
         return "how_are_you"
-    parts = _parts(repair, text)
+    parts = repair.small_talk(text)
     thanked = _THANKS in parts or phrase_in(text, ("thanks", "thank you", "thx"))
     return "thanks" if thanked else "other"
