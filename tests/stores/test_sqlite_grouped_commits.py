@@ -234,6 +234,31 @@ async def test_a_load_is_read_on_the_callers_thread_and_waits_nowhere(tmp_path: 
         await store.close()
 
 
+async def test_a_load_while_the_stores_thread_is_busy_is_read_on_that_thread(tmp_path: Path,
+                                                                              new_session: NewSession) -> None:
+    """While the store's thread has a call in flight (the writes of other sessions), a load is read
+    there, on the store's warm connection, not on the caller's thread; once the thread is idle again,
+    loads are read on the caller's thread again."""
+    store = await SQLiteStore.open(tmp_path / "t.db")
+    try:
+        doc = await store.create(new_session(data={"n": 1}))
+        hops: list[str] = []
+        thread_call = store._call
+
+        async def counted(operation: str, session_id: str | None, fn: Any) -> Any:
+            hops.append(operation)
+            return await thread_call(operation, session_id, fn)
+
+        store._call = counted  # type: ignore[method-assign]
+        assert await store.load(doc.id) == doc and hops == []  # the thread is idle: read here
+        [load] = await _with_thread_held(store, lambda: [asyncio.ensure_future(store.load(doc.id))])
+        assert load.result() == doc and hops == ["hold", "load"]
+        assert store._thread.in_flight == 0
+        assert await store.load(doc.id) == doc and hops == ["hold", "load"]  # idle again: read here
+    finally:
+        await store.close()
+
+
 async def test_the_reader_opens_the_database_the_store_opened_after_a_change_of_folder(
         tmp_path: Path, new_session: NewSession, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "app").mkdir()

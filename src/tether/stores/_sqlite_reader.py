@@ -1,10 +1,12 @@
 """Point reads of ``SQLiteStore`` on the caller's thread: a document, a session's journal.
 
-A read of a few rows by key from the page cache costs far less than the hop to the store's thread
-and back (two thread wake-ups), so :class:`PointReader` makes it on a connection of its own, on
-the caller's thread. It never waits there: its busy timeout is 0, so a locked database answers at
-once and the read goes to the store's thread instead (:data:`ELSEWHERE`), as it does while the
-reader serves another thread or before the store's connection has opened (and migrated) the file.
+While the store's thread is idle, a read of a few rows by key costs less than the hop to that
+thread and back (two thread wake-ups), so :class:`PointReader` makes it on a connection of its
+own, on the caller's thread. It never waits there: its busy timeout is 0, so a locked database
+answers at once and the read goes to the store's thread instead (:data:`ELSEWHERE`), as it does
+while the reader serves another thread or before the store's connection has opened (and
+migrated) the file. While the store's thread has calls in flight, ``SQLiteStore`` does not ask
+this reader at all (see ``SQLiteStore._point_read``).
 """
 
 from __future__ import annotations

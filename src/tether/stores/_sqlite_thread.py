@@ -213,6 +213,10 @@ class ConnectionThread:
         self._calls: queue.SimpleQueue[_Item] | None = None  # the running thread's queue
         self._start = threading.Lock()
         self.linger = linger if linger is not None else Linger()
+        self.in_flight = 0
+        """Calls sent and not yet answered, counted by the callers (0: the thread is idle). Not
+        locked: callers on two loops at once may leave it off by one, which only changes where a
+        point read is made (``SQLiteStore._point_read``), never what it reads."""
 
     async def run(self, fn: Callable[[], T], *, read: bool = False) -> T:
         """``fn()`` on the thread; its result, or its exception raised here. A ``read`` may run
@@ -223,7 +227,11 @@ class ConnectionThread:
         calls.put((fn, loop, future, _READ if read else None))
         if self.linger.want:
             self.linger.arrived(False)
-        return await future
+        self.in_flight += 1
+        try:
+            return await future
+        finally:
+            self.in_flight -= 1
 
     async def run_grouped(self, job: Any, runner: GroupRunner) -> Any:
         """``job`` run by ``runner`` together with the other grouped calls of ``runner`` waiting
@@ -234,7 +242,11 @@ class ConnectionThread:
         calls.put((job, loop, future, runner))
         if self.linger.want:
             self.linger.arrived(True)
-        return await future
+        self.in_flight += 1
+        try:
+            return await future
+        finally:
+            self.in_flight -= 1
 
     def _start_thread(self) -> queue.SimpleQueue[_Item]:
         with self._start:

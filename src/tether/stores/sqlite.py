@@ -162,8 +162,12 @@ class SQLiteStore(Store):
     async def _point_read(self, operation: str, session_id: str | None,
                           fn: Callable[[sqlite3.Connection], T]) -> T:
         """A read of a few rows by key (a document, a session's journal): on the caller's thread
-        when it can be made there without waiting (see ``_sqlite_reader``), else on the store's."""
-        if not self._closed:
+        when the store's thread is idle and the read can be made there without waiting (see
+        ``_sqlite_reader``), else on the store's. Under concurrent writes the store's thread
+        reads for less: each commit of the store's connection leaves the caller's connection a
+        cold page cache (every page read again from the WAL, 30-40 µs of the event loop per read
+        here), while the store's connection reads from a warm one (``docs/cost.md``)."""
+        if not self._closed and not self._thread.in_flight:
             with backend_errors(_ERRORS, operation, session_id):
                 found = self._reader.read(fn)
             if found is not ELSEWHERE:
