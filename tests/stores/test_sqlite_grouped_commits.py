@@ -199,22 +199,28 @@ async def test_grouped_commits_keep_every_acknowledged_turn_across_a_sigkill(tmp
         await store.close()
 
 
+def _count_hops(store: SQLiteStore) -> list[str]:
+    """The operations sent to the store's thread from now on (``SQLiteStore._call``), in order."""
+    hops: list[str] = []
+    thread_call = store._call
+
+    async def counted(operation: str, session_id: str | None, fn: Any) -> Any:
+        hops.append(operation)
+        return await thread_call(operation, session_id, fn)
+
+    store._call = counted  # type: ignore[method-assign]
+    return hops
+
+
 async def test_a_load_is_read_on_the_callers_thread_and_waits_nowhere(tmp_path: Path,
                                                                       new_session: NewSession) -> None:
-    """A document is read on the caller's thread (no hop to the store's thread); when that reader
+    """With the store's thread idle, a document is read on the caller's thread (no hop); when that reader
     is in use elsewhere, or the database is locked, the read goes to the store's thread instead
     (the reader never waits: its busy timeout is 0)."""
     store = await SQLiteStore.open(tmp_path / "t.db")
     try:
         doc = await store.create(new_session(data={"n": 1}))
-        hops: list[str] = []
-        thread_call = store._call
-
-        async def counted(operation: str, session_id: str | None, fn: Any) -> Any:
-            hops.append(operation)
-            return await thread_call(operation, session_id, fn)
-
-        store._call = counted  # type: ignore[method-assign]
+        hops = _count_hops(store)
         assert await store.load(doc.id) == doc and hops == []  # read here
         with store._reader._lock:  # another thread reads on it now
             assert await store.load(doc.id) == doc
@@ -242,14 +248,7 @@ async def test_a_load_while_the_stores_thread_is_busy_is_read_on_that_thread(tmp
     store = await SQLiteStore.open(tmp_path / "t.db")
     try:
         doc = await store.create(new_session(data={"n": 1}))
-        hops: list[str] = []
-        thread_call = store._call
-
-        async def counted(operation: str, session_id: str | None, fn: Any) -> Any:
-            hops.append(operation)
-            return await thread_call(operation, session_id, fn)
-
-        store._call = counted  # type: ignore[method-assign]
+        hops = _count_hops(store)
         assert await store.load(doc.id) == doc and hops == []  # the thread is idle: read here
         [load] = await _with_thread_held(store, lambda: [asyncio.ensure_future(store.load(doc.id))])
         assert load.result() == doc and hops == ["hold", "load"]
