@@ -173,6 +173,18 @@ async def test_an_address_said_up_front_is_read_back(support: ModuleType, form: 
     assert confirm.text == "Change the delivery address of A-1002 to Flat 2, 4 Elm Rd, Leeds? Please answer yes or no."
 
 
+@pytest.mark.parametrize("form", ["py", "yaml"])
+@pytest.mark.parametrize("said", ["it's 5 Main Street, Springfield", "my new address is 5 Main Street, Springfield",
+                                  "send it to 5 Main Street, Springfield please"])
+async def test_an_address_is_read_back_without_the_words_that_introduce_it(support: ModuleType, form: str,
+                                                                          said: str) -> None:
+    chat = Chat(twin(support, form))
+    await chat.say("I want to change the address for order A-1002")
+    confirm = await chat.say(said)
+    assert confirm.text == ("Change the delivery address of A-1002 to 5 Main Street, Springfield? "
+                            "Please answer yes or no.")
+
+
 @pytest.mark.parametrize(("answer", "opened"), [("yep", True), ("sure, go ahead", True), ("perfect", True),
                                                 ("nope", False), ("nah", False)])
 async def test_a_confirmation_takes_the_ways_customers_say_yes_and_no(support: ModuleType, answer: str,

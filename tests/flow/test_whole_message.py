@@ -1,8 +1,9 @@
-"""``whole_message``: the whole message is a free-text answer; with ``questions=False`` a question
-is not one (with no model, nothing else tells the two apart)."""
+"""``whole_message``: the whole message is a free-text answer, less the words that introduce it;
+with ``questions=False`` a question is not one (with no model, nothing else tells the two apart)."""
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from tether import whole_message
@@ -15,6 +16,27 @@ def test_the_trimmed_message_of_at_least_min_length_is_the_value() -> None:
     assert (reason.resolve("  it arrived broken ", {}).status, reason.resolve(" it arrived broken", {}).value) \
         == ("hit", "it arrived broken")
     assert reason.resolve("ok", {}).status == "miss"
+
+
+@pytest.mark.parametrize(("said", "value"), [
+    ("it's 5 Main Street, Springfield", "5 Main Street, Springfield"),
+    ("It\u2019s 5 Main Street", "5 Main Street"),  # a typographic apostrophe, as phones type it
+    ("its 5 Main Street", "5 Main Street"),
+    ("my new address is 14 Oak Ave", "14 Oak Ave"),
+    ("Send it to: 2 Elm Road, please!", "2 Elm Road"),
+    ("it is broken", "broken"),
+    ("refund please", "refund"),
+    ("the screen is cracked", "the screen is cracked"),  # no introduction: as said
+    ("it's", "it's"),  # nothing would be left: as said
+    ("italy", "italy"),  # a word that starts like one is not one
+])
+def test_the_words_that_introduce_the_value_are_left_out(said: str, value: str) -> None:
+    assert whole_message("address").resolve(said, {}).value == value
+    assert whole_message("address", keep_intro=True).resolve(said, {}).value == said.strip()
+
+
+def test_min_length_is_checked_without_the_introduction() -> None:
+    assert whole_message("address", min_length=5).resolve("it's 12", {}).status == "miss"
 
 
 def test_a_question_is_an_answer_unless_questions_is_false() -> None:
@@ -45,3 +67,23 @@ flow:
     [written] = to_spec(flow)["nodes"][0]["resolvers"]
     assert written == {"kind": "whole_message", "field": "reason", "min_length": 3, "questions": False}
     assert yaml.safe_load(yaml.safe_dump(to_spec(flow))) == to_spec(flow)
+
+
+def test_a_flow_file_keeps_the_introduction_with_keep_intro() -> None:
+    text = """
+flow:
+  id: feedback
+  nodes:
+    - kind: collect
+      id: comment
+      fields: [comment]
+      ask: How was it?
+      resolvers: [{kind: whole_message, field: comment, keep_intro: true}]
+"""
+    spec, problems = parse_document(parse_text(text))
+    assert problems == [] and isinstance(spec, FlowSpec)
+    flow = build_flow(spec)
+    [resolver] = flow.by_id["comment"].resolvers
+    assert resolver.resolve("it is great", {}).value == "it is great"
+    [written] = to_spec(flow)["nodes"][0]["resolvers"]
+    assert written == {"kind": "whole_message", "field": "comment", "keep_intro": True}

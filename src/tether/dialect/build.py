@@ -376,7 +376,8 @@ def _resolver(spec: ResolverSpec) -> Resolver:
         return range_(spec.field, min=spec.min, max=spec.max)
     if isinstance(spec, JsonPathResolver):
         return jsonpath(spec.field, spec.path)
-    return whole_message(spec.field, min_length=spec.min_length, questions=spec.questions)
+    return whole_message(spec.field, min_length=spec.min_length, questions=spec.questions,
+                         keep_intro=spec.keep_intro)
 
 
 def _model(schema: dict[str, Any] | None, flow: str, node: str, what: str) -> type[BaseModel] | None:

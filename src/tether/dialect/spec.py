@@ -271,6 +271,8 @@ class WholeMessageResolver(Strict):
     min_length: int = Field(default=1, ge=1)
     questions: bool = Field(default=True, description='false: a message that asks something (ends with "?") is '
                             'not the answer')
+    keep_intro: bool = Field(default=False, description="true: the message as said, with the words that introduce "
+                             "the value (\"it's\", \"my new address is\"), which are left out by default")
 
 
 ResolverSpec = Annotated[PatternResolver | EnumResolver | RangeResolver | JsonPathResolver | WholeMessageResolver,

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tether.flow.resolvers import VALUE_INTRODUCERS
 from tether.flow.triggers import MessageTrigger
 from tether.templating import fill_names
 
@@ -131,11 +132,9 @@ def asks_to_cancel(text: str, phrases: tuple[str, ...]) -> bool:
     return any(not _NARRATED.intersection(words[max(0, i - 3):i]) for i in phrase_starts(text, phrases))
 
 
-_LEADING = (("no",), ("oh",), ("sorry",), ("its",), ("it", "is"), ("to",), ("is",), ("should", "be"),
+_LEADING = (("no",), ("oh",), ("sorry",), ("to",), ("is",), ("should", "be"),
             # how a new value is introduced: "no, it should go to 14 Oak Avenue", "sorry, my name is Ada"
-            ("it", "should", "go", "to"), ("it", "should", "be"), ("send", "it", "to"), ("ship", "it", "to"),
-            ("deliver", "it", "to"), ("the", "address", "is"), ("the", "new", "address", "is"), ("my", "name", "is"),
-            ("the", "name", "is"))
+            *VALUE_INTRODUCERS)
 _TRAILING = (("please",), ("then",))
 
 

@@ -11,8 +11,9 @@
   text -> hit (the first group if the pattern has one, or ``value`` expanded with the match's
   groups, in upper or lower ``case``: ``r"\1-\2"`` and ``"upper"`` make "a1002" and "A 1002" one
   spelling, ``A-1002``); several -> ambiguous.
-- ``whole_message(field)``: the user's whole (trimmed) message is the value, for free-text
-  answers to a question the node asked.
+- ``whole_message(field)``: the user's whole (trimmed) message is the value, less the words that
+  introduce it ("it's 5 Main Street" is "5 Main Street"), for free-text answers to a question the
+  node asked.
 - ``enum_list(field, values)``: every one of ``values`` the text names (whole words, ignoring case;
   a value may be several words) -> hit with the list, in the order the text names them.
 
@@ -39,12 +40,14 @@ __all__ = [
     "Resolution",
     "Resolver",
     "WholeMessage",
+    "VALUE_INTRODUCERS",
     "enum_check",
     "enum_list",
     "jsonpath",
     "pattern",
     "range_",
     "whole_message",
+    "without_introduction",
 ]
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -225,25 +228,59 @@ class Pattern:
                 "case": self.case}
 
 
+VALUE_INTRODUCERS = (("its",), ("it", "is"), ("it", "should", "go", "to"), ("it", "should", "be"),
+                     ("send", "it", "to"), ("ship", "it", "to"), ("deliver", "it", "to"),
+                     ("the", "address", "is"), ("the", "new", "address", "is"), ("my", "address", "is"),
+                     ("my", "new", "address", "is"), ("my", "name", "is"), ("the", "name", "is"))
+"""The words that introduce a free-text value at the start of a message ("it's", "my new address
+is", "send it to"), as words: lower case, apostrophes dropped."""
+
+_SAID_WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)?")
+
+
+def without_introduction(text: str) -> str:
+    """``text`` (trimmed) less the words of :data:`VALUE_INTRODUCERS` at its start and a "please"
+    at its end: "it's 5 Main Street", "my new address is 5 Main Street" and "send it to 5 Main
+    Street please" are "5 Main Street". As it is when it has neither, or when nothing would be left."""
+    value = text.strip()
+    spans = [(m.start(), m.end(), m.group().lower().replace("'", "").replace("\u2019", ""))
+             for m in _SAID_WORD.finditer(value)]
+    words = [word for _, _, word in spans]
+    first, last = 0, len(spans)
+    for phrase in VALUE_INTRODUCERS:
+        if tuple(words[:len(phrase)]) == phrase:
+            first = len(phrase)
+            break
+    if last - first > 1 and words[-1] == "please":
+        last -= 1
+    if first >= last or (first, last) == (0, len(spans)):
+        return value
+    return value[spans[first][0] if first else 0:spans[last - 1][1] if last < len(spans) else len(value)].strip()
+
+
 @dataclass(frozen=True)
 class WholeMessage:
-    """The whole trimmed message is the value (at least ``min_length`` characters; with
-    ``questions=False``, not a message that asks something: one that ends with "?")."""
+    """The whole trimmed message is the value, less the words that introduce it
+    (:func:`without_introduction`; ``keep_intro=True`` keeps the message as said): at least
+    ``min_length`` characters; with ``questions=False``, not a message that asks something (one
+    that ends with "?")."""
 
     field: str
     min_length: int = 1
     questions: bool = True
+    keep_intro: bool = False
     kind: Literal["whole_message"] = "whole_message"
 
     def resolve(self, text: str, frame: Mapping[str, Any]) -> Resolution:
-        value = text.strip()
+        value = text.strip() if self.keep_intro else without_introduction(text)
         if len(value) < self.min_length or (not self.questions and value.endswith("?")):
             return _MISS
         return Resolution("hit", value)
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "field": self.field, "min_length": self.min_length,
-                **({} if self.questions else {"questions": False})}
+                **({} if self.questions else {"questions": False}),
+                **({"keep_intro": True} if self.keep_intro else {})}
 
 
 @dataclass(frozen=True)
@@ -465,10 +502,13 @@ def _check_template(field: str, compiled: re.Pattern[str], value: str) -> None:
                          f"{compiled.pattern!r} ({compiled.groups} groups): {exc}") from None
 
 
-def whole_message(field: str, *, min_length: int = 1, questions: bool = True) -> WholeMessage:
-    """Resolve ``field`` to the user's whole message (a free-text answer). ``questions=False``: a
-    message that asks something (ends with "?") is not the answer, so with no model to tell a
-    question from an answer, "how long does a refund take?" is not taken as a refund's reason
-    (the step asks again); leave it True for a field that is a question ("what would you like to
-    ask the team?")."""
-    return WholeMessage(field, min_length, questions)
+def whole_message(field: str, *, min_length: int = 1, questions: bool = True,
+                  keep_intro: bool = False) -> WholeMessage:
+    """Resolve ``field`` to the user's whole message (a free-text answer), less the words that
+    introduce the value ("it's 5 Main Street", "my new address is 5 Main Street" and "send it to 5
+    Main Street" are "5 Main Street": :data:`VALUE_INTRODUCERS`); ``keep_intro=True`` keeps the
+    message as said. ``questions=False``: a message that asks something (ends with "?") is not the
+    answer, so with no model to tell a question from an answer, "how long does a refund take?" is
+    not taken as a refund's reason (the step asks again); leave it True for a field that is a
+    question ("what would you like to ask the team?")."""
+    return WholeMessage(field, min_length, questions, keep_intro)
