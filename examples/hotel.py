@@ -16,9 +16,9 @@ back with a question for the check-out, which may follow as a date ("Sunday") or
 ("2 nights"); "actually Saturday" changes the check-in. At the confirmation, "no, 3 guests" (or "yes,
 3 guests") reads the booking back with the new number (``confirm_booking`` takes it), and any other
 "no" asks for other dates, after which the booking is read back with the guests given before. The
-guests may come as a number, a word ("four people") or "just me"; a yes or a no as customers say it
-("yep", "sure", "nope"). A stay is at most 30 nights. It greets once, and asks again
-without the greeting.
+guests may come as a number, a word ("four people"), a sum ("2 adults and 1 child") or "just me";
+a yes or a no as customers say it ("yep", "sure", "nope"). A stay is at most 30 nights. It greets
+once, and asks again without the greeting.
 """
 
 from __future__ import annotations
@@ -239,12 +239,14 @@ def _scripted(request: ModelRequest) -> ModelResponse:
     if step == "dates" and (check_in := _check_in(request, words)) is not None:
         return ModelResponse(text=f"Check-in on {check_in:%A %d %B}. And the check-out date, or how many nights?",
                              finish_reason="stop")
+    party = _party(words)  # "3 guests", "2 adults and 1 child"
+    if step == "guests" and party is not None:
+        return call("set_guests", guests=party)
     if step == "guests" and (number := re.search(r"\b(\d+|" + "|".join(COUNTS) + r")\b", words)):
-        return call("set_guests", guests=_count(number.group(1)))  # "4", "four people"
+        return call("set_guests", guests=_count(number.group(1)))  # "4"
     if step == "guests" and re.search(r"\b(?:just|only) me\b|\bmyself\b|\balone\b", words):
         return call("set_guests", guests=1)
-    number = re.search(r"\b(\d+|" + "|".join(COUNTS) + r") (?:guests?|people|persons?)\b", words)
-    guests = _count(number.group(1)) if number else None
+    guests = party
     said = read_yes_no(words, yes=frozenset({"confirm"}), no=frozenset({"change"}))  # "yep", "sure"; "nope"
     if step == "confirm" and said is not None:
         return call("confirm_booking", confirmed=said, guests=guests)
@@ -258,8 +260,19 @@ NIGHTS = re.compile(rf"\b(\d{{1,2}}|{'|'.join(COUNTS)}) nights?\b")
 CHANGE = re.compile(r"\b(actually|instead|rather|change|make it)\b")
 
 
+PEOPLE = re.compile(rf"\b(\d+|{'|'.join(COUNTS)}|an?) (?:adults?|children|child|kids?|guests?|people|persons?|"
+                    r"infants?|bab(?:y|ies))\b")
+
+
 def _count(text: str) -> int:
-    return COUNTS.get(text) or int(text)
+    return COUNTS.get(text) or (1 if text in ("a", "an") else int(text))
+
+
+def _party(words: str) -> int | None:
+    """The guests a message counts, summed over the kinds it names ("2 adults and 1 child" is 3,
+    "four people" 4); None when it counts none."""
+    counted = [_count(found.group(1)) for found in PEOPLE.finditer(words)]
+    return sum(counted) if counted else None
 
 
 def _said_before(request: ModelRequest) -> date | None:

@@ -139,7 +139,8 @@ async def test_the_stand_in_takes_a_check_in_alone_then_the_check_out_or_the_nig
     assert re.search(r"-03-12 to \d{4}-03-15, 1 guest", again.message or ""), again.message
 
 
-@pytest.mark.parametrize(("said", "guests"), [("four people", 4), ("just me", 1), ("2", 2), ("we are three", 3)])
+@pytest.mark.parametrize(("said", "guests"), [("four people", 4), ("just me", 1), ("2", 2), ("we are three", 3),
+                                           ("2 adults and 1 child", 3), ("two adults, a baby", 3)])
 async def test_the_stand_in_reads_the_guests_as_people_say_them(hotel: ModuleType, said: str, guests: int) -> None:
     runtime = Runtime(hotel.agent, store=MemoryStore(), clock=FakeClock())
     first = await runtime.run("Harbour", session_id=None, message=Message("2026-05-01 to 2026-05-04"))
