@@ -17,6 +17,7 @@ reads is :func:`tether.spoken.spoken` ("ham and olives").
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -81,10 +82,18 @@ def has_slots(text: str, *, old: bool = False) -> bool:
     return bool(slots(text, old=old))
 
 
+@functools.lru_cache(maxsize=1024)
+def _pieces(text: str, old: bool) -> tuple[str | Slot, ...]:
+    """:func:`parse`, once per text (a flow's texts are few and fixed, and filled on every turn)."""
+    return tuple(parse(text, old=old))
+
+
 def fill(text: str, value: Callable[[Slot], Any], *, old: bool = False) -> str:
     """``text`` with every placeholder replaced by ``spoken(value(slot))`` (``value`` raises for a
     name it cannot fill; a string it returns is used as it is)."""
-    return "".join(piece if isinstance(piece, str) else spoken(value(piece)) for piece in parse(text, old=old))
+    if "$" not in text and (not old or "{" not in text):  # no placeholder, no escape: as it is
+        return text
+    return "".join(piece if isinstance(piece, str) else spoken(value(piece)) for piece in _pieces(text, old))
 
 
 def fill_names(text: str, values: Mapping[str, str]) -> str:

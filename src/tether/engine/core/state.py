@@ -197,6 +197,8 @@ class TurnState:
                state: Mapping[str, Any] | None = None) -> str:
         """Fill a text's placeholders from ``run``'s state view (or ``state``), its input, the
         turn's context and date (:func:`~tether.engine.core.templates.render`)."""
+        if "$" not in template and "{" not in template:  # nothing to fill: no state view to make
+            return template
         return render(template, self.state_view(run) if state is None else state, run.input if run else None,
                       self.options.context, where=where, today=self.today if "today" in template else None)
 

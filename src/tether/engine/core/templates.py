@@ -37,6 +37,8 @@ def render(template: str, state: Mapping[str, Any], input: Any = None,
     """Fill ``${name}`` placeholders; raises TemplatePlaceholderError for a missing value.
     ``today`` (:func:`today_text` of the turn's time) is what ``${today}`` reads, unless the state
     has a field of that name."""
+    if "$" not in template and "{" not in template:  # nothing to fill (most asks and replies)
+        return template
     root = {"today": today, **state, "state": state, "input": input, "context": dict(context or {})}
 
     def value(slot: Slot) -> Any:

@@ -97,7 +97,8 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
     if (asked := confirm_reused(ts, run, flow, node)) is not None:
         return asked
     read = read_again(ts, run, flow, node)
-    known = not missing(ts, run, node) and not run.staying
+    before = missing(ts, run, node)
+    known = not before and not run.staying
     answering = ts.message_available(run) and ts.asking_at.get(run.id) == node.id
     if known and not (ts.message_available(run) and (answering or not node.phrased_by_model)):
         # nothing to ask: skipped, and the message (if any) stays for the next step that reads it.
@@ -114,9 +115,9 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
     # an answer to this step's question (not a message that started it): a pass that understands
     # nothing counts toward the cannot-handle hand-off
     answer_pass = ts.message_available(run) and ts.asking_at.get(run.id) == node.id
+    still: list[str] | None = None
     if ts.message_available(run):
         ts.consumed_by[run.id] = node.id
-        before = missing(ts, run, node)
         turns = int(run.state.get(f"__collectTurns_{node.id}", 0)) + 1
         run.state[f"__collectTurns_{node.id}"] = turns
         if turns > node.max_turns:
@@ -170,11 +171,13 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
             more, dropped = merge_values(ts, run, node, values, source="model", guard=True)
             sources.update(more)
             rejected.extend(dropped)
+        still = missing(ts, run, node)
         ts.emit(CollectUpdate(run_id=run.id, flow=flow.id, at=ts.now, node=node.id,
                               collected={n: value_of(ts, run, node, n) for n in node.slots
                                          if has_value(ts, run, node, n)},
-                              missing=missing(ts, run, node), sources=sources, rejected=rejected))
-    still = missing(ts, run, node)
+                              missing=still, sources=sources, rejected=rejected))
+    if still is None:
+        still = missing(ts, run, node)
     if not still and run.staying:
         return _stay_answer(ts, run, node)
     if not still:

@@ -172,15 +172,14 @@ def _catch_all(ts: TurnState, run: Run) -> bool:
 
 def ask_text(ts: TurnState, run: Run, node: Collect, names: list[str]) -> str:
     """The deterministic question for ``names``."""
-    state = ts.state_view(run)
     if callable(node.ask):
-        return str(node.ask(list(names), state))
+        return str(node.ask(list(names), ts.state_view(run)))
     if isinstance(node.ask, str):
-        return ts.render(node.ask, run, where="ask", state=state)
+        return ts.render(node.ask, run, where="ask")
     asks: list[str] = []
     for name in names:
         if isinstance(node.ask, dict) and name in node.ask:
-            asks.append(ts.render(node.ask[name], run, where=f"ask.{name}", state=state))
+            asks.append(ts.render(node.ask[name], run, where=f"ask.{name}"))
         elif (field := ts.agent.fields.get(name)) is not None and field.ask:
             asks.append(field.ask)
     if asks:
