@@ -71,6 +71,19 @@ async def test_no_places_nothing_and_an_unclear_answer_asks_again(pizza: ModuleT
     assert not [e for e in cancelled.events if e.type == "tool_call"]
 
 
+@pytest.mark.parametrize("said", ["take off the onions", "i don't want onions", "get rid of the onions"])
+async def test_a_topping_taken_off_at_the_confirmation_leaves_the_others(pizza: ModuleType, said: str) -> None:
+    chat = Chat(pizza)
+    await chat.say("large ham and onions")
+    assert (await chat.say(said)).text.endswith("A large pizza with ham. Shall I place the order? (yes/no)")
+
+
+async def test_a_topping_the_customer_is_allergic_to_is_not_ordered(pizza: ModuleType) -> None:
+    chat = Chat(pizza)
+    asked = await chat.say("large please, i'm allergic to mushrooms")
+    assert asked.text.startswith("Which toppings?") and "toppings" not in chat.data()
+
+
 async def test_a_second_order_asks_afresh(pizza: ModuleType) -> None:
     chat = Chat(pizza)
     await chat.say("large ham")

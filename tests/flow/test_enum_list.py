@@ -3,6 +3,8 @@ negations it and ``enum_check`` read."""
 
 from __future__ import annotations
 
+import pytest
+
 from tether import enum_list
 
 TOPPINGS = enum_list("toppings", ["ham", "olives", "peppers", "green peppers", "extra cheese"])
@@ -30,6 +32,21 @@ def test_a_value_right_after_a_negation_is_left_out() -> None:
     assert TOPPINGS.resolve("no extra cheese, just peppers", {}).value == ["peppers"]
     assert TOPPINGS.resolve("green peppers but not peppers", {}).value == ["green peppers"]
     assert TOPPINGS.resolve("without olives and peppers", {}).status == "miss"  # the list goes on negated
+
+
+@pytest.mark.parametrize("said", ["take off the olives", "i don't want olives", "I dont want any olives",
+                                  "skip the olives", "leave off olives", "lose the olives", "get rid of the olives",
+                                  "w/o olives", "my kid hates olives", "i'm allergic to olives",
+                                  "anything but olives", "not a fan of olives", "don't like olives"])
+def test_the_ways_customers_leave_a_value_out(said: str) -> None:
+    assert TOPPINGS.resolve(f"ham, {said}", {}).value == ["ham"]
+    assert TOPPINGS.resolve(said, {"state": {"toppings": ["ham", "olives"]}}).value == ["ham"]  # taken out
+    assert TOPPINGS.resolve(said, {}).status == "miss"  # never named
+
+
+def test_a_value_liked_is_named() -> None:
+    assert TOPPINGS.resolve("I'm a big fan of olives", {}).value == ["olives"]
+    assert TOPPINGS.resolve("i want ham and olives", {}).value == ["ham", "olives"]
 
 
 def test_a_negation_governs_only_the_values_it_precedes() -> None:

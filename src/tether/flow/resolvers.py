@@ -288,7 +288,8 @@ class EnumList:
     """Every value of a list the text names: a list field's values from one message.
 
     A value right after a negation ("no", "not", "without", "except", "minus", "hold the",
-    "instead of", "rather than"), or listed on from one with "and" or "or", is left out: "ham but
+    "instead of", "rather than", "take off", "leave off", "get rid of", "skip", "w/o", "don't want",
+    "allergic to", "anything but", "not a fan of"), or listed on from one with "and" or "or", is left out: "ham but
     no olives" is ``["ham"]``, "without onions and peppers" names neither, "no, make it ham" is
     ``["ham"]``. A message that only leaves values out ("no olives") takes them out of the list
     the field holds; one that says it adds ("olives too", "also olives", "add olives", "extra
@@ -383,10 +384,16 @@ _SWAP = re.compile(r" (?:swap|replace|change|switch|exchange)( .*?)( (?:for|with
 _ADDS = re.compile(r" (?:too|also|add|plus|extra|more|as well) |^ and ")
 """Words (in ``_negations``' spaced form) that add the values a message names to those held."""
 _TOKEN = re.compile(r"[a-z0-9]+|[,.;:!?]")
-_NEGATIONS = frozenset({"no", "not", "without", "except", "minus", "hold", "remove", "drop"})
+_NEGATIONS = frozenset({"no", "not", "without", "except", "minus", "hold", "remove", "drop", "skip", "lose", "never",
+                        "hate", "hates", "allergic", "dont", "doesnt", "didnt"})
 _CHOICE_NEGATIONS = _NEGATIONS - {"no"}
-_NEGATION_PAIRS = frozenset({("instead", "of"), ("rather", "than")})
-_KEEP_NEGATING = frozenset({"the", "a", "an", "any", "more", "extra", "and", "or", "nor"})
+_NEGATION_PAIRS = frozenset({("instead", "of"), ("rather", "than"), ("take", "off"), ("take", "out"), ("leave", "off"),
+                             ("leave", "out"), ("rid", "of"), ("anything", "but"), ("w", "o"),  # "get rid of", "w/o"
+                             ("don", "t"), ("doesn", "t"), ("didn", "t"), ("won", "t")})  # "don't" is two tokens
+# words a negation reaches over: "hold the onions", "don't want any onions", "allergic to mushrooms",
+# "not a fan of olives"
+_KEEP_NEGATING = frozenset({"the", "a", "an", "any", "more", "extra", "and", "or", "nor", "want", "like", "need",
+                            "have", "eat", "to", "of", "fan"})
 _SELF_CORRECTIONS = frozenset({"wait", "actually", "sorry", "mean", "meant", "make", "rather", "correction"})
 """Words after which a message's own earlier choice no longer holds ("large, no wait, medium")."""
 _SELF_CORRECTION = re.compile(r"\b(?:" + "|".join(sorted(_SELF_CORRECTIONS)) + r")\b", re.IGNORECASE)
