@@ -290,6 +290,25 @@ async def test_a_switch_to_another_task_drops_the_one_under_way(support: ModuleT
     assert chat.session is not None and chat.session.runs == [] and done.status == "ended"
 
 
+@pytest.mark.parametrize("form", ["py", "yaml"])
+@pytest.mark.parametrize("asked", ["by the way is A-1001 shipped yet?", "what's the status of A-1001?"])
+async def test_a_question_about_another_order_does_not_move_the_refund(support: ModuleType, form: str,
+                                                                      asked: str) -> None:
+    chat = Chat(twin(support, form))
+    await chat.say("refund")
+    await chat.say("A-1003")
+    again = await chat.say(asked)
+    assert "changed" not in again.text and chat.asking() == ["refund/refund_reason"]
+    confirm = await chat.say("wrong size")
+    assert confirm.text == "Open a refund request for order A-1003 (wrong size)? Please answer yes or no."
+    # a question that says it corrects still does
+    chat = Chat(twin(support, form))
+    await chat.say("refund")
+    await chat.say("A-1003")
+    moved = await chat.say("sorry, did I say A-1003? I meant A-1001")
+    assert moved.text.startswith("OK, I've changed the order to A-1001.")
+
+
 async def test_a_correction_to_an_unknown_order_asks_again(support: ModuleType) -> None:
     # the corrected number was read again at each return to the order step, until the turn failed
     chat = Chat(support)

@@ -259,7 +259,10 @@ def _correction(ts: TurnState, run: Run, flow: Flow, node: Collect, hits: Any, j
                 found = {k: v for k, v in judged.items() if k in earlier and v is not None}
                 return _corrected(ts, run, flow, node, found, "model") if found else (None, ())
         return _corrected(ts, run, flow, node, found, "deterministic") if found else (None, ())
-    corrected = resolver_corrections(ts, run, flow, node, fixable)
+    # a question that names another value ("is A-1001 shipped yet?") asks about it; it corrects
+    # nothing unless it says so ("sorry, did I say A-1003? I meant A-1001")
+    asks = not marked_as_correction(ts) and ts.message_text.rstrip().endswith("?")
+    corrected = {} if asks else resolver_corrections(ts, run, flow, node, fixable)
     corrected.update({k: v for k, v in (judged or {}).items() if k in fixable and v is not None})
     if not corrected and not hits and judged is None and marked_as_correction(ts):
         corrected = marked_free_text(ts, run, flow, node, fixable)  # "actually make it 14 Main Street"
