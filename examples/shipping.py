@@ -12,9 +12,13 @@ from pydantic import BaseModel, Field
 
 from tether import Agent, Flow, action, collect, end, goto, on_message, pattern, reply, tool
 
-# Deterministic first: a street address starts with a house number ("ship to 1 Main St" -> "1 Main St").
+# Deterministic first: a street address is a house number, a street name and a street type, and
+# maybe a town after a comma ("ship to 1 Main St" -> "1 Main St", "42 Harbour Lane, Bristol"); a number
+# alone is not one ("I have 2 packages to send" is asked for the address, not booked to "2 packages").
 # When it resolves, no extraction call is needed; otherwise the model extracts (if one is configured).
-ADDRESS = r"\b(\d+[\w .,'-]*[A-Za-z.])"
+ADDRESS = (r"(?i)\b(\d+[a-z]?(?: [a-z][\w'-]*){1,4} (?:street|st|road|rd|avenue|ave|lane|ln|drive|dr|boulevard|"
+           r"blvd|court|ct|terrace|square|sq|crescent|highway|hwy|parkway|pkwy|mews|gardens|grove|close|place)\b"
+           r"(?:, ?[a-z][a-z .'-]*[a-z])?)")
 
 
 class Address(BaseModel):

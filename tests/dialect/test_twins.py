@@ -22,6 +22,7 @@ SHIPPING: list[tuple[list[str], Callable[[], ScriptedModel | None]]] = [
     (["ship to 1 Main St"], lambda: ScriptedModel(summary=["Wants a shipment to 1 Main St."],
                                                   speak=["Booked! Tracking trk_9."])),
     (["I'd like to ship a parcel", "42 Harbour Lane, Bristol"], lambda: None),
+    (["hi, I have 2 packages to send", "ship them to 5 main st, springfield, thanks"], lambda: None),
 ]
 
 SUPPORT: list[tuple[list[str], Callable[[], ScriptedModel | None]]] = [

@@ -117,3 +117,13 @@ async def test_with_no_model_the_conversation_still_completes(shipping: ModuleTy
     second = await agent.turn(first.session, Message("42 Harbour Lane, Bristol", id="m2"))
     assert second.text == "Booked! Your shipment to 42 Harbour Lane, Bristol has tracking id trk_24."
     assert second.llm_calls == 0 and second.ended[0].reason == "booked"
+
+
+@pytest.mark.parametrize("said", ["hi, I have 2 packages to send", "how much does it cost to ship 1 box?",
+                                  "can you ship something for me by the 5th?", "it weighs 3 kg"])
+async def test_with_no_model_a_number_alone_is_not_an_address(shipping: ModuleType, said: str) -> None:
+    agent = shipping.agent.with_clock(FakeClock(), SequentialIds("s"))
+    first = await agent.turn(None, Message(said, id="m1"))
+    assert first.text == "Which address should the shipment go to?" and not first.ended
+    second = await agent.turn(first.session, Message("please ship it to 5 main st, springfield, thanks!", id="m2"))
+    assert second.text == "Booked! Your shipment to 5 main st, springfield has tracking id trk_22."
