@@ -54,6 +54,9 @@ async def set_dates(args: dict[str, Any], ctx: Any) -> Any:
         start, until = date.fromisoformat(args["check_in"]), date.fromisoformat(args["check_out"])
     except ValueError:
         return stay("Dates must look like 2026-05-01.")
+    today = ctx.now.date()
+    if start < today:
+        return stay(f"That check-in date has passed: today is {today:%A %d %B %Y}.")
     if until <= start:
         return stay("The check-out date must come after the check-in date.")
     if (until - start).days > MAX_NIGHTS:
@@ -122,8 +125,8 @@ async def confirm_booking(args: dict[str, Any], ctx: Any) -> Any:
 confirm = agent(
     "confirm",
     prompt="Read back the booking: ${check_in} to ${check_out}, ${guests} guest(s). Ask the customer to confirm, "
-           "then call confirm_booking with confirmed true or false (and guests, when the customer gives another "
-           "number of guests instead).",
+           "then call confirm_booking with confirmed true or false (false when the customer wants other dates or "
+           "nights; and guests, when the customer gives another number of guests instead).",
     tools=[ConfirmBooking, "terminate_session"],
     handlers={"confirm_booking": confirm_booking},
 )
@@ -244,10 +247,15 @@ def _scripted(request: ModelRequest) -> ModelResponse:
         return call("set_guests", guests=party)
     if step == "guests" and (number := re.search(r"\b(\d+|" + "|".join(COUNTS) + r")\b", words)):
         return call("set_guests", guests=_count(number.group(1)))  # "4"
+    if step == "guests" and COUPLE.search(words):
+        return call("set_guests", guests=2)  # "me and my husband", "the two of us", "a couple"
     if step == "guests" and re.search(r"\b(?:just|only) me\b|\bmyself\b|\balone\b", words):
         return call("set_guests", guests=1)
     guests = party
     said = read_yes_no(words, yes=frozenset({"confirm"}), no=frozenset({"change"}))  # "yep", "sure"; "nope"
+    if step == "confirm" and said and guests is None and (CHANGE.search(words) or re.search(r"\bbut\b", words)
+                                                          or NIGHTS.search(words) or read_dates(words, date.today())):
+        said = False  # "yes but make it 3 nights": other dates, never the ones read back
     if step == "confirm" and said is not None:
         return call("confirm_booking", confirmed=said, guests=guests)
     if re.search(r"^\W*(?:(?:actually|ok|okay|no|please)\W+)*(?:bye|goodbye|stop|cancel|quit)\b", words):
@@ -258,6 +266,8 @@ def _scripted(request: ModelRequest) -> ModelResponse:
 COUNTS = {word: number for number, word in enumerate(("one", "two", "three", "four", "five", "six", "seven"), 1)}
 NIGHTS = re.compile(rf"\b(\d{{1,2}}|{'|'.join(COUNTS)}) nights?\b")
 CHANGE = re.compile(r"\b(actually|instead|rather|change|make it)\b")
+COUPLE = re.compile(r"\b(?:me|myself|i) and (?:my|a) \w+|\b(?:my|a) \w+ and (?:me|myself|i)\b|\btwo of us\b|"
+                    r"\ba couple\b")
 
 
 PEOPLE = re.compile(rf"\b(\d+|{'|'.join(COUNTS)}|an?) (?:adults?|children|child|kids?|guests?|people|persons?|"

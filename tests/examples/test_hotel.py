@@ -166,3 +166,28 @@ async def test_a_yes_that_says_goodbye_books_first(hotel: ModuleType) -> None:
     await runtime.run("Harbour", session_id=first.session, message=Message("2"))
     done = await runtime.run("Harbour", session_id=first.session, message=Message("yes please, bye"))
     assert done.completed and "HTL-20260501-2" in done.message
+
+
+async def test_a_check_in_date_that_has_passed_is_refused(hotel: ModuleType) -> None:
+    runtime = Runtime(hotel.agent, store=MemoryStore(), clock=FakeClock("2026-05-02T10:00:00Z"))
+    first = await runtime.run("Harbour", session_id=None, message=Message("2026-05-01 to 2026-05-04"))
+    assert first.message.startswith("That check-in date has passed: today is Saturday 02 May 2026. Which dates")
+    summary = await runtime.run("Harbour", session_id=first.session, message=Message("2026-05-02 to 2026-05-04"))
+    assert summary.message == hotel.QUESTIONS["guests"]  # today is not past
+
+
+async def test_a_yes_that_asks_for_other_nights_books_nothing(hotel: ModuleType) -> None:
+    runtime = Runtime(hotel.agent, store=MemoryStore(), clock=FakeClock())
+    first = await runtime.run("Harbour", session_id=None, message=Message("2026-05-01 to 2026-05-04"))
+    await runtime.run("Harbour", session_id=first.session, message=Message("2"))
+    again = await runtime.run("Harbour", session_id=first.session, message=Message("yes but make it 3 nights"))
+    assert not again.completed and "HTL-" not in again.message
+    assert again.message == hotel.QUESTIONS["dates"]
+
+
+@pytest.mark.parametrize("said", ["just me and my husband", "my wife and I", "the two of us"])
+async def test_the_stand_in_counts_a_couple_as_two(hotel: ModuleType, said: str) -> None:
+    runtime = Runtime(hotel.agent, store=MemoryStore(), clock=FakeClock())
+    first = await runtime.run("Harbour", session_id=None, message=Message("2026-05-01 to 2026-05-04"))
+    summary = await runtime.run("Harbour", session_id=first.session, message=Message(said))
+    assert summary.message == "Your booking: 2026-05-01 to 2026-05-04, 2 guest(s). Shall I book it (yes/no)?"

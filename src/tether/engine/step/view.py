@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Self
 
 from tether.errors import NodeFailedError, ToolError
@@ -106,6 +107,12 @@ class StepView:
     @property
     def session_id(self) -> str:
         return self._ts.session.id
+
+    @property
+    def now(self) -> datetime:
+        """The turn's time (aware UTC, from the agent's clock): what ``${today}`` reads, the same
+        for every hook and handler of the turn ("is this check-in date in the past?")."""
+        return self._ts.now
 
     async def tool(self, name: str, **arguments: Any) -> Any:
         """Call the agent tool ``name``, journaled: a re-dispatch of the turn returns the recorded
