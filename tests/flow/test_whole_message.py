@@ -23,6 +23,9 @@ def test_the_trimmed_message_of_at_least_min_length_is_the_value() -> None:
     ("It\u2019s 5 Main Street", "5 Main Street"),  # a typographic apostrophe, as phones type it
     ("its 5 Main Street", "5 Main Street"),
     ("my new address is 14 Oak Ave", "14 Oak Ave"),
+    ("sure, my new address is 14 Oak Ave", "14 Oak Ave"),
+    ("ok it's 14 Oak Ave", "14 Oak Ave"),
+    ("ok", "ok"),
     ("Send it to: 2 Elm Road, please!", "2 Elm Road"),
     ("it is broken", "broken"),
     ("refund please", "refund"),

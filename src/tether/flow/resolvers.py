@@ -235,21 +235,27 @@ VALUE_INTRODUCERS = (("its",), ("it", "is"), ("it", "should", "go", "to"), ("it"
 """The words that introduce a free-text value at the start of a message ("it's", "my new address
 is", "send it to"), as words: lower case, apostrophes dropped."""
 
+_ACKNOWLEDGEMENTS = frozenset({"sure", "ok", "okay", "yes", "yeah", "yep", "well", "so", "um", "uh", "oh", "right",
+                               "alright"})
+"""A word that may come before an introducer ("sure, it's 5 Main Street"): left out with it."""
+
 _SAID_WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)?")
 
 
 def without_introduction(text: str) -> str:
-    """``text`` (trimmed) less the words of :data:`VALUE_INTRODUCERS` at its start and a "please"
-    at its end: "it's 5 Main Street", "my new address is 5 Main Street" and "send it to 5 Main
-    Street please" are "5 Main Street". As it is when it has neither, or when nothing would be left."""
+    """``text`` (trimmed) less the words of :data:`VALUE_INTRODUCERS` at its start (after an "ok"
+    or a "sure", if any) and a "please" at its end: "it's 5 Main Street", "sure, my new address is
+    5 Main Street" and "send it to 5 Main Street please" are "5 Main Street". As it is when it
+    has neither, or when nothing would be left."""
     value = text.strip()
     spans = [(m.start(), m.end(), m.group().lower().replace("'", "").replace("\u2019", ""))
              for m in _SAID_WORD.finditer(value)]
     words = [word for _, _, word in spans]
     first, last = 0, len(spans)
+    ahead = 1 if words and words[0] in _ACKNOWLEDGEMENTS else 0  # "sure, my new address is ..."
     for phrase in VALUE_INTRODUCERS:
-        if tuple(words[:len(phrase)]) == phrase:
-            first = len(phrase)
+        if tuple(words[ahead:ahead + len(phrase)]) == phrase:
+            first = ahead + len(phrase)
             break
     if last - first > 1 and words[-1] == "please":
         last -= 1
