@@ -266,7 +266,9 @@ human = Flow(
                  next=handoff("human", "customer asked for a person"))],
     on=[on_message("talk to a person", "talk to a human", "speak to a person", "real person", "human agent",
                    "representative", "human", "operator", "talk to someone", "speak to someone",
-                   repeat="always")],
+                   # asking what the agent is asks for nobody ("are you a human?")
+                   "!are you a human", "!are you human", "!are you a bot", "!are you a robot",
+                   "!are you a real person", repeat="always")],
 )
 
 still_there = Flow(

@@ -355,3 +355,13 @@ async def test_the_ways_to_ask_for_a_person(support: ModuleType, said: str) -> N
     await chat.say("hi")
     result = await chat.say(said)
     assert result.text == "I'm connecting you with a person now. They'll see this conversation."
+
+
+@pytest.mark.parametrize("form", ["py", "yaml"])
+@pytest.mark.parametrize("said", ["are you a human?", "wait are you a bot or a human?", "are you a real person?"])
+async def test_asking_what_the_agent_is_hands_nothing_off(support: ModuleType, form: str, said: str) -> None:
+    chat = Chat(twin(support, form))
+    await chat.say("refund")
+    result = await chat.say(said)
+    assert "person" not in result.text and chat.asking() == ["refund/refund_order"]
+    assert (await chat.say("talk to a human")).text.startswith("I'm connecting you with a person")
