@@ -120,3 +120,12 @@ def test_a_swap_takes_out_what_comes_before_for_with_or_to_and_adds_what_comes_a
         assert toppings.resolve(text, held).value == ["onions", "olives"], text
     assert toppings.resolve("switch the ham to mushrooms and olives", held).value == ["onions", "mushrooms", "olives"]
     assert toppings.resolve("swap ham for olives", {}).value == ["ham", "olives"]  # nothing held: the values named
+
+
+def test_a_message_that_corrects_itself_names_the_values_after_its_last_correction() -> None:
+    assert TOPPINGS.resolve("large with ham, sorry i meant olives", {}).value == ["olives"]
+    assert TOPPINGS.resolve("peppers... actually make that ham", {}).value == ["ham"]
+    assert TOPPINGS.resolve("ham, wait, no, olives and peppers", {}).value == ["olives", "peppers"]
+    assert TOPPINGS.resolve("ham and olives, actually add peppers too", {"state": {"toppings": ["ham"]}}).value \
+        == ["ham", "olives", "peppers"]  # an addition adds
+    assert TOPPINGS.resolve("ham and olives sorry for the typo", {}).value == ["ham", "olives"]  # nothing after

@@ -340,6 +340,10 @@ class EnumList:
             if named:
                 return Resolution("hit", [*(v for v in held if v not in dropped),
                                           *(v for _, v in sorted(named) if v not in held)])
+        cut = max((m.start() for m in _SELF_CORRECTION.finditer(words)), default=-1)
+        if cut >= 0 and any(at < cut for at, _ in named) and any(at > cut for at, _ in named) \
+                and not _adds(words, taken):  # "ham, sorry I meant olives": the values after the last correction
+            named = [(at, v) for at, v in named if at > cut]
         if named:
             found = [value for _, value in sorted(named)]
             if isinstance(held, list) and _adds(words, taken):  # "olives too": the list given before, and olives
