@@ -365,3 +365,19 @@ async def test_asking_what_the_agent_is_hands_nothing_off(support: ModuleType, f
     result = await chat.say(said)
     assert "person" not in result.text and chat.asking() == ["refund/refund_order"]
     assert (await chat.say("talk to a human")).text.startswith("I'm connecting you with a person")
+
+
+@pytest.mark.parametrize("form", ["py", "yaml"])
+async def test_a_refusal_marked_as_a_correction_gives_the_new_address(support: ModuleType, form: str) -> None:
+    chat = Chat(twin(support, form))
+    await chat.say("change address")
+    await chat.say("A-1002")
+    await chat.say("5 Main Street, Springfield")
+    again = await chat.say("no wait, 7 Main Street, Springfield")
+    assert again.text.endswith("Change the delivery address of A-1002 to 7 Main Street, Springfield? "
+                               "Please answer yes or no.")
+    chat = Chat(twin(support, form))  # a refusal that gives no address stays a refusal
+    await chat.say("change address")
+    await chat.say("A-1002")
+    await chat.say("5 Main Street, Springfield")
+    assert (await chat.say("no wait let me think")).text == "OK, I left the address of A-1002 unchanged."
