@@ -9,6 +9,7 @@ Without a model the agent is served by a small scripted stand-in (``fallback_mod
 dates, a number of guests and yes/no from the customer's words, so the example runs offline. It
 reads the dates people type (``read_dates``): ``2026-05-01``; ``12/03`` or ``12/03/2026`` (day
 first: the 12th of March); ``12 March``, ``12th of March``, ``March 12`` (a year may follow);
+``12-15 March`` (two days of one month);
 ``today``, ``tomorrow``; ``Friday``, ``this Friday`` or ``next Friday`` (all three: the first Friday
 after today, and for the check-out the first one after the check-in, so "Friday to Sunday" is two
 nights). A date with no year is the next one to come. A check-in given alone ("next Friday") is read
@@ -186,11 +187,16 @@ def _phrase_date(found: re.Match[str], after: date) -> date | None:
     return after + timedelta(days=ahead)
 
 
+DAY_RANGE = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s*(?:-|\u2013|to|until|till)\s*(\d{{1,2}})(?:st|nd|rd|th)?"
+                       rf"(?: of)? ({_MONTH})\b", re.IGNORECASE)
+"""Two days of one month ("24-27 dec", "12 to 15 March"): read as "24 dec to 27 dec"."""
+
+
 def read_dates(text: str, today: date) -> list[date]:
     """The dates named in ``text``, in order (see the module docstring for the forms). Relative
     ones count from ``today``, a second one from the first ("Friday to Sunday")."""
     dates: list[date] = []
-    for found in DATE_PHRASE.finditer(text):
+    for found in DATE_PHRASE.finditer(DAY_RANGE.sub(r"\1 \3 to \2 \3", text)):
         base = dates[-1] if dates else today
         # today/tomorrow and weekdays are relative to when the customer speaks, weekdays after that to the last date
         anchor = today if found.group("relative") else base

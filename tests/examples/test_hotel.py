@@ -102,6 +102,8 @@ async def test_the_first_request_holds_the_customers_message_only(hotel: ModuleT
     ("tomorrow to saturday", ["2026-12-02", "2026-12-05"]),
     ("31/04 to 2/05", ["2027-05-02"]),                                      # no 31st of April: left out
     ("a room for 2 please", []),
+    ("24-27 dec", ["2026-12-24", "2026-12-27"]),                            # two days of one month
+    ("the 3rd to 5th of June", ["2027-06-03", "2027-06-05"]),
 ])
 def test_read_dates_reads_the_dates_people_type(hotel: ModuleType, text: str, expected: list[str]) -> None:
     today = date(2026, 12, 1)  # a Tuesday
