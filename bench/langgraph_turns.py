@@ -57,6 +57,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
+from datetime import timedelta
 from pathlib import Path
 from string import Template
 from typing import Annotated, Any, TypedDict
@@ -172,12 +173,15 @@ def langgraph_async(graph: Any, durability: str) -> Turn:
 
 # -- the tether side -------------------------------------------------------------------------------
 
+FIVE_SECONDS = timedelta(seconds=5)
+
+
 def tether_turns(runtime: Runtime, clock: FakeClock) -> Turn:
     """A turn: ``Runtime.run`` with the conversation's session."""
     sessions: dict[int, str] = {}
 
     async def turn(text: str, conversation: int) -> str:
-        clock.advance("5s")
+        clock.advance(FIVE_SECONDS)  # a timedelta: no duration text parsed inside the measured turn
         turn_no = CYCLE.index(text) + 1
         response = await runtime.run("Booker", booking_message(turn_no, conversation),
                                      session_id=sessions.get(conversation))

@@ -51,7 +51,7 @@ from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node, Reply
 from tether.flow.repair import content_words
 from tether.flow.resolvers import NO_WORDS, YES_WORDS, Pattern
-from tether.flow.transitions import Escalate, Goto, is_code
+from tether.flow.transitions import NEXT, Escalate, Goto, is_code
 
 __all__ = ["complete", "dispatch_collect", "question_first", "read_again"]
 
@@ -87,8 +87,6 @@ def _validate_as_a_whole(ts: TurnState, run: Run, node: Collect) -> None:
 
 
 def _next() -> Any:
-    from tether.flow.transitions import NEXT
-
     return NEXT
 
 

@@ -42,7 +42,7 @@ from tether.errors import (
 )
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node
-from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlow, Stay, Transition
+from tether.flow.transitions import End, Escalate, Goto, Handoff, Next, StartFlow, Stay, Transition, normalize
 
 __all__ = ["MAX_STEPS", "act", "enter_flow", "move", "resume"]
 
@@ -131,8 +131,6 @@ async def _guarded(flow: Flow, node: Node, work: Coroutine[Any, Any, Any]) -> An
 
 
 def _normalize(flow: Flow, node: Node, value: Any) -> Transition:
-    from tether.flow.transitions import normalize
-
     if isinstance(value, Static):
         value = value.target
         if isinstance(value, str | Node | Next):

@@ -18,6 +18,8 @@ from tether.engine.core.session import Claim, Run, RunTrigger
 from tether.engine.core.state import TurnState
 from tether.engine.graph.conditions import holds
 from tether.engine.graph.moves import finish
+from tether.engine.graph.prompt_parts import flow_fields
+from tether.engine.graph.reuse import note_reusable
 from tether.errors import TemplatePlaceholderError, TransitionError
 from tether.flow.durations import parse_duration
 from tether.flow.flow import Flow
@@ -52,9 +54,6 @@ def start_run(ts: TurnState, flow: Flow, *, kind: TriggerKind, key: str, input: 
               reset: bool = False) -> Run | None:
     """Run the start checks for ``flow``; returns the new run, or None when it did not start.
     A ``reset`` (``on_end="reset"``) keeps the data: no ``clear_on_start``, nothing to confirm."""
-    from tether.engine.graph.prompt_parts import flow_fields
-    from tether.engine.graph.reuse import note_reusable
-
     anchor = anchor_of(ts, flow)
     draft = Run(id=f"{flow.id}#{key}", flow=flow.id, anchor=anchor, trigger=RunTrigger(kind=kind, key=key,
                 payload=payload, index=index), input=input, hop=hop, started_at=ts.now)

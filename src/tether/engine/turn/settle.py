@@ -19,18 +19,23 @@ from tether.engine.core.state import SpeakRequest, TurnState
 from tether.engine.graph.batching import hold
 from tether.engine.graph.collect import complete
 from tether.engine.graph.collect_fields import merge_values, missing, pending
+from tether.engine.graph.conditions import holds
 from tether.engine.graph.corrections import apply_corrections
 from tether.engine.graph.degrade import user_code
 from tether.engine.graph.dispatch import reply_next
 from tether.engine.graph.moves import finish
 from tether.engine.graph.runner import resume
 from tether.engine.turn.keys import message_key
+from tether.engine.turn.run_phase import resume_suspended
 from tether.engine.turn.speak import SpeakResult
+from tether.engine.turn.understand import repeat_allows
 from tether.errors import ModelError
+from tether.flow.durations import parse_duration
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Reply
 from tether.flow.results import ReplyTurn
 from tether.flow.transitions import Goto
+from tether.flow.triggers import SilenceTrigger
 
 __all__ = ["RETRY_LADDER", "bookkeeping", "provider_code", "settle"]
 
@@ -181,12 +186,6 @@ def _say_speak_failed(ts: TurnState, run: Run, flow: Flow, node_id: str, error: 
 def bookkeeping(ts: TurnState) -> None:
     """The end of every turn: stamp ``last_assistant_at`` when anything went out, resume the most
     recently suspended run when nobody is asking, and arm silence wakes."""
-    from tether.engine.graph.conditions import holds
-    from tether.engine.turn.run_phase import resume_suspended
-    from tether.engine.turn.understand import repeat_allows
-    from tether.flow.durations import parse_duration
-    from tether.flow.triggers import SilenceTrigger
-
     session = ts.session
     previous = session.last_assistant_at
     if ts.messages or ts.answered_by:

@@ -35,9 +35,11 @@ from tether.engine.graph.corrections import correctable
 from tether.engine.graph.identity import identity
 from tether.engine.graph.prompt_parts import catalogue
 from tether.engine.graph.reply_check import check_reply, coerce_field_values, report_dropped
+from tether.engine.graph.starts import anchor_of
 from tether.engine.turn.compaction import SUMMARY_ORDER
 from tether.engine.turn.keywords import keyword_scores
 from tether.engine.turn.repair_intents import INTENTS
+from tether.flow.durations import parse_duration
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Reply
 from tether.flow.triggers import MentionTrigger, MessageTrigger
@@ -96,9 +98,6 @@ class Judgeables:
 
 def repeat_allows(ts: TurnState, flow: Flow, repeat: Any) -> bool:
     """Would the trigger's ``repeat`` allow a start now (ignoring ``if_``)?"""
-    from tether.engine.graph.starts import anchor_of
-    from tether.flow.durations import parse_duration
-
     if repeat == "always":
         return True
     claim = ts.session.claims.get(f"{flow.id}:{anchor_of(ts, flow)}:")
