@@ -4,6 +4,7 @@ a room, the closing message completes the session, and resuming it starts a new 
 from __future__ import annotations
 
 import re
+from datetime import date, timedelta
 from pathlib import Path
 
 from cli_helpers import EXAMPLES, chat
@@ -13,13 +14,16 @@ HOTEL = EXAMPLES / "hotel.py"
 
 def test_hotel_booking_with_the_offline_stand_in(tmp_path: Path) -> None:
     db = tmp_path / "hotel.db"
-    done = chat(HOTEL, db, "hi", "2026-05-01 to 2026-05-04", "2", "yes", cwd=tmp_path)
+    # dates to come (the chat runs on the real clock, and a check-in date that has passed is refused)
+    check_in = date.today() + timedelta(days=30)
+    check_out = check_in + timedelta(days=3)
+    done = chat(HOTEL, db, "hi", f"{check_in} to {check_out}", "2", "yes", cwd=tmp_path)
     assert done.code == 0, done.err
     replies = done.replies("Harbour")
     assert replies[0].startswith("Welcome to the Harbour Hotel!")
     assert replies[1] == "How many guests will stay?"
-    assert replies[2] == "Your booking: 2026-05-01 to 2026-05-04, 2 guest(s). Shall I book it (yes/no)?"
-    assert "HTL-20260501-2" in replies[3]
+    assert replies[2] == f"Your booking: {check_in} to {check_out}, 2 guest(s). Shall I book it (yes/no)?"
+    assert f"HTL-{check_in:%Y%m%d}-2" in replies[3]
     assert done.infos()[:3] == ["booking/dates · 1 call", "booking/guests · 2 calls", "booking/confirm · 2 calls"]
     session = done.session
     again = chat(HOTEL, db, "hello", cwd=tmp_path, extra=("--session", session))

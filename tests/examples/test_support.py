@@ -258,8 +258,8 @@ async def test_a_refund_is_opened_only_for_an_order_that_exists_and_was_not_refu
     unknown = await chat.say("I want a refund for A-9999, it arrived broken")
     assert unknown.text == ("I couldn't find an order A-9999.\n\n"
                             "Which order is the refund for? Order numbers look like A-1001.")
-    confirm = await chat.say("sorry, A-1002")
-    assert confirm.text == "In a few words, what went wrong?"
+    confirm = await chat.say("sorry, A-1002")  # the reason the first message gave is kept
+    assert confirm.text == "Open a refund request for order A-1002 (arrived broken)? Please answer yes or no."
     shipped = Chat(support)
     refused = await shipped.say("change the address of A-1001 to 5 Main Street")
     assert refused.text == "Order A-1001 is shipped, so its delivery address can't be changed any more."
@@ -381,3 +381,18 @@ async def test_a_refusal_marked_as_a_correction_gives_the_new_address(support: M
     await chat.say("A-1002")
     await chat.say("5 Main Street, Springfield")
     assert (await chat.say("no wait let me think")).text == "OK, I left the address of A-1002 unchanged."
+
+
+@pytest.mark.parametrize("form", ["py", "yaml"])
+async def test_what_the_first_message_said_for_a_later_step_is_kept(support: ModuleType, form: str) -> None:
+    chat = Chat(twin(support, form))
+    assert (await chat.say("change address to 4 Elm Rd please")).text.startswith("Which order should I update?")
+    confirm = await chat.say("A-1002")
+    assert confirm.text == "Change the delivery address of A-1002 to 4 Elm Rd? Please answer yes or no."
+    chat = Chat(twin(support, form))
+    await chat.say("I need a refund, it arrived damaged")
+    confirm = await chat.say("A-1003")
+    assert confirm.text == "Open a refund request for order A-1003 (arrived damaged)? Please answer yes or no."
+    # read once: a step gone back to asks
+    again = await chat.say("no, wrong size actually")
+    assert "arrived damaged" not in again.text
