@@ -396,3 +396,13 @@ async def test_what_the_first_message_said_for_a_later_step_is_kept(support: Mod
     # read once: a step gone back to asks
     again = await chat.say("no, wrong size actually")
     assert "arrived damaged" not in again.text
+
+
+@pytest.mark.parametrize("form", ["py", "yaml"])
+@pytest.mark.parametrize("said", ["I want to change the address for order a1002, it's 4 Elm Rd, Leeds",
+                                  "change the address of A-1002, the new address is 4 Elm Rd, Leeds"])
+async def test_an_address_introduced_in_the_first_message_is_read_back(support: ModuleType, form: str,
+                                                                       said: str) -> None:
+    chat = Chat(twin(support, form))
+    confirm = await chat.say(said)
+    assert confirm.text == "Change the delivery address of A-1002 to 4 Elm Rd, Leeds? Please answer yes or no."
