@@ -89,8 +89,12 @@ order = Flow(
               next=end("cancelled")),
         # "no idea": a suggestion, then the question again (Pia has no person to hand over to)
         reply("suggest", response="Most people take a large with ham and mushrooms.", next=goto("choose")),
+        # answers not understood again and again: the order is dropped, not handed to a person
+        reply("gave_up", response="Sorry, I'm not following. I haven't placed anything: tell me the size and "
+                                  "toppings you'd like to start again.", next=end("gave-up")),
     ],
     on_skip="suggest",
+    on_escalate="gave_up",  # Pia has no person to hand over to
     on=[on_message(repeat="always")],  # the catch-all: any message starts an order
     clear_on_start=["size", "toppings", "confirm"],
 )

@@ -205,3 +205,38 @@ async def test_a_flow_files_on_skip_explains_instead_of_handing_off(tmp_path: Pa
     assert told.text == "It is on your card.\n\nWhat's your code?"
     with pytest.raises(FlowDefinitionError, match="on_skip 'explian' is not a node"):
         load(write(tmp_path, SKIPPING.replace("on_skip: explain", "on_skip: explian"), "bad.yaml"))
+
+
+ESCALATING = """\
+flow:
+  id: ask
+  on: [{kind: message}]
+  on_escalate: gave_up
+  nodes:
+    - kind: collect
+      id: ask_code
+      fields: [code]
+      resolvers: [{kind: pattern, field: code, regex: "\\\\b(\\\\d{4})\\\\b"}]
+      ask: What's your code?
+      max_turns: 2
+    - {kind: reply, id: done, response: {template: "Code ${state.code}."}, next: {end: done}}
+    - {kind: reply, id: gave_up, response: {template: "Let's leave it there."}, next: {end: gave-up}}
+"""
+
+
+async def test_a_flow_files_on_escalate_ends_the_task_instead_of_handing_off(tmp_path: Path) -> None:
+    flow = load(write(tmp_path, ESCALATING))
+    assert isinstance(flow, Flow) and flow.on_escalate == "gave_up"
+    from tether.dialect import to_spec
+    assert to_spec(flow)["on_escalate"] == "gave_up"  # written back
+    from tether import Field
+    agent = Agent("A", flows=[flow], fields={"code": Field("string")}).with_clock(FakeClock(), SequentialIds("s"))
+    for answers in (["no idea"], ["hmm", "what?"]):  # a skip with no on_skip, and max_turns spent
+        result = await agent.turn(None, Message("hello"))
+        for said in answers:
+            result = await agent.turn(result.session, Message(said))
+        assert result.text == "Let's leave it there." and result.handoff is None, answers
+        assert result.session is not None and result.session.status != "handed_off"
+        assert "escalated" in [line.code for line in result.outcomes]
+    with pytest.raises(FlowDefinitionError, match="on_escalate 'gave_upp' is not a node"):
+        load(write(tmp_path, ESCALATING.replace("on_escalate: gave_up", "on_escalate: gave_upp"), "bad.yaml"))

@@ -127,3 +127,18 @@ async def test_no_idea_gets_a_suggestion_not_a_hand_off(pizza: ModuleType) -> No
     suggested = await bot.turn(asked.session, Message("no idea"))
     assert suggested.text.startswith("Most people take a large with ham and mushrooms.\n\nSmall, medium or large?")
     assert suggested.status != "handed_off"
+
+
+async def test_answers_not_understood_drop_the_order_instead_of_a_hand_off(pizza: ModuleType) -> None:
+    # Pia has no person to hand over to: she said one would take over, then went quiet
+    chat = Chat(pizza)
+    await chat.say("large ham")
+    for said in ("how much is it", "is that with tax?"):
+        assert (await chat.say(said)).text == "A large pizza with ham. Shall I place the order? (yes/no)"
+    gave_up = await chat.say("can I pay by card")
+    assert gave_up.text == ("Sorry, I'm not following. I haven't placed anything: tell me the size and toppings "
+                            "you'd like to start again.")
+    assert gave_up.handoff is None and [e.reason for e in gave_up.ended] == ["gave-up"]
+    assert any(line.code == "escalated" for line in gave_up.outcomes)
+    again = await chat.say("medium olives")
+    assert again.text == "A medium pizza with olives. Shall I place the order? (yes/no)"

@@ -496,7 +496,8 @@ def build_flow(spec: FlowSpec, registry: Registry | None = None) -> Flow:
                 clear_on_start=spec.clear_on_start, on_end=spec.on_end, on_drift=spec.on_drift,
                 instructions=[engine_template(i) for i in spec.instructions], tools=spec.tools,
                 collect=spec.collect, version=spec.version, gates=[_gate(g, registry) for g in spec.gates],
-                on_cancel=spec.on_cancel, on_skip=spec.on_skip)
+                on_cancel=spec.on_cancel, on_skip=spec.on_skip,
+                on_escalate=spec.on_escalate)
     flow.segments = find_segments(spec)
     return flow
 

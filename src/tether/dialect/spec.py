@@ -486,6 +486,8 @@ class FlowSpec(Strict):
     on_cancel: NodeId | None = Field(default=None, description="the node a cancel goes to instead of ending the run")
     on_skip: NodeId | None = Field(default=None, description="the node a step goes to when the customer cannot "
                                    "answer it (\"I don't know\"), instead of a hand-off to a person")
+    on_escalate: NodeId | None = Field(default=None, description="the node an escalating step goes to (max_turns "
+                                       "spent, answers not understood), instead of a hand-off to a person")
     nodes: list[NodeSpec] = Field(min_length=1)
 
 

@@ -299,7 +299,7 @@ def to_spec(flow: Flow) -> dict[str, Any]:
     }
     if flow.start_node is not None and flow.nodes and flow.start_node is not flow.nodes[0]:
         data["start"] = flow.start_node.id
-    for option in ("on_cancel", "on_skip"):
+    for option in ("on_cancel", "on_skip", "on_escalate"):
         if getattr(flow, option) is not None:
             data[option] = getattr(flow, option)
     if refusals.issues:

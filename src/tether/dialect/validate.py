@@ -342,7 +342,7 @@ def _check_flow(spec: FlowSpec, surface: Surface, base: str) -> list[DefinitionI
     if spec.start is not None and spec.start not in seen:
         check.add("missing-start", f"start {spec.start!r} is not a node of the flow", "start",
                   hint=did_you_mean(spec.start, seen) or f"nodes: {', '.join(check.ids)}", repair="set-transition")
-    for option in ("on_cancel", "on_skip"):
+    for option in ("on_cancel", "on_skip", "on_escalate"):
         target = getattr(spec, option)
         if target is not None and target not in seen:
             check.add("unresolved-transition", f"{option} {target!r} is not a node of the flow", option,

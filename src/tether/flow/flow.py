@@ -100,6 +100,10 @@ class Flow:
         cancellable: ``False``: the customer cannot cancel this flow's run.
         on_skip: the node a step goes to when the customer cannot answer it ("I don't know my
             order number"); default: a hand-off to a person, saying so.
+        on_escalate: the node a step goes to instead of handing the conversation to a person when
+            it escalates (``max_turns`` spent, ``Repair.cannot_handle_limit`` answers not
+            understood, ``escalate(...)``): for an agent with nobody to hand over to; default: the
+            hand-off.
 
     Attributes:
         digest: ``sha256:...`` of the flow's structure (nodes with their kinds and options,
@@ -138,6 +142,7 @@ class Flow:
         on_cancel: str | None = None,
         cancellable: bool = True,
         on_skip: str | None = None,
+        on_escalate: str | None = None,
     ) -> None:
         self.id = id
         self.name = name or id
@@ -169,6 +174,8 @@ class Flow:
         self.on_skip = on_skip
         """The node a step goes to when the customer cannot answer it ("I don't know"), instead of
         a hand-off to a person."""
+        self.on_escalate = on_escalate
+        """The node an escalating step goes to, instead of a hand-off to a person."""
         self.segments: Mapping[str, tuple[str, ...]] = {}
         issues = self._validate(start)
         if on_drift not in ("error", "restart") and not callable(on_drift):
@@ -315,7 +322,7 @@ class Flow:
         for node_id, option, message in mixed_templates(self.nodes):
             issue("ambiguous-template", message, node=node_id, path=option)
 
-        for option in ("on_cancel", "on_skip"):
+        for option in ("on_cancel", "on_skip", "on_escalate"):
             target = getattr(self, option)
             if target is not None and target not in self.by_id:
                 issue("unresolved-transition", f"{option} names {target!r}, which is not a node of this flow",
@@ -396,7 +403,7 @@ class Flow:
 
     def _unreachable(self) -> list[str]:
         reached: set[str] = set()
-        todo = [self.start, *(t for t in (self.on_cancel, self.on_skip) if t)]
+        todo = [self.start, *(t for t in (self.on_cancel, self.on_skip, self.on_escalate) if t)]
         while todo:
             node_id = todo.pop()
             if node_id in reached:

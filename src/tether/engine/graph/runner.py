@@ -144,6 +144,10 @@ async def act(ts: TurnState, run: Run, flow: Flow, node: Node, move_: Transition
     """Act on a normalised transition out of ``node``. Returns a pause, or None to keep moving."""
     if isinstance(move_, Next):
         move_ = flow.resolve_static(node.id, move_)
+    if isinstance(move_, Escalate) and flow.on_escalate is not None and node.id != flow.on_escalate:
+        # the flow's own way out (nobody to hand over to): its step, not a person
+        ts.outcome(run, code="escalated", status="skipped", node_id=node.id, detail=move_.reason)
+        move_ = Goto(flow.on_escalate)
     if isinstance(move_, Stay):
         run.status = "asking"
         return ASKING
