@@ -57,9 +57,8 @@ ORDER_NUMBER = r"\b([A-Z])[- ]?(\d{4})\b"
 FIND_ORDER_NUMBER = "You'll find it in your order confirmation email. If you can't find it, say \"talk to a person\"."
 # a message that is only an order number: "A-1002", "and A-1002?", "what about a1002"
 BARE_ORDER_NUMBER = r"^\W*(?:(?:and|what about|how about|order)\W+)*[A-Z][- ]?\d{4}\W*$"
-# "... to 5 Main Street, Springfield", "..., it's 5 Main Street", "the new address is 5 Main Street": a
-# house number, then words, up to "please", "for", "thanks"
-NEW_ADDRESS = r"\b(?:to|it'?s|is)\s+(\d+\w*(?:[ ,]+(?!(?:please|for|thanks?|and)\b)[A-Za-z][\w.'-]*)+)"
+# "... to 5 Main Street, Springfield": a house number, then words, up to "please", "for", "thanks"
+NEW_ADDRESS = r"\bto\s+(\d+\w*(?:[ ,]+(?!(?:please|for|thanks?|and)\b)[A-Za-z][\w.'-]*)+)"
 # the reasons the knowledge base names, as said in "a refund for A-1003, it arrived broken"
 REFUND_REASON = (r"(?<!not )(?<!n't )(?<!nothing )(?<!nothing's )(?<!nothings )"  # "it isn't damaged" is no reason
                  r"\b(never (?:arrived|came)|arrived (?:broken|damaged|late)|(?:is|was|came) (?:broken|damaged)"
@@ -267,9 +266,7 @@ human = Flow(
                  next=handoff("human", "customer asked for a person"))],
     on=[on_message("talk to a person", "talk to a human", "speak to a person", "real person", "human agent",
                    "representative", "human", "operator", "talk to someone", "speak to someone",
-                   # asking what the agent is asks for nobody ("are you a human?")
-                   "!are you a human", "!are you human", "!are you a bot", "!are you a robot",
-                   "!are you a real person", repeat="always")],
+                   repeat="always")],
 )
 
 still_there = Flow(

@@ -358,32 +358,6 @@ async def test_the_ways_to_ask_for_a_person(support: ModuleType, said: str) -> N
 
 
 @pytest.mark.parametrize("form", ["py", "yaml"])
-@pytest.mark.parametrize("said", ["are you a human?", "wait are you a bot or a human?", "are you a real person?"])
-async def test_asking_what_the_agent_is_hands_nothing_off(support: ModuleType, form: str, said: str) -> None:
-    chat = Chat(twin(support, form))
-    await chat.say("refund")
-    result = await chat.say(said)
-    assert "person" not in result.text and chat.asking() == ["refund/refund_order"]
-    assert (await chat.say("talk to a human")).text.startswith("I'm connecting you with a person")
-
-
-@pytest.mark.parametrize("form", ["py", "yaml"])
-async def test_a_refusal_marked_as_a_correction_gives_the_new_address(support: ModuleType, form: str) -> None:
-    chat = Chat(twin(support, form))
-    await chat.say("change address")
-    await chat.say("A-1002")
-    await chat.say("5 Main Street, Springfield")
-    again = await chat.say("no wait, 7 Main Street, Springfield")
-    assert again.text.endswith("Change the delivery address of A-1002 to 7 Main Street, Springfield? "
-                               "Please answer yes or no.")
-    chat = Chat(twin(support, form))  # a refusal that gives no address stays a refusal
-    await chat.say("change address")
-    await chat.say("A-1002")
-    await chat.say("5 Main Street, Springfield")
-    assert (await chat.say("no wait let me think")).text == "OK, I left the address of A-1002 unchanged."
-
-
-@pytest.mark.parametrize("form", ["py", "yaml"])
 async def test_what_the_first_message_said_for_a_later_step_is_kept(support: ModuleType, form: str) -> None:
     chat = Chat(twin(support, form))
     assert (await chat.say("change address to 4 Elm Rd please")).text.startswith("Which order should I update?")
@@ -399,10 +373,30 @@ async def test_what_the_first_message_said_for_a_later_step_is_kept(support: Mod
 
 
 @pytest.mark.parametrize("form", ["py", "yaml"])
-@pytest.mark.parametrize("said", ["I want to change the address for order a1002, it's 4 Elm Rd, Leeds",
-                                  "change the address of A-1002, the new address is 4 Elm Rd, Leeds"])
-async def test_an_address_introduced_in_the_first_message_is_read_back(support: ModuleType, form: str,
-                                                                       said: str) -> None:
+@pytest.mark.parametrize("said", ["Are you a bot? I want to talk to a human", "I need a human, are you even listening"])
+async def test_a_question_about_the_agent_with_a_request_for_a_person_is_handed_off(support: ModuleType, form: str,
+                                                                                    said: str) -> None:
     chat = Chat(twin(support, form))
-    confirm = await chat.say(said)
-    assert confirm.text == "Change the delivery address of A-1002 to 4 Elm Rd, Leeds? Please answer yes or no."
+    assert (await chat.say(said)).text == "I'm connecting you with a person now. They'll see this conversation."
+
+
+@pytest.mark.parametrize("form", ["py", "yaml"])
+async def test_an_old_address_said_with_is_is_not_the_new_one(support: ModuleType, form: str) -> None:
+    chat = Chat(twin(support, form))
+    asked = await chat.say("change address for A-1002, the current address is 78 High Street")
+    assert asked.text == "What's the new delivery address?"
+    chat = Chat(twin(support, form))
+    await chat.say("change the address of A-1002 to 4 Elm Rd, Leeds")
+    done = await chat.say("yes please, my flat is 3B on the second floor")
+    assert done.text == "Done: order A-1002 will go to 4 Elm Rd, Leeds."
+
+
+@pytest.mark.parametrize("form", ["py", "yaml"])
+@pytest.mark.parametrize("said", ["no wait, keep the old one, forget Main Street, Springfield",
+                                  "no wait, that's the wrong street number"])
+async def test_a_refusal_that_explains_itself_changes_nothing(support: ModuleType, form: str, said: str) -> None:
+    chat = Chat(twin(support, form))
+    await chat.say("change address")
+    await chat.say("A-1002")
+    await chat.say("5 Main Street, Springfield")
+    assert (await chat.say(said)).text == "OK, I left the address of A-1002 unchanged."

@@ -131,11 +131,10 @@ _REFUSALS = ("no", "nope", "nah")
 
 def refused_free_text(ts: TurnState, run: Run, flow: Flow, node: Node, names: list[str]) -> dict[str, Any]:
     """With no model, the new value a refusal gives the one field of ``names`` its step collects as
-    free text: the message without its refusal and correction words ("no, 14 Oak Avenue,
-    Springfield", "no wait, 14 Oak Avenue, Springfield"), taken only when
+    free text: the message without its refusal ("no, 14 Oak Avenue, Springfield"), taken only when
     it restates at least half the words of the value it replaces (and one at least), so a refusal
     that explains itself ("no, I don't want to") stays a refusal."""
-    return _free_text(ts, run, flow, node, names, (*_REFUSALS, *ts.agent.repair.correction_markers), restates=True)
+    return _free_text(ts, run, flow, node, names, _REFUSALS, restates=True)
 
 
 def _free_text(ts: TurnState, run: Run, flow: Flow, node: Node, names: list[str], markers: tuple[str, ...], *,
