@@ -14,6 +14,7 @@ completion. ``on_complete`` receives only the projected required fields.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import ValidationError
@@ -289,8 +290,10 @@ def _correction(ts: TurnState, run: Run, flow: Flow, node: Collect, hits: Any, j
                 return _corrected(ts, run, flow, node, found, "model") if found else (None, ())
         return _corrected(ts, run, flow, node, found, "deterministic") if found else (None, ())
     # a question that names another value ("is A-1001 shipped yet?") asks about it; it corrects
-    # nothing unless it says so ("sorry, did I say A-1003? I meant A-1001")
-    asks = not marked_as_correction(ts) and ts.message_text.rstrip().endswith("?")
+    # nothing unless it says so ("sorry, did I say A-1003? I meant A-1001") or asks for it ("could
+    # you send it to 9 Oak Lane?", "can I change to medium?")
+    asks = not marked_as_correction(ts) and ts.message_text.rstrip().endswith("?") \
+        and _REQUEST.match(ts.message_text) is None
     corrected = {} if asks else resolver_corrections(ts, run, flow, node, fixable)
     corrected.update({k: v for k, v in (judged or {}).items() if k in fixable and v is not None})
     if not corrected and not hits and judged is None and marked_as_correction(ts):
@@ -298,6 +301,10 @@ def _correction(ts: TurnState, run: Run, flow: Flow, node: Collect, hits: Any, j
     if corrected:
         return _corrected(ts, run, flow, node, corrected, "model" if judged else "deterministic")
     return None, ()
+
+
+_REQUEST = re.compile(r"^\W*(?:\w+\W+)?(?:can|could|would|will|may|please)\b", re.IGNORECASE)
+"""A question that asks for something ("can I have a medium?", "sorry, could you add olives?")."""
 
 
 def _says_more(ts: TurnState) -> bool:
