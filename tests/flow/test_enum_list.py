@@ -129,3 +129,18 @@ def test_a_message_that_corrects_itself_names_the_values_after_its_last_correcti
     assert TOPPINGS.resolve("ham and olives, actually add peppers too", {"state": {"toppings": ["ham"]}}).value \
         == ["ham", "olives", "peppers"]  # an addition adds
     assert TOPPINGS.resolve("ham and olives sorry for the typo", {}).value == ["ham", "olives"]  # nothing after
+
+
+def test_what_a_correction_word_does_not_take_back() -> None:
+    assert TOPPINGS.resolve("ham and olives, oh wait, and peppers", {}).value == ["ham", "olives", "peppers"]
+    assert TOPPINGS.resolve("ham and olives, and make sure there is extra cheese", {}).value \
+        == ["ham", "olives", "extra cheese"]  # "make sure" corrects nothing
+
+
+def test_a_value_said_again_after_its_negation_is_named() -> None:
+    assert TOPPINGS.resolve("I never eat olives normally but today ham and olives", {}).value == ["ham", "olives"]
+    assert TOPPINGS.resolve("last time it didn't have any olives, so olives and ham", {}).value == ["olives", "ham"]
+
+
+def test_take_out_is_not_a_negation() -> None:  # a take-away order
+    assert TOPPINGS.resolve("I'd like to take out a pizza with ham", {}).value == ["ham"]

@@ -320,9 +320,10 @@ class EnumList:
         for value in sorted(self.values, key=lambda v: -len(v)):
             start, needle = -1, ""
             for needle in _spellings(value):  # "mushrooms", and "mushroom" for one of them
-                start = words.find(needle)
-                while start >= 0 and any(a <= start < b for a, b in taken):
-                    start = words.find(needle, start + 1)
+                found = [at for at in _occurrences(words, needle) if not any(a <= at < b for a, b in taken)]
+                # a value said again after a negation of it is named ("I never eat pineapple, but
+                # today ham and pineapple"): its first mention that no negation governs counts
+                start = next((at for at in found if at not in negated_at), found[0] if found else -1)
                 if start >= 0:
                     break
             if needle.strip() and start >= 0:
@@ -340,9 +341,12 @@ class EnumList:
             if named:
                 return Resolution("hit", [*(v for v in held if v not in dropped),
                                           *(v for _, v in sorted(named) if v not in held)])
-        cut = max((m.start() for m in _SELF_CORRECTION.finditer(words)), default=-1)
-        if cut >= 0 and any(at < cut for at, _ in named) and any(at > cut for at, _ in named) \
-                and not _adds(words, taken):  # "ham, sorry I meant olives": the values after the last correction
+        cut = max((m.start() for m in _LIST_CORRECTION.finditer(words)), default=-1)
+        after = min((at for at, _ in named if at > cut), default=-1)
+        if cut >= 0 and after >= 0 and any(at < cut for at, _ in named) and not _adds(words, taken) \
+                and not _ADDING.search(words[cut:after + 1]):
+            # "ham, sorry I meant olives": the values after the last correction ("oh wait, and
+            # mushrooms" adds)
             named = [(at, v) for at, v in named if at > cut]
         if named:
             found = [value for _, value in sorted(named)]
@@ -397,7 +401,7 @@ _TOKEN = re.compile(r"[a-z0-9]+|[,.;:!?]")
 _NEGATIONS = frozenset({"no", "not", "without", "except", "minus", "hold", "remove", "drop", "skip", "lose", "never",
                         "hate", "hates", "allergic", "dont", "doesnt", "didnt"})
 _CHOICE_NEGATIONS = _NEGATIONS - {"no"}
-_NEGATION_PAIRS = frozenset({("instead", "of"), ("rather", "than"), ("take", "off"), ("take", "out"), ("leave", "off"),
+_NEGATION_PAIRS = frozenset({("instead", "of"), ("rather", "than"), ("take", "off"), ("leave", "off"),
                              ("leave", "out"), ("rid", "of"), ("anything", "but"), ("w", "o"),  # "get rid of", "w/o"
                              ("don", "t"), ("doesn", "t"), ("didn", "t"), ("won", "t")})  # "don't" is two tokens
 # words a negation reaches over: "hold the onions", "don't want any onions", "allergic to mushrooms",
@@ -407,6 +411,20 @@ _KEEP_NEGATING = frozenset({"the", "a", "an", "any", "more", "extra", "and", "or
 _SELF_CORRECTIONS = frozenset({"wait", "actually", "sorry", "mean", "meant", "make", "rather", "correction"})
 """Words after which a message's own earlier choice no longer holds ("large, no wait, medium")."""
 _SELF_CORRECTION = re.compile(r"\b(?:" + "|".join(sorted(_SELF_CORRECTIONS)) + r")\b", re.IGNORECASE)
+_LIST_CORRECTION = re.compile(r" (?:wait|actually|sorry|mean|meant|rather|correction|make (?:it|that|them)) ")
+"""Where a list's self-correction starts, in the words as ``EnumList`` matches them ("make sure"
+corrects nothing)."""
+_ADDING = re.compile(r" (?:and|also|plus|too|add) ")
+
+
+def _occurrences(words: str, needle: str) -> list[int]:
+    """Where ``needle`` stands in ``words``, in order."""
+    found: list[int] = []
+    at = words.find(needle)
+    while at >= 0:
+        found.append(at)
+        at = words.find(needle, at + 1)
+    return found
 
 
 def _unnegated(text: str, item_words: frozenset[str]) -> list[str]:
