@@ -192,11 +192,18 @@ DAY_RANGE = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s*(?:-|\u2013|to|until|t
 """Two days of one month ("24-27 dec", "12 to 15 March"): read as "24 dec to 27 dec"."""
 
 
+def _day_range(found: re.Match[str]) -> str:
+    first, last, month = found.groups()
+    if int(first) >= int(last):  # "30 to 2 jan" is not two days of January: as written
+        return found.group(0)
+    return f"{first} {month} to {last} {month}"
+
+
 def read_dates(text: str, today: date) -> list[date]:
     """The dates named in ``text``, in order (see the module docstring for the forms). Relative
     ones count from ``today``, a second one from the first ("Friday to Sunday")."""
     dates: list[date] = []
-    for found in DATE_PHRASE.finditer(DAY_RANGE.sub(r"\1 \3 to \2 \3", text)):
+    for found in DATE_PHRASE.finditer(DAY_RANGE.sub(_day_range, text)):
         base = dates[-1] if dates else today
         # today/tomorrow and weekdays are relative to when the customer speaks, weekdays after that to the last date
         anchor = today if found.group("relative") else base
@@ -259,8 +266,8 @@ def _scripted(request: ModelRequest) -> ModelResponse:
         return call("set_guests", guests=1)
     guests = party
     said = read_yes_no(words, yes=frozenset({"confirm"}), no=frozenset({"change"}))  # "yep", "sure"; "nope"
-    if step == "confirm" and said and guests is None and (CHANGE.search(words) or re.search(r"\bbut\b", words)
-                                                          or NIGHTS.search(words) or read_dates(words, date.today())):
+    if step == "confirm" and said and guests is None and (CHANGE.search(words) or re.search(r"\bbut\b", words)) \
+            and (NIGHTS.search(words) or read_dates(words, date.today())):
         said = False  # "yes but make it 3 nights": other dates, never the ones read back
     if step == "confirm" and said is not None:
         return call("confirm_booking", confirmed=said, guests=guests)
@@ -272,23 +279,26 @@ def _scripted(request: ModelRequest) -> ModelResponse:
 COUNTS = {word: number for number, word in enumerate(("one", "two", "three", "four", "five", "six", "seven"), 1)}
 NIGHTS = re.compile(rf"\b(\d{{1,2}}|{'|'.join(COUNTS)}) nights?\b")
 CHANGE = re.compile(r"\b(actually|instead|rather|change|make it)\b")
-COUPLE = re.compile(r"\b(?:me|myself|i) and (?:my|a) \w+|\b(?:my|a) \w+ and (?:me|myself|i)\b|\btwo of us\b|"
-                    r"\ba couple\b")
+_PARTNER = r"(?:husband|wife|partner|boyfriend|girlfriend|fiance|fiancee|friend|son|daughter|mum|mom|dad|mother|" \
+    r"father|brother|sister|colleague)"
+COUPLE = re.compile(rf"\b(?:me|myself|i) and (?:my|a) {_PARTNER}\b|\b(?:my|a) {_PARTNER} and (?:me|myself|i)\b|"
+                    r"\btwo of us\b|\ba couple\b")
 
 
-PEOPLE = re.compile(rf"\b(\d+|{'|'.join(COUNTS)}|an?) (?:adults?|children|child|kids?|guests?|people|persons?|"
-                    r"infants?|bab(?:y|ies))\b")
+PEOPLE = re.compile(rf"\b(\d+|{'|'.join(COUNTS)}) (?:(?P<total>guests?|people|persons?|of us)|adults?|children|"
+                    r"child|kids?|infants?|bab(?:y|ies))\b")
 
 
 def _count(text: str) -> int:
-    return COUNTS.get(text) or (1 if text in ("a", "an") else int(text))
+    return COUNTS.get(text) or int(text)
 
 
 def _party(words: str) -> int | None:
-    """The guests a message counts, summed over the kinds it names ("2 adults and 1 child" is 3,
-    "four people" 4); None when it counts none."""
-    counted = [_count(found.group(1)) for found in PEOPLE.finditer(words)]
-    return sum(counted) if counted else None
+    """The guests a message counts: a total ("four people", "3 guests: 2 adults and 1 child" is 3),
+    else the kinds it names added up ("2 adults and 1 child" is 3); None when it counts none."""
+    found = list(PEOPLE.finditer(words))
+    total = next((_count(f.group(1)) for f in found if f.group("total")), None)
+    return total if total is not None else (sum(_count(f.group(1)) for f in found) if found else None)
 
 
 def _said_before(request: ModelRequest) -> date | None:

@@ -103,6 +103,7 @@ async def test_the_first_request_holds_the_customers_message_only(hotel: ModuleT
     ("31/04 to 2/05", ["2027-05-02"]),                                      # no 31st of April: left out
     ("a room for 2 please", []),
     ("24-27 dec", ["2026-12-24", "2026-12-27"]),                            # two days of one month
+    ("30 to 2 jan", ["2027-01-02"]),                                        # not two days of January
     ("the 3rd to 5th of June", ["2027-06-03", "2027-06-05"]),
 ])
 def test_read_dates_reads_the_dates_people_type(hotel: ModuleType, text: str, expected: list[str]) -> None:
@@ -142,7 +143,9 @@ async def test_the_stand_in_takes_a_check_in_alone_then_the_check_out_or_the_nig
 
 
 @pytest.mark.parametrize(("said", "guests"), [("four people", 4), ("just me", 1), ("2", 2), ("we are three", 3),
-                                           ("2 adults and 1 child", 3), ("two adults, a baby", 3)])
+                                           ("2 adults and 1 child", 3), ("two adults, one baby", 3),
+                                           ("3 guests: 2 adults and 1 child", 3),  # a total is not added again
+                                           ("4 people including 2 children", 4)])
 async def test_the_stand_in_reads_the_guests_as_people_say_them(hotel: ModuleType, said: str, guests: int) -> None:
     runtime = Runtime(hotel.agent, store=MemoryStore(), clock=FakeClock())
     first = await runtime.run("Harbour", session_id=None, message=Message("2026-05-01 to 2026-05-04"))
@@ -193,3 +196,21 @@ async def test_the_stand_in_counts_a_couple_as_two(hotel: ModuleType, said: str)
     first = await runtime.run("Harbour", session_id=None, message=Message("2026-05-01 to 2026-05-04"))
     summary = await runtime.run("Harbour", session_id=first.session, message=Message(said))
     assert summary.message == "Your booking: 2026-05-01 to 2026-05-04, 2 guest(s). Shall I book it (yes/no)?"
+
+
+@pytest.mark.parametrize("said", ["yes, but we'll arrive late in the evening", "yes, see you on Friday!",
+                                  "yes actually that's perfect"])
+async def test_a_yes_that_changes_no_dates_books(hotel: ModuleType, said: str) -> None:
+    runtime = Runtime(hotel.agent, store=MemoryStore(), clock=FakeClock())
+    first = await runtime.run("Harbour", session_id=None, message=Message("2026-05-01 to 2026-05-04"))
+    await runtime.run("Harbour", session_id=first.session, message=Message("2"))
+    done = await runtime.run("Harbour", session_id=first.session, message=Message(said))
+    assert done.completed and "HTL-20260501-2" in done.message
+
+
+@pytest.mark.parametrize("said", ["me and my kids", "me and my family"])
+async def test_the_stand_in_does_not_guess_a_family_is_two(hotel: ModuleType, said: str) -> None:
+    runtime = Runtime(hotel.agent, store=MemoryStore(), clock=FakeClock())
+    first = await runtime.run("Harbour", session_id=None, message=Message("2026-05-01 to 2026-05-04"))
+    again = await runtime.run("Harbour", session_id=first.session, message=Message(said))
+    assert again.message == hotel.QUESTIONS["guests"]
