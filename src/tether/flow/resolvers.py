@@ -235,6 +235,10 @@ VALUE_INTRODUCERS = (("its",), ("it", "is"), ("it", "should", "go", "to"), ("it"
 """The words that introduce a free-text value at the start of a message ("it's", "my new address
 is", "send it to"), as words: lower case, apostrophes dropped."""
 
+_BEFORE_A_NUMBER = frozenset({("its",), ("it", "is"), ("it", "should", "be")})
+"""Introducers that introduce a value only when a number follows ("it's 5 Main Street"): "it is
+broken" is a reason as said."""
+
 _ACKNOWLEDGEMENTS = frozenset({"sure", "ok", "okay", "yes", "yeah", "yep", "well", "so", "um", "uh", "oh", "right",
                                "alright"})
 """A word that may come before an introducer ("sure, it's 5 Main Street"): left out with it."""
@@ -255,7 +259,10 @@ def without_introduction(text: str) -> str:
     ahead = 1 if words and words[0] in _ACKNOWLEDGEMENTS else 0  # "sure, my new address is ..."
     for phrase in VALUE_INTRODUCERS:
         if tuple(words[ahead:ahead + len(phrase)]) == phrase:
-            first = ahead + len(phrase)
+            after = ahead + len(phrase)
+            # "it's 5 Main Street", but not "it is what I ordered" or "it should be here by now"
+            if phrase not in _BEFORE_A_NUMBER or (after < len(words) and words[after][:1].isdigit()):
+                first = after
             break
     if last - first > 1 and words[-1] == "please":
         last -= 1
