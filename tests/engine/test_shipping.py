@@ -127,3 +127,22 @@ async def test_with_no_model_a_number_alone_is_not_an_address(shipping: ModuleTy
     assert first.text == "Which address should the shipment go to?" and not first.ended
     second = await agent.turn(first.session, Message("please ship it to 5 main st, springfield, thanks!", id="m2"))
     assert second.text == "Booked! Your shipment to 5 main st, springfield has tracking id trk_22."
+
+
+@pytest.mark.parametrize(("said", "address"), [
+    ("22 Acacia Way, Leeds", "22 Acacia Way, Leeds"),
+    ("1 Infinite Loop, Cupertino", "1 Infinite Loop, Cupertino"),
+    ("123 N. Main St, Springfield", "123 N. Main St, Springfield"),
+    ("12 Rue de Rivoli, Paris", "12 Rue de Rivoli, Paris"),
+    ("10 Downing Street, London SW1A 2AA", "10 Downing Street, London SW1A 2AA"),
+    ("1600 Pennsylvania Avenue NW, Washington, DC 20500", "1600 Pennsylvania Avenue NW, Washington, DC 20500"),
+    ("350 Fifth Avenue Apt 4B, New York, NY 10118", "350 Fifth Avenue Apt 4B, New York, NY 10118"),
+    ("Flat 2, 10 High Street, Bristol", "Flat 2, 10 High Street, Bristol"),
+    ("ship to 5 Main St, it's 3 kg", "5 Main St"),
+])
+async def test_with_no_model_the_addresses_people_write_are_read_whole(shipping: ModuleType, said: str,
+                                                                        address: str) -> None:
+    agent = shipping.agent.with_clock(FakeClock(), SequentialIds("s"))
+    first = await agent.turn(None, Message("I'd like to ship a parcel", id="m1"))
+    booked = await agent.turn(first.session, Message(said, id="m2"))
+    assert booked.text == f"Booked! Your shipment to {address} has tracking id trk_{len(address)}."
