@@ -400,3 +400,12 @@ async def test_a_refusal_that_explains_itself_changes_nothing(support: ModuleTyp
     await chat.say("A-1002")
     await chat.say("5 Main Street, Springfield")
     assert (await chat.say(said)).text == "OK, I left the address of A-1002 unchanged."
+
+
+@pytest.mark.parametrize("form", ["py", "yaml"])
+async def test_the_first_message_is_not_read_again_when_the_customer_corrects_it(support: ModuleType,
+                                                                                 form: str) -> None:
+    chat = Chat(twin(support, form))
+    await chat.say("change address to 4 Elm Rd")
+    asked = await chat.say("A-1002, oh wait, I moved again, new address 9 Oak Lane")
+    assert "4 Elm Rd" not in asked.text

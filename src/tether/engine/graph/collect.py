@@ -222,7 +222,8 @@ def read_again(ts: TurnState, run: Run, flow: Flow, node: Collect) -> dict[str, 
     if isinstance(opening, dict) and node.id not in opening["read"] and ts.asking_at.get(run.id) != node.id \
             and not any(started.run_id == run.id for started in ts.started):  # a later turn's first visit
         opening["read"].append(node.id)  # once: a step gone back to asks
-        sources.update(_read(ts, run, flow, node, opening["text"]))
+        if not marked_as_correction(ts):  # "A-1002, oh wait, I moved again": what was said first no longer holds
+            sources.update(_read(ts, run, flow, node, opening["text"]))
     return sources
 
 
