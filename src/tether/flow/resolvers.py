@@ -327,10 +327,10 @@ class EnumList:
         for value in sorted(self.values, key=lambda v: -len(v)):
             start, needle = -1, ""
             for needle in _spellings(value):  # "mushrooms", and "mushroom" for one of them
-                found = [at for at in _occurrences(words, needle) if not any(a <= at < b for a, b in taken)]
+                spots = [at for at in _occurrences(words, needle) if not any(a <= at < b for a, b in taken)]
                 # a value said again after a negation of it is named ("I never eat pineapple, but
                 # today ham and pineapple"): its first mention that no negation governs counts
-                start = next((at for at in found if at not in negated_at), found[0] if found else -1)
+                start = next((at for at in spots if at not in negated_at), spots[0] if spots else -1)
                 if start >= 0:
                     break
             if needle.strip() and start >= 0:
