@@ -145,7 +145,9 @@ async def test_answers_not_understood_drop_the_order_instead_of_a_hand_off(pizza
 
 
 @pytest.mark.parametrize(("said", "read_back"), [("can I change to medium?", "A medium pizza with ham"),
-                                                 ("could you add olives?", "A large pizza with ham and olives")])
+                                                 ("medium?", "A medium pizza with ham"),
+                                                 ("could you add olives?", "A large pizza with ham and olives"),
+                                                 ("and olives too?", "A large pizza with ham and olives")])
 async def test_a_question_that_asks_for_a_change_makes_it(pizza: ModuleType, said: str, read_back: str) -> None:
     chat = Chat(pizza)
     await chat.say("large ham")

@@ -14,7 +14,6 @@ completion. ``on_complete`` receives only the projected required fields.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pydantic import ValidationError
@@ -54,7 +53,7 @@ from tether.flow.repair import content_words
 from tether.flow.resolvers import NO_WORDS, YES_WORDS, Pattern
 from tether.flow.transitions import NEXT, Escalate, Goto, is_code
 
-__all__ = ["OPENING_KEY", "complete", "dispatch_collect", "question_first", "read_again", "remember_opening"]
+__all__ = ["complete", "dispatch_collect", "question_first", "read_again"]
 
 
 def complete(ts: TurnState, run: Run, node: Collect, *, code: str | None = None) -> Any:
@@ -194,54 +193,22 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
     return ASKING
 
 
-OPENING_KEY = "__opening"
-"""Where a run keeps the message that started it, for its later steps' patterns (see
-:func:`remember_opening`): ``{"text": ..., "read": [the steps that read it]}``."""
-
-
-def remember_opening(ts: TurnState, run: Run, flow: Flow) -> None:
-    """Keep the message that starts ``run`` when a later collect step of ``flow`` has ``pattern``
-    resolvers: "change the address to 4 Elm Rd" then "A-1002" (the order step's answer) gives the
-    address step its address when it is reached, a turn later (:func:`read_again`)."""
-    if ts.message is not None and any(
-            isinstance(node, Collect) and node.id != flow.start and any(isinstance(r, Pattern) for r in node.resolvers)
-            for node in flow.nodes):
-        run.state[OPENING_KEY] = {"text": ts.message_text, "read": []}
-
-
 def read_again(ts: TurnState, run: Run, flow: Flow, node: Collect) -> dict[str, str]:
-    """Read with this step's ``pattern`` resolvers, for the fields it still misses, the message an
-    earlier collect step of the run read this turn, and the message that started the run (once,
-    the first time the step is reached in a later turn): "a refund for A-1003, it arrived broken"
-    gives the order step its number and the reason step its reason, with no model, as a form fills
-    every slot a message names. Only patterns: a whole-message or yes/no resolver answers the
-    question its step asked, never one the step has not asked yet. Returns the fields read, with
-    their source."""
-    sources = _read_message_again(ts, run, flow, node)
-    opening = run.state.get(OPENING_KEY)
-    if isinstance(opening, dict) and node.id not in opening["read"] and ts.asking_at.get(run.id) != node.id \
-            and not any(started.run_id == run.id for started in ts.started):  # a later turn's first visit
-        opening["read"].append(node.id)  # once: a step gone back to asks
-        if not marked_as_correction(ts):  # "A-1002, oh wait, I moved again": what was said first no longer holds
-            sources.update(_read(ts, run, flow, node, opening["text"]))
-    return sources
-
-
-def _read_message_again(ts: TurnState, run: Run, flow: Flow, node: Collect) -> dict[str, str]:
+    """Read the message an earlier collect step of the run read this turn with this step's
+    ``pattern`` resolvers, for the fields it still misses: "a refund for A-1003, it arrived
+    broken" gives the order step its number and the reason step its reason, with no model, as a
+    form fills every slot a message names. Only patterns: a whole-message or yes/no resolver
+    answers the question its step asked, never one the step has not asked yet. Returns the
+    fields read, with their source."""
     by = ts.consumed_by.get(run.id)
     if by is None or by == node.id or ts.message is None or not isinstance(flow.by_id.get(by), Collect) \
             or flow.nodes.index(node) < flow.nodes.index(flow.by_id[by]) or (run.id, node.id) in ts.read_again:
         return {}  # only a later step, once a turn: a step gone back to (a correction, a refused value) asks
     ts.read_again.add((run.id, node.id))
-    return _read(ts, run, flow, node, ts.message_text)
-
-
-def _read(ts: TurnState, run: Run, flow: Flow, node: Collect, text: str) -> dict[str, str]:
-    """``text`` read by the step's ``pattern`` resolvers for the fields it misses, merged."""
     wanted = missing(ts, run, node)
     if not any(isinstance(r, Pattern) and r.field in wanted for r in node.resolvers):
         return {}
-    hits, _ = resolve(ts, run, node, wanted, patterns_only=True, text=text)
+    hits, _ = resolve(ts, run, node, wanted, patterns_only=True)
     if not hits:
         return {}
     sources, rejected = merge_values(ts, run, node, hits, source="deterministic", guard=False)
@@ -290,22 +257,13 @@ def _correction(ts: TurnState, run: Run, flow: Flow, node: Collect, hits: Any, j
                 found = {k: v for k, v in judged.items() if k in earlier and v is not None}
                 return _corrected(ts, run, flow, node, found, "model") if found else (None, ())
         return _corrected(ts, run, flow, node, found, "deterministic") if found else (None, ())
-    # a question that names another value ("is A-1001 shipped yet?") asks about it; it corrects
-    # nothing unless it says so ("sorry, did I say A-1003? I meant A-1001") or asks for it ("could
-    # you send it to 9 Oak Lane?", "can I change to medium?")
-    asks = not marked_as_correction(ts) and ts.message_text.rstrip().endswith("?") \
-        and _REQUEST.match(ts.message_text) is None
-    corrected = {} if asks else resolver_corrections(ts, run, flow, node, fixable)
+    corrected = resolver_corrections(ts, run, flow, node, fixable)
     corrected.update({k: v for k, v in (judged or {}).items() if k in fixable and v is not None})
     if not corrected and not hits and judged is None and marked_as_correction(ts):
         corrected = marked_free_text(ts, run, flow, node, fixable)  # "actually make it 14 Main Street"
     if corrected:
         return _corrected(ts, run, flow, node, corrected, "model" if judged else "deterministic")
     return None, ()
-
-
-_REQUEST = re.compile(r"^\W*(?:\w+\W+)?(?:can|could|would|will|may|please)\b", re.IGNORECASE)
-"""A question that asks for something ("can I have a medium?", "sorry, could you add olives?")."""
 
 
 def _says_more(ts: TurnState) -> bool:

@@ -111,13 +111,11 @@ def purge_invalid(ts: TurnState, run: Run, node: Collect) -> None:
 
 
 def resolve(ts: TurnState, run: Run, node: Collect, wanted: list[str], judged: Mapping[str, Any] | None = None,
-            *, patterns_only: bool = False, text: str | None = None) -> tuple[dict[str, Any], set[str]]:
-    """The deterministic resolvers' reading of the message (or of ``text``). A ``whole_message``
-    resolver takes anything, so it never overrides the model's explicit null for its field
-    (``judged``): a question typed mid-form is not the answer to the form's question.
-    ``patterns_only``: only the ``pattern`` resolvers read it (see :func:`read_again`)."""
-    if text is None:
-        text = ts.message_text
+            *, patterns_only: bool = False) -> tuple[dict[str, Any], set[str]]:
+    """The deterministic resolvers' reading of the message. A ``whole_message`` resolver takes
+    anything, so it never overrides the model's explicit null for its field (``judged``): a
+    question typed mid-form is not the answer to the form's question. ``patterns_only``: only the
+    ``pattern`` resolvers read it (see :func:`read_again`)."""
     hits: dict[str, Any] = {}
     ambiguous: set[str] = set()
     if not patterns_only and node.choices and node.slots[0] in wanted \
@@ -132,7 +130,7 @@ def resolve(ts: TurnState, run: Run, node: Collect, wanted: list[str], judged: M
         if isinstance(resolver, WholeMessage) and ((judged is not None and resolver.field in judged
                                                    and judged[resolver.field] is None) or _small_talk(ts)):
             continue  # "goodbye" or "thanks" is not a refund's reason: the step asks again
-        found = resolver.resolve(text, frame)
+        found = resolver.resolve(ts.message_text, frame)
         if found.status == "hit":
             hits[resolver.field] = found.value
         elif found.status == "ambiguous":

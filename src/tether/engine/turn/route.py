@@ -19,7 +19,6 @@ from tether.engine.core.judgement import Judgement
 from tether.engine.core.pauses import Static
 from tether.engine.core.session import Run
 from tether.engine.core.state import TurnState
-from tether.engine.graph.collect import remember_opening
 from tether.engine.graph.conditions import holds
 from tether.engine.graph.interrupted import hold_others, unsuspend
 from tether.engine.graph.starts import start_run
@@ -72,7 +71,6 @@ def route_to(ts: TurnState, flow: Flow, *, catch_all: bool) -> Run | None:
     if run is not None:
         ts.floor = run.id
         ts.queue.append(run.id)
-        remember_opening(ts, run, flow)
     return run
 
 
