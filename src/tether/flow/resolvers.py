@@ -302,7 +302,7 @@ class EnumList:
 
     A value right after a negation ("no", "not", "without", "except", "minus", "hold the",
     "instead of", "rather than", "take off", "leave off", "get rid of", "skip", "w/o", "don't want",
-    "allergic to", "anything but", "not a fan of"), or listed on from one with "and" or "or", is left out: "ham but
+    "allergic to", "not a fan of"), or listed on from one with "and" or "or", is left out: "ham but
     no olives" is ``["ham"]``, "without onions and peppers" names neither, "no, make it ham" is
     ``["ham"]``. A message that only leaves values out ("no olives") takes them out of the list
     the field holds; one that says it adds ("olives too", "also olives", "add olives", "extra
@@ -348,13 +348,6 @@ class EnumList:
             if named:
                 return Resolution("hit", [*(v for v in held if v not in dropped),
                                           *(v for _, v in sorted(named) if v not in held)])
-        cut = max((m.start() for m in _LIST_CORRECTION.finditer(words)), default=-1)
-        after = min((at for at, _ in named if at > cut), default=-1)
-        if cut >= 0 and after >= 0 and any(at < cut for at, _ in named) and not _adds(words, taken) \
-                and not _ADDING.search(words[cut:after + 1]):
-            # "ham, sorry I meant olives": the values after the last correction ("oh wait, and
-            # mushrooms" adds)
-            named = [(at, v) for at, v in named if at > cut]
         if named:
             found = [value for _, value in sorted(named)]
             if isinstance(held, list) and _adds(words, taken):  # "olives too": the list given before, and olives
@@ -409,19 +402,15 @@ _NEGATIONS = frozenset({"no", "not", "without", "except", "minus", "hold", "remo
                         "hate", "hates", "allergic", "dont", "doesnt", "didnt"})
 _CHOICE_NEGATIONS = _NEGATIONS - {"no"}
 _NEGATION_PAIRS = frozenset({("instead", "of"), ("rather", "than"), ("take", "off"), ("leave", "off"),
-                             ("leave", "out"), ("rid", "of"), ("anything", "but"), ("w", "o"),  # "get rid of", "w/o"
-                             ("don", "t"), ("doesn", "t"), ("didn", "t"), ("won", "t")})  # "don't" is two tokens
+                             ("leave", "out"), ("rid", "of"), ("w", "o"),  # "get rid of", "w/o"
+                             ("don", "t"), ("doesn", "t"), ("didn", "t")})  # "don't" is two tokens
 # words a negation reaches over: "hold the onions", "don't want any onions", "allergic to mushrooms",
 # "not a fan of olives"
 _KEEP_NEGATING = frozenset({"the", "a", "an", "any", "more", "extra", "and", "or", "nor", "want", "like", "need",
-                            "have", "eat", "to", "of", "fan"})
+                            "eat", "to", "of", "fan"})
 _SELF_CORRECTIONS = frozenset({"wait", "actually", "sorry", "mean", "meant", "make", "rather", "correction"})
 """Words after which a message's own earlier choice no longer holds ("large, no wait, medium")."""
 _SELF_CORRECTION = re.compile(r"\b(?:" + "|".join(sorted(_SELF_CORRECTIONS)) + r")\b", re.IGNORECASE)
-_LIST_CORRECTION = re.compile(r" (?:wait|actually|sorry|mean|meant|rather|correction|make (?:it|that|them)) ")
-"""Where a list's self-correction starts, in the words as ``EnumList`` matches them ("make sure"
-corrects nothing)."""
-_ADDING = re.compile(r" (?:and|also|plus|too|add) ")
 
 
 def _occurrences(words: str, needle: str) -> list[int]:
