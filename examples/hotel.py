@@ -264,10 +264,12 @@ def _scripted(request: ModelRequest) -> ModelResponse:
         return call("set_guests", guests=2)  # "me and my husband", "the two of us", "a couple"
     if step == "guests" and re.search(r"\b(?:just|only) me\b|\bmyself\b|\balone\b", words):
         return call("set_guests", guests=1)
-    guests = party
+    # at the confirmation only a total changes the guests ("no, 3 guests"): "we have 1 baby, so a cot
+    # would be great" says who comes, not how many
+    guests = _total(words)
     said = read_yes_no(words, yes=frozenset({"confirm"}), no=frozenset({"change"}))  # "yep", "sure"; "nope"
-    if step == "confirm" and said and guests is None and (CHANGE.search(words) or re.search(r"\bbut\b", words)) \
-            and (NIGHTS.search(words) or read_dates(words, date.today())):
+    if step == "confirm" and said and guests is None and (NIGHTS.search(words) or read_dates(words, date.today())) \
+            and re.search(r"\b(?:actually|instead|rather|change|make it|from)\b", words):
         said = False  # "yes but make it 3 nights": other dates, never the ones read back
     if step == "confirm" and said is not None:
         return call("confirm_booking", confirmed=said, guests=guests)
@@ -291,6 +293,11 @@ PEOPLE = re.compile(rf"\b(\d+|{'|'.join(COUNTS)}) (?:(?P<total>guests?|people|pe
 
 def _count(text: str) -> int:
     return COUNTS.get(text) or int(text)
+
+
+def _total(words: str) -> int | None:
+    """The total a message counts ("3 guests", "four people"), or None."""
+    return next((_count(f.group(1)) for f in PEOPLE.finditer(words) if f.group("total")), None)
 
 
 def _party(words: str) -> int | None:

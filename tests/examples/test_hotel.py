@@ -199,7 +199,9 @@ async def test_the_stand_in_counts_a_couple_as_two(hotel: ModuleType, said: str)
 
 
 @pytest.mark.parametrize("said", ["yes, but we'll arrive late in the evening", "yes, see you on Friday!",
-                                  "yes actually that's perfect"])
+                                  "yes actually that's perfect", "yes, but we'll arrive late on Friday",
+                                  "yes please, we have 1 baby so a cot would be great",
+                                  "yes, confirm. Is breakfast included for the 2 kids?"])
 async def test_a_yes_that_changes_no_dates_books(hotel: ModuleType, said: str) -> None:
     runtime = Runtime(hotel.agent, store=MemoryStore(), clock=FakeClock())
     first = await runtime.run("Harbour", session_id=None, message=Message("2026-05-01 to 2026-05-04"))
