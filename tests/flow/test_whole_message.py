@@ -30,6 +30,8 @@ def test_the_trimmed_message_of_at_least_min_length_is_the_value() -> None:
     ("it is broken", "it is broken"),  # "it is" introduces a number ("it is 5 Main Street"), not a reason
     ("It should be here by now but never came", "It should be here by now but never came"),
     ("its screen cracked", "its screen cracked"),
+    ("the address is correct but it never arrived", "the address is correct but it never arrived"),
+    ("my name is Ada Lovelace", "Ada Lovelace"),
     ("refund please", "refund"),
     ("the screen is cracked", "the screen is cracked"),  # no introduction: as said
     ("it's", "it's"),  # nothing would be left: as said

@@ -235,9 +235,11 @@ VALUE_INTRODUCERS = (("its",), ("it", "is"), ("it", "should", "go", "to"), ("it"
 """The words that introduce a free-text value at the start of a message ("it's", "my new address
 is", "send it to"), as words: lower case, apostrophes dropped."""
 
-_BEFORE_A_NUMBER = frozenset({("its",), ("it", "is"), ("it", "should", "be")})
-"""Introducers that introduce a value only when a number follows ("it's 5 Main Street"): "it is
-broken" is a reason as said."""
+_BEFORE_A_NUMBER = frozenset(VALUE_INTRODUCERS) - {("send", "it", "to"), ("ship", "it", "to"), ("deliver", "it", "to"),
+                                                   ("my", "name", "is"), ("the", "name", "is")}
+"""Introducers that introduce a value only when a number follows ("it's 5 Main Street", "my new
+address is 14 Oak Avenue"): "it is broken" and "the address is correct but it never arrived" are
+said as they are."""
 
 _ACKNOWLEDGEMENTS = frozenset({"sure", "ok", "okay", "yes", "yeah", "yep", "well", "so", "um", "uh", "oh", "right",
                                "alright"})
