@@ -13,18 +13,20 @@ from pydantic import BaseModel, Field
 from tether import Agent, Flow, action, collect, end, goto, on_message, pattern, reply, tool
 
 # Deterministic first: a street address is a house number, a street name and a street type ("1
-# Main St", "22 Acacia Way", "350 Fifth Avenue Apt 4B"), or a number and a street type first ("12 Rue
-# de Rivoli"), with the flat before it and the town, state and postcode after it ("Flat 2, 10 High
-# Street, Bristol", "..., Washington, DC 20500"). A number alone is not one: "I have 2 packages to
+# Main St", "22 Acacia Way", "123 W 42nd St", "350 Fifth Avenue Apt 4B"), a number and a street type
+# first ("12 Rue de Rivoli"), a street of one word ("1585 Broadway", "10 The Green") or a PO box, with
+# the flat before it and the town, state and postcode after it ("Flat 2, 10 High Street, Bristol",
+# "..., Washington, DC 20500"). A number alone is not one: "I have 2 packages to
 # send" is asked for the address, not booked to "2 packages to send". When it resolves, no
 # extraction call is needed; otherwise the model extracts (if one is configured).
 STREET_TYPES = ("street|st|road|rd|avenue|ave|lane|ln|drive|dr|boulevard|blvd|court|ct|terrace|square|sq|crescent|"
                 "highway|hwy|parkway|pkwy|mews|gardens|grove|close|place|pl|way|loop|row|walk|hill|park|plaza|circle|"
                 "cir|trail|alley|quay|wharf|esplanade|embankment|rise|vale|view|green|parade|broadway")
-ADDRESS = (r"(?i)\b((?:(?:flat|apt|apartment|unit|suite) \w+,? )?\d+(?:-\d+)?[a-z]?"
-           r"(?:(?: (?!(?:on|the|by|in|to|for|of|at|and|or|my|your|a|an|is|it)\b)[a-z][\w'.-]*){1,4}"
-           rf" (?:{STREET_TYPES})\b(?:\.(?=,))?(?: (?:n|s|e|w|ne|nw|se|sw)\b)?"
-           r"| (?:rue|via|calle|avenida|avenue|boulevard|place|chemin)(?: [a-z][\w'.-]*){1,4})"
+ADDRESS = (r"(?i)\b((?:(?:flat|apt|apartment|unit|suite) \w+,? )?(?:po box \d+|\d+(?:-\d+)?[a-z]?"
+           r"(?:(?: (?!(?:on|by|in|to|for|of|at|and|or|my|your|a|an|is|it)\b)(?:[a-z][\w'.-]*|\d+(?:st|nd|rd|th)))"
+           rf"{{1,4}} (?:{STREET_TYPES})\b(?:\.(?=,))?(?: (?:n|s|e|w|ne|nw|se|sw)\b)?"
+           r"| (?:rue|via|calle|avenida|avenue|boulevard|place|chemin)(?: [a-z][\w'.-]*){1,4}"
+           r"| (?:broadway|kingsway|the (?:green|strand|mall|parade|crescent|avenue|drive|close|square))\b))"
            r"(?: (?:apt|apartment|unit|suite|ste|flat|#)\.? ?\w+)?"
            r"(?:, ?(?!(?:it|its|it's|thanks?|thank|please|and|cheers)\b)[a-z][\w .'-]*[\w.]){0,3})")
 

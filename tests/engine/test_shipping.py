@@ -139,6 +139,10 @@ async def test_with_no_model_a_number_alone_is_not_an_address(shipping: ModuleTy
     ("350 Fifth Avenue Apt 4B, New York, NY 10118", "350 Fifth Avenue Apt 4B, New York, NY 10118"),
     ("Flat 2, 10 High Street, Bristol", "Flat 2, 10 High Street, Bristol"),
     ("ship to 5 Main St, it's 3 kg", "5 Main St"),
+    ("1585 Broadway, New York", "1585 Broadway, New York"),
+    ("123 W 42nd St, New York", "123 W 42nd St, New York"),
+    ("10 The Green, Oxford", "10 The Green, Oxford"),
+    ("PO Box 1234, Austin TX", "PO Box 1234, Austin TX"),
 ])
 async def test_with_no_model_the_addresses_people_write_are_read_whole(shipping: ModuleType, said: str,
                                                                         address: str) -> None:
