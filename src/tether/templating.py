@@ -25,7 +25,7 @@ from typing import Any
 
 from tether.spoken import spoken
 
-__all__ = ["Slot", "fill", "fill_names", "has_slots", "normal_form", "parse", "rewrite", "slots"]
+__all__ = ["Slot", "fill", "fill_names", "has_slots", "normal_form", "parse", "plain", "rewrite", "slots"]
 
 _TOKENS = re.compile(r"\$(?=\$\{)|\$\$|\$\{([^}]*)\}|\{([A-Za-z_][A-Za-z0-9_.\-]*)\}")
 """In order: a ``$`` before a placeholder, ``$$``, ``${...}``, the older ``{name}``."""
@@ -88,10 +88,16 @@ def _pieces(text: str, old: bool) -> tuple[str | Slot, ...]:
     return tuple(parse(text, old=old))
 
 
+def plain(text: str, *, old: bool = False) -> bool:
+    """``text`` has no placeholder and no escape: it fills to itself (most asks and replies), so
+    no value needs to be looked up for it. One character test, no parse."""
+    return "$" not in text and (not old or "{" not in text)
+
+
 def fill(text: str, value: Callable[[Slot], Any], *, old: bool = False) -> str:
     """``text`` with every placeholder replaced by ``spoken(value(slot))`` (``value`` raises for a
     name it cannot fill; a string it returns is used as it is)."""
-    if "$" not in text and (not old or "{" not in text):  # no placeholder, no escape: as it is
+    if plain(text, old=old):
         return text
     return "".join(piece if isinstance(piece, str) else spoken(value(piece)) for piece in _pieces(text, old))
 

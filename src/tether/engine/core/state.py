@@ -28,6 +28,7 @@ from tether.errors import CheckpointFailed, ModelConfigurationError, ModelError
 from tether.flow.agent_def import AgentDefinition
 from tether.flow.results import ReplyTurn
 from tether.models.types import ChatMessage, Model, ModelRequest, ModelResponse, Usage
+from tether.templating import plain
 
 __all__ = ["MAX_OUTCOMES", "HeldTurn", "ModelSource", "TurnState"]
 
@@ -197,7 +198,7 @@ class TurnState:
                state: Mapping[str, Any] | None = None) -> str:
         """Fill a text's placeholders from ``run``'s state view (or ``state``), its input, the
         turn's context and date (:func:`~tether.engine.core.templates.render`)."""
-        if "$" not in template and "{" not in template:  # nothing to fill: no state view to make
+        if plain(template, old=True):  # nothing to fill: no state view to make
             return template
         return render(template, self.state_view(run) if state is None else state, run.input if run else None,
                       self.options.context, where=where, today=self.today if "today" in template else None)

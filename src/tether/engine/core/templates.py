@@ -18,7 +18,7 @@ from typing import Any
 
 from tether.errors import TemplatePlaceholderError
 from tether.flow.resolvers import read_path
-from tether.templating import Slot, fill
+from tether.templating import Slot, fill, plain
 
 __all__ = ["render", "render_value", "today_text"]
 
@@ -37,7 +37,7 @@ def render(template: str, state: Mapping[str, Any], input: Any = None,
     """Fill ``${name}`` placeholders; raises TemplatePlaceholderError for a missing value.
     ``today`` (:func:`today_text` of the turn's time) is what ``${today}`` reads, unless the state
     has a field of that name."""
-    if "$" not in template and "{" not in template:  # nothing to fill (most asks and replies)
+    if plain(template, old=True):
         return template
     root = {"today": today, **state, "state": state, "input": input, "context": dict(context or {})}
 
