@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tether.flow.resolvers import VALUE_INTRODUCERS
+from tether.flow.resolvers import VALUE_INTRODUCERS, said_words
 from tether.flow.triggers import MessageTrigger
 from tether.templating import fill_names
 
@@ -36,14 +36,11 @@ __all__ = ["PATTERNS", "Repair", "asks_to_cancel", "cannot_handle_text", "conten
 PATTERNS = ("correction", "cancel", "chitchat", "completed", "continue", "clarify", "cannot_handle", "skip")
 """Every repair pattern, by name."""
 
-_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
-
-
 @functools.lru_cache(maxsize=256)
 def _words(text: str) -> tuple[str, ...]:
     """The words of ``text``, lower case, apostrophes dropped (cached: a turn reads its message's
     words for several patterns)."""
-    return tuple(w.replace("'", "") for w in _WORD.findall(text.lower().replace("\u2019", "'")))
+    return tuple(word for _, _, word in said_words(text))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -145,8 +142,7 @@ def corrected_text(text: str, markers: tuple[str, ...]) -> str | None:
     either end, nothing is left, or the message asks a question ("wait, what?")."""
     if text.rstrip().endswith("?"):
         return None
-    spans = [(m.start(), m.end(), m.group().lower().replace("'", ""))
-             for m in _WORD.finditer(text.replace("\u2019", "'"))]
+    spans = said_words(text)
     words = tuple(word for _, _, word in spans)
     marks = sorted((_phrase_words(m) for m in markers if _phrase_words(m)), key=len, reverse=True)
     marked = False

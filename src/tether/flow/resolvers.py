@@ -46,6 +46,7 @@ __all__ = [
     "jsonpath",
     "pattern",
     "range_",
+    "said_words",
     "whole_message",
     "without_introduction",
 ]
@@ -248,14 +249,20 @@ _ACKNOWLEDGEMENTS = frozenset({"sure", "ok", "okay", "yes", "yeah", "yep", "well
 _SAID_WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)?")
 
 
+def said_words(text: str) -> list[tuple[int, int, str]]:
+    """The words of ``text`` with where they stand: ``(start, end, word)``, the word in lower case
+    with its apostrophe dropped ("It's" is "its")."""
+    return [(m.start(), m.end(), m.group().lower().replace("'", "").replace("\u2019", ""))
+            for m in _SAID_WORD.finditer(text)]
+
+
 def without_introduction(text: str) -> str:
     """``text`` (trimmed) less the words of :data:`VALUE_INTRODUCERS` at its start (after an "ok"
     or a "sure", if any) and a "please" at its end: "it's 5 Main Street", "sure, my new address is
     5 Main Street" and "send it to 5 Main Street please" are "5 Main Street". As it is when it
     has neither, or when nothing would be left."""
     value = text.strip()
-    spans = [(m.start(), m.end(), m.group().lower().replace("'", "").replace("\u2019", ""))
-             for m in _SAID_WORD.finditer(value)]
+    spans = said_words(value)
     words = [word for _, _, word in spans]
     first, last = 0, len(spans)
     ahead = 1 if words and words[0] in _ACKNOWLEDGEMENTS else 0  # "sure, my new address is ..."
