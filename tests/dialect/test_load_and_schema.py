@@ -174,23 +174,20 @@ def test_idle_tools_name_what_the_idle_speaker_may_call(tmp_path: Path) -> None:
                    "d.yaml"))
 
 
-SKIPPING = """\
-flow:
-  id: ask
-  on: [{kind: message}]
-  on_skip: explain
-  nodes:
-    - kind: collect
-      id: ask_code
-      fields: [code]
-      resolvers: [{kind: pattern, field: code, regex: "\\\\b(\\\\d{4})\\\\b"}]
-      ask: What's your code?
-    - {kind: reply, id: done, response: {template: "Code ${state.code}."}, next: {end: done}}
-    - kind: reply
-      id: explain
-      response: {template: "It is on your card."}
-      next: {goto: ask_code, clear: [code]}
-"""
+def _code_flow(option: str, *nodes: str, max_turns: int | None = None) -> str:
+    """A flow file asking for a 4-digit code, with the flow ``option`` line and ``nodes`` after its
+    collect step (``max_turns``, if given) and its reply."""
+    lines = ["flow:", "  id: ask", "  on: [{kind: message}]", f"  {option}", "  nodes:",
+             "    - kind: collect", "      id: ask_code", "      fields: [code]",
+             '      resolvers: [{kind: pattern, field: code, regex: "\\\\b(\\\\d{4})\\\\b"}]',
+             "      ask: What's your code?", *([f"      max_turns: {max_turns}"] if max_turns else []),
+             '    - {kind: reply, id: done, response: {template: "Code ${state.code}."}, next: {end: done}}',
+             *(f"    {node}" for node in nodes)]
+    return "\n".join(lines) + "\n"
+
+
+SKIPPING = _code_flow("on_skip: explain", "- kind: reply", "  id: explain",
+                      '  response: {template: "It is on your card."}', "  next: {goto: ask_code, clear: [code]}")
 
 
 async def test_a_flow_files_on_skip_explains_instead_of_handing_off(tmp_path: Path) -> None:
@@ -207,22 +204,8 @@ async def test_a_flow_files_on_skip_explains_instead_of_handing_off(tmp_path: Pa
         load(write(tmp_path, SKIPPING.replace("on_skip: explain", "on_skip: explian"), "bad.yaml"))
 
 
-ESCALATING = """\
-flow:
-  id: ask
-  on: [{kind: message}]
-  on_escalate: gave_up
-  nodes:
-    - kind: collect
-      id: ask_code
-      fields: [code]
-      resolvers: [{kind: pattern, field: code, regex: "\\\\b(\\\\d{4})\\\\b"}]
-      ask: What's your code?
-      max_turns: 2
-    - {kind: reply, id: done, response: {template: "Code ${state.code}."}, next: {end: done}}
-    - {kind: reply, id: gave_up, response: {template: "Let's leave it there."}, next: {end: gave-up}}
-"""
-
+ESCALATING = _code_flow("on_escalate: gave_up", "- kind: reply", "  id: gave_up",
+                        """  response: {template: "Let's leave it there."}""", "  next: {end: gave-up}", max_turns=2)
 
 async def test_a_flow_files_on_escalate_ends_the_task_instead_of_handing_off(tmp_path: Path) -> None:
     flow = load(write(tmp_path, ESCALATING))

@@ -41,6 +41,13 @@ class Chat:
         self.session = result.session
         return result
 
+    async def says(self, first: str, *more: str) -> TurnResult:
+        """Say each text in turn; the last turn's result."""
+        result = await self.say(first)
+        for text in more:
+            result = await self.say(text)
+        return result
+
     def asking(self) -> list[str]:
         assert self.session is not None
         return [f"{r.flow}/{r.node}" for r in self.session.runs if r.status == "asking"]
@@ -69,8 +76,7 @@ async def test_unknown_order_is_asked_again(support: ModuleType) -> None:
 
 async def test_change_of_address_needs_an_explicit_yes(support: ModuleType) -> None:
     chat = Chat(support)
-    await chat.say("I need to change my address")
-    await chat.say("A-1002")
+    await chat.says("I need to change my address", "A-1002")
     confirm = await chat.say("5 Main Street, Springfield")
     assert confirm.text == ("Change the delivery address of A-1002 to 5 Main Street, Springfield? "
                             "Please answer yes or no.")
@@ -84,8 +90,7 @@ async def test_change_of_address_needs_an_explicit_yes(support: ModuleType) -> N
 
 async def test_refund_and_handoff(support: ModuleType) -> None:
     chat = Chat(support)
-    await chat.say("I want a refund")
-    await chat.say("A-1003")
+    await chat.says("I want a refund", "A-1003")
     confirm = await chat.say("it arrived broken")
     assert confirm.text == "Open a refund request for order A-1003 (it arrived broken)? Please answer yes or no."
     opened = await chat.say("yes")
@@ -205,15 +210,14 @@ async def test_an_order_number_the_customer_does_not_know_is_explained_not_hande
     told = await chat.say("I don't know it")
     assert told.text == ("You'll find it in your order confirmation email. If you can't find it, say \"talk to a "
                          "person\".\n\nWhat's your order number? Order numbers look like A-1001.")
-    assert chat.asking() == ["orders/ask_order"] and told.status != "handed_off"
+    assert chat.asking() == ["orders/ask_order"] and told.status != "handoff" and told.handoff is None
     answered = await chat.say("a1002")
     assert answered.text.startswith("Order A-1002 is processing")
 
 
 async def test_a_cancel_told_of_or_asked_about_is_not_a_cancel(support: ModuleType) -> None:
     chat = Chat(support)
-    await chat.say("refund please")
-    await chat.say("A-1002")
+    await chat.says("refund please", "A-1002")
     told = await chat.say("I tried to cancel it but was charged anyway")
     assert told.text == ("Open a refund request for order A-1002 (I tried to cancel it but was charged anyway)? "
                          "Please answer yes or no.")
@@ -228,8 +232,7 @@ async def test_nothing_is_cancelled_at_the_opening_and_i_dont_know_with_an_answe
     opening = await chat.say("I want to cancel my order")
     assert "cancelled" not in opening.text  # nothing was under way: no "OK, I've cancelled that."
     chat = Chat(support)
-    await chat.say("refund please")
-    await chat.say("A-1002")
+    await chat.says("refund please", "A-1002")
     reason = await chat.say("I don't know, it just stopped working")
     assert reason.text.startswith("Open a refund request for order A-1002 (I don't know, it just stopped working)?")
 
@@ -245,8 +248,7 @@ async def test_a_new_task_after_a_finished_one_is_not_greeted_again(support: Mod
 
 async def test_a_closing_is_not_taken_as_a_free_text_answer(support: ModuleType) -> None:
     chat = Chat(support)
-    await chat.say("refund please")
-    await chat.say("A-1002")
+    await chat.says("refund please", "A-1002")
     for closing in ("goodbye", "thanks, bye"):
         asked = await chat.say(closing)
         assert asked.text == "In a few words, what went wrong?", closing  # not "(goodbye)?"
@@ -279,12 +281,10 @@ async def test_a_bare_order_number_at_the_menu_is_an_order_question(support: Mod
 async def test_a_switch_to_another_task_drops_the_one_under_way(support: ModuleType) -> None:
     # "... instead" was a detour: the refund came back after the address change was done
     chat = Chat(support)
-    await chat.say("refund")
-    await chat.say("A-1002")
+    await chat.says("refund", "A-1002")
     switched = await chat.say("actually, change the address instead")
     assert switched.text == "OK, I've cancelled that.\n\nIs this about the same order, A-1002? Please answer yes or no."
-    await chat.say("yes")
-    await chat.say("5 Main Street")
+    await chat.says("yes", "5 Main Street")
     done = await chat.say("yes")
     assert done.text == "Done: order A-1002 will go to 5 Main Street."  # no "Now, back to where we were."
     assert chat.session is not None and chat.session.runs == [] and done.status == "ended"
@@ -362,16 +362,13 @@ async def test_an_old_address_said_with_is_is_not_the_new_one(support: ModuleTyp
                                   "no wait, that's the wrong street number"])
 async def test_a_refusal_that_explains_itself_changes_nothing(support: ModuleType, form: str, said: str) -> None:
     chat = Chat(twin(support, form))
-    await chat.say("change address")
-    await chat.say("A-1002")
-    await chat.say("5 Main Street, Springfield")
+    await chat.says("change address", "A-1002", "5 Main Street, Springfield")
     assert (await chat.say(said)).text == "OK, I left the address of A-1002 unchanged."
 
 
 @pytest.mark.parametrize("form", ["py", "yaml"])
 async def test_a_correction_asked_as_a_question_is_taken(support: ModuleType, form: str) -> None:
     chat = Chat(twin(support, form))
-    await chat.say("refund")
-    await chat.say("A-1003")
+    await chat.says("refund", "A-1003")
     moved = await chat.say("oops, it's A-1002?")
     assert moved.text.startswith("OK, I've changed the order to A-1002.")
