@@ -126,7 +126,7 @@ def _held_elsewhere(dotted: str, root: Path) -> bool:
     return False
 
 
-def _import_file(target: str) -> ModuleType:
+def _import_file(target: str, *, fresh: bool = False) -> ModuleType:
     path = Path(target).expanduser()
     if not path.exists():
         raise AppLoadError(f"no such file: {target}")
@@ -141,6 +141,8 @@ def _import_file(target: str) -> ModuleType:
         dotted, root = packaged
         if str(root) not in sys.path:
             sys.path.insert(0, str(root))
+        if fresh:
+            sys.modules.pop(dotted, None)
         packaged_module = _import_module(dotted, what=target)
         found = getattr(packaged_module, "__file__", None)
         if found is None or Path(found).resolve() != path:
@@ -148,7 +150,7 @@ def _import_file(target: str) -> ModuleType:
                                f"named {dotted.split('.')[0]!r} comes first on sys.path")
         return packaged_module
     name = _module_name(path)  # not in a package, or its package name is another package's
-    if name in sys.modules:
+    if name in sys.modules and not fresh:
         return sys.modules[name]
     try:
         module = import_python_file(name, path)
@@ -224,8 +226,10 @@ def _find_agents(module: ModuleType, target: str, attr: str | None) -> tuple[Age
     return (found[0][1],)
 
 
-def load_app(spec: str) -> LoadedApp:
-    """Import the ``APP`` named by ``spec`` and return its agents.
+def load_app(spec: str, *, fresh: bool = False) -> LoadedApp:
+    """Import the ``APP`` named by ``spec`` and return its agents (``fresh``: a Python file is run
+    again even when it was imported before, so what its module keeps, a database it changes, starts
+    over; the packages it imports are not).
 
     Raises:
         AppLoadError: a bad ``spec`` (missing file or module, import or syntax error, no such
@@ -235,7 +239,7 @@ def load_app(spec: str) -> LoadedApp:
     target, attr, is_file = split_app_spec(spec)
     if is_file and attr is None and not target.endswith(".py"):
         return _load_document(spec, target)
-    module = _import_file(target) if is_file else _import_module(target)
+    module = _import_file(target, fresh=fresh) if is_file else _import_module(target)
     return LoadedApp(spec=spec, agents=_find_agents(module, target, attr))
 
 

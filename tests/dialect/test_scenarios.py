@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
-from tether.testing.scenarios import ScenarioError, find_scenarios, run_scenario
+from tether.testing.scenarios import ScenarioError, find_scenarios, record_file, run_file, run_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -132,3 +133,95 @@ async def test_a_meaning_needs_the_strict_model(tmp_path: Path) -> None:
     path.write_text(STRICT.replace("model: strict\n", ""))
     with pytest.raises(ScenarioError, match="needs model: strict"):
         await run_scenario(path)
+
+
+SUITE = f"""\
+agent: {EXAMPLES / "shipping.yaml"}
+model: {{summary: ["Wants 1 Main St."], speak: ["Booked! Tracking trk_9."]}}
+scenarios:
+  - scenario: booked at once
+    steps:
+      - user: ship to 1 Main St
+        expect: {{reply: Booked! Tracking trk_9., ended: [booked]}}
+  - scenario: a wrong reply
+    steps:
+      - user: ship to 1 Main St
+        expect: {{reply: Booked! Tracking trk_10.}}
+"""
+
+
+async def test_a_suite_runs_each_scenario_by_its_name(tmp_path: Path) -> None:
+    path = tmp_path / "suite.scenario.yaml"
+    path.write_text(SUITE)
+    results = await run_file(path)
+    assert [(r.name, r.passed) for r in results] == [("booked at once", True), ("a wrong reply", False)]
+    assert (await run_scenario(path, "booked at once")).passed
+    with pytest.raises(ScenarioError, match=r"holds 2 scenarios \('booked at once', 'a wrong reply'\): name one"):
+        await run_scenario(path)
+    with pytest.raises(ScenarioError, match="none is named 'nope'"):
+        await run_scenario(path, "nope")
+
+
+async def test_a_suite_names_each_scenario_once_and_says_where_a_step_is_wrong(tmp_path: Path) -> None:
+    path = tmp_path / "twice.scenario.yaml"
+    path.write_text(SUITE.replace("a wrong reply", "booked at once"))
+    with pytest.raises(ScenarioError, match="two scenarios are named 'booked at once'"):
+        await run_scenario(path, "booked at once")
+    path.write_text(SUITE.replace("      - user: ship to 1 Main St\n        expect: {reply: Booked! Tracking trk_10.}",
+                                  "      - {user: hi, wake: true}"))
+    with pytest.raises(ScenarioError, match=r"scenarios\.1\.steps\.0: .*exactly one of user, event, clock, wake"):
+        await run_file(path)
+
+
+COUNTER_APP = """\
+from tether import Agent, Field, Flow, action, end, goto, on_message, reply
+
+SAID = []
+
+
+@action("count")
+async def count(state, ctx):
+    SAID.append(1)
+    return goto("say", data={"n": len(SAID)})
+
+
+say = reply("say", response="message ${n} this module has seen", next=end("done"))
+agent = Agent("Counter", fields={"n": Field()},
+              flows=[Flow("greet", start=count, nodes=[count, say], on=[on_message(repeat="always")])])
+"""
+
+
+async def test_recording_writes_what_each_turn_did_and_each_scenario_starts_from_a_fresh_module(
+        tmp_path: Path) -> None:
+    (tmp_path / "counter.py").write_text(COUNTER_APP)
+    path = tmp_path / "counter.scenario.yaml"
+    path.write_text("agent: counter.py\nscenarios:\n"
+                    "  - scenario: one\n    steps: [{user: hi}, {clock: 1m}, {user: again}]\n"
+                    "  - scenario: two\n    steps: [{user: hello}]\n")
+    results = await record_file(path)
+    assert [r.name for r in results] == ["one", "two"]
+    recorded = yaml.safe_load(path.read_text())
+    one, two = recorded["scenarios"]
+    assert one["steps"] == [
+        {"user": "hi", "expect": {"reply": "message 1 this module has seen", "node": [], "ended": ["done"]}},
+        {"clock": "1m"},
+        {"user": "again", "expect": {"reply": "message 2 this module has seen", "node": [], "ended": ["done"]}}]
+    # the second scenario ran on a fresh import of counter.py: its module's list was empty again
+    assert two["steps"][0]["expect"]["reply"] == "message 1 this module has seen"
+    assert all(r.passed for r in await run_file(path))
+    path.write_text(path.read_text().replace("user: again", "user: once more").replace("message 2", "message 3"))
+    changed = (await run_file(path))[0]
+    assert [(m.step, m.key) for m in changed.mismatches] == [(2, "reply")]
+
+
+def test_tether_test_records_a_suite_and_the_plugin_collects_one_test_per_scenario(tmp_path: Path) -> None:
+    path = tmp_path / "suite.scenario.yaml"
+    path.write_text(SUITE)
+    recorded = _run("tether.cli", "test", "--record", str(path), cwd=tmp_path)
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    assert recorded.stdout.splitlines() == [f"RECORDED {path} :: 2 scenarios", "2 recorded, 0 failed"]
+    assert "trk_10" not in path.read_text()
+    done = _run("pytest", "-p", "tether.testing.pytest_plugin", "-p", "no:cacheprovider", "-v", str(path), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout
+    assert "suite.scenario.yaml::booked at once PASSED" in done.stdout
+    assert "suite.scenario.yaml::a wrong reply PASSED" in done.stdout

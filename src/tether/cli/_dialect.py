@@ -117,12 +117,14 @@ def schema(
 
 def run_scenarios(
     paths: list[str] = typer.Argument(..., metavar="PATH...", help="*.scenario.yaml files and directories of them"),
+    record: bool = typer.Option(False, "--record", help="write what each turn did as its expect (rewrites the files)"),
 ) -> None:
-    """Run scenario files (a conversation, its scripted model and what each turn must do);
-    report like pytest, with a diff for every failed expectation (exit 1 if any failed)."""
+    """Run scenario files (a conversation, or a suite of them, with a scripted model and what each
+    turn must do); report like pytest, with a diff for every failed expectation (exit 1 if any
+    failed). With --record, each file is rewritten with what every turn did as its expect."""
     import asyncio
 
-    from tether.testing.scenarios import ScenarioError, find_scenarios, run_scenario
+    from tether.testing.scenarios import ScenarioError, find_scenarios, record_file, run_file
 
     found: list[Path] = []
     for path in paths:
@@ -132,21 +134,26 @@ def run_scenarios(
         if not here:
             fail(f"no scenario files (*.scenario.yaml) at {path}")
         found += [file for file in here if file not in found]
-    failed = 0
+    passed = failed = 0
     for file in found:
         try:
-            result = asyncio.run(run_scenario(file))
+            results = asyncio.run(record_file(file) if record else run_file(file))
         except (ScenarioError, FlowDefinitionError) as exc:
             failed += 1
             typer.echo(f"ERROR  {file}: {one_line(str(exc))}")
             continue
-        if result.passed:
-            typer.echo(f"PASSED {file} :: {result.name}")
-        else:
-            failed += 1
-            typer.echo(f"FAILED {file} :: {result.name}")
-            typer.echo(result.report())
-    passed = len(found) - failed
-    typer.echo(f"{passed} passed, {failed} failed")
+        if record:
+            passed += len(results)
+            typer.echo(f"RECORDED {file} :: {len(results)} scenario{'' if len(results) == 1 else 's'}")
+            continue
+        for result in results:
+            if result.passed:
+                passed += 1
+                typer.echo(f"PASSED {file} :: {result.name}")
+            else:
+                failed += 1
+                typer.echo(f"FAILED {file} :: {result.name}")
+                typer.echo(result.report())
+    typer.echo(f"{passed} {'recorded' if record else 'passed'}, {failed} failed")
     if failed:
         raise typer.Exit(1)

@@ -1,8 +1,8 @@
 """A pytest plugin that collects ``*.scenario.yaml`` files as tests.
 
 Enable it with ``-p tether.testing.pytest_plugin`` (or ``pytest_plugins = ["tether.testing.pytest_plugin"]``
-in a ``conftest.py``). Each scenario file is one test; a failure shows every mismatched
-expectation with its diff.
+in a ``conftest.py``). Each scenario is one test (a file of several, a suite, is one test per
+scenario, named by it); a failure shows every mismatched expectation with its diff.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tether.testing.scenarios import SCENARIO_SUFFIX, ScenarioResult, run_scenario
+from tether.testing.scenarios import SCENARIO_SUFFIX, ScenarioResult, read_scenarios, run_scenario
 
 __all__ = ["ScenarioFile", "ScenarioItem", "pytest_collect_file"]
 
@@ -35,12 +35,21 @@ def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Col
 
 class ScenarioFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
-        yield ScenarioItem.from_parent(self, name=self.path.name.removesuffix(SCENARIO_SUFFIX))
+        scenarios = read_scenarios(self.path)
+        if len(scenarios) == 1:
+            yield ScenarioItem.from_parent(self, name=self.path.name.removesuffix(SCENARIO_SUFFIX))
+            return
+        for scenario in scenarios:
+            yield ScenarioItem.from_parent(self, name=scenario.scenario, scenario=scenario.scenario)
 
 
 class ScenarioItem(pytest.Item):
+    def __init__(self, *, scenario: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.scenario = scenario  # its name in a file of several (None: the file's one scenario)
+
     def runtest(self) -> None:
-        result = asyncio.run(run_scenario(self.path))
+        result = asyncio.run(run_scenario(self.path, self.scenario))
         if not result.passed:
             raise ScenarioFailed(result)
 

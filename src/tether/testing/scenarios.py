@@ -33,8 +33,23 @@ under ``unsaid`` (``[values.size, intent]``)::
         means: {values: {size: medium}}
         expect: {calls: [understand], fields: {size: medium}}
 
-:func:`run_scenario` runs one; ``tether test PATH`` runs them all and a pytest plugin collects them
-(``-p tether.testing.pytest_plugin``).
+A file may hold many conversations of one agent (a *suite*: a corpus of the ways customers talk),
+each with its own name, sharing ``agent`` and ``model``::
+
+    agent: ../shipping.py
+    scenarios:
+      - scenario: a house number
+        steps: [{user: ship to 1 Main St}, {user: "yes"}]
+      - scenario: a cancel at the confirmation
+        steps: [{user: ship to 1 Main St}, {user: never mind}]
+
+Every scenario runs against a fresh import of its agent's Python file, so what the module keeps
+(a database a tool changes) never leaks from one scenario into the next.
+
+:func:`run_scenario` runs one (:func:`run_file` every scenario of a file); ``tether test PATH``
+runs them all and a pytest plugin collects them (``-p tether.testing.pytest_plugin``). ``tether
+test --record`` writes what each turn did as its ``expect`` (:func:`record_file`): record a corpus
+once, review the file, and any later change of a reply shows as a failed scenario with its diff.
 """
 
 from __future__ import annotations
@@ -55,7 +70,17 @@ from tether.testing._clock import FakeClock, SequentialIds
 from tether.testing._models import ScriptedModel
 from tether.testing._strict import Meaning, StrictModel
 
-__all__ = ["SCENARIO_SUFFIX", "Mismatch", "ScenarioError", "ScenarioResult", "find_scenarios", "run_scenario"]
+__all__ = [
+    "SCENARIO_SUFFIX",
+    "Mismatch",
+    "ScenarioError",
+    "ScenarioResult",
+    "find_scenarios",
+    "read_scenarios",
+    "record_file",
+    "run_file",
+    "run_scenario",
+]
 
 SCENARIO_SUFFIX = ".scenario.yaml"
 
@@ -128,6 +153,17 @@ class Scenario(_Strict):
         return self
 
 
+class SuiteEntry(_Strict):
+    scenario: str
+    steps: list[Step] = Field(min_length=1)
+
+
+class Suite(_Strict):
+    agent: str
+    model: dict[str, list[JsonValue]] | Literal["strict"] | None = None
+    scenarios: list[SuiteEntry] = Field(min_length=1)
+
+
 class ScenarioError(ValueError):
     """A scenario file that cannot be read or run (not a failed expectation)."""
 
@@ -183,19 +219,29 @@ class ScenarioResult:
         return "\n".join(lines)
 
 
-def read_scenario(path: Path) -> Scenario:
-    """The scenario at ``path``; ScenarioError naming the file and what is wrong."""
+def read_scenarios(path: Path) -> list[Scenario]:
+    """The scenarios of the file at ``path`` (one, or a suite's); ScenarioError naming the file
+    and what is wrong (a suite's entry by its place: ``scenarios.3.steps.1.user``)."""
     from tether.dialect.text import parse_text
     from tether.errors import FlowDefinitionError
 
     try:
         data = parse_text(path.read_text(encoding="utf-8"), source=str(path))
-        return Scenario.model_validate(data)
+        if not (isinstance(data, dict) and "scenarios" in data):
+            return [Scenario.model_validate(data)]
+        suite = Suite.model_validate(data)
+        scenarios = [Scenario.model_validate({"scenario": entry.scenario, "agent": suite.agent, "model": suite.model,
+                                              "steps": entry.steps}) for entry in suite.scenarios]
     except FlowDefinitionError as exc:
         raise ScenarioError(str(exc)) from None
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors())
         raise ScenarioError(f"{path}: {problems}") from None
+    names = [s.scenario for s in scenarios]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ScenarioError(f"{path}: two scenarios are named {', '.join(map(repr, twice))}: each needs its own name")
+    return scenarios
 
 
 def _load_agent(scenario: Scenario, path: Path) -> Agent:
@@ -211,7 +257,7 @@ def _load_agent(scenario: Scenario, path: Path) -> Agent:
     from tether.errors import AppLoadError
 
     try:
-        return load_app(str(target)).agent()
+        return load_app(str(target), fresh=True).agent()
     except AppLoadError as exc:
         raise ScenarioError(f"{path}: {exc.message}") from None
 
@@ -224,7 +270,7 @@ def _check(step: int, expect: Expect, result: Any, calls: list[str]) -> list[Mis
         "codes": result.codes(),
         "ended": [e.reason for e in result.ended],
         "status": result.status,
-        "node": [f"{r.flow}/{r.node}" for r in session.runs if r.status == "asking"] if session else [],
+        "node": _asking(session),
     }
     found: list[Mismatch] = []
     for key in ("reply", "calls", "codes", "ended", "status", "node"):
@@ -243,14 +289,80 @@ def _check(step: int, expect: Expect, result: Any, calls: list[str]) -> list[Mis
     return found
 
 
-async def run_scenario(path: str | Path) -> ScenarioResult:
-    """Run the scenario at ``path`` against its agent, with a fake clock and a scripted model.
+async def run_scenario(path: str | Path, name: str | None = None) -> ScenarioResult:
+    """Run the scenario at ``path`` (``name``: which one, in a file that holds several) against its
+    agent, with a fake clock and a scripted model.
 
     Raises:
-        ScenarioError: the file cannot be read, or names an agent that cannot be loaded.
+        ScenarioError: the file cannot be read, names an agent that cannot be loaded, holds several
+            scenarios and ``name`` is not one of them.
     """
     path = Path(path)
-    scenario = read_scenario(path)
+    scenarios = read_scenarios(path)
+    if name is None and len(scenarios) == 1:
+        return await _run(scenarios[0], path)
+    for scenario in scenarios:
+        if scenario.scenario == name:
+            return await _run(scenario, path)
+    known = ", ".join(repr(s.scenario) for s in scenarios)
+    wanted = "name one" if name is None else f"none is named {name!r}"
+    raise ScenarioError(f"{path} holds {len(scenarios)} scenarios ({known}): {wanted}")
+
+
+async def run_file(path: str | Path) -> list[ScenarioResult]:
+    """Run every scenario of the file at ``path``, in order (ScenarioError as :func:`run_scenario`)."""
+    path = Path(path)
+    return [await _run(scenario, path) for scenario in read_scenarios(path)]
+
+
+async def record_file(path: str | Path) -> list[ScenarioResult]:
+    """Run every scenario of the file at ``path`` and write it back with each turn's ``expect``
+    replaced by what the turn did: its ``reply``, the ``node`` runs that wait for the customer, the
+    runs it ``ended`` (when any), the model ``calls`` (when the scenario has a model) and, with
+    ``model: strict``, what no call could say (``unsaid``). Comments in the file are not kept.
+    The results are those of the run (their expectations are the file's old ones)."""
+    path = Path(path)
+    scenarios = read_scenarios(path)
+    results, recorded = [], []
+    for scenario in scenarios:
+        seen: list[dict[str, Any]] = []
+        results.append(await _run(scenario, path, seen))
+        recorded.append(_with_expects(scenario, seen))
+    data = _plain_data(path)
+    if "scenarios" in data:
+        data["scenarios"] = [{"scenario": s["scenario"], "steps": s["steps"]} for s in recorded]
+    else:
+        data["steps"] = recorded[0]["steps"]
+    import yaml
+
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=1_000_000, default_flow_style=None)
+    path.write_text(text, encoding="utf-8")
+    return results
+
+
+def _plain_data(path: Path) -> dict[str, Any]:
+    """The file at ``path`` as plain data (it was read as a scenario file already)."""
+    from tether.dialect.text import parse_text
+
+    data = parse_text(path.read_text(encoding="utf-8"), source=str(path))
+    assert isinstance(data, dict)
+    return data
+
+
+def _with_expects(scenario: Scenario, seen: list[dict[str, Any]]) -> dict[str, Any]:
+    """``scenario`` as data, each turn's ``expect`` the one recorded in ``seen`` (one per turn)."""
+    turns = iter(seen)
+    steps = []
+    for step in scenario.steps:
+        data = step.model_dump(exclude_none=True, exclude_defaults=True, exclude={"expect"})
+        if step.clock is None:
+            data["expect"] = next(turns)
+        steps.append(data)
+    return {"scenario": scenario.scenario, "steps": steps}
+
+
+async def _run(scenario: Scenario, path: Path, record: list[dict[str, Any]] | None = None) -> ScenarioResult:
+    """Run ``scenario`` (read from ``path``); with ``record``, append what each turn did to it."""
     agent = _load_agent(scenario, path)
     model: ScriptedModel | StrictModel | None = None
     if scenario.model == "strict":
@@ -286,13 +398,35 @@ async def run_scenario(path: str | Path) -> ScenarioResult:
         calls = [c.call for c in model.calls[before:]] if model is not None else []
         if step.expect is not None:
             result.mismatches += _check(index, step.expect, turn, calls)
+        unsaid: list[str] = []
         if isinstance(model, StrictModel) and step.user is not None:
             unsaid = [u.item for u in model.unsaid(step.user)]
             wanted = step.expect.unsaid if step.expect is not None and step.expect.unsaid is not None else []
             if sorted(unsaid) != sorted(wanted):
                 result.mismatches.append(Mismatch(index, "unsaid", wanted, [str(u) for u in model.unsaid(step.user)]))
+        if record is not None:
+            record.append(_what_happened(turn, calls if model is not None else None, unsaid))
     result.unused = model.unused() if model is not None else {}
     return result
+
+
+def _what_happened(turn: Any, calls: list[str] | None, unsaid: list[str]) -> dict[str, Any]:
+    """A turn's recorded ``expect``."""
+    waiting = _asking(turn.session)
+    done: dict[str, Any] = {"reply": turn.text, "node": waiting[0] if len(waiting) == 1 else waiting}
+    ended = [e.reason for e in turn.ended]
+    if ended:
+        done["ended"] = ended
+    if calls is not None:
+        done["calls"] = calls
+    if unsaid:
+        done["unsaid"] = unsaid
+    return done
+
+
+def _asking(session: Session | None) -> list[str]:
+    """The ``flow/node`` runs of ``session`` that wait for the customer."""
+    return [f"{r.flow}/{r.node}" for r in session.runs if r.status == "asking"] if session else []
 
 
 def find_scenarios(path: str | Path) -> list[Path]:
