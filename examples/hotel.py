@@ -268,7 +268,7 @@ def _scripted(request: ModelRequest) -> ModelResponse:
     # would be great" says who comes, not how many
     guests = _total(words)
     said = read_yes_no(words, yes=frozenset({"confirm"}), no=frozenset({"change"}))  # "yep", "sure"; "nope"
-    if step == "confirm" and said and guests is None and (NIGHTS.search(words) or read_dates(words, date.today())) \
+    if step == "confirm" and said and guests is None and (NIGHTS.search(words) or read_dates(words, _today(request))) \
             and re.search(r"\b(?:actually|instead|rather|change|make it|from)\b", words):
         said = False  # "yes but make it 3 nights": other dates, never the ones read back
     if step == "confirm" and said is not None:
@@ -308,15 +308,26 @@ def _party(words: str) -> int | None:
     return total if total is not None else (sum(_count(f.group(1)) for f in found) if found else None)
 
 
+TODAY = re.compile(r"Today is \w+, (\d{4}-\d{2}-\d{2})")
+
+
+def _today(request: ModelRequest) -> date:
+    """The date the step's prompt gives (``Today is ${today}``), as a model reads it: the turn's
+    date, from the agent's clock (the computer's date only for a prompt that gives none)."""
+    found = TODAY.search(request.system)
+    return date.fromisoformat(found.group(1)) if found else date.today()
+
+
 def _said_before(request: ModelRequest) -> date | None:
     """The last date the customer gave alone in an earlier message of the step's conversation."""
     earlier = [m.content.lower() for m in request.messages[:-1] if m.role == "user"]
-    return next((d[0] for text in reversed(earlier) if len(d := read_dates(text, date.today())) == 1), None)
+    today = _today(request)
+    return next((d[0] for text in reversed(earlier) if len(d := read_dates(text, today)) == 1), None)
 
 
 def _check_in(request: ModelRequest, words: str) -> date | None:
     """The check-in given alone: in this message, else in an earlier one."""
-    found = read_dates(words, date.today())
+    found = read_dates(words, _today(request))
     return found[0] if len(found) == 1 else _said_before(request)
 
 
@@ -325,7 +336,7 @@ def _stay_dates(request: ModelRequest, words: str) -> tuple[date, date] | None:
     or a check-out (a date, a number of nights) following a check-in said before ("next Friday",
     then "Sunday" or "2 nights"); a lone date that says it changes ("actually Saturday") is a new
     check-in."""
-    found = read_dates(words, date.today())
+    found = read_dates(words, _today(request))
     nights = NIGHTS.search(words)
     if len(found) >= 2:
         return found[0], found[1]
