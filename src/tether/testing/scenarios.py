@@ -333,11 +333,23 @@ async def record_file(path: str | Path) -> list[ScenarioResult]:
         data["scenarios"] = [{"scenario": s["scenario"], "steps": s["steps"]} for s in recorded]
     else:
         data["steps"] = recorded[0]["steps"]
+    path.write_text(_yaml_text(data), encoding="utf-8")
+    return results
+
+
+def _yaml_text(data: Any) -> str:
+    """``data`` as YAML to read: block style, a text of several lines as a literal block."""
     import yaml
 
-    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=1_000_000, default_flow_style=None)
-    path.write_text(text, encoding="utf-8")
-    return results
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+    Dumper.add_representer(str, text)
+    return yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=1_000_000,
+                     default_flow_style=False)
 
 
 def _plain_data(path: Path) -> dict[str, Any]:
