@@ -52,7 +52,8 @@ from tether import (
 
 ORDERS_SQL = Path(__file__).with_name("data") / "orders.sql"
 # "A-1001", "a1001" and "A 1001" are one order number, spelled A-1001
-ORDER_NUMBER = r"\b([A-Z])[- ]?(\d{4})\b"
+# a letter that starts a word: the "s" of "it's 1002" is not one
+ORDER_NUMBER = r"(?<![\w'’])([A-Z])[- ]?(\d{4})\b"
 # said when the customer does not know their order number
 FIND_ORDER_NUMBER = "You'll find it in your order confirmation email. If you can't find it, say \"talk to a person\"."
 # a message that is only an order number: "A-1002", "and A-1002?", "what about a1002"
