@@ -152,3 +152,12 @@ async def test_a_question_that_asks_for_a_change_makes_it(pizza: ModuleType, sai
     chat = Chat(pizza)
     await chat.say("large ham")
     assert (await chat.say(said)).text.endswith(f"{read_back}. Shall I place the order? (yes/no)")
+
+
+@pytest.mark.parametrize("said", ["ok stop", "ok wait"])
+async def test_a_yes_held_back_at_the_confirmation_places_nothing(pizza: ModuleType, said: str) -> None:
+    chat = Chat(pizza)
+    confirm = await chat.say("a large ham pizza")
+    held = await chat.say(said)
+    assert held.text == confirm.text == "A large pizza with ham. Shall I place the order? (yes/no)"
+    assert not held.ended and not [e for e in held.events if e.type == "tool_call"]

@@ -60,3 +60,15 @@ def test_a_refused_or_narrated_cancel_is_not_a_cancel() -> None:
     for told in ("don't cancel it, go ahead", "I had to cancel my trip", "my bank said to cancel the card",
                  "I never said cancel", "no don't cancel, yes place it"):
         assert not asks_to_cancel(told, phrases), told
+
+
+@pytest.mark.parametrize("text", ["ok stop", "ok wait", "yes, hang on", "sure, wait a second"])
+def test_a_yes_held_back_is_no_answer(text: str) -> None:
+    assert read_yes_no(text) is None
+    assert CONFIRM.resolve(text, {}).status == "miss"
+
+
+def test_a_no_that_waits_is_still_a_no() -> None:
+    assert read_yes_no("no wait, keep the old one") is False
+    assert read_yes_no("stop") is None
+

@@ -73,11 +73,15 @@ _YES_PHRASES = ("go ahead", "of course", "sounds good", "please do", "do it", "t
                 "no worries", "no problem", "why not")
 """Phrases that say yes, some with a "no" or "not" in them ("no worries, go ahead")."""
 _YES_NO_WORD = re.compile(r"[^\W\d_]+")
+_WITHHELD = frozenset({"stop", "wait", "hang"})
+"""Words that hold a yes back: "ok stop", "ok wait", "yes, hang on" say neither yes nor no ("no wait"
+is still a no)."""
 
 
 def read_yes_no(text: str, *, yes: frozenset[str] = frozenset(), no: frozenset[str] = frozenset()) -> bool | None:
     """A yes or a no in ``text`` read by its words ("yep", "sure", "go ahead", "no problem"; "nope",
-    "nah", "don't"): None when it has both ("not sure") or neither. ``yes`` and ``no``: more words
+    "nah", "don't"): None when it has both ("not sure") or neither, or holds its yes back ("ok
+    stop", "ok wait", "yes, hang on"). ``yes`` and ``no``: more words
     of each (a question's own: "the same one" answers "the same order?")."""
     joined = f" {' '.join(_YES_NO_WORD.findall(text.lower().replace(chr(39), '').replace(chr(0x2019), '')))} "
     is_yes = False
@@ -87,6 +91,8 @@ def read_yes_no(text: str, *, yes: frozenset[str] = frozenset(), no: frozenset[s
             joined = joined.replace(f" {phrase} ", " ")  # its "no" is not a no
     said = set(joined.split())
     is_yes = is_yes or bool(said & (YES_WORDS | yes))
+    if is_yes and said & _WITHHELD:
+        return None
     is_no = bool(said & (NO_WORDS | no))
     return is_yes if is_yes != is_no else None
 
