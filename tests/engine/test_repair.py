@@ -350,6 +350,20 @@ async def test_closing_after_a_task_completes_the_session_and_starts_nothing() -
     assert thanked.text == "You're welcome!" and thanked.started == [] and thanked.session.status == "running"
 
 
+async def test_a_cancel_with_nothing_under_way_starts_nothing_and_says_so() -> None:
+    chat = Chat(pia())
+    await chat.say("a large pizza")
+    await chat.say("yes")
+    for said in ("never mind", "ok, forget it please"):
+        nothing = await chat.say(said)
+        assert nothing.text == "There's nothing in progress to cancel. Is there anything else I can help with?"
+        assert nothing.started == [] and chat.session.runs == [] and nothing.codes() == ["repair-cancel"]
+    named = await Chat(pia()).say("never mind, a pizza")  # names a task: it starts
+    assert named.text == "Small, medium or large?"
+    own = await Chat(pia(repair=Repair(nothing_to_cancel="Nothing to drop."))).say("cancel")
+    assert own.text == "Nothing to drop."
+
+
 async def test_with_a_model_the_understand_intent_cancels() -> None:
     refunds = Flow("refunds", "Get a refund", nodes=[
         collect("why", fields=["reason"], ask="Why?"),

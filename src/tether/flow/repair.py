@@ -206,6 +206,8 @@ class Repair:
             are you?"); a message made only of filler is none of them ("hello" starts a flow).
         cancelled: said when a task is cancelled.
         not_cancellable: said when the task being asked for cannot be cancelled.
+        nothing_to_cancel: said when a message made only of cancel phrases ("never mind") comes
+            with no task under way (and names none to start).
         thanks_reply, chitchat_reply, small_talk_reply: the answer to thanks, to "how are you?"
             (the chitchat phrases), and to other small talk a model recognised; the step then
             asks again.
@@ -249,6 +251,7 @@ class Repair:
                                "hi", "hello", "hey", "there", "good", "morning", "afternoon", "evening")
     cancelled: str = "OK, I've cancelled that."
     not_cancellable: str = "Sorry, this can't be cancelled at this point."
+    nothing_to_cancel: str = "There's nothing in progress to cancel. Is there anything else I can help with?"
     thanks_reply: str = "You're welcome!"
     chitchat_reply: str = "I'm doing well, thanks for asking!"
     small_talk_reply: str = "Thanks, that's kind of you!"

@@ -141,6 +141,8 @@ def handle_repair(ts: TurnState, asker: Run | None, intent: str | None, scores: 
         return False
     if intent == "cancel" and asker is not None:
         _cancel(ts, asker, scores)
+    elif intent == "cancel" and _nothing_to_cancel(ts, scores):
+        _say(ts, "cancel", ts.agent.repair.nothing_to_cancel)
     elif intent == "chitchat":
         kind = small_talk_kind(ts.agent.repair, ts.message_text)
         _say(ts, "chitchat", {"how_are_you": ts.agent.repair.chitchat_reply, "thanks": ts.agent.repair.thanks_reply}
@@ -162,6 +164,12 @@ def handle_repair(ts: TurnState, asker: Run | None, intent: str | None, scores: 
     ts.repaired = intent
     ts.outcome(asker, code=f"repair-{intent}", kind="collect", node_id=asker.node if asker else None)
     return True
+
+
+def _nothing_to_cancel(ts: TurnState, scores: dict[str, float] | None) -> bool:
+    """A cancel with nobody asking: no run is live (none is suspended, none waits) and the
+    message names no task a trigger starts ("cancel my order" is routed)."""
+    return not ts.session.runs and _named_task(ts, scores, exclude="") is None
 
 
 def _open(ts: TurnState) -> None:

@@ -2,14 +2,15 @@
 
 With a task under way (a run asking), a cancel phrase anywhere cancels it, a message made only of
 small talk is chitchat, and a "don't know" phrase is a skip. With no task under way, a message
-made only of closing phrases (and thanks) completes the conversation, and one made only of small
-talk is chitchat (so "thanks!" after an order does not start another one). The understand call
+made only of closing phrases (and thanks) completes the conversation, one made only of small
+talk is chitchat (so "thanks!" after an order does not start another one), and one made only of
+cancel phrases is a cancel with nothing to cancel ("never mind" after an order starts no other). The understand call
 reports the same intents (its ``intent`` section) when a model judges the message.
 """
 
 from __future__ import annotations
 
-from tether.flow.repair import Repair, asks_to_cancel, phrase_in
+from tether.flow.repair import Repair, asks_to_cancel, phrase_in, spoken_only
 
 __all__ = ["INTENTS", "keyword_intent", "small_talk_kind"]
 
@@ -42,6 +43,8 @@ def keyword_intent(repair: Repair, text: str, *, task_under_way: bool, agent_ste
         return "completed"
     if repair.on("chitchat") and parts:
         return "chitchat"
+    if repair.on("cancel") and spoken_only(text, repair.cancel_phrases, filler=repair.filler):
+        return "cancel"  # "never mind" with nothing under way: said only to cancel, it starts nothing
     return None
 
 
