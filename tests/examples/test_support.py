@@ -381,5 +381,6 @@ async def test_a_question_about_another_order_at_the_refund_confirmation_keeps_t
     await chat.says("refund please", "A-1003", "it arrived broken")
     answered = await chat.say(question)
     assert answered.text.startswith("Order A-1001 is shipped: it left our warehouse on Monday")
-    assert answered.text.endswith("Open a refund request for order A-1003 (it arrived broken)? Please answer yes or no.")
+    assert answered.text.endswith(
+        "Open a refund request for order A-1003 (it arrived broken)? Please answer yes or no.")
     assert chat.asking() == ["refund/refund_confirm"]
