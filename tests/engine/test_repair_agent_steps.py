@@ -106,3 +106,18 @@ async def test_a_correction_at_an_agent_step_is_read_by_the_earlier_steps_resolv
     assert fixed.text == "Medium it is. Any notes?" and chat.doc.data["size"] == "medium"
     assert "The pizza is medium." in model.calls[-1].request.system
     assert [c.call for c in model.calls] == ["understand", "agent", "understand", "agent"]
+
+
+async def test_a_yes_word_after_the_steps_question_is_heard_by_its_model_not_taken_for_thanks() -> None:
+    model = StrictModel(agent=["How many guests?", "Great! How many guests, then?"])
+    model.means("I'd like to book a room", flows={"booking": 90})
+    chat = Chat(Agent("Inn", flows=[booking, hours]).with_model(model))
+    await chat.say("I'd like to book a room")
+    heard = await chat.say("great")  # after "How many guests?": an answer the step's model reads
+    assert heard.text == "Great! How many guests, then?"
+    assert [c.call for c in model.calls[-2:]] == ["understand", "agent"]
+    assert "repair-chitchat" not in heard.codes()
+    thanked = await chat.say("thanks")  # no yes in it: small talk, no call
+    assert thanked.text == "You're welcome!" and thanked.llm_calls == 0
+    after = await chat.say("great")  # after "You're welcome!", no question: small talk too
+    assert after.text == "You're welcome!" and after.llm_calls == 0

@@ -52,7 +52,7 @@ from tether.engine.turn.understand import message_trigger, passing_catch_all, re
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node
 from tether.flow.repair import content_words, phrase_in, task_name
-from tether.flow.resolvers import JsonPath, WholeMessage
+from tether.flow.resolvers import JsonPath, WholeMessage, read_yes_no
 from tether.flow.steps import AgentNode
 from tether.flow.transitions import Escalate
 from tether.templating import fill_names
@@ -91,6 +91,8 @@ def keyword_repair(ts: TurnState, asker: Run | None) -> str | None:
                             agent_step=isinstance(node, AgentNode) and not asker.staying if asker else False)
     if intent == "chitchat" and asker is not None and isinstance(node, Collect) and _reads_an_answer(ts, asker, node):
         return None  # "perfect" at a yes/no question is its yes, not thanks
+    if intent == "chitchat" and isinstance(node, AgentNode) and read_yes_no(ts.message_text) and _asked(ts):
+        return None  # "perfect" after an agent step's question: its model hears the answer
     if intent is None and asker is not None and phrase_in(ts.message_text, ts.agent.repair.switch_markers) \
             and ts.agent.repair.on("cancel") and not _opening(ts, asker) \
             and _named_task(ts, None, exclude=asker.flow) is not None:
@@ -103,6 +105,12 @@ def keyword_repair(ts: TurnState, asker: Run | None) -> str | None:
             and keyword_intent(ts.agent.repair, ts.message_text, task_under_way=False) == "completed":
         return "completed"  # "that's all" at the opening question
     return intent
+
+
+def _asked(ts: TurnState) -> bool:
+    """The agent's last message asked a question (it ends with a question mark)."""
+    said = next((m.text for m in reversed(ts.session.messages) if m.role == "assistant"), "")
+    return said.rstrip().endswith("?")
 
 
 def _reads_an_answer(ts: TurnState, run: Run, node: Collect) -> bool:
