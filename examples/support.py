@@ -235,7 +235,8 @@ refund = Flow(
         collect("refund_reason", fields=["refund_reason"], ask="In a few words, what went wrong?",
                 # the answer to the question is taken whole; a reason said before it was asked, by its pattern
                 resolvers=[whole_message("refund_reason", min_length=3, questions=False),
-                           pattern("refund_reason", REFUND_REASON, case="lower")], max_turns=3),
+                           # said before the order number ("it arrived damaged, I want my money back"): kept
+                           pattern("refund_reason", REFUND_REASON, case="lower", early=True)], max_turns=3),
         collect("refund_confirm", fields=["confirm_refund"],
                 ask="Open a refund request for order ${order_number} (${refund_reason})? Please answer yes or no.",
                 resolvers=[enum_check("confirm_refund", ["yes", "no"])], max_turns=3),

@@ -89,3 +89,36 @@ async def test_a_schema_step_reads_it_into_its_own_fields() -> None:
     )
     result = await say(agent_of(*nodes), None, "A-1003 never arrived")
     assert [e.reason for e in result.ended] == ["reason never arrived"]
+
+
+EARLY = pattern("reason", r"\b(arrived broken|never arrived|charged twice)\b", early=True)
+
+
+async def test_an_early_pattern_reads_what_was_said_before_its_step_was_reached() -> None:
+    agent = agent_of(*steps(reason_resolvers=[whole_message("reason", min_length=3), EARLY]))
+    asked = await say(agent, None, "it arrived broken, I want my money back")
+    assert asked.text == "Which order?"
+    result = await say(agent, asked.session, "A-1003")
+    assert result.text == "Open it? yes or no" and result.session.data["reason"] == "arrived broken"
+    update = next(e for e in result.events if isinstance(e, CollectUpdate) and e.node == "reason_step")
+    assert update.sources == {"reason": "deterministic"}
+    # without early the pattern reads only the turn's own message: the reason is asked
+    plain = agent_of(*steps(reason_resolvers=[whole_message("reason", min_length=3), REASON]))
+    asked = await say(plain, None, "it arrived broken, I want my money back")
+    assert (await say(plain, asked.session, "A-1003")).text == "What went wrong?"
+
+
+async def test_an_early_pattern_takes_the_latest_value_and_asks_when_none_was_said() -> None:
+    agent = agent_of(*steps(reason_resolvers=[whole_message("reason", min_length=3), EARLY]))
+    first = await say(agent, None, "it never arrived")
+    second = await say(agent, first.session, "sorry, no: I was charged twice")
+    assert second.text == "Which order?"
+    result = await say(agent, second.session, "A-1003")
+    assert result.session.data["reason"] == "charged twice"
+    asked = await say(agent, None, "A-1003")
+    assert asked.text == "What went wrong?"
+    assert (await say(agent, asked.session, "the lid is cracked")).session.data["reason"] == "the lid is cracked"
+
+
+def test_early_is_part_of_a_patterns_description_only_when_set() -> None:
+    assert "early" not in REASON.describe() and EARLY.describe()["early"] is True

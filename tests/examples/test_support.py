@@ -260,8 +260,8 @@ async def test_a_refund_is_opened_only_for_an_order_that_exists_and_was_not_refu
     unknown = await chat.say("I want a refund for A-9999, it arrived broken")
     assert unknown.text == ("I couldn't find an order A-9999.\n\n"
                             "Which order is the refund for? Order numbers look like A-1001.")
-    confirm = await chat.say("sorry, A-1002")
-    assert confirm.text == "In a few words, what went wrong?"
+    confirm = await chat.say("sorry, A-1002")  # the reason said with the unknown number is kept
+    assert confirm.text == "Open a refund request for order A-1002 (arrived broken)? Please answer yes or no."
     shipped = Chat(support)
     refused = await shipped.say("change the address of A-1001 to 5 Main Street")
     assert refused.text == "Order A-1001 is shipped, so its delivery address can't be changed any more."
@@ -384,3 +384,12 @@ async def test_a_question_about_another_order_at_the_refund_confirmation_keeps_t
     assert answered.text.endswith(
         "Open a refund request for order A-1003 (it arrived broken)? Please answer yes or no.")
     assert chat.asking() == ["refund/refund_confirm"]
+
+
+@pytest.mark.parametrize("form", ["py", "yaml"])
+async def test_a_reason_said_before_the_order_number_is_not_asked_again(support: ModuleType, form: str) -> None:
+    chat = Chat(twin(support, form))
+    asked = await chat.say("my parcel arrived damaged, I want my money back")
+    assert asked.text == "Which order is the refund for? Order numbers look like A-1001."
+    confirm = await chat.say("A-1003")
+    assert confirm.text == "Open a refund request for order A-1003 (arrived damaged)? Please answer yes or no."

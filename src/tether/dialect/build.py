@@ -369,7 +369,7 @@ def _choices(choices: list[ChoiceSpec | str]) -> list[Any]:
 
 def _resolver(spec: ResolverSpec) -> Resolver:
     if isinstance(spec, PatternResolver):
-        return pattern(spec.field, spec.regex, value=spec.value, case=spec.case)
+        return pattern(spec.field, spec.regex, value=spec.value, case=spec.case, early=spec.early)
     if isinstance(spec, EnumResolver):
         return enum_check(spec.field, spec.values)
     if isinstance(spec, RangeResolver):

@@ -244,6 +244,8 @@ class PatternResolver(Strict):
     value: str | None = Field(default=None, description="the value, made from the match's groups (\\1 or "
                               "\\g<name>); default: the first group, or the whole match")
     case: Literal["upper", "lower"] | None = Field(default=None, description="the value in upper or lower case")
+    early: bool = Field(default=False, description="true: reached with its field never asked, its step also reads "
+                        "the messages sent since the run started (the latest value found wins)")
 
 
 class EnumResolver(Strict):

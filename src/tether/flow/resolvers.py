@@ -190,7 +190,8 @@ class Pattern:
     The value is the match's first group (the whole match when there is none), or ``value``
     expanded with the match's groups (``re``'s template syntax, ``\\1`` or ``\\g<name>``), in
     upper or lower ``case`` when one is set: one value however the customer spelled it, and two
-    spellings of it are not two matches."""
+    spellings of it are not two matches. ``early``: when its step is reached and its field was
+    never asked, it also reads what the customer said earlier in the run (see :func:`pattern`)."""
 
     field: str
     regex: str
@@ -198,6 +199,7 @@ class Pattern:
     value: str | None = None
     case: Literal["upper", "lower"] | None = None
     kind: Literal["pattern"] = "pattern"
+    early: bool = False
 
     @functools.cached_property
     def _compiled(self) -> re.Pattern[str]:
@@ -232,7 +234,7 @@ class Pattern:
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "field": self.field, "regex": self.regex, "flags": self.flags, "value": self.value,
-                "case": self.case}
+                "case": self.case, **({"early": True} if self.early else {})}
 
 
 VALUE_INTRODUCERS = (("its",), ("it", "is"), ("it", "should", "go", "to"), ("it", "should", "be"),
@@ -518,12 +520,18 @@ def jsonpath(field: str, path: str) -> JsonPath:
 
 
 def pattern(field: str, regex: str, *, flags: int = re.IGNORECASE, value: str | None = None,
-            case: Literal["upper", "lower"] | None = None) -> Pattern:
+            case: Literal["upper", "lower"] | None = None, early: bool = False) -> Pattern:
     """Resolve ``field`` when ``regex`` matches exactly one distinct value in the text: its first
     group, or ``value`` expanded with the match's groups, in upper or lower ``case`` when one is
     set (``pattern("order", r"\\b([A-Z])[- ]?(\\d{4})\\b", value=r"\\1-\\2", case="upper")`` reads
     "a1002", "A 1002" and "A-1002" as ``"A-1002"``). A bad pattern, a ``value`` that names a group
-    the pattern does not have, or another ``case`` raises ``ValueError`` when the flow is defined."""
+    the pattern does not have, or another ``case`` raises ``ValueError`` when the flow is defined.
+
+    ``early=True``: when the run reaches the pattern's step and its field was never asked, the
+    pattern also reads the messages the customer sent since the run started (the latest one it
+    finds a value in wins), so "it arrived damaged, I want my money back", then "A-1003", gives
+    the reason step its reason without asking. Set it only on a pattern that cannot mistake a
+    message about something else for its value."""
     if case not in (None, "upper", "lower"):
         raise ValueError(f"pattern resolver of {field!r}: case must be 'upper' or 'lower', not {case!r}")
     try:
@@ -532,7 +540,7 @@ def pattern(field: str, regex: str, *, flags: int = re.IGNORECASE, value: str | 
         raise ValueError(f"pattern resolver of {field!r}: bad regex {regex!r}: {exc}") from None
     if value is not None:
         _check_template(field, compiled, value)
-    return Pattern(field, regex, flags, value, case)
+    return Pattern(field, regex, flags, value, case, early=early)
 
 
 def _check_template(field: str, compiled: re.Pattern[str], value: str) -> None:

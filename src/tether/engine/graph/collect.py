@@ -32,6 +32,7 @@ from tether.engine.graph.collect_fields import (
     purge_invalid,
     question_text,
     resolve,
+    resolver_frame,
     value_of,
 )
 from tether.engine.graph.corrections import (
@@ -94,7 +95,7 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
     """Dispatch a collect node; returns a transition, a static target, or a pause."""
     if (asked := confirm_reused(ts, run, flow, node)) is not None:
         return asked
-    read = read_again(ts, run, flow, node)
+    read = read_again(ts, run, flow, node) | read_earlier(ts, run, flow, node)
     before = missing(ts, run, node)
     known = not before and not run.staying
     answering = ts.message_available(run) and ts.asking_at.get(run.id) == node.id
@@ -216,6 +217,45 @@ def read_again(ts: TurnState, run: Run, flow: Flow, node: Collect) -> dict[str, 
                           collected={n: value_of(ts, run, node, n) for n in sources},
                           missing=missing(ts, run, node), sources=sources, rejected=rejected))
     return sources
+
+
+def read_earlier(ts: TurnState, run: Run, flow: Flow, node: Collect) -> dict[str, str]:
+    """Read what the customer said earlier in the run with this step's ``early`` patterns, for the
+    fields it misses and never asked: "it arrived damaged, I want my money back", then "A-1003",
+    gives the reason step its reason. The latest message with a value gives it. Returns the fields
+    read, with their source."""
+    early = [r for r in node.resolvers if isinstance(r, Pattern) and r.early]
+    wanted = [name for name in missing(ts, run, node) if not run.asked.get(name)] if early else []
+    if not any(r.field in wanted for r in early):
+        return {}
+    frame = resolver_frame(ts, run)
+    hits: dict[str, Any] = {}
+    for text in reversed(said_in_run(ts, run)):
+        for resolver in early:
+            if resolver.field in wanted and resolver.field not in hits:
+                found = resolver.resolve(text, frame)
+                if found.status == "hit":
+                    hits[resolver.field] = found.value
+    if not hits:
+        return {}
+    sources, rejected = merge_values(ts, run, node, hits, source="deterministic", guard=False)
+    ts.emit(CollectUpdate(run_id=run.id, flow=flow.id, at=ts.now, node=node.id,
+                          collected={n: value_of(ts, run, node, n) for n in sources},
+                          missing=missing(ts, run, node), sources=sources, rejected=rejected))
+    return sources
+
+
+def said_in_run(ts: TurnState, run: Run) -> list[str]:
+    """The customer's messages of earlier turns since ``run`` started (the message that started it
+    first), as far as the session's window holds them."""
+    window = ts.session.messages
+    first = next((i for i, m in enumerate(window) if m.run_id == run.id), None)
+    if first is None:
+        return []
+    while first > 0 and window[first - 1].role != "assistant":
+        first -= 1  # the customer's message(s) before the run's first words: what started it
+    current = ts.user_seq if ts.message is not None else None
+    return [m.text for m in window[first:] if m.role == "user" and m.seq != current]
 
 
 def _not_understood(ts: TurnState, run: Run, node: Collect, *, understood: bool) -> Escalate | None:
