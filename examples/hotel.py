@@ -9,15 +9,19 @@ Without a model the agent is served by a small scripted stand-in (``fallback_mod
 dates, a number of guests and yes/no from the customer's words, so the example runs offline. It
 reads the dates people type (``read_dates``): ``2026-05-01``; ``12/03`` or ``12/03/2026`` (day
 first: the 12th of March); ``12 March``, ``12th of March``, ``March 12`` (a year may follow);
-``12-15 March`` (two days of one month);
+``12-15 March``, ``the 12th to the 15th of March``, ``March 12-15`` (two days of one month);
 ``today``, ``tomorrow``; ``Friday``, ``this Friday`` or ``next Friday`` (all three: the first Friday
 after today, and for the check-out the first one after the check-in, so "Friday to Sunday" is two
-nights). A date with no year is the next one to come. A check-in given alone ("next Friday") is read
+nights). A date with no year is the next one to come; a check-out said without a year that would
+be more than two months after the check-in is in the check-in's year ("5 April to 3 April" is
+refused as a check-out before the check-in). A check-in given alone ("next Friday") is read
 back with a question for the check-out, which may follow as a date ("Sunday") or a number of nights
 ("2 nights"); "actually Saturday" changes the check-in. At the confirmation, "no, 3 guests" (or "yes,
 3 guests") reads the booking back with the new number (``confirm_booking`` takes it), and any other
 "no" asks for other dates, after which the booking is read back with the guests given before. The
-guests may come as a number, a word ("four people"), a sum ("2 adults and 1 child") or "just me";
+guests may come as a number, a word ("four people"), a sum ("2 adults and 1 child", "2 adults and
+a baby"), the speaker and a partner beside the others ("me and 2 kids" is 3, "my wife and I and our
+2 kids" 4) or "just me"; dates said again at the guests question count no guests;
 a yes or a no as customers say it ("yep", "sure", "nope"). A stay is at most 30 nights. It greets
 once, and asks again without the greeting.
 """
@@ -187,13 +191,16 @@ def _phrase_date(found: re.Match[str], after: date) -> date | None:
     return after + timedelta(days=ahead)
 
 
-DAY_RANGE = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s*(?:-|\u2013|to|until|till)\s*(\d{{1,2}})(?:st|nd|rd|th)?"
-                       rf"(?: of)? ({_MONTH})\b", re.IGNORECASE)
-"""Two days of one month ("24-27 dec", "12 to 15 March"): read as "24 dec to 27 dec"."""
+DAY_RANGE = re.compile(rf"\b(?:the )?(\d{{1,2}})(?:st|nd|rd|th)?\s*(?:-|\u2013|to|until|till)\s*(?:the )?"
+                       rf"(\d{{1,2}})(?:st|nd|rd|th)?(?: of)? ({_MONTH})\b"
+                       rf"|\b({_MONTH}) (\d{{1,2}})(?:st|nd|rd|th)?\s*(?:-|\u2013)\s*(\d{{1,2}})(?:st|nd|rd|th)?\b",
+                       re.IGNORECASE)
+"""Two days of one month ("24-27 dec", "12 to 15 March", "the 5th to the 8th of June", "June
+5-8"): read as "24 dec to 27 dec"."""
 
 
 def _day_range(found: re.Match[str]) -> str:
-    first, last, month = found.groups()
+    first, last, month = found.group(1, 2, 3) if found.group(1) else found.group(5, 6, 4)
     if int(first) >= int(last):  # "30 to 2 jan" is not two days of January: as written
         return found.group(0)
     return f"{first} {month} to {last} {month}"
@@ -208,8 +215,21 @@ def read_dates(text: str, today: date) -> list[date]:
         # today/tomorrow and weekdays are relative to when the customer speaks, weekdays after that to the last date
         anchor = today if found.group("relative") else base
         if (read := _phrase_date(found, anchor)) is not None:
-            dates.append(read)
+            said_year = any(found.group(name) for name in ("iso", "y", "year", "year2"))
+            dates.append(_same_year(read, base) if dates and not said_year else read)
     return dates
+
+
+def _same_year(read: date, base: date) -> date:
+    """A second date said without a year, a year after the first: in the first's year when it is
+    more than two months on ("5 April to 3 April" is a check-out before the check-in, not a stay
+    of 363 nights; "28 Dec to 2 Jan" crosses the year)."""
+    if (read - base).days <= 60:
+        return read
+    try:
+        return read.replace(year=base.year)
+    except ValueError:  # the 29th of February
+        return read
 
 
 # ------------------------------------------------------------------ the scripted stand-in
@@ -258,7 +278,8 @@ def _scripted(request: ModelRequest) -> ModelResponse:
     party = _party(words)  # "3 guests", "2 adults and 1 child"
     if step == "guests" and party is not None:
         return call("set_guests", guests=party)
-    if step == "guests" and (number := re.search(r"\b(\d+|" + "|".join(COUNTS) + r")\b", words)):
+    undated = DATE_PHRASE.sub(" ", DAY_RANGE.sub(_day_range, words))  # "5 june to 8 june" counts no guests
+    if step == "guests" and (number := re.search(r"\b(\d+|" + "|".join(COUNTS) + r")\b", undated)):
         return call("set_guests", guests=_count(number.group(1)))  # "4"
     if step == "guests" and COUPLE.search(words):
         return call("set_guests", guests=2)  # "me and my husband", "the two of us", "a couple"
@@ -287,12 +308,14 @@ COUPLE = re.compile(rf"\b(?:me|myself|i) and (?:my|a) {_PARTNER}\b|\b(?:my|a) {_
                     r"\btwo of us\b|\ba couple\b")
 
 
-PEOPLE = re.compile(rf"\b(\d+|{'|'.join(COUNTS)}) (?:(?P<total>guests?|people|persons?|of us)|adults?|children|"
+PEOPLE = re.compile(rf"\b(\d+|{'|'.join(COUNTS)}|a|an) (?:(?P<total>guests?|people|persons?|of us)|adults?|children|"
                     r"child|kids?|infants?|bab(?:y|ies))\b")
+SPEAKER = re.compile(r"\b(?:me|myself|i)(?: and| plus|,)|\b(?:and|plus) (?:me|myself)\b")
+"""The one who speaks, counted beside the others: "me and 2 kids" is 3."""
 
 
 def _count(text: str) -> int:
-    return COUNTS.get(text) or int(text)
+    return 1 if text in ("a", "an") else COUNTS.get(text) or int(text)
 
 
 def _total(words: str) -> int | None:
@@ -302,10 +325,18 @@ def _total(words: str) -> int | None:
 
 def _party(words: str) -> int | None:
     """The guests a message counts: a total ("four people", "3 guests: 2 adults and 1 child" is 3),
-    else the kinds it names added up ("2 adults and 1 child" is 3); None when it counts none."""
+    else the kinds it names added up, with the speaker and a partner named beside them ("2 adults
+    and a baby" is 3, "me and 2 kids" 3, "my wife and I and our 2 kids" 4); None when it counts none."""
     found = list(PEOPLE.finditer(words))
     total = next((_count(f.group(1)) for f in found if f.group("total")), None)
-    return total if total is not None else (sum(_count(f.group(1)) for f in found) if found else None)
+    if total is not None or not found:
+        return total
+    # "me and my husband", "a couple": two besides the kinds counted; "my wife, me and 2 kids": each named
+    partner = bool(re.search(rf"\bmy {_PARTNER}\b", words))
+    besides = 2 if COUPLE.search(words) else partner + bool(SPEAKER.search(words))
+    if not besides and all(f.group(1) in ("a", "an") for f in found):
+        return None  # "I have a baby": who else comes is not said
+    return sum(_count(f.group(1)) for f in found) + besides
 
 
 TODAY = re.compile(r"Today is \w+, (\d{4}-\d{2}-\d{2})")

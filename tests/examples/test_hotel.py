@@ -105,6 +105,10 @@ async def test_the_first_request_holds_the_customers_message_only(hotel: ModuleT
     ("24-27 dec", ["2026-12-24", "2026-12-27"]),                            # two days of one month
     ("30 to 2 jan", ["2027-01-02"]),                                        # not two days of January
     ("the 3rd to 5th of June", ["2027-06-03", "2027-06-05"]),
+    ("the 5th to the 8th of june", ["2027-06-05", "2027-06-08"]),
+    ("june 5-8", ["2027-06-05", "2027-06-08"]),
+    ("from 5 april to 3 april", ["2027-04-05", "2027-04-03"]),             # a check-out before the check-in
+    ("2026-12-08 to 2027-12-05", ["2026-12-08", "2027-12-05"]),           # a year said is kept
 ])
 def test_read_dates_reads_the_dates_people_type(hotel: ModuleType, text: str, expected: list[str]) -> None:
     today = date(2026, 12, 1)  # a Tuesday
@@ -145,7 +149,10 @@ async def test_the_stand_in_takes_a_check_in_alone_then_the_check_out_or_the_nig
 @pytest.mark.parametrize(("said", "guests"), [("four people", 4), ("just me", 1), ("2", 2), ("we are three", 3),
                                            ("2 adults and 1 child", 3), ("two adults, one baby", 3),
                                            ("3 guests: 2 adults and 1 child", 3),  # a total is not added again
-                                           ("4 people including 2 children", 4)])
+                                           ("4 people including 2 children", 4),
+                                           ("me and 2 kids", 3), ("2 adults and a baby", 3),
+                                           ("my wife and I and our 2 kids", 4), ("a couple and 2 kids", 4),
+                                           ("5 june to 8 june, 2 of us", 2)])
 async def test_the_stand_in_reads_the_guests_as_people_say_them(hotel: ModuleType, said: str, guests: int) -> None:
     runtime = Runtime(hotel.agent, store=MemoryStore(), clock=FakeClock())
     first = await runtime.run("Harbour", session_id=None, message=Message("2026-05-01 to 2026-05-04"))
@@ -215,4 +222,17 @@ async def test_the_stand_in_does_not_guess_a_family_is_two(hotel: ModuleType, sa
     runtime = Runtime(hotel.agent, store=MemoryStore(), clock=FakeClock())
     first = await runtime.run("Harbour", session_id=None, message=Message("2026-05-01 to 2026-05-04"))
     again = await runtime.run("Harbour", session_id=first.session, message=Message(said))
+    assert again.message == hotel.QUESTIONS["guests"]
+
+
+async def test_a_check_out_before_the_check_in_is_said_so(hotel: ModuleType) -> None:
+    runtime = Runtime(hotel.agent, store=MemoryStore(), clock=FakeClock())
+    first = await runtime.run("Harbour", session_id=None, message=Message("from 5 april to 3 april"))
+    assert first.message.startswith("The check-out date must come after the check-in date. Which dates")
+
+
+async def test_dates_said_again_at_the_guests_question_count_no_guests(hotel: ModuleType) -> None:
+    runtime = Runtime(hotel.agent, store=MemoryStore(), clock=FakeClock())
+    first = await runtime.run("Harbour", session_id=None, message=Message("2026-06-05 to 2026-06-08"))
+    again = await runtime.run("Harbour", session_id=first.session, message=Message("5 june to 8 june"))
     assert again.message == hotel.QUESTIONS["guests"]
