@@ -17,8 +17,9 @@ be more than two months after the check-in is in the check-in's year ("5 April t
 refused as a check-out before the check-in). A check-in given alone ("next Friday") is read
 back with a question for the check-out, which may follow as a date ("Sunday") or a number of nights
 ("2 nights"); "actually Saturday" changes the check-in. At the confirmation, "no, 3 guests" (or "yes,
-3 guests") reads the booking back with the new number (``confirm_booking`` takes it), and any other
-"no" asks for other dates, after which the booking is read back with the guests given before. The
+3 guests") reads the booking back with the new number, and other dates ("actually Friday to
+Monday", "yes but make it 3 nights") read it back with them (``confirm_booking`` takes both); any
+other "no" asks for other dates, after which the booking is read back with the guests given before. The
 guests may come as a number, a word ("four people"), a sum ("2 adults and 1 child", "2 adults and
 a baby"), the speaker and a partner beside the others ("me and 2 kids" is 3, "my wife and I and our
 2 kids" 4) or "just me"; dates said again at the guests question count no guests;
@@ -52,21 +53,27 @@ class SetDates(BaseModel):
     check_out: str
 
 
+def checked_dates(check_in: str, check_out: str, today: date) -> dict[str, Any] | str:
+    """The stay's dates as the booking keeps them, or what is wrong with them."""
+    try:
+        start, until = date.fromisoformat(check_in), date.fromisoformat(check_out)
+    except ValueError:
+        return "Dates must look like 2026-05-01."
+    if start < today:
+        return f"That check-in date has passed: today is {today:%A %d %B %Y}."
+    if until <= start:
+        return "The check-out date must come after the check-in date."
+    if (until - start).days > MAX_NIGHTS:
+        return f"We take stays of up to {MAX_NIGHTS} nights in one booking."
+    return {"check_in": check_in, "check_out": check_out, "nights": (until - start).days}
+
+
 async def set_dates(args: dict[str, Any], ctx: Any) -> Any:
     """The dates, checked; then the guests, or, when the customer changed the dates at the
     confirmation, the booking read back with the guests already given."""
-    try:
-        start, until = date.fromisoformat(args["check_in"]), date.fromisoformat(args["check_out"])
-    except ValueError:
-        return stay("Dates must look like 2026-05-01.")
-    today = ctx.now.date()
-    if start < today:
-        return stay(f"That check-in date has passed: today is {today:%A %d %B %Y}.")
-    if until <= start:
-        return stay("The check-out date must come after the check-in date.")
-    if (until - start).days > MAX_NIGHTS:
-        return stay(f"We take stays of up to {MAX_NIGHTS} nights in one booking.")
-    dates = {"check_in": args["check_in"], "check_out": args["check_out"], "nights": (until - start).days}
+    dates = checked_dates(args["check_in"], args["check_out"], ctx.now.date())
+    if isinstance(dates, str):
+        return stay(dates)
     return go("confirm" if ctx.state.get("guests") else "guests").with_state(dates)
 
 
@@ -106,19 +113,30 @@ class ConfirmBooking(BaseModel):
     confirmed: bool
     guests: int | None = Field(default=None, description="The number of guests, when the customer's answer gives "
                                                          "one (\"no, 3 guests\"); null otherwise")
+    check_in: str | None = Field(default=None, description="The new check-in (YYYY-MM-DD), when the customer's "
+                                                           "answer gives other dates or nights; null otherwise")
+    check_out: str | None = Field(default=None, description="The new check-out (YYYY-MM-DD), with check_in")
 
 
 async def confirm_booking(args: dict[str, Any], ctx: Any) -> Any:
-    """The customer answered the summary: with another number of guests (after a yes or a no), read
-    it back with that number; else book on yes, and ask for other dates on no."""
+    """The customer answered the summary: with other dates or another number of guests (after a
+    yes or a no), read it back with them; else book on yes, and ask for other dates on no."""
+    check_in, check_out = args.get("check_in"), args.get("check_out")
+    if check_in and check_out and (check_in, check_out) != (ctx.state.get("check_in"), ctx.state.get("check_out")):
+        dates = checked_dates(check_in, check_out, ctx.now.date())  # never book the dates the answer changed
+        if isinstance(dates, str):
+            return stay(dates)
+        return stay(f"Changed the dates to {check_in} to {check_out}.").with_state(dates)
+    if check_in and check_out and not args.get("confirmed"):
+        return stay("Those are the dates I have.")  # the dates read back, said again: not a "no"
     guests = args.get("guests")
     if guests is not None and guests != ctx.state.get("guests"):  # never book what the answer contradicts
         if not 1 <= guests <= MAX_GUESTS:
             return stay(TOO_MANY)
         return stay(f"Changed to {guests} guest(s).").with_state({"guests": guests})
     if not args.get("confirmed"):
-        return go("dates").with_prompt("The customer wants other dates. Ask for the new check-in and check-out "
-                                       "dates and call set_dates.")
+        return go("dates").with_prompt(f"The customer wants other dates. Today is {ctx.now:%A, %Y-%m-%d}. Ask for "
+                                       "the new check-in and check-out dates and call set_dates.")
     state = ctx.state
     booked = await ctx.tool("book_room", check_in=state["check_in"], check_out=state["check_out"],
                             guests=state["guests"])
@@ -131,7 +149,8 @@ confirm = agent(
     "confirm",
     prompt="Read back the booking: ${check_in} to ${check_out}, ${guests} guest(s). Ask the customer to confirm, "
            "then call confirm_booking with confirmed true or false (false when the customer wants other dates or "
-           "nights; and guests, when the customer gives another number of guests instead).",
+           "nights; with check_in and check_out when the customer says which, today being ${today}; and guests, "
+           "when the customer gives another number of guests instead).",
     tools=[ConfirmBooking, "terminate_session"],
     handlers={"confirm_booking": confirm_booking},
 )
@@ -292,6 +311,10 @@ def _scripted(request: ModelRequest) -> ModelResponse:
     if step == "confirm" and said and guests is None and (NIGHTS.search(words) or read_dates(words, _today(request))) \
             and re.search(r"\b(?:actually|instead|rather|change|make it|from)\b", words):
         said = False  # "yes but make it 3 nights": other dates, never the ones read back
+    changed = _changed_stay(request, words) if step == "confirm" and guests is None else None
+    if changed is not None:  # "actually can we do friday to monday", "yes but make it 3 nights"
+        return call("confirm_booking", confirmed=False, check_in=changed[0].isoformat(),
+                    check_out=changed[1].isoformat())
     if step == "confirm" and said is not None:
         return call("confirm_booking", confirmed=said, guests=guests)
     if re.search(r"^\W*(?:(?:actually|ok|okay|no|please)\W+)*(?:bye|goodbye|stop|cancel|quit)\b", words):
@@ -339,12 +362,13 @@ def _party(words: str) -> int | None:
     return sum(_count(f.group(1)) for f in found) + besides
 
 
-TODAY = re.compile(r"Today is \w+, (\d{4}-\d{2}-\d{2})")
+TODAY = re.compile(r"\b[Tt]oday (?:is|being) \w+, (\d{4}-\d{2}-\d{2})")
 
 
 def _today(request: ModelRequest) -> date:
-    """The date the step's prompt gives (``Today is ${today}``), as a model reads it: the turn's
-    date, from the agent's clock (the computer's date only for a prompt that gives none)."""
+    """The date the step's prompt gives (``Today is ${today}``, ``today being ${today}``), as a
+    model reads it: the turn's date, from the agent's clock (the computer's date only for a prompt
+    that gives none)."""
     found = TODAY.search(request.system)
     return date.fromisoformat(found.group(1)) if found else date.today()
 
@@ -383,6 +407,22 @@ def _stay_dates(request: ModelRequest, words: str) -> tuple[date, date] | None:
         later = read_dates(words, check_in)  # a weekday counts from the check-in: "Friday", then "Sunday"
         return check_in, later[0]
     return None
+
+
+READ_BACK = re.compile(r"Read back the booking: (\d{4}-\d{2}-\d{2}) to (\d{4}-\d{2}-\d{2})")
+
+
+def _changed_stay(request: ModelRequest, words: str) -> tuple[date, date] | None:
+    """Other dates said at the confirmation: two dates ("friday to monday"), or a number of nights
+    with a date or from the check-in read back ("make it 3 nights")."""
+    found = read_dates(words, _today(request))
+    nights = NIGHTS.search(words)
+    booked = READ_BACK.search(request.system)
+    held = (date.fromisoformat(booked.group(1)), date.fromisoformat(booked.group(2))) if booked else None
+    start = found[0] if found else held[0] if held else None
+    stay_dates = (found[0], found[1]) if len(found) >= 2 else \
+        (start, start + timedelta(days=_count(nights.group(1)))) if nights and start is not None else None
+    return None if stay_dates == held else stay_dates  # the dates read back, said again, change nothing
 
 
 def _question(request: ModelRequest, step: str) -> str:

@@ -236,3 +236,20 @@ async def test_dates_said_again_at_the_guests_question_count_no_guests(hotel: Mo
     first = await runtime.run("Harbour", session_id=None, message=Message("2026-06-05 to 2026-06-08"))
     again = await runtime.run("Harbour", session_id=first.session, message=Message("5 june to 8 june"))
     assert again.message == hotel.QUESTIONS["guests"]
+
+
+@pytest.mark.parametrize(("said", "stay"), [("actually can we do friday to monday", "2026-01-09 to 2026-01-12"),
+                                            ("yes but make it 3 nights", "2026-05-01 to 2026-05-04"),
+                                            ("actually 4 nights", "2026-05-01 to 2026-05-05")])
+async def test_other_dates_at_the_confirmation_are_read_back_before_anything_is_booked(
+        hotel: ModuleType, said: str, stay: str) -> None:
+    runtime = Runtime(hotel.agent, store=MemoryStore(), clock=FakeClock())  # Monday 5 January 2026
+    first = await runtime.run("Harbour", session_id=None, message=Message("2026-05-01 to 2026-05-03"))
+    await runtime.run("Harbour", session_id=first.session, message=Message("2"))
+    changed = await runtime.run("Harbour", session_id=first.session, message=Message(said))
+    assert changed.message == (f"Changed the dates to {stay}. "
+                               f"Your booking: {stay}, 2 guest(s). Shall I book it (yes/no)?")
+    again = await runtime.run("Harbour", session_id=first.session, message=Message(said.split(" but ")[-1]))
+    assert again.message == f"Your booking: {stay}, 2 guest(s). Shall I book it (yes/no)?"  # said again: no change
+    done = await runtime.run("Harbour", session_id=first.session, message=Message("yes"))
+    assert done.completed and f"HTL-{stay[:10].replace('-', '')}-2" in done.message
