@@ -2,8 +2,9 @@
 
 It shows a ``list`` field (``toppings``) filled by a list resolver (``enum_list``: every topping
 the message names, no model needed) that may be empty ("no toppings": a plain pizza), an ``enum``
-field, a confirmation before anything is placed, and a flow that clears its fields when it starts
-again, so a second pizza is asked afresh.
+field, an optional field read only by patterns (``quantity``: "two large pizzas", "a couple of
+pizzas"; never asked, one when not said), a confirmation before anything is placed, and a flow
+that clears its fields when it starts again, so a second pizza is asked afresh.
 
     tether chat examples/pizza.py
 """
@@ -24,6 +25,7 @@ from tether import (
     goto,
     on_event,
     on_message,
+    pattern,
     reply,
     router,
     tool,
@@ -38,6 +40,13 @@ PRICE_LIST = (f"A small pizza is {PRICES['small']} EUR, a medium {PRICES['medium
               f"plus {PER_TOPPING:.2f} EUR a topping.")
 
 
+COUNT_WORDS = ("two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+# "two large pizzas with ham", "3 pizzas": how many of the one pizza the order is for (a message
+# that names no number is one pizza)
+QUANTITY = [pattern("quantity", rf"\b(?:{n}|{word}{'|a couple of|a pair of' if n == 2 else ''})\s+(?:[a-z-]+\s+){{0,5}}"
+                    r"pizzas\b", value=str(n)) for n, word in enumerate(COUNT_WORDS, start=2)]
+
+
 def listed(items: list[str]) -> str:
     """``["ham", "olives", "onions"]`` -> ``"ham, olives and onions"``; ``[]`` -> ``"no toppings"``."""
     if not items:
@@ -46,21 +55,29 @@ def listed(items: list[str]) -> str:
 
 
 @tool
-async def place_order(size: str, toppings: list[str]) -> dict[str, Any]:
+async def place_order(size: str, toppings: list[str], quantity: int = 1) -> dict[str, Any]:
     """Send the order to the kitchen; returns its number and price."""
-    price = PRICES[size] + PER_TOPPING * len(toppings)
+    price = (PRICES[size] + PER_TOPPING * len(toppings)) * quantity
     return {"number": f"P-{100 + len(toppings) * 10 + SIZES.index(size)}", "price": f"{price:.2f}"}
 
 
+def pizzas(state: dict[str, Any]) -> str:
+    """``a large pizza with ham``, ``2 large pizzas with ham``."""
+    quantity = int(state.get("quantity") or 1)
+    kind = f"{state['size']} pizza with {listed(state['toppings'])}"
+    return f"a {kind}" if quantity == 1 else f"{quantity} {kind.replace(' pizza ', ' pizzas ', 1)}"
+
+
 def confirm_question(missing: list[str], state: dict[str, Any]) -> str:
-    return f"A {state['size']} pizza with {listed(state['toppings'])}. Shall I place the order? (yes/no)"
+    said = pizzas(state)
+    return f"{said[0].upper()}{said[1:]}. Shall I place the order? (yes/no)"
 
 
 @action("place", uses=["place_order"], targets=["placed"])
 async def place(state: dict[str, Any], ctx: Any) -> Any:
-    receipt = await ctx.tool("place_order", size=state["size"], toppings=list(state["toppings"]))
-    return goto("placed", data={"order": receipt["number"], "price": receipt["price"],
-                                "pizza": f"{state['size']} pizza with {listed(state['toppings'])}"})
+    receipt = await ctx.tool("place_order", size=state["size"], toppings=list(state["toppings"]),
+                             quantity=int(state.get("quantity") or 1))
+    return goto("placed", data={"order": receipt["number"], "price": receipt["price"], "pizza": pizzas(state)})
 
 
 welcome = Flow(
@@ -75,15 +92,15 @@ order = Flow(
     "order",
     "Order a pizza",
     nodes=[
-        collect("choose", fields=["size", "toppings"],
+        collect("choose", fields=["size", "toppings", "quantity"], required=["size", "toppings"],
                 ask={"size": "Small, medium or large?",
                      "toppings": f"Which toppings? We have {listed(list(TOPPINGS))}."},
-                resolvers=[enum_check("size", SIZES), enum_list("toppings", TOPPINGS)], max_turns=6),
+                resolvers=[enum_check("size", SIZES), enum_list("toppings", TOPPINGS), *QUANTITY], max_turns=6),
         collect("confirm", fields=["confirm"], ask=confirm_question,
                 resolvers=[enum_check("confirm", ["yes", "no"])], max_turns=3),
         router("confirmed", when="state.confirm == 'yes'", then="place", else_="cancelled"),
         place,
-        reply("placed", response="Order ${order} is in the oven: a ${pizza}, ${price} EUR. Ready in 20 minutes.",
+        reply("placed", response="Order ${order} is in the oven: ${pizza}, ${price} EUR. Ready in 20 minutes.",
               next=end("placed")),
         reply("cancelled", response="No problem, I haven't placed anything. Tell me what you'd like to start again.",
               next=end("cancelled")),
@@ -96,19 +113,21 @@ order = Flow(
     on_skip="suggest",
     on_escalate="gave_up",  # Pia has no person to hand over to
     on=[on_message(repeat="always")],  # the catch-all: any message starts an order
-    clear_on_start=["size", "toppings", "confirm"],
+    clear_on_start=["size", "toppings", "quantity", "confirm"],
 )
 
 agent = Agent(
     "Pia",
     persona="A cheerful order taker for Pia's Pizza.",
-    goal="Take one pizza order at a time: size, toppings, a confirmation.",
+    goal="Take one pizza order at a time (one or more of the same pizza): size, toppings, a confirmation.",
     knowledge=PRICE_LIST,
     fields={
         "size": Field("enum", enum=SIZES, description="The pizza size"),
         # "no toppings" is an answer: a plain pizza
         "toppings": Field("list", items="enum", enum=TOPPINGS, description="The toppings the customer wants",
                           allow_empty=True),
+        "quantity": Field("integer", description="How many of this pizza (null when the customer does not say)",
+                          extract="asked"),
         "confirm": Field("enum", enum=("yes", "no"), description="Whether the customer confirmed the order",
                          extract="asked"),
     },

@@ -161,3 +161,17 @@ async def test_a_yes_held_back_at_the_confirmation_places_nothing(pizza: ModuleT
     held = await chat.say(said)
     assert held.text == confirm.text == "A large pizza with ham. Shall I place the order? (yes/no)"
     assert not held.ended and not [e for e in held.events if e.type == "tool_call"]
+
+
+@pytest.mark.parametrize(("said", "read_back"), [
+    ("two large pizzas with pepperoni", "2 large pizzas with pepperoni"),
+    ("3 medium ham and mushroom pizzas please", "3 medium pizzas with ham and mushrooms"),
+    ("a couple of large pizzas with ham", "2 large pizzas with ham"),
+    ("a large pizza with ham", "A large pizza with ham")])
+async def test_how_many_pizzas_is_read_back_and_priced(pizza: ModuleType, said: str, read_back: str) -> None:
+    chat = Chat(pizza)
+    assert (await chat.say(said)).text == f"{read_back}. Shall I place the order? (yes/no)"
+    placed = await chat.say("yes")
+    quantity = int(read_back[0]) if read_back[0].isdigit() else 1
+    price = (pizza.PRICES[str(chat.data()["size"])] + pizza.PER_TOPPING * len(chat.data()["toppings"])) * quantity
+    assert placed.text.endswith(f": {read_back[0].lower()}{read_back[1:]}, {price:.2f} EUR. Ready in 20 minutes.")
