@@ -350,6 +350,17 @@ async def test_closing_after_a_task_completes_the_session_and_starts_nothing() -
     assert thanked.text == "You're welcome!" and thanked.started == [] and thanked.session.status == "running"
 
 
+@pytest.mark.parametrize("said", ["lovely, ta", "sweet thx", "brilliant", "much appreciated", "ty", "many thanks"])
+async def test_the_ways_people_thank_start_nothing_after_a_task(said: str) -> None:
+    chat = Chat(pia())
+    await chat.say("a large pizza")
+    await chat.say("yes")
+    thanked = await chat.say(said)
+    assert thanked.text == "You're welcome!" and thanked.started == [] and chat.session.runs == []
+    closed = await chat.say("that's everything, bye")
+    assert closed.text == "Glad I could help. Goodbye!" and chat.session.status == "completed"
+
+
 async def test_a_cancel_with_nothing_under_way_starts_nothing_and_says_so() -> None:
     chat = Chat(pia())
     await chat.say("a large pizza")

@@ -233,11 +233,13 @@ class Repair:
     patterns: tuple[str, ...] = PATTERNS
     cancel_phrases: tuple[str, ...] = ("cancel", "forget it", "never mind", "nevermind", "stop this",
                                        "i changed my mind", "i dont want it anymore")
-    thanks_phrases: tuple[str, ...] = ("thanks", "thank you", "thanks a lot", "thank you very much", "thx",
-                                       "cheers", "great", "perfect", "cool", "nice")
+    thanks_phrases: tuple[str, ...] = ("thanks", "thank you", "thanks a lot", "thank you very much", "thx", "ty",
+                                       "ta", "many thanks", "much appreciated", "appreciate it", "cheers", "great",
+                                       "perfect", "cool", "nice", "lovely", "brilliant", "awesome", "sweet")
     chitchat_phrases: tuple[str, ...] = ("how are you", "how are you doing", "hows it going", "how is it going",
                                          "nice to meet you", "you are great", "youre great")
-    completed_phrases: tuple[str, ...] = ("thats all", "that is all", "thats it", "that is it", "nothing else",
+    completed_phrases: tuple[str, ...] = ("thats all", "that is all", "thats it", "that is it", "thats everything",
+                                          "that is everything", "nothing else",
                                           "no thanks", "no thank you", "bye", "goodbye", "all good", "im done",
                                           "we are done", "all done")
     correction_markers: tuple[str, ...] = ("actually", "instead", "i meant", "change it", "make it", "rather",
