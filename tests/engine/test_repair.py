@@ -361,6 +361,17 @@ async def test_the_ways_people_thank_start_nothing_after_a_task(said: str) -> No
     assert closed.text == "Glad I could help. Goodbye!" and chat.session.status == "completed"
 
 
+@pytest.mark.parametrize("said", ["are you a bot?", "is this a bot", "Am I talking to a robot?"])
+async def test_are_you_a_bot_is_answered_and_the_step_asks_again(said: str) -> None:
+    chat = Chat(pia())
+    await chat.say("a large pizza")
+    answered = await chat.say(said)
+    assert answered.text == "I'm a virtual assistant, here to help.\n\nA large pizza for 12 EUR. Shall I? (yes/no)"
+    assert answered.codes() == ["repair-chitchat"]
+    own = Chat(pia(repair=Repair(bot_reply="I'm Pia's order bot.")))
+    assert (await own.say(said)).text.startswith("I'm Pia's order bot.")
+
+
 async def test_a_cancel_with_nothing_under_way_starts_nothing_and_says_so() -> None:
     chat = Chat(pia())
     await chat.say("a large pizza")

@@ -194,7 +194,8 @@ class Repair:
     Attributes:
         patterns: the patterns that are on (see :data:`PATTERNS`).
         cancel_phrases: a message containing one of these cancels the task being asked for.
-        thanks_phrases, chitchat_phrases: a message made only of these is small talk.
+        thanks_phrases, chitchat_phrases, bot_phrases: a message made only of these is small talk
+            ("are you a bot?" is answered ``bot_reply``).
         completed_phrases: a message made only of these (and thanks) closes the conversation.
         correction_markers: words that make a message a correction even when it also answers
             the step ("actually, make it medium" at a yes/no step; a bare yes or no with a new
@@ -208,9 +209,9 @@ class Repair:
         not_cancellable: said when the task being asked for cannot be cancelled.
         nothing_to_cancel: said when a message made only of cancel phrases ("never mind") comes
             with no task under way (and names none to start).
-        thanks_reply, chitchat_reply, small_talk_reply: the answer to thanks, to "how are you?"
-            (the chitchat phrases), and to other small talk a model recognised; the step then
-            asks again.
+        thanks_reply, chitchat_reply, bot_reply, small_talk_reply: the answer to thanks, to "how
+            are you?" (the chitchat phrases), to "are you a bot?" (the bot phrases), and to other
+            small talk a model recognised; the step then asks again.
         completed_reply: the closing reply.
         complete_session: the closing reply completes the session (the next message starts a new one).
         corrected: said when a correction changed a value, at a step the engine phrases, before
@@ -238,6 +239,9 @@ class Repair:
                                        "perfect", "cool", "nice", "lovely", "brilliant", "awesome", "sweet")
     chitchat_phrases: tuple[str, ...] = ("how are you", "how are you doing", "hows it going", "how is it going",
                                          "nice to meet you", "you are great", "youre great")
+    bot_phrases: tuple[str, ...] = ("are you a bot", "are you a robot", "are you an ai", "are you real",
+                                    "is this a bot", "am i talking to a bot", "am i talking to a robot",
+                                    "is this automated", "are you a real person")
     completed_phrases: tuple[str, ...] = ("thats all", "that is all", "thats it", "that is it", "thats everything",
                                           "that is everything", "nothing else",
                                           "no thanks", "no thank you", "bye", "goodbye", "all good", "im done",
@@ -256,6 +260,7 @@ class Repair:
     nothing_to_cancel: str = "There's nothing in progress to cancel. Is there anything else I can help with?"
     thanks_reply: str = "You're welcome!"
     chitchat_reply: str = "I'm doing well, thanks for asking!"
+    bot_reply: str = "I'm a virtual assistant, here to help."
     small_talk_reply: str = "Thanks, that's kind of you!"
     completed_reply: str = "Glad I could help. Goodbye!"
     complete_session: bool = True
@@ -274,9 +279,10 @@ class Repair:
 
     def small_talk(self, text: str) -> set[int]:
         """Which kinds of small talk ``text`` is made of, with filler only besides (0 thanks, 1 the
-        chitchat phrases, 2 a closing; see :func:`spoken_only`): empty when it says anything else."""
+        chitchat phrases, 2 a closing, 3 the bot phrases; see :func:`spoken_only`): empty when it
+        says anything else."""
         return spoken_only(text, self.thanks_phrases, self.chitchat_phrases, self.completed_phrases,
-                           filler=self.filler)
+                           self.bot_phrases, filler=self.filler)
 
     def problems(self) -> list[str]:
         """What is wrong with this configuration (an unknown pattern name, a bad margin)."""

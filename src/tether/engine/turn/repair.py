@@ -14,7 +14,7 @@ step being asked: it never counts toward that step's ``max_turns``.
   and a task the message names starts, else the task it interrupted continues. A flow's
   ``on_cancel`` node runs instead of the built-in; a flow with ``cancellable=False`` says
   ``Repair.not_cancellable`` and asks again.
-- **chitchat**: ``Repair.thanks_reply``, ``chitchat_reply`` or ``small_talk_reply``; then the step
+- **chitchat**: ``Repair.thanks_reply``, ``chitchat_reply``, ``bot_reply`` or ``small_talk_reply``; then the step
   being asked asks again. With no task under way, nothing starts, but for the session's first
   message (the agent has said nothing yet): then the agent's opening follows the reply (its
   catch-all flow starts and asks, not reading the message). A step the model phrases answers
@@ -45,7 +45,7 @@ from tether.engine.graph.moves import finish
 from tether.engine.step.memory import append
 from tether.engine.turn.keys import message_key
 from tether.engine.turn.keywords import keyword_scores
-from tether.engine.turn.repair_intents import keyword_intent, small_talk_kind
+from tether.engine.turn.repair_intents import keyword_intent, small_talk_reply
 from tether.engine.turn.route import ROUTE_MIN_SCORE, route_to
 from tether.engine.turn.run_phase import keep_asking, move_floor, resume_suspended
 from tether.engine.turn.understand import message_trigger, passing_catch_all, repeat_allows
@@ -152,9 +152,7 @@ def handle_repair(ts: TurnState, asker: Run | None, intent: str | None, scores: 
     elif intent == "cancel" and _nothing_to_cancel(ts, scores):
         _say(ts, "cancel", ts.agent.repair.nothing_to_cancel)
     elif intent == "chitchat":
-        kind = small_talk_kind(ts.agent.repair, ts.message_text)
-        _say(ts, "chitchat", {"how_are_you": ts.agent.repair.chitchat_reply, "thanks": ts.agent.repair.thanks_reply}
-             .get(kind, ts.agent.repair.small_talk_reply))
+        _say(ts, "chitchat", small_talk_reply(ts.agent.repair, ts.message_text))
         if asker is not None:
             keep_asking(ts, asker)
         elif ts.session.last_assistant_at is None:
@@ -199,8 +197,7 @@ def _at_agent_step(ts: TurnState, run: Run, node: AgentNode, intent: str, scores
     if intent == "cancel":
         _cancel(ts, run, scores)
     elif intent == "chitchat":
-        kind = small_talk_kind(repair, ts.message_text)
-        text = {"how_are_you": repair.chitchat_reply, "thanks": repair.thanks_reply}.get(kind, repair.small_talk_reply)
+        text = small_talk_reply(repair, ts.message_text)
         _say(ts, "chitchat", text)
         append(ts, node.namespace, "user", ts.message_text, step=node.id)
         append(ts, node.namespace, "assistant", text, step=node.id)

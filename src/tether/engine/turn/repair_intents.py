@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from tether.flow.repair import Repair, asks_to_cancel, phrase_in, spoken_only
 
-__all__ = ["INTENTS", "keyword_intent", "small_talk_kind"]
+__all__ = ["INTENTS", "keyword_intent", "small_talk_kind", "small_talk_reply"]
 
 INTENTS = ("cancel", "chitchat", "completed", "skip")
 """The repair intents an understand call may report."""
 
-_THANKS, _CHITCHAT, _CLOSING = 0, 1, 2
+_THANKS, _CHITCHAT, _CLOSING, _BOT = 0, 1, 2, 3
 
 
 def keyword_intent(repair: Repair, text: str, *, task_under_way: bool, agent_step: bool = False) -> str | None:
@@ -49,10 +49,19 @@ def keyword_intent(repair: Repair, text: str, *, task_under_way: bool, agent_ste
 
 
 def small_talk_kind(repair: Repair, text: str) -> str:
-    """Which small talk the message is: ``how_are_you`` (the chitchat phrases), ``thanks``, or
-    ``other`` (small talk only a model recognised)."""
-    if _CHITCHAT in repair.small_talk(text) or phrase_in(text, repair.chitchat_phrases):
-        return "how_are_you"
+    """Which small talk the message is: ``bot`` (the bot phrases: "are you a bot?"),
+    ``how_are_you`` (the chitchat phrases), ``thanks``, or ``other`` (small talk only a model
+    recognised)."""
     parts = repair.small_talk(text)
+    if _BOT in parts or phrase_in(text, repair.bot_phrases):
+        return "bot"
+    if _CHITCHAT in parts or phrase_in(text, repair.chitchat_phrases):
+        return "how_are_you"
     thanked = _THANKS in parts or phrase_in(text, ("thanks", "thank you", "thx"))
     return "thanks" if thanked else "other"
+
+
+def small_talk_reply(repair: Repair, text: str) -> str:
+    """The agent's answer to the small talk ``text`` is (see :func:`small_talk_kind`)."""
+    return {"bot": repair.bot_reply, "how_are_you": repair.chitchat_reply,
+            "thanks": repair.thanks_reply}.get(small_talk_kind(repair, text), repair.small_talk_reply)
