@@ -393,3 +393,15 @@ async def test_a_reason_said_before_the_order_number_is_not_asked_again(support:
     assert asked.text == "Which order is the refund for? Order numbers look like A-1001."
     confirm = await chat.say("A-1003")
     assert confirm.text == "Open a refund request for order A-1003 (arrived damaged)? Please answer yes or no."
+
+
+async def test_a_hedged_i_dont_know_is_no_address_and_a_hedge_alone_is_asked_again(support: ModuleType) -> None:
+    chat = Chat(support)
+    await chat.says("change my delivery address", "A-1002")
+    later = await chat.say("hmm not sure yet, I don't know")
+    assert later.text == "No problem: come back when you have the new address."
+    again = Chat(support)
+    await again.says("change my delivery address", "A-1002")
+    assert (await again.say("hmm let me check")).text == "What's the new delivery address?"
+    told = await again.say("I told you, 22 Baker Street, Bristol")
+    assert told.text == "Change the delivery address of A-1002 to 22 Baker Street, Bristol? Please answer yes or no."

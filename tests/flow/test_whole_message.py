@@ -26,6 +26,9 @@ def test_the_trimmed_message_of_at_least_min_length_is_the_value() -> None:
     ("sure, my new address is 14 Oak Ave", "14 Oak Ave"),
     ("ok it's 14 Oak Ave", "14 Oak Ave"),
     ("ok", "ok"),
+    ("I told you, 22 Baker Street, Bristol", "22 Baker Street, Bristol"),
+    ("like I said 22 Baker Street", "22 Baker Street"),
+    ("like I said it never arrived", "like I said it never arrived"),  # before a number only
     ("Send it to: 2 Elm Road, please!", "2 Elm Road"),
     ("it is broken", "it is broken"),  # "it is" introduces a number ("it is 5 Main Street"), not a reason
     ("It should be here by now but never came", "It should be here by now but never came"),
@@ -94,3 +97,15 @@ flow:
     assert resolver.resolve("it is great", {}).value == "it is great"
     [written] = to_spec(flow)["nodes"][0]["resolvers"]
     assert written == {"kind": "whole_message", "field": "comment", "keep_intro": True}
+
+
+@pytest.mark.parametrize("said", ["hmm let me check", "not sure", "hmm, not sure yet", "no clue", "one sec",
+                                  "dunno", "I'm not sure"])
+def test_a_message_that_only_hedges_is_no_free_text_answer(said: str) -> None:
+    assert whole_message("address", min_length=3).resolve(said, {}).status == "miss"
+
+
+@pytest.mark.parametrize(("said", "value"), [("no", "no"), ("not sure, it just stopped", "not sure, it just stopped"),
+                                             ("let me check: 5 Main St", "let me check: 5 Main St")])
+def test_a_hedge_with_something_said_is_an_answer(said: str, value: str) -> None:
+    assert whole_message("reason").resolve(said, {}).value == value

@@ -240,9 +240,10 @@ class Pattern:
 VALUE_INTRODUCERS = (("its",), ("it", "is"), ("it", "should", "go", "to"), ("it", "should", "be"),
                      ("send", "it", "to"), ("ship", "it", "to"), ("deliver", "it", "to"),
                      ("the", "address", "is"), ("the", "new", "address", "is"), ("my", "address", "is"),
-                     ("my", "new", "address", "is"), ("my", "name", "is"), ("the", "name", "is"))
+                     ("my", "new", "address", "is"), ("my", "name", "is"), ("the", "name", "is"),
+                     ("i", "told", "you"), ("like", "i", "said"), ("as", "i", "said"))
 """The words that introduce a free-text value at the start of a message ("it's", "my new address
-is", "send it to"), as words: lower case, apostrophes dropped."""
+is", "send it to", "I told you"), as words: lower case, apostrophes dropped."""
 
 _BEFORE_A_NUMBER = frozenset(VALUE_INTRODUCERS) - {("send", "it", "to"), ("ship", "it", "to"), ("deliver", "it", "to"),
                                                    ("my", "name", "is"), ("the", "name", "is")}
@@ -288,12 +289,27 @@ def without_introduction(text: str) -> str:
     return value[spans[first][0] if first else 0:spans[last - 1][1] if last < len(spans) else len(value)].strip()
 
 
+_HEDGING = frozenset({"hmm", "hmmm", "hm", "um", "umm", "uh", "er", "sure", "check", "dunno", "idk", "clue", "sec",
+                      "moment", "maybe"})
+HEDGES = _HEDGING | {"not", "yet", "let", "me", "im", "i", "am", "no", "ok", "okay", "well", "so", "wait", "one",
+                     "second", "a", "hang", "on", "just"}
+"""The words of a message that only hedges: "hmm, not sure yet", "let me check", "one sec"."""
+
+
+def only_hedges(text: str) -> bool:
+    """``text`` says nothing but :data:`HEDGES`, one of them a hedge ("hmm let me check", "not
+    sure", "no clue"): no free-text answer. "ok" or "no" alone, a message with any other word or
+    with a number, says something."""
+    words = {word for _, _, word in said_words(text)}
+    return bool(words & _HEDGING) and words <= HEDGES
+
+
 @dataclass(frozen=True)
 class WholeMessage:
     """The whole trimmed message is the value, less the words that introduce it
     (:func:`without_introduction`; ``keep_intro=True`` keeps the message as said): at least
-    ``min_length`` characters; with ``questions=False``, not a message that asks something (one
-    that ends with "?")."""
+    ``min_length`` characters, not a message that only hedges ("hmm, let me check": :func:`only_hedges`);
+    with ``questions=False``, not a message that asks something (one that ends with "?")."""
 
     field: str
     min_length: int = 1
@@ -303,7 +319,7 @@ class WholeMessage:
 
     def resolve(self, text: str, frame: Mapping[str, Any]) -> Resolution:
         value = text.strip() if self.keep_intro else without_introduction(text)
-        if len(value) < self.min_length or (not self.questions and value.endswith("?")):
+        if len(value) < self.min_length or (not self.questions and value.endswith("?")) or only_hedges(value):
             return _MISS
         return Resolution("hit", value)
 

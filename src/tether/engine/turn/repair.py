@@ -121,6 +121,11 @@ def _reads_an_answer(ts: TurnState, run: Run, node: Collect) -> bool:
                for r in node.resolvers)
 
 
+_HEDGES = frozenset({"hmm", "hmmm", "umm", "yet", "really", "maybe", "honestly", "sorry", "well", "actually",
+                     "just", "right", "now", "sure", "not", "think"})
+"""Words that hedge around "I don't know" and say nothing of their own ("hmm, not sure yet")."""
+
+
 def _answers_anyway(ts: TurnState, run: Run, node: Collect) -> bool:
     """A message with a skip phrase still answers the step: one of its resolvers reads a value, or
     the step takes free text and the message says two words of its own besides the phrase."""
@@ -129,7 +134,7 @@ def _answers_anyway(ts: TurnState, run: Run, node: Collect) -> bool:
     if not any(isinstance(r, WholeMessage) for r in node.resolvers):
         return False
     said = {w for phrase in ts.agent.repair.skip_phrases for w in content_words(phrase)}
-    return len(content_words(ts.message_text) - said) >= 2
+    return len(content_words(ts.message_text) - said - _HEDGES) >= 2
 
 
 def handle_repair(ts: TurnState, asker: Run | None, intent: str | None, scores: dict[str, float] | None = None) -> bool:
