@@ -290,7 +290,7 @@ def without_introduction(text: str) -> str:
 
 
 _HEDGING = frozenset({"hmm", "hmmm", "hm", "um", "umm", "uh", "er", "sure", "check", "dunno", "idk", "clue", "sec",
-                      "moment", "maybe"})
+                      "moment"})
 HEDGES = _HEDGING | {"not", "yet", "let", "me", "im", "i", "am", "no", "ok", "okay", "well", "so", "wait", "one",
                      "second", "a", "hang", "on", "just"}
 """The words of a message that only hedges: "hmm, not sure yet", "let me check", "one sec"."""
