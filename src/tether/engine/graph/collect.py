@@ -210,13 +210,7 @@ def read_again(ts: TurnState, run: Run, flow: Flow, node: Collect) -> dict[str, 
     if not any(isinstance(r, Pattern) and r.field in wanted for r in node.resolvers):
         return {}
     hits, _ = resolve(ts, run, node, wanted, patterns_only=True)
-    if not hits:
-        return {}
-    sources, rejected = merge_values(ts, run, node, hits, source="deterministic", guard=False)
-    ts.emit(CollectUpdate(run_id=run.id, flow=flow.id, at=ts.now, node=node.id,
-                          collected={n: value_of(ts, run, node, n) for n in sources},
-                          missing=missing(ts, run, node), sources=sources, rejected=rejected))
-    return sources
+    return _read_ahead(ts, run, flow, node, hits)
 
 
 def read_earlier(ts: TurnState, run: Run, flow: Flow, node: Collect) -> dict[str, str]:
@@ -236,6 +230,12 @@ def read_earlier(ts: TurnState, run: Run, flow: Flow, node: Collect) -> dict[str
                 found = resolver.resolve(text, frame)
                 if found.status == "hit":
                     hits[resolver.field] = found.value
+    return _read_ahead(ts, run, flow, node, hits)
+
+
+def _read_ahead(ts: TurnState, run: Run, flow: Flow, node: Collect, hits: dict[str, Any]) -> dict[str, str]:
+    """Write the values a step read before it asked (``hits``, by its patterns) and say so; the
+    fields written, with their source."""
     if not hits:
         return {}
     sources, rejected = merge_values(ts, run, node, hits, source="deterministic", guard=False)
