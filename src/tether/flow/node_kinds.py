@@ -19,6 +19,7 @@ out of the node commits). What each kind does when the engine dispatches it:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -27,7 +28,7 @@ from pydantic import BaseModel
 
 from tether.flow.choices import Choice
 from tether.flow.options import callable_name, is_model_class
-from tether.flow.resolvers import Resolver
+from tether.flow.resolvers import Pattern, Resolver
 from tether.flow.transitions import NEXT, End, Transition, stay
 
 __all__ = [
@@ -202,6 +203,12 @@ class Collect(Node):
         """True when the model phrases the question (``prompt``/``question``): the fields are
         then read by the speak call's envelope. False when the engine asks deterministically."""
         return self.ask is None and (self.prompt is not None or self.question is not None)
+
+    @functools.cached_property
+    def early_patterns(self) -> tuple[Pattern, ...]:
+        """The ``pattern`` resolvers that also read what was said before the step was reached
+        (``early=True``)."""
+        return tuple(r for r in self.resolvers if isinstance(r, Pattern) and r.early)
 
     @property
     def slots(self) -> tuple[str, ...]:

@@ -218,7 +218,7 @@ def read_earlier(ts: TurnState, run: Run, flow: Flow, node: Collect) -> dict[str
     fields it misses and never asked: "it arrived damaged, I want my money back", then "A-1003",
     gives the reason step its reason. The latest message with a value gives it. Returns the fields
     read, with their source."""
-    early = [r for r in node.resolvers if isinstance(r, Pattern) and r.early]
+    early = node.early_patterns
     wanted = [name for name in missing(ts, run, node) if not run.asked.get(name)] if early else []
     if not any(r.field in wanted for r in early):
         return {}
