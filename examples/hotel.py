@@ -315,8 +315,8 @@ def _scripted(request: ModelRequest) -> ModelResponse:
     if changed is not None:  # "actually can we do friday to monday", "yes but make it 3 nights"
         return call("confirm_booking", confirmed=False, check_in=changed[0].isoformat(),
                     check_out=changed[1].isoformat())
-    if step == "confirm" and said is not None:
-        return call("confirm_booking", confirmed=said, guests=guests)
+    if step == "confirm" and (said is not None or guests is not None):  # "ok wait, make it 3 guests"
+        return call("confirm_booking", confirmed=bool(said), guests=guests)
     if re.search(r"^\W*(?:(?:actually|ok|okay|no|please)\W+)*(?:bye|goodbye|stop|cancel|quit)\b", words):
         return call("terminate_session")  # a message that takes its leave, not one that says "bus stop" in passing
     return ModelResponse(text=_question(request, step), finish_reason="stop")

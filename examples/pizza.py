@@ -40,11 +40,14 @@ PRICE_LIST = (f"A small pizza is {PRICES['small']} EUR, a medium {PRICES['medium
               f"plus {PER_TOPPING:.2f} EUR a topping.")
 
 
-COUNT_WORDS = ("two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
-# "two large pizzas with ham", "3 pizzas": how many of the one pizza the order is for (a message
-# that names no number is one pizza)
-QUANTITY = [pattern("quantity", rf"\b(?:{n}|{word}{'|a couple of|a pair of' if n == 2 else ''})\s+(?:[a-z-]+\s+){{0,5}}"
-                    r"pizzas\b", value=str(n)) for n, word in enumerate(COUNT_WORDS, start=2)]
+COUNT_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+# "two large pizzas with ham", "3 pizzas", "just one pizza": how many of the one pizza the order is
+# for (one when not said); between the number and "pizza" only what a pizza is (sizes, toppings)
+_PIZZA_WORDS = rf"(?:(?:{'|'.join(SIZES)}|{'|'.join(t.split()[-1] for t in TOPPINGS)}|mushroom|olive|onion|pepper|" \
+    r"extra|plain|green|and|with|more|of|those|these)\s+){0,5}"
+QUANTITY = [pattern("quantity", rf"\b(?:{n}|{word}{'|a couple of|a pair of' if n == 2 else ''}"
+                    rf"{'|a single|just a|only a' if n == 1 else ''})\s+{_PIZZA_WORDS}pizzas?\b", value=str(n))
+            for n, word in enumerate(COUNT_WORDS, start=1)]
 
 
 def listed(items: list[str]) -> str:

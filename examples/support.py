@@ -141,10 +141,7 @@ orders = Flow(
         # "I don't know it": where to find it, then the question again (not a hand-off)
         reply("where_to_find", response=FIND_ORDER_NUMBER, next=goto("ask_order", clear=["order_number"])),
     ],
-    # "where is A-1001?", "what's the status of A-1001?": an order question at any point (not "shipped": "it
-    # was shipped to my old address" is an address change)
-    on=[on_message("where is my order", "order status", "track a package", "track my order", "where is", "status of",
-                   repeat="always")],
+    on=[on_message("where is my order", "order status", "track a package", "track my order", repeat="always")],
     on_skip="where_to_find",
 )
 

@@ -382,8 +382,10 @@ async def test_a_cancel_with_nothing_under_way_starts_nothing_and_says_so() -> N
         assert nothing.started == [] and chat.session.runs == [] and nothing.codes() == ["repair-cancel"]
     named = await Chat(pia()).say("never mind, a pizza")  # names a task: it starts
     assert named.text == "Small, medium or large?"
-    own = await Chat(pia(repair=Repair(nothing_to_cancel="Nothing to drop."))).say("cancel")
-    assert own.text == "Nothing to drop."
+    own = Chat(pia(repair=Repair(nothing_to_cancel="Nothing to drop.")))
+    await own.say("a large pizza")
+    await own.say("yes")
+    assert (await own.say("cancel")).text == "Nothing to drop."
 
 
 async def test_with_a_model_the_understand_intent_cancels() -> None:

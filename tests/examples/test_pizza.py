@@ -175,3 +175,13 @@ async def test_how_many_pizzas_is_read_back_and_priced(pizza: ModuleType, said: 
     quantity = int(read_back[0]) if read_back[0].isdigit() else 1
     price = (pizza.PRICES[str(chat.data()["size"])] + pizza.PER_TOPPING * len(chat.data()["toppings"])) * quantity
     assert placed.text.endswith(f": {read_back[0].lower()}{read_back[1:]}, {price:.2f} EUR. Ready in 20 minutes.")
+
+
+async def test_the_quantity_comes_back_down_and_people_are_not_pizzas(pizza: ModuleType) -> None:
+    chat = Chat(pizza)
+    await chat.say("two large pizzas with ham")
+    one = await chat.say("actually make it one pizza")
+    assert one.text.endswith("A large pizza with ham. Shall I place the order? (yes/no)")
+    people = Chat(pizza)
+    asked = await people.say("we are two hungry people who love pizzas, large with ham")
+    assert asked.text == "A large pizza with ham. Shall I place the order? (yes/no)"

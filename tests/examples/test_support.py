@@ -374,18 +374,6 @@ async def test_a_correction_asked_as_a_question_is_taken(support: ModuleType, fo
     assert moved.text.startswith("OK, I've changed the order to A-1002.")
 
 
-@pytest.mark.parametrize("question", ["where is A-1001?", "wait, where's A-1001?", "what's the status of A-1001?"])
-async def test_a_question_about_another_order_at_the_refund_confirmation_keeps_the_refund(
-        support: ModuleType, question: str) -> None:
-    chat = Chat(support)
-    await chat.says("refund please", "A-1003", "it arrived broken")
-    answered = await chat.say(question)
-    assert answered.text.startswith("Order A-1001 is shipped: it left our warehouse on Monday")
-    assert answered.text.endswith(
-        "Open a refund request for order A-1003 (it arrived broken)? Please answer yes or no.")
-    assert chat.asking() == ["refund/refund_confirm"]
-
-
 @pytest.mark.parametrize("form", ["py", "yaml"])
 async def test_a_reason_said_before_the_order_number_is_not_asked_again(support: ModuleType, form: str) -> None:
     chat = Chat(twin(support, form))

@@ -68,6 +68,14 @@ def test_a_yes_held_back_is_no_answer(text: str) -> None:
     assert CONFIRM.resolve(text, {}).status == "miss"
 
 
+@pytest.mark.parametrize("text", ["hang on, yes", "wait, go ahead", "yes please, the sooner the better, can't wait",
+                                  "sure, go ahead, I'll wait for the email", "yes, 12 Bus Stop Lane",
+                                  "yes please, I'll stop by to pick it up", "yes, stop asking and place it",
+                                  "yes, then I'll hang up"])
+def test_a_word_that_only_sounds_like_a_hold_keeps_the_yes(text: str) -> None:
+    assert read_yes_no(text) is True
+
+
 def test_a_no_that_waits_is_still_a_no() -> None:
     assert read_yes_no("no wait, keep the old one") is False
     assert read_yes_no("stop") is None

@@ -72,10 +72,30 @@ NO_WORDS = frozenset({"no", "n", "nope", "nah", "not", "dont", "wrong", "negativ
 _YES_PHRASES = ("go ahead", "of course", "sounds good", "please do", "do it", "thats right", "that is right",
                 "no worries", "no problem", "why not")
 """Phrases that say yes, some with a "no" or "not" in them ("no worries, go ahead")."""
+
 _YES_NO_WORD = re.compile(r"[^\W\d_]+")
-_WITHHELD = frozenset({"stop", "wait", "hang"})
-"""Words that hold a yes back: "ok stop", "ok wait", "yes, hang on" say neither yes nor no ("no wait"
-is still a no)."""
+_HOLDS = frozenset({"stop", "wait", "hang", "hold"})
+_NOT_A_HOLD_BEFORE = frozenset({"cant", "cannot", "couldnt", "to", "ill", "will", "wont", "need", "not", "dont", "bus",
+                                "the", "a", "i", "we", "you", "no"})
+_NOT_A_HOLD_AFTER = frozenset({"by", "up", "for", "off", "over", "in"})
+
+
+def _held_back(words: list[str], yes: frozenset[str]) -> bool:
+    """A yes held back: a hold ("stop", "wait", "hang on", "hold on") said as one, after the
+    last yes ("ok stop", "yes, hang on", "sure, wait a second"; not "hang on, yes" or "wait, go
+    ahead"). A word that only sounds like one is not: "can't wait", "I'll wait for the email",
+    "stop by", "the bus stop", "stop asking and place it", "hang up"."""
+    ends = [i + len(phrase) - 1 for phrase in map(str.split, _YES_PHRASES)
+            for i in range(len(words)) if words[i:i + len(phrase)] == phrase]
+    last_yes = max([i for i, word in enumerate(words) if word in yes] + ends, default=-1)
+    for i in range(last_yes + 1, len(words)):
+        word = words[i]
+        after = words[i + 1] if i + 1 < len(words) else ""
+        if word not in _HOLDS or (i and words[i - 1] in _NOT_A_HOLD_BEFORE) or after in _NOT_A_HOLD_AFTER \
+                or after.endswith("ing") or (word in ("hang", "hold") and after != "on"):
+            continue
+        return True
+    return False
 
 
 def read_yes_no(text: str, *, yes: frozenset[str] = frozenset(), no: frozenset[str] = frozenset()) -> bool | None:
@@ -83,7 +103,8 @@ def read_yes_no(text: str, *, yes: frozenset[str] = frozenset(), no: frozenset[s
     "nah", "don't"): None when it has both ("not sure") or neither, or holds its yes back ("ok
     stop", "ok wait", "yes, hang on"). ``yes`` and ``no``: more words
     of each (a question's own: "the same one" answers "the same order?")."""
-    joined = f" {' '.join(_YES_NO_WORD.findall(text.lower().replace(chr(39), '').replace(chr(0x2019), '')))} "
+    words = _YES_NO_WORD.findall(text.lower().replace(chr(39), '').replace(chr(0x2019), ''))
+    joined = f" {' '.join(words)} "
     is_yes = False
     for phrase in _YES_PHRASES:
         if f" {phrase} " in joined:
@@ -91,7 +112,7 @@ def read_yes_no(text: str, *, yes: frozenset[str] = frozenset(), no: frozenset[s
             joined = joined.replace(f" {phrase} ", " ")  # its "no" is not a no
     said = set(joined.split())
     is_yes = is_yes or bool(said & (YES_WORDS | yes))
-    if is_yes and said & _WITHHELD:
+    if is_yes and _held_back(words, YES_WORDS | yes):
         return None
     is_no = bool(said & (NO_WORDS | no))
     return is_yes if is_yes != is_no else None

@@ -108,9 +108,15 @@ def keyword_repair(ts: TurnState, asker: Run | None) -> str | None:
 
 
 def _asked(ts: TurnState) -> bool:
-    """The agent's last message asked a question (it ends with a question mark)."""
-    said = next((m.text for m in reversed(ts.session.messages) if m.role == "assistant"), "")
-    return said.rstrip().endswith("?")
+    """The agent's last message asked a question."""
+    return _last_question(ts) is not None
+
+
+def _last_question(ts: TurnState) -> str | None:
+    """The agent's last message, when it asked a question (it ends with a question mark): its
+    last paragraph, without the small talk that came before it."""
+    said = next((m.text for m in reversed(ts.session.messages) if m.role == "assistant"), "").rstrip()
+    return said.split("\n\n")[-1] if said.endswith("?") else None
 
 
 def _reads_an_answer(ts: TurnState, run: Run, node: Collect) -> bool:
@@ -178,9 +184,11 @@ def handle_repair(ts: TurnState, asker: Run | None, intent: str | None, scores: 
 
 
 def _nothing_to_cancel(ts: TurnState, scores: dict[str, float] | None) -> bool:
-    """A cancel with nobody asking: no run is live (none is suspended, none waits) and the
-    message names no task a trigger starts ("cancel my order" is routed)."""
-    return not ts.session.runs and _named_task(ts, scores, exclude="") is None
+    """A cancel with nobody asking, after the agent has spoken (a first "never mind" gets the
+    agent's opening): no run is live (none is suspended, none waits) and the message names no
+    task a trigger starts ("cancel my order" is routed)."""
+    return ts.session.last_assistant_at is not None and not ts.session.runs \
+        and _named_task(ts, scores, exclude="") is None
 
 
 def _open(ts: TurnState) -> None:
@@ -195,14 +203,16 @@ def _open(ts: TurnState) -> None:
 
 def _at_agent_step(ts: TurnState, run: Run, node: AgentNode, intent: str, scores: dict[str, float] | None) -> bool:
     """A repair intent at an agent step (seed 004): cancel ends the step's run and says so;
-    small talk gets its short reply and the step goes on (its model hears the next message, and
-    both lines join the step's memory); a closing ends the run with the closing reply. Neither
-    runs the step's model loop: no call."""
+    small talk gets its short reply, then the step's last question again when its last message
+    asked one, and the step goes on (its model hears the next message, and both lines join the
+    step's memory); a closing ends the run with the closing reply. Neither runs the step's model
+    loop: no call."""
     repair = ts.agent.repair
     if intent == "cancel":
         _cancel(ts, run, scores)
     elif intent == "chitchat":
-        text = small_talk_reply(repair, ts.message_text)
+        question = _last_question(ts)  # the step's question, asked again after the reply
+        text = small_talk_reply(repair, ts.message_text) + (f"\n\n{question}" if question else "")
         _say(ts, "chitchat", text)
         append(ts, node.namespace, "user", ts.message_text, step=node.id)
         append(ts, node.namespace, "assistant", text, step=node.id)
