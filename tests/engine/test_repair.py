@@ -376,7 +376,7 @@ async def test_a_cancel_with_nothing_under_way_starts_nothing_and_says_so() -> N
     chat = Chat(pia())
     await chat.say("a large pizza")
     await chat.say("yes")
-    for said in ("never mind", "ok, forget it please"):
+    for said in ("never mind", "ok, forget it please", "oh never mind then", "never mind, thanks", "cancel it"):
         nothing = await chat.say(said)
         assert nothing.text == "There's nothing in progress to cancel. Is there anything else I can help with?"
         assert nothing.started == [] and chat.session.runs == [] and nothing.codes() == ["repair-cancel"]

@@ -18,6 +18,8 @@ INTENTS = ("cancel", "chitchat", "completed", "skip")
 """The repair intents an understand call may report."""
 
 _THANKS, _CHITCHAT, _CLOSING, _BOT = 0, 1, 2, 3
+_CANCEL_FILLER = ("it", "that", "this", "then", "actually", "oh")
+"""Words around a cancel phrase that name nothing ("oh never mind then", "cancel that")."""
 
 
 def keyword_intent(repair: Repair, text: str, *, task_under_way: bool, agent_step: bool = False) -> str | None:
@@ -43,8 +45,10 @@ def keyword_intent(repair: Repair, text: str, *, task_under_way: bool, agent_ste
         return "completed"
     if repair.on("chitchat") and parts:
         return "chitchat"
-    if repair.on("cancel") and spoken_only(text, repair.cancel_phrases, filler=repair.filler):
-        return "cancel"  # "never mind" with nothing under way: said only to cancel, it starts nothing
+    if repair.on("cancel") and spoken_only(text, repair.cancel_phrases, repair.thanks_phrases,
+                                           filler=(*repair.filler, *_CANCEL_FILLER)) \
+            and asks_to_cancel(text, repair.cancel_phrases):
+        return "cancel"  # "never mind, thanks" with nothing under way: said only to cancel, it starts nothing
     return None
 
 
