@@ -9,7 +9,8 @@ Without a model the agent is served by a small scripted stand-in (``fallback_mod
 dates, a number of guests and yes/no from the customer's words, so the example runs offline. It
 reads the dates people type (``read_dates``): ``2026-05-01``; ``12/03`` or ``12/03/2026`` (day
 first: the 12th of March); ``12 March``, ``12th of March``, ``March 12`` (a year may follow);
-``12-15 March``, ``the 12th to the 15th of March``, ``March 12-15`` (two days of one month);
+``12-15 March``, ``the 12th to the 15th of March``, ``March 12-15`` (two days of one month); ``the
+12th`` (of this month, else of the next);
 ``today``, ``tomorrow``; ``Friday``, ``this Friday`` or ``next Friday`` (all three: the first Friday
 after today, and for the check-out the first one after the check-in, so "Friday to Sunday" is two
 nights). A date with no year is the next one to come; a check-out said without a year that would
@@ -22,7 +23,8 @@ Monday", "yes but make it 3 nights") read it back with them (``confirm_booking``
 other "no" asks for other dates, after which the booking is read back with the guests given before. The
 guests may come as a number, a word ("four people"), a sum ("2 adults and 1 child", "2 adults and
 a baby"), the speaker and a partner beside the others ("me and 2 kids" is 3, "my wife and I and our
-2 kids" 4) or "just me"; dates said again at the guests question count no guests;
+2 kids" 4), friends and teenagers ("I and 2 friends" is 3) or "just me"; dates and nights said at
+the guests question count no guests; at the confirmation, other dates and guests may change together;
 a yes or a no as customers say it ("yep", "sure", "nope"). A stay is at most 30 nights. It greets
 once, and asks again without the greeting.
 """
@@ -121,19 +123,24 @@ class ConfirmBooking(BaseModel):
 async def confirm_booking(args: dict[str, Any], ctx: Any) -> Any:
     """The customer answered the summary: with other dates or another number of guests (after a
     yes or a no), read it back with them; else book on yes, and ask for other dates on no."""
-    check_in, check_out = args.get("check_in"), args.get("check_out")
+    check_in, check_out, guests = args.get("check_in"), args.get("check_out"), args.get("guests")
+    changed: dict[str, Any] = {}  # never book what the answer contradicts: read it back with the changes
+    said: list[str] = []
     if check_in and check_out and (check_in, check_out) != (ctx.state.get("check_in"), ctx.state.get("check_out")):
-        dates = checked_dates(check_in, check_out, ctx.now.date())  # never book the dates the answer changed
+        dates = checked_dates(check_in, check_out, ctx.now.date())
         if isinstance(dates, str):
             return stay(dates)
-        return stay(f"Changed the dates to {check_in} to {check_out}.").with_state(dates)
-    if check_in and check_out and not args.get("confirmed"):
-        return stay("Those are the dates I have.")  # the dates read back, said again: not a "no"
-    guests = args.get("guests")
-    if guests is not None and guests != ctx.state.get("guests"):  # never book what the answer contradicts
+        changed.update(dates)
+        said.append(f"the dates to {check_in} to {check_out}")
+    if guests is not None and guests != ctx.state.get("guests"):
         if not 1 <= guests <= MAX_GUESTS:
             return stay(TOO_MANY)
-        return stay(f"Changed to {guests} guest(s).").with_state({"guests": guests})
+        changed["guests"] = guests
+        said.append(f"to {guests} guest(s)")
+    if changed:
+        return stay(f"Changed {', and '.join(said)}.").with_state(changed)
+    if check_in and check_out and not args.get("confirmed"):
+        return stay("Those are the dates I have.")  # the dates read back, said again: not a "no"
     if not args.get("confirmed"):
         return go("dates").with_prompt(f"The customer wants other dates. Today is {ctx.now:%A, %Y-%m-%d}. Ask for "
                                        "the new check-in and check-out dates and call set_dates.")
@@ -175,6 +182,7 @@ DATE_PHRASE = re.compile(
     rf"|\b(?P<d>\d{{1,2}})/(?P<m>\d{{1,2}})(?:/(?P<y>\d{{2}}|\d{{4}}))?\b"
     rf"|\b(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?: of)? (?P<month>{_MONTH})\b\.?(?:,? (?P<year>\d{{4}}))?"
     rf"|\b(?P<month2>{_MONTH})\.? (?P<day2>\d{{1,2}})(?:st|nd|rd|th)?\b(?:,? (?P<year2>\d{{4}}))?"
+    rf"|\bthe (?P<dom>\d{{1,2}})(?:st|nd|rd|th)\b(?!(?: of)? (?:{_MONTH})\b)"
     rf"|\b(?P<relative>today|tomorrow)\b"
     rf"|\b(?:(?:this|next|on) )?(?P<weekday>{_WEEKDAY})\b",
     re.IGNORECASE)
@@ -204,6 +212,12 @@ def _phrase_date(found: re.Match[str], after: date) -> date | None:
         day, month, year = ((groups["day"], groups["month"], groups["year"]) if groups["day"] else
                             (groups["day2"], groups["month2"], groups["year2"]))
         return _on_or_after(int(day), MONTHS[month.lower()], int(year) if year else None, after)
+    if groups["dom"]:  # "the 12th": of this month, else of the next one
+        on = _on_or_after(int(groups["dom"]), after.month, after.year, after)
+        if on is not None and on >= after:
+            return on
+        following = date(after.year + (after.month == 12), after.month % 12 + 1, 1)
+        return _on_or_after(int(groups["dom"]), following.month, following.year, after)
     if groups["relative"]:
         return after + timedelta(days=0 if groups["relative"].lower() == "today" else 1)
     ahead = (WEEKDAYS[groups["weekday"].lower()] - after.weekday() - 1) % 7 + 1  # 1 to 7 days on
@@ -297,7 +311,8 @@ def _scripted(request: ModelRequest) -> ModelResponse:
     party = _party(words)  # "3 guests", "2 adults and 1 child"
     if step == "guests" and party is not None:
         return call("set_guests", guests=party)
-    undated = DATE_PHRASE.sub(" ", DAY_RANGE.sub(_day_range, words))  # "5 june to 8 june" counts no guests
+    # "5 june to 8 june" and "4 nights" count no guests
+    undated = NIGHTS.sub(" ", DATE_PHRASE.sub(" ", DAY_RANGE.sub(_day_range, words)))
     if step == "guests" and (number := re.search(r"\b(\d+|" + "|".join(COUNTS) + r")\b", undated)):
         return call("set_guests", guests=_count(number.group(1)))  # "4"
     if step == "guests" and COUPLE.search(words):
@@ -311,10 +326,10 @@ def _scripted(request: ModelRequest) -> ModelResponse:
     if step == "confirm" and said and guests is None and (NIGHTS.search(words) or read_dates(words, _today(request))) \
             and re.search(r"\b(?:actually|instead|rather|change|make it|from)\b", words):
         said = False  # "yes but make it 3 nights": other dates, never the ones read back
-    changed = _changed_stay(request, words) if step == "confirm" and guests is None else None
-    if changed is not None:  # "actually can we do friday to monday", "yes but make it 3 nights"
+    changed = _changed_stay(request, words) if step == "confirm" else None
+    if changed is not None:  # "actually can we do friday to monday", "yes but 3 guests and 4 nights"
         return call("confirm_booking", confirmed=False, check_in=changed[0].isoformat(),
-                    check_out=changed[1].isoformat())
+                    check_out=changed[1].isoformat(), guests=guests)
     if step == "confirm" and (said is not None or guests is not None):  # "ok wait, make it 3 guests"
         return call("confirm_booking", confirmed=bool(said), guests=guests)
     if re.search(r"^\W*(?:(?:actually|ok|okay|no|please)\W+)*(?:bye|goodbye|stop|cancel|quit)\b", words):
@@ -332,7 +347,7 @@ COUPLE = re.compile(rf"\b(?:me|myself|i) and (?:my|a) {_PARTNER}\b|\b(?:my|a) {_
 
 
 PEOPLE = re.compile(rf"\b(\d+|{'|'.join(COUNTS)}|a|an) (?:(?P<total>guests?|people|persons?|of us)|adults?|children|"
-                    r"child|kids?|infants?|bab(?:y|ies))\b")
+                    r"child|kids?|infants?|bab(?:y|ies)|teen(?:ager)?s?|friends?|colleagues?|grandparents?)\b")
 SPEAKER = re.compile(r"\b(?:me|myself|i)(?: and| plus|,)|\b(?:and|plus) (?:me|myself)\b")
 """The one who speaks, counted beside the others: "me and 2 kids" is 3."""
 

@@ -109,6 +109,9 @@ async def test_the_first_request_holds_the_customers_message_only(hotel: ModuleT
     ("june 5-8", ["2027-06-05", "2027-06-08"]),
     ("from 5 april to 3 april", ["2027-04-05", "2027-04-03"]),             # a check-out before the check-in
     ("2026-12-08 to 2027-12-05", ["2026-12-08", "2027-12-05"]),           # a year said is kept
+    ("the 12th for 3 nights", ["2026-12-12"]),                             # a day of this month
+    ("the 1st to the 5th", ["2026-12-01", "2026-12-05"]),                  # today is the 1st
+    ("the 12th of march to the 15th of march", ["2027-03-12", "2027-03-15"]),
 ])
 def test_read_dates_reads_the_dates_people_type(hotel: ModuleType, text: str, expected: list[str]) -> None:
     today = date(2026, 12, 1)  # a Tuesday
@@ -152,7 +155,8 @@ async def test_the_stand_in_takes_a_check_in_alone_then_the_check_out_or_the_nig
                                            ("4 people including 2 children", 4),
                                            ("me and 2 kids", 3), ("2 adults and a baby", 3),
                                            ("my wife and I and our 2 kids", 4), ("a couple and 2 kids", 4),
-                                           ("5 june to 8 june, 2 of us", 2)])
+                                           ("5 june to 8 june, 2 of us", 2), ("I and 2 friends", 3),
+                                           ("two adults, one teenager", 3)])
 async def test_the_stand_in_reads_the_guests_as_people_say_them(hotel: ModuleType, said: str, guests: int) -> None:
     runtime = Runtime(hotel.agent, store=MemoryStore(), clock=FakeClock())
     first = await runtime.run("Harbour", session_id=None, message=Message("2026-05-01 to 2026-05-04"))
@@ -253,3 +257,15 @@ async def test_other_dates_at_the_confirmation_are_read_back_before_anything_is_
     assert again.message == f"Your booking: {stay}, 2 guest(s). Shall I book it (yes/no)?"  # said again: no change
     done = await runtime.run("Harbour", session_id=first.session, message=Message("yes"))
     assert done.completed and f"HTL-{stay[:10].replace('-', '')}-2" in done.message
+
+
+async def test_nights_said_at_the_guests_question_count_no_guests_and_both_change_at_the_confirmation(
+        hotel: ModuleType) -> None:
+    runtime = Runtime(hotel.agent, store=MemoryStore(), clock=FakeClock())
+    first = await runtime.run("Harbour", session_id=None, message=Message("2026-05-01 to 2026-05-03"))
+    nights = await runtime.run("Harbour", session_id=first.session, message=Message("4 nights"))
+    assert nights.message == hotel.QUESTIONS["guests"]
+    await runtime.run("Harbour", session_id=first.session, message=Message("2"))
+    both = await runtime.run("Harbour", session_id=first.session, message=Message("yes but 3 guests and 4 nights"))
+    assert both.message == ("Changed the dates to 2026-05-01 to 2026-05-05, and to 3 guest(s). "
+                            "Your booking: 2026-05-01 to 2026-05-05, 3 guest(s). Shall I book it (yes/no)?")
