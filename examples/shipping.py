@@ -25,10 +25,13 @@ STREET_TYPES = ("street|st|road|rd|avenue|ave|lane|ln|drive|dr|boulevard|blvd|co
 ADDRESS = (r"(?i)\b((?:(?:flat|apt|apartment|unit|suite) \w+,? )?(?:po box \d+|\d+(?:-\d+)?[a-z]?"
            r"(?:(?: (?!(?:on|by|in|to|for|of|at|and|or|my|your|a|an|is|it)\b)(?:[a-z][\w'.-]*|\d+(?:st|nd|rd|th)))"
            rf"{{1,4}} (?:{STREET_TYPES})\b(?:\.(?=,))?(?: (?:n|s|e|w|ne|nw|se|sw)\b)?"
-           r"| (?:rue|via|calle|avenida|avenue|boulevard|place|chemin)(?: [a-z][\w'.-]*){1,4}"
+           r"| (?:rue|via|calle|avenida|avenue|boulevard|place|chemin)(?: (?!(?:please|now|thanks?|on|by|for|and)\b)"
+           r"[a-z][\w'.-]*){1,4}"
            r"| (?:broadway|kingsway|the (?:green|strand|mall|parade|crescent|avenue|drive|close|square))\b))"
            r"(?: (?:apt|apartment|unit|suite|ste|flat|#)\.? ?\w+)?"
-           r"(?:, ?(?!(?:it|its|it's|thanks?|thank|please|and|cheers)\b)[a-z][\w .'-]*[\w.]){0,3})")
+           r"(?:, ?(?!(?:it|its|it's|thanks?|thank|please|and|cheers|can|could|would|will|on|by|for)\b)[a-z][\w.'-]*"
+           r"(?: (?!(?:please|now|thanks?|thank|cheers|asap|today|tomorrow|on|by|for|can|could|and|it)\b)[\w.'-]*"
+           r"[\w.])*){0,3})")
 
 
 class Address(BaseModel):

@@ -143,6 +143,11 @@ async def test_with_no_model_a_number_alone_is_not_an_address(shipping: ModuleTy
     ("123 W 42nd St, New York", "123 W 42nd St, New York"),
     ("10 The Green, Oxford", "10 The Green, Oxford"),
     ("PO Box 1234, Austin TX", "PO Box 1234, Austin TX"),
+    ("Flat 2, 10 High Street, Bristol please", "Flat 2, 10 High Street, Bristol"),
+    ("4 Queen's Gardens, Edinburgh EH1 1AA on 3 June", "4 Queen's Gardens, Edinburgh EH1 1AA"),
+    ("99 Rue du Bac please", "99 Rue du Bac"),
+    ("21 Main Street, can you change it?", "21 Main Street"),
+    ("77 HIGH ST, CAMBRIDGE NOW", "77 HIGH ST, CAMBRIDGE"),
 ])
 async def test_with_no_model_the_addresses_people_write_are_read_whole(shipping: ModuleType, said: str,
                                                                         address: str) -> None:
