@@ -182,7 +182,10 @@ DATE_PHRASE = re.compile(
     rf"|\b(?P<d>\d{{1,2}})/(?P<m>\d{{1,2}})(?:/(?P<y>\d{{2}}|\d{{4}}))?\b"
     rf"|\b(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?: of)? (?P<month>{_MONTH})\b\.?(?:,? (?P<year>\d{{4}}))?"
     rf"|\b(?P<month2>{_MONTH})\.? (?P<day2>\d{{1,2}})(?:st|nd|rd|th)?\b(?:,? (?P<year2>\d{{4}}))?"
-    rf"|\bthe (?P<dom>\d{{1,2}})(?:st|nd|rd|th)\b(?!(?: of)? (?:{_MONTH})\b)"
+    # "the 12th" said as a date of the stay: after "from", "until" or the like, or before "to", "for"
+    rf"|(?:(?<=from )|(?<=until )|(?<=till )|(?<=to )|(?<=arrive )|(?<=arriving )|(?<=leave )|(?<=leaving )"
+    rf"|(?=the \d{{1,2}}(?:st|nd|rd|th) (?:to|until|till|through|-|for) ))"
+    rf"the (?P<dom>\d{{1,2}})(?:st|nd|rd|th)\b(?!(?: of)? (?:{_MONTH})\b)"
     rf"|\b(?P<relative>today|tomorrow)\b"
     rf"|\b(?:(?:this|next|on) )?(?P<weekday>{_WEEKDAY})\b",
     re.IGNORECASE)
@@ -346,8 +349,11 @@ COUPLE = re.compile(rf"\b(?:me|myself|i) and (?:my|a) {_PARTNER}\b|\b(?:my|a) {_
                     r"\btwo of us\b|\ba couple\b")
 
 
-PEOPLE = re.compile(rf"\b(\d+|{'|'.join(COUNTS)}|a|an) (?:(?P<total>guests?|people|persons?|of us)|adults?|children|"
-                    r"child|kids?|infants?|bab(?:y|ies)|teen(?:ager)?s?|friends?|colleagues?|grandparents?)\b")
+PEOPLE = re.compile(rf"\b(?P<n>\d+|{'|'.join(COUNTS)}) (?:(?P<total>guests?|people|persons?|of us)|adults?|children|"
+                    r"child|kids?|infants?|bab(?:y|ies)|teen(?:ager)?s?|friends?|colleagues?|grandparents?)\b"
+                    r"|\b(?P<a>a|an) (?:adult|child|kid|infant|baby|teen(?:ager)?)\b")
+"""Who comes, counted: "3 guests", "2 adults", "a baby" (a friend or a colleague only with a number:
+"me and a friend" is the speaker and a partner, "a friend recommended you" counts no one)."""
 SPEAKER = re.compile(r"\b(?:me|myself|i)(?: and| plus|,)|\b(?:and|plus) (?:me|myself)\b")
 """The one who speaks, counted beside the others: "me and 2 kids" is 3."""
 
@@ -356,9 +362,14 @@ def _count(text: str) -> int:
     return 1 if text in ("a", "an") else COUNTS.get(text) or int(text)
 
 
+def _number(found: re.Match[str]) -> int:
+    """How many a match of :data:`PEOPLE` counts."""
+    return _count(found.group("n") or found.group("a"))
+
+
 def _total(words: str) -> int | None:
     """The total a message counts ("3 guests", "four people"), or None."""
-    return next((_count(f.group(1)) for f in PEOPLE.finditer(words) if f.group("total")), None)
+    return next((_number(f) for f in PEOPLE.finditer(words) if f.group("total")), None)
 
 
 def _party(words: str) -> int | None:
@@ -366,15 +377,15 @@ def _party(words: str) -> int | None:
     else the kinds it names added up, with the speaker and a partner named beside them ("2 adults
     and a baby" is 3, "me and 2 kids" 3, "my wife and I and our 2 kids" 4); None when it counts none."""
     found = list(PEOPLE.finditer(words))
-    total = next((_count(f.group(1)) for f in found if f.group("total")), None)
+    total = next((_number(f) for f in found if f.group("total")), None)
     if total is not None or not found:
         return total
     # "me and my husband", "a couple": two besides the kinds counted; "my wife, me and 2 kids": each named
     partner = bool(re.search(rf"\bmy {_PARTNER}\b", words))
     besides = 2 if COUPLE.search(words) else partner + bool(SPEAKER.search(words))
-    if not besides and all(f.group(1) in ("a", "an") for f in found):
+    if not besides and all(f.group("a") for f in found):
         return None  # "I have a baby": who else comes is not said
-    return sum(_count(f.group(1)) for f in found) + besides
+    return sum(_number(f) for f in found) + besides
 
 
 TODAY = re.compile(r"\b[Tt]oday (?:is|being) \w+, (\d{4}-\d{2}-\d{2})")

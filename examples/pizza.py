@@ -42,9 +42,11 @@ PRICE_LIST = (f"A small pizza is {PRICES['small']} EUR, a medium {PRICES['medium
 
 COUNT_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 # "two large pizzas with ham", "3 pizzas", "just one pizza": how many of the one pizza the order is
-# for (one when not said); between the number and "pizza" only what a pizza is (sizes, toppings)
-_PIZZA_WORDS = rf"(?:(?:{'|'.join(SIZES)}|{'|'.join(t.split()[-1] for t in TOPPINGS)}|mushroom|olive|onion|pepper|" \
-    r"extra|plain|green|and|with|more|of|those|these)\s+){0,5}"
+# for (one when not said); between the number and "pizza" up to four words that say what the pizza
+# is ("two big thin crust pizzas"), never who eats it ("two hungry people who love pizzas")
+_NOT_A_PIZZA = r"people|persons?|friends?|guys|kids|children|adults|us|who|love|loves|like|likes|want|wants|eat|" \
+    r"need|needs|hungry|toppings?|slices?|times?|days?|minutes?|euros?|eur"
+_PIZZA_WORDS = rf"(?:(?!(?:{_NOT_A_PIZZA})\b)[a-z-]+\s+|x\s+){{0,4}}"
 QUANTITY = [pattern("quantity", rf"\b(?:{n}|{word}{'|a couple of|a pair of' if n == 2 else ''}"
                     rf"{'|a single|just a|only a' if n == 1 else ''})\s+{_PIZZA_WORDS}pizzas?\b", value=str(n))
             for n, word in enumerate(COUNT_WORDS, start=1)]

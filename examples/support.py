@@ -56,8 +56,11 @@ ORDERS_SQL = Path(__file__).with_name("data") / "orders.sql"
 ORDER_NUMBER = r"(?<![\w'’])([A-Z])[- ]?(\d{4})\b"
 # said when the customer does not know their order number
 FIND_ORDER_NUMBER = "You'll find it in your order confirmation email. If you can't find it, say \"talk to a person\"."
-# a message that is only an order number: "A-1002", "and A-1002?", "what about a1002"
-BARE_ORDER_NUMBER = r"^\W*(?:(?:and|what about|how about|order)\W+)*[A-Z][- ]?\d{4}\W*$"
+# a message that is only an order number, or a question about one: "A-1002", "and A-1002?", "what about
+# a1002", "where is A-1002?", "what's the status of A-1002 please?" (read at the menu only)
+BARE_ORDER_NUMBER = (r"^\W*(?:(?:and|what about|how about|order|where(?:'s| is)|"
+                     r"(?:can you tell me )?(?:what(?:'s| is) )?the status of|status of)\W+)*[A-Z][- ]?\d{4}\W*"
+                     r"(?:please\W*)?$")
 # "... to 5 Main Street, Springfield": a house number, then words, up to "please", "for", "thanks"
 NEW_ADDRESS = r"\bto\s+(\d+\w*(?:[ ,]+(?!(?:please|for|thanks?|and)\b)[A-Za-z][\w.'-]*)+)"
 # the reasons the knowledge base names, as said in "a refund for A-1003, it arrived broken"

@@ -112,6 +112,10 @@ async def test_the_first_request_holds_the_customers_message_only(hotel: ModuleT
     ("the 12th for 3 nights", ["2026-12-12"]),                             # a day of this month
     ("the 1st to the 5th", ["2026-12-01", "2026-12-05"]),                  # today is the 1st
     ("the 12th of march to the 15th of march", ["2027-03-12", "2027-03-15"]),
+    ("a colleague stayed on the 3rd. I need the 20th to the 22nd", ["2026-12-20", "2026-12-22"]),
+    ("a wedding on the 14th, so the 13th to the 15th", ["2026-12-13", "2026-12-15"]),
+    ("it's the 2nd time we stay, friday to sunday", ["2026-12-04", "2026-12-06"]),  # not dates: the 2nd time
+    ("the 1st floor please, 12 March to 15 March", ["2027-03-12", "2027-03-15"]),
 ])
 def test_read_dates_reads_the_dates_people_type(hotel: ModuleType, text: str, expected: list[str]) -> None:
     today = date(2026, 12, 1)  # a Tuesday
@@ -156,7 +160,8 @@ async def test_the_stand_in_takes_a_check_in_alone_then_the_check_out_or_the_nig
                                            ("me and 2 kids", 3), ("2 adults and a baby", 3),
                                            ("my wife and I and our 2 kids", 4), ("a couple and 2 kids", 4),
                                            ("5 june to 8 june, 2 of us", 2), ("I and 2 friends", 3),
-                                           ("two adults, one teenager", 3)])
+                                           ("two adults, one teenager", 3), ("me and a friend", 2),
+                                           ("a friend recommended you, we're 2 adults", 2)])
 async def test_the_stand_in_reads_the_guests_as_people_say_them(hotel: ModuleType, said: str, guests: int) -> None:
     runtime = Runtime(hotel.agent, store=MemoryStore(), clock=FakeClock())
     first = await runtime.run("Harbour", session_id=None, message=Message("2026-05-01 to 2026-05-04"))

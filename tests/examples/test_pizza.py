@@ -167,7 +167,9 @@ async def test_a_yes_held_back_at_the_confirmation_places_nothing(pizza: ModuleT
     ("two large pizzas with pepperoni", "2 large pizzas with pepperoni"),
     ("3 medium ham and mushroom pizzas please", "3 medium pizzas with ham and mushrooms"),
     ("a couple of large pizzas with ham", "2 large pizzas with ham"),
-    ("a large pizza with ham", "A large pizza with ham")])
+    ("a large pizza with ham", "A large pizza with ham"),
+    ("two large thin crust pizzas with ham", "2 large pizzas with ham"),
+    ("2 x large ham pizzas", "2 large pizzas with ham")])
 async def test_how_many_pizzas_is_read_back_and_priced(pizza: ModuleType, said: str, read_back: str) -> None:
     chat = Chat(pizza)
     assert (await chat.say(said)).text == f"{read_back}. Shall I place the order? (yes/no)"

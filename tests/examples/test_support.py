@@ -393,3 +393,10 @@ async def test_a_hedged_i_dont_know_is_no_address_and_a_hedge_alone_is_asked_aga
     assert (await again.say("hmm let me check")).text == "What's the new delivery address?"
     told = await again.say("I told you, 22 Baker Street, Bristol")
     assert told.text == "Change the delivery address of A-1002 to 22 Baker Street, Bristol? Please answer yes or no."
+
+
+@pytest.mark.parametrize("form", ["py", "yaml"])
+@pytest.mark.parametrize("said", ["where is A-1002?", "status of A-1002", "What's the status of A-1002 please?"])
+async def test_a_first_question_about_an_order_number_answers_it(support: ModuleType, form: str, said: str) -> None:
+    answered = await Chat(twin(support, form)).say(said)
+    assert answered.text == "Order A-1002 is processing: it is being packed and will ship within 2 business days."

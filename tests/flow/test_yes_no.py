@@ -71,7 +71,8 @@ def test_a_yes_held_back_is_no_answer(text: str) -> None:
 @pytest.mark.parametrize("text", ["hang on, yes", "wait, go ahead", "yes please, the sooner the better, can't wait",
                                   "sure, go ahead, I'll wait for the email", "yes, 12 Bus Stop Lane",
                                   "yes please, I'll stop by to pick it up", "yes, stop asking and place it",
-                                  "yes, then I'll hang up"])
+                                  "yes, then I'll hang up", "yes go ahead, we'll wait",
+                                  "yes, hold on to it until I'm back on Friday"])
 def test_a_word_that_only_sounds_like_a_hold_keeps_the_yes(text: str) -> None:
     assert read_yes_no(text) is True
 

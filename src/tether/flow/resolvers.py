@@ -75,16 +75,16 @@ _YES_PHRASES = ("go ahead", "of course", "sounds good", "please do", "do it", "t
 
 _YES_NO_WORD = re.compile(r"[^\W\d_]+")
 _HOLDS = frozenset({"stop", "wait", "hang", "hold"})
-_NOT_A_HOLD_BEFORE = frozenset({"cant", "cannot", "couldnt", "to", "ill", "will", "wont", "need", "not", "dont", "bus",
-                                "the", "a", "i", "we", "you", "no"})
+_NOT_A_HOLD_BEFORE = frozenset({"cant", "cannot", "couldnt", "to", "ill", "well", "youll", "theyll", "will", "wont",
+                                "need", "not", "dont", "bus", "the", "a", "i", "we", "you", "they", "no"})
 _NOT_A_HOLD_AFTER = frozenset({"by", "up", "for", "off", "over", "in"})
 
 
 def _held_back(words: list[str], yes: frozenset[str]) -> bool:
     """A yes held back: a hold ("stop", "wait", "hang on", "hold on") said as one, after the
     last yes ("ok stop", "yes, hang on", "sure, wait a second"; not "hang on, yes" or "wait, go
-    ahead"). A word that only sounds like one is not: "can't wait", "I'll wait for the email",
-    "stop by", "the bus stop", "stop asking and place it", "hang up"."""
+    ahead"). A word that only sounds like one is not: "can't wait", "we'll wait for the email",
+    "stop by", "the bus stop", "stop asking and place it", "hang up", "hold on to it"."""
     ends = [i + len(phrase) - 1 for phrase in map(str.split, _YES_PHRASES)
             for i in range(len(words)) if words[i:i + len(phrase)] == phrase]
     last_yes = max([i for i, word in enumerate(words) if word in yes] + ends, default=-1)
@@ -92,7 +92,8 @@ def _held_back(words: list[str], yes: frozenset[str]) -> bool:
         word = words[i]
         after = words[i + 1] if i + 1 < len(words) else ""
         if word not in _HOLDS or (i and words[i - 1] in _NOT_A_HOLD_BEFORE) or after in _NOT_A_HOLD_AFTER \
-                or after.endswith("ing") or (word in ("hang", "hold") and after != "on"):
+                or after.endswith("ing") or (word in ("hang", "hold") and after != "on") \
+                or words[i + 1:i + 3] == ["on", "to"]:  # "hold on to it until Friday": keep it
             continue
         return True
     return False
