@@ -4,11 +4,13 @@ step), with no model; whole-message and yes/no resolvers answer only their own s
 
 from __future__ import annotations
 
+import pytest
 from pydantic import BaseModel
 from seed000_helpers import make_agent, say, the_run
 
 from tether import Agent, Field, collect, end, enum_check, pattern, reply, whole_message
 from tether.engine.core.events import CollectUpdate
+from tether.engine.graph.collect import asks_about
 
 ORDER = pattern("order", r"\b([A-Z]-\d{4})\b")
 REASON = pattern("reason", r"\b(arrived broken|never arrived|charged twice)\b")
@@ -122,3 +124,12 @@ async def test_an_early_pattern_takes_the_latest_value_and_asks_when_none_was_sa
 
 def test_early_is_part_of_a_patterns_description_only_when_set() -> None:
     assert "early" not in REASON.describe() and EARLY.describe()["early"] is True
+
+
+@pytest.mark.parametrize(("said", "asks"), [("where is A-1001?", True), ("wait, where's A-1001?", True),
+                                            ("has A-1001 shipped yet?", True), ("what's the status of A-1001?", True),
+                                            ("when does it arrive?", True), ("oops, it's A-1002?", False),
+                                            ("medium?", False), ("and olives too?", False),
+                                            ("what about olives?", False), ("where is A-1001", False)])
+def test_a_question_that_asks_about_something_is_told_from_one_that_proposes_a_value(said: str, asks: bool) -> None:
+    assert asks_about(said) is asks

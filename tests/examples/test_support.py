@@ -400,3 +400,17 @@ async def test_a_hedged_i_dont_know_is_no_address_and_a_hedge_alone_is_asked_aga
 async def test_a_first_question_about_an_order_number_answers_it(support: ModuleType, form: str, said: str) -> None:
     answered = await Chat(twin(support, form)).say(said)
     assert answered.text == "Order A-1002 is processing: it is being packed and will ship within 2 business days."
+
+
+@pytest.mark.parametrize("question", ["where is A-1001?", "wait, where's A-1001?", "what's the status of A-1001?",
+                                      "has A-1001 shipped yet?"])
+async def test_a_question_about_another_order_at_the_refund_confirmation_moves_nothing(
+        support: ModuleType, question: str) -> None:
+    chat = Chat(support)
+    await chat.says("refund please", "A-1003", "it arrived broken")
+    asked = await chat.say(question)  # with no model nothing answers it: the confirmation is asked again
+    assert asked.text == "Open a refund request for order A-1003 (it arrived broken)? Please answer yes or no."
+    assert chat.session is not None and chat.session.data["order_number"] == "A-1003"
+    changed = Chat(support)
+    await changed.says("refund please", "A-1003", "it arrived broken")
+    assert (await changed.say("oops, it's A-1002?")).text.startswith("OK, I've changed the order to A-1002.")

@@ -51,7 +51,7 @@ from tether.engine.graph.reuse import confirm_reused
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node, Reply
 from tether.flow.repair import content_words
-from tether.flow.resolvers import NO_WORDS, YES_WORDS, Pattern
+from tether.flow.resolvers import NO_WORDS, YES_WORDS, Pattern, said_words
 from tether.flow.transitions import NEXT, Escalate, Goto, is_code
 
 __all__ = ["complete", "dispatch_collect", "question_first", "read_again"]
@@ -260,13 +260,14 @@ def said_in_run(ts: TurnState, run: Run) -> list[str]:
 
 def _not_understood(ts: TurnState, run: Run, node: Collect, *, understood: bool) -> Escalate | None:
     """The cannot-handle count of an answer pass: a value resets it; a question (answered before
-    the step asks again) is not counted, toward ``max_turns`` either; anything else counts, and
+    the step asks again, or one that asks about something: :func:`asks_about`) is not counted,
+    toward ``max_turns`` either; anything else counts, and
     ``Repair.cannot_handle_limit`` passes in a row hand the session to a person."""
     key = f"__cannotHandle_{node.id}"
     if understood:
         run.state.pop(key, None)
         return None
-    if question_first(ts, run, node):
+    if question_first(ts, run, node) or asks_about(ts.message_text):  # a question is no failed answer
         run.state[f"__collectTurns_{node.id}"] = int(run.state.get(f"__collectTurns_{node.id}", 1)) - 1
         return None
     count = int(run.state.get(key, 0)) + 1
@@ -297,13 +298,30 @@ def _correction(ts: TurnState, run: Run, flow: Flow, node: Collect, hits: Any, j
                 found = {k: v for k, v in judged.items() if k in earlier and v is not None}
                 return _corrected(ts, run, flow, node, found, "model") if found else (None, ())
         return _corrected(ts, run, flow, node, found, "deterministic") if found else (None, ())
-    corrected = resolver_corrections(ts, run, flow, node, fixable)
+    corrected = {} if judged is None and asks_about(ts.message_text) else resolver_corrections(ts, run, flow, node,
+                                                                                              fixable)
     corrected.update({k: v for k, v in (judged or {}).items() if k in fixable and v is not None})
     if not corrected and not hits and judged is None and marked_as_correction(ts):
         corrected = marked_free_text(ts, run, flow, node, fixable)  # "actually make it 14 Main Street"
     if corrected:
         return _corrected(ts, run, flow, node, corrected, "model" if judged else "deterministic")
     return None, ()
+
+
+_ASKING = frozenset({"where", "wheres", "when", "whens", "has", "hasnt", "did", "didnt", "does", "doesnt"})
+_LEAD_IN = frozenset({"wait", "oh", "and", "so", "but", "ok", "okay", "sorry", "also", "btw", "hey", "um", "hmm"})
+
+
+def asks_about(text: str) -> bool:
+    """The message asks about something rather than naming a value for it: a question that opens
+    with "where", "when", "has", "did" or "does", or asks the status of something ("wait, where's
+    A-1001?", "has A-1001 shipped?", "what's the status of A-1001?"). "oops, it's A-1002?",
+    "medium?" and "what about olives?" are not: they propose a value."""
+    if "?" not in text:
+        return False
+    words = [word for _, _, word in said_words(text)]
+    first = next((w for w in words if w not in _LEAD_IN), "")
+    return first in _ASKING or "status" in words
 
 
 def _says_more(ts: TurnState) -> bool:
