@@ -130,6 +130,11 @@ def test_early_is_part_of_a_patterns_description_only_when_set() -> None:
                                             ("has A-1001 shipped yet?", True), ("what's the status of A-1001?", True),
                                             ("when does it arrive?", True), ("oops, it's A-1002?", False),
                                             ("medium?", False), ("and olives too?", False),
-                                            ("what about olives?", False), ("where is A-1001", False)])
+                                            ("what about olives?", False), ("where is A-1001", False),
+                                            ("does it come with olives? add them then", False),
+                                            ("has to be medium?", False), ("did I say large? I meant medium", False),
+                                            ("didn't I ask for mushrooms too?", False),
+                                            ("make it medium, and what's the status?", False),
+                                            ("does A-1002 work instead?", False), ("status?", True)])
 def test_a_question_that_asks_about_something_is_told_from_one_that_proposes_a_value(said: str, asks: bool) -> None:
     assert asks_about(said) is asks

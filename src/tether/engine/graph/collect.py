@@ -260,14 +260,13 @@ def said_in_run(ts: TurnState, run: Run) -> list[str]:
 
 def _not_understood(ts: TurnState, run: Run, node: Collect, *, understood: bool) -> Escalate | None:
     """The cannot-handle count of an answer pass: a value resets it; a question (answered before
-    the step asks again, or one that asks about something: :func:`asks_about`) is not counted,
-    toward ``max_turns`` either; anything else counts, and
+    the step asks again) is not counted, toward ``max_turns`` either; anything else counts, and
     ``Repair.cannot_handle_limit`` passes in a row hand the session to a person."""
     key = f"__cannotHandle_{node.id}"
     if understood:
         run.state.pop(key, None)
         return None
-    if question_first(ts, run, node) or asks_about(ts.message_text):  # a question is no failed answer
+    if question_first(ts, run, node):
         run.state[f"__collectTurns_{node.id}"] = int(run.state.get(f"__collectTurns_{node.id}", 1)) - 1
         return None
     count = int(run.state.get(key, 0)) + 1
@@ -310,18 +309,27 @@ def _correction(ts: TurnState, run: Run, flow: Flow, node: Collect, hits: Any, j
 
 _ASKING = frozenset({"where", "wheres", "when", "whens", "has", "hasnt", "did", "didnt", "does", "doesnt"})
 _LEAD_IN = frozenset({"wait", "oh", "and", "so", "but", "ok", "okay", "sorry", "also", "btw", "hey", "um", "hmm"})
+_CHANGES = frozenset({"instead", "rather", "meant", "actually", "add", "make", "change", "remove", "want"})
 
 
 def asks_about(text: str) -> bool:
-    """The message asks about something rather than naming a value for it: a question that opens
+    """The message only asks about something, rather than naming a value: one question that opens
     with "where", "when", "has", "did" or "does", or asks the status of something ("wait, where's
-    A-1001?", "has A-1001 shipped?", "what's the status of A-1001?"). "oops, it's A-1002?",
-    "medium?" and "what about olives?" are not: they propose a value."""
-    if "?" not in text:
+    A-1001?", "has A-1001 shipped?", "what's the status of A-1001?"). Not a proposal ("oops, it's
+    A-1002?", "medium?", "what about olives?", "has to be medium?"), a question about what the
+    customer said ("did I say large?"), or a question with a change said beside it ("does it come
+    with olives? add them then", "does A-1002 work instead?")."""
+    asked, mark, after = text.rpartition("?")
+    if not mark or said_words(after):
         return False
-    words = [word for _, _, word in said_words(text)]
-    first = next((w for w in words if w not in _LEAD_IN), "")
-    return first in _ASKING or "status" in words
+    words = [word for _, _, word in said_words(asked)]
+    if _CHANGES.intersection(words):
+        return False
+    start = next((i for i, w in enumerate(words) if w not in _LEAD_IN), len(words))
+    first, second = [*words[start:start + 2], "", ""][:2]
+    if first in ("whats", "what") and words[start + 1:start + 3] in (["the", "status"], ["is", "the"]):
+        return "status" in words[start:start + 4]
+    return (first in _ASKING and second not in ("to", "i", "we")) or first == "status"
 
 
 def _says_more(ts: TurnState) -> bool:
