@@ -10,7 +10,8 @@ dates, a number of guests and yes/no from the customer's words, so the example r
 reads the dates people type (``read_dates``): ``2026-05-01``; ``12/03`` or ``12/03/2026`` (day
 first: the 12th of March); ``12 March``, ``12th of March``, ``March 12`` (a year may follow);
 ``12-15 March``, ``the 12th to the 15th of March``, ``March 12-15`` (two days of one month); ``the
-12th`` (of this month, else of the next);
+12th`` (of this month, else of the next) where a stay's date is said ("from the 12th", "the 12th to
+the 15th", "until the 15th"; not "on the 14th" or "the 1st floor");
 ``today``, ``tomorrow``; ``Friday``, ``this Friday`` or ``next Friday`` (all three: the first Friday
 after today, and for the check-out the first one after the check-in, so "Friday to Sunday" is two
 nights). A date with no year is the next one to come; a check-out said without a year that would
