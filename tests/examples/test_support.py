@@ -414,3 +414,11 @@ async def test_a_question_about_another_order_at_the_refund_confirmation_moves_n
     changed = Chat(support)
     await changed.says("refund please", "A-1003", "it arrived broken")
     assert (await changed.say("oops, it's A-1002?")).text.startswith("OK, I've changed the order to A-1002.")
+
+
+@pytest.mark.parametrize("said", ["ok, no need to wait", "yes, no need to wait"])
+async def test_no_need_to_wait_is_no_new_address(support: ModuleType, said: str) -> None:
+    chat = Chat(support)
+    await chat.says("change address A-1002", "5 Main St")
+    asked = await chat.say(said)
+    assert asked.text == "Change the delivery address of A-1002 to 5 Main St? Please answer yes or no."

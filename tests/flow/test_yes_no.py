@@ -81,3 +81,13 @@ def test_a_no_that_waits_is_still_a_no() -> None:
     assert read_yes_no("no wait, keep the old one") is False
     assert read_yes_no("stop") is None
 
+
+
+def test_a_hold_marks_a_correction_only_when_said_as_one() -> None:
+    from tether.flow.repair import Repair, corrected_text, marks_correction
+
+    markers = Repair().correction_markers
+    assert marks_correction("wait, A-1002", markers) and marks_correction("no wait, 7 Main St", markers)
+    assert not marks_correction("ok, no need to wait", markers) and not marks_correction("can't wait", markers)
+    assert corrected_text("ok, no need to wait", markers) is None
+    assert corrected_text("14 Main Street, wait", markers) == "14 Main Street"

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tether.flow.resolvers import VALUE_INTRODUCERS, said_words
+from tether.flow.resolvers import VALUE_INTRODUCERS, said_as_hold, said_words
 from tether.flow.triggers import MessageTrigger
 from tether.templating import fill_names
 
@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
     from tether.flow.flow import Flow
 
-__all__ = ["PATTERNS", "Repair", "asks_to_cancel", "cannot_handle_text", "content_words", "corrected_text", "phrase_in",
+__all__ = ["PATTERNS", "Repair", "asks_to_cancel", "cannot_handle_text", "content_words", "corrected_text",
+           "marks_correction", "phrase_in",
            "phrase_starts", "spoken_only", "task_name"]
 
 PATTERNS = ("correction", "cancel", "chitchat", "completed", "continue", "clarify", "cannot_handle", "skip")
@@ -151,17 +152,33 @@ def corrected_text(text: str, markers: tuple[str, ...]) -> str | None:
         phrase = next((p for p in (*marks, *_LEADING) if words[start:start + len(p)] == p), None)
         if phrase is None:
             break
-        marked = marked or phrase in marks
+        marked = marked or (phrase in marks and _marks_as_said(words, start, phrase))
         start += len(phrase)
     while end > start:
         phrase = next((p for p in (*marks, *_TRAILING) if words[end - len(p):end] == p), None)
-        if phrase is None:
-            break
+        if phrase is None or (phrase in marks and not _marks_as_said(words, end - len(phrase), phrase)):
+            break  # "ok, no need to wait": "wait" marks nothing, and the message is no corrected value
         marked = marked or phrase in marks
         end -= len(phrase)
     if not marked or start >= end:
         return None
     return text[spans[start][0]:spans[end - 1][1]].strip()
+
+
+def _marks_as_said(words: tuple[str, ...], at: int, phrase: tuple[str, ...]) -> bool:
+    """A marker phrase at ``at`` marks a correction: a one-word hold ("wait") only when it is said
+    as one (:func:`~tether.flow.resolvers.said_as_hold`, or "no wait": not "no need to wait")."""
+    return len(phrase) != 1 or phrase[0] not in ("wait", "stop") or said_as_hold(words, at) \
+        or (at > 0 and words[at - 1] == "no")
+
+
+def marks_correction(text: str, markers: tuple[str, ...]) -> bool:
+    """A correction marker occurs in ``text`` (as whole words), a hold only when said as one:
+    "actually, medium", "wait, A-1002", not "no need to wait"."""
+    words = _words(text)
+    return any(_marks_as_said(words, at, phrase) for phrase in
+               (_phrase_words(m) for m in markers if _phrase_words(m))
+               for at in range(len(words)) if words[at:at + len(phrase)] == phrase)
 
 
 def spoken_only(text: str, *groups: tuple[str, ...], filler: tuple[str, ...] = ()) -> set[int]:

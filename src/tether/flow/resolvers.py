@@ -88,15 +88,17 @@ def _held_back(words: list[str], yes: frozenset[str]) -> bool:
     ends = [i + len(phrase) - 1 for phrase in map(str.split, _YES_PHRASES)
             for i in range(len(words)) if words[i:i + len(phrase)] == phrase]
     last_yes = max([i for i, word in enumerate(words) if word in yes] + ends, default=-1)
-    for i in range(last_yes + 1, len(words)):
-        word = words[i]
-        after = words[i + 1] if i + 1 < len(words) else ""
-        if word not in _HOLDS or (i and words[i - 1] in _NOT_A_HOLD_BEFORE) or after in _NOT_A_HOLD_AFTER \
-                or after.endswith("ing") or (word in ("hang", "hold") and after != "on") \
-                or words[i + 1:i + 3] == ["on", "to"]:  # "hold on to it until Friday": keep it
-            continue
-        return True
-    return False
+    return any(said_as_hold(words, i) for i in range(last_yes + 1, len(words)))
+
+
+def said_as_hold(words: Sequence[str], i: int) -> bool:
+    """``words[i]`` (lower case, apostrophes dropped) is a hold said as one: "wait", "stop", "hang
+    on", "hold on", not "can't wait", "no need to wait", "stop by", "stop asking", "hold on to it"."""
+    word = words[i]
+    after = words[i + 1] if i + 1 < len(words) else ""
+    return not (word not in _HOLDS or (i and words[i - 1] in _NOT_A_HOLD_BEFORE) or after in _NOT_A_HOLD_AFTER
+                or after.endswith("ing") or (word in ("hang", "hold") and after != "on")
+                or list(words[i + 1:i + 3]) == ["on", "to"])  # "hold on to it until Friday": keep it
 
 
 def read_yes_no(text: str, *, yes: frozenset[str] = frozenset(), no: frozenset[str] = frozenset()) -> bool | None:

@@ -39,7 +39,7 @@ from tether.engine.graph.collect_fields import humanize, resolver_frame
 from tether.engine.graph.extract import validate_value
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node
-from tether.flow.repair import content_words, corrected_text, phrase_in
+from tether.flow.repair import content_words, corrected_text, marks_correction
 from tether.flow.resolvers import JsonPath, WholeMessage
 from tether.flow.steps import AgentNode
 from tether.spoken import spoken
@@ -93,8 +93,8 @@ def yes_or_no(hits: dict[str, Any]) -> bool:
 
 
 def marked_as_correction(ts: TurnState) -> bool:
-    """The message says it corrects something ("actually", "instead", ...)."""
-    return phrase_in(ts.message_text, ts.agent.repair.correction_markers)
+    """The message says it corrects something ("actually", "instead", "wait" said as a hold, ...)."""
+    return marks_correction(ts.message_text, ts.agent.repair.correction_markers)
 
 
 def resolver_corrections(ts: TurnState, run: Run, flow: Flow, node: Node, names: list[str]) -> dict[str, Any]:
