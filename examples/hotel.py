@@ -355,8 +355,8 @@ PEOPLE = re.compile(rf"\b(?P<n>\d+|{'|'.join(COUNTS)}) (?:(?P<total>guests?|peop
                     r"|\b(?P<a>a|an) (?:adult|child|kid|infant|baby|teen(?:ager)?)\b")
 """Who comes, counted: "3 guests", "2 adults", "a baby" (a friend or a colleague only with a number:
 "me and a friend" is the speaker and a partner, "a friend recommended you" counts no one)."""
-SPEAKER = re.compile(r"\b(?:me|myself|i)(?: and| plus|,)|\b(?:and|plus) (?:me|myself)\b")
-"""The one who speaks, counted beside the others: "me and 2 kids" is 3."""
+SPEAKER = re.compile(r"\b(?:me|myself|i)(?: and| plus|,)|\b(?:and|plus) (?:me|myself|i)\b")
+"""The one who speaks, counted beside the others: "me and 2 kids" and "2 friends and I" are 3."""
 
 
 def _count(text: str) -> int:

@@ -100,7 +100,10 @@ order = Flow(
         collect("choose", fields=["size", "toppings", "quantity"], required=["size", "toppings"],
                 ask={"size": "Small, medium or large?",
                      "toppings": f"Which toppings? We have {listed(list(TOPPINGS))}."},
-                resolvers=[enum_check("size", SIZES), enum_list("toppings", TOPPINGS), *QUANTITY], max_turns=6),
+                resolvers=[enum_check("size", SIZES), enum_list("toppings", TOPPINGS), *QUANTITY], max_turns=6,
+                # one pizza when none was said: a number said at the confirmation then corrects it
+                on_complete=lambda data, state: goto("confirm", data={"quantity": state.get("quantity") or 1}),
+                targets=["confirm"]),
         collect("confirm", fields=["confirm"], ask=confirm_question,
                 resolvers=[enum_check("confirm", ["yes", "no"])], max_turns=3),
         router("confirmed", when="state.confirm == 'yes'", then="place", else_="cancelled"),

@@ -121,7 +121,7 @@ async def test_a_strict_scenario_fails_a_step_whose_meaning_no_call_could_say(tm
     result = await run_scenario(path)
     assert [(m.step, m.key) for m in result.mismatches] == [(1, "unsaid")]
     said = ("'hmm, is it red?': could not say values.colour (calls: extract; offered: confirm, intent cancel, "
-            "intent chitchat, intent skip, size, toppings)")
+            "intent chitchat, intent skip, quantity, size, toppings)")
     assert said in result.report()
     path.write_text(STRICT.replace("calls: [extract], node: order/confirm}",
                                    "calls: [extract], node: order/confirm, unsaid: [values.colour]}"))

@@ -161,7 +161,7 @@ async def test_the_stand_in_takes_a_check_in_alone_then_the_check_out_or_the_nig
                                            ("my wife and I and our 2 kids", 4), ("a couple and 2 kids", 4),
                                            ("5 june to 8 june, 2 of us", 2), ("I and 2 friends", 3),
                                            ("two adults, one teenager", 3), ("me and a friend", 2),
-                                           ("a friend recommended you, we're 2 adults", 2)])
+                                           ("2 friends and I", 3), ("a friend recommended you, we're 2 adults", 2)])
 async def test_the_stand_in_reads_the_guests_as_people_say_them(hotel: ModuleType, said: str, guests: int) -> None:
     runtime = Runtime(hotel.agent, store=MemoryStore(), clock=FakeClock())
     first = await runtime.run("Harbour", session_id=None, message=Message("2026-05-01 to 2026-05-04"))

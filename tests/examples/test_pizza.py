@@ -187,3 +187,11 @@ async def test_the_quantity_comes_back_down_and_people_are_not_pizzas(pizza: Mod
     people = Chat(pizza)
     asked = await people.say("we are two hungry people who love pizzas, large with ham")
     assert asked.text == "A large pizza with ham. Shall I place the order? (yes/no)"
+
+
+async def test_more_pizzas_said_at_the_confirmation_change_the_quantity(pizza: ModuleType) -> None:
+    chat = Chat(pizza)
+    await chat.say("a large ham pizza")
+    more = await chat.say("ok wait, make it two pizzas")
+    assert more.text == ("OK, I've changed the quantity to 2.\n\n"
+                         "2 large pizzas with ham. Shall I place the order? (yes/no)")
