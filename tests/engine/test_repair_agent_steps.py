@@ -121,3 +121,12 @@ async def test_a_yes_word_after_the_steps_question_is_heard_by_its_model_not_tak
     assert "repair-chitchat" not in heard.codes()
     thanked = await chat.say("thanks")  # no yes in it: small talk, no call, and the question again
     assert thanked.text == "You're welcome!\n\nGreat! How many guests, then?" and thanked.llm_calls == 0
+
+
+async def test_small_talk_after_a_question_inside_a_longer_message_asks_from_the_question_on() -> None:
+    model = StrictModel(agent=["Welcome! How many guests? Rooms sleep up to four."])
+    model.means("I'd like to book a room", flows={"booking": 90})
+    chat = Chat(Agent("Inn", flows=[booking, hours]).with_model(model))
+    await chat.say("I'd like to book a room")
+    thanked = await chat.say("thanks")
+    assert thanked.text == "You're welcome!\n\nHow many guests? Rooms sleep up to four." and thanked.llm_calls == 0

@@ -35,6 +35,8 @@ too, without running the step's model loop (:func:`_at_agent_step`).
 
 from __future__ import annotations
 
+import re
+
 from tether.engine.core.pauses import Static
 from tether.engine.core.session import Run
 from tether.engine.core.state import SpeakRequest, TurnState
@@ -113,10 +115,17 @@ def _asked(ts: TurnState) -> bool:
 
 
 def _last_question(ts: TurnState) -> str | None:
-    """The agent's last message, when it asked a question (it ends with a question mark): its
-    last paragraph, without the small talk that came before it."""
+    """The question the agent's last message asked: its last paragraph (without the small talk
+    before it) when that ends with a question mark, else the paragraph from its first question
+    on ("Welcome! Which dates would you like? Check-in and check-out: ..." asks "Which dates would
+    you like? Check-in and check-out: ..."); None when it asked none."""
     said = next((m.text for m in reversed(ts.session.messages) if m.role == "assistant"), "").rstrip()
-    return said.split("\n\n")[-1] if said.endswith("?") else None
+    last = said.split("\n\n")[-1]
+    if last.endswith("?"):
+        return last
+    sentences = re.split(r"(?<=[.!?])\s+", last)
+    first = next((i for i, sentence in enumerate(sentences) if sentence.endswith("?")), None)
+    return " ".join(sentences[first:]) if first is not None else None
 
 
 def _reads_an_answer(ts: TurnState, run: Run, node: Collect) -> bool:
