@@ -40,7 +40,7 @@ from pydantic import BaseModel, Field
 
 from tether import Agent, Flow, agent, go, on_message, stay, terminal, tool
 from tether.flow.moves import TOOL_VALIDATED
-from tether.flow.resolvers import read_yes_no
+from tether.flow.yes_no import read_yes_no
 from tether.models.types import ModelRequest, ModelResponse, ToolCall
 from tether.testing import FunctionModel
 

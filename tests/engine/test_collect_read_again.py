@@ -10,7 +10,7 @@ from seed000_helpers import make_agent, say, the_run
 
 from tether import Agent, Field, collect, end, enum_check, pattern, reply, whole_message
 from tether.engine.core.events import CollectUpdate
-from tether.engine.graph.collect import asks_about
+from tether.flow.repair import asks_about
 
 ORDER = pattern("order", r"\b([A-Z]-\d{4})\b")
 REASON = pattern("reason", r"\b(arrived broken|never arrived|charged twice)\b")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tether import enum_check
-from tether.flow.resolvers import read_yes_no
+from tether.flow.yes_no import read_yes_no
 
 CONFIRM = enum_check("confirm", ["yes", "no"])
 

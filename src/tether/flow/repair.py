@@ -21,8 +21,9 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tether.flow.resolvers import VALUE_INTRODUCERS, said_as_hold, said_words
+from tether.flow.resolvers import VALUE_INTRODUCERS, said_words
 from tether.flow.triggers import MessageTrigger
+from tether.flow.yes_no import said_as_hold
 from tether.templating import fill_names
 
 if TYPE_CHECKING:
@@ -30,9 +31,8 @@ if TYPE_CHECKING:
 
     from tether.flow.flow import Flow
 
-__all__ = ["PATTERNS", "Repair", "asks_to_cancel", "cannot_handle_text", "content_words", "corrected_text",
-           "marks_correction", "phrase_in",
-           "phrase_starts", "spoken_only", "task_name"]
+__all__ = ["PATTERNS", "Repair", "asks_about", "asks_to_cancel", "cannot_handle_text", "content_words",
+           "corrected_text", "marks_correction", "phrase_in", "phrase_starts", "spoken_only", "task_name"]
 
 PATTERNS = ("correction", "cancel", "chitchat", "completed", "continue", "clarify", "cannot_handle", "skip")
 """Every repair pattern, by name."""
@@ -167,7 +167,7 @@ def corrected_text(text: str, markers: tuple[str, ...]) -> str | None:
 
 def _marks_as_said(words: tuple[str, ...], at: int, phrase: tuple[str, ...]) -> bool:
     """A marker phrase at ``at`` marks a correction: a one-word hold ("wait") only when it is said
-    as one (:func:`~tether.flow.resolvers.said_as_hold`, or "no wait": not "no need to wait")."""
+    as one (:func:`~tether.flow.yes_no.said_as_hold`, or "no wait": not "no need to wait")."""
     return len(phrase) != 1 or phrase[0] not in ("wait", "stop") or said_as_hold(words, at) \
         or (at > 0 and words[at - 1] == "no")
 
@@ -179,6 +179,31 @@ def marks_correction(text: str, markers: tuple[str, ...]) -> bool:
     return any(_marks_as_said(words, at, phrase) for phrase in
                (_phrase_words(m) for m in markers if _phrase_words(m))
                for at in range(len(words)) if words[at:at + len(phrase)] == phrase)
+
+
+_ASKING = frozenset({"where", "wheres", "when", "whens", "has", "hasnt", "did", "didnt", "does", "doesnt"})
+_LEAD_IN = frozenset({"wait", "oh", "and", "so", "but", "ok", "okay", "sorry", "also", "btw", "hey", "um", "hmm"})
+_CHANGES = frozenset({"instead", "rather", "meant", "actually", "add", "make", "change", "remove", "want"})
+
+
+def asks_about(text: str) -> bool:
+    """The message only asks about something, rather than naming a value: one question that opens
+    with "where", "when", "has", "did" or "does", or asks the status of something ("wait, where's
+    A-1001?", "has A-1001 shipped?", "what's the status of A-1001?"). Not a proposal ("oops, it's
+    A-1002?", "medium?", "what about olives?", "has to be medium?"), a question about what the
+    customer said ("did I say large?"), or a question with a change said beside it ("does it come
+    with olives? add them then", "does A-1002 work instead?")."""
+    asked, mark, after = text.rpartition("?")
+    if not mark or said_words(after):
+        return False
+    words = list(_words(asked))
+    if _CHANGES.intersection(words):
+        return False
+    start = next((i for i, w in enumerate(words) if w not in _LEAD_IN), len(words))
+    first, second = [*words[start:start + 2], "", ""][:2]
+    if first in ("whats", "what") and words[start + 1:start + 3] in (["the", "status"], ["is", "the"]):
+        return "status" in words[start:start + 4]
+    return (first in _ASKING and second not in ("to", "i", "we")) or first == "status"
 
 
 def spoken_only(text: str, *groups: tuple[str, ...], filler: tuple[str, ...] = ()) -> set[int]:

@@ -50,9 +50,10 @@ from tether.engine.graph.moves import silenced
 from tether.engine.graph.reuse import confirm_reused
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node, Reply
-from tether.flow.repair import content_words
-from tether.flow.resolvers import NO_WORDS, YES_WORDS, Pattern, said_words
+from tether.flow.repair import asks_about, content_words
+from tether.flow.resolvers import Pattern
 from tether.flow.transitions import NEXT, Escalate, Goto, is_code
+from tether.flow.yes_no import NO_WORDS, YES_WORDS
 
 __all__ = ["complete", "dispatch_collect", "question_first", "read_again"]
 
@@ -305,31 +306,6 @@ def _correction(ts: TurnState, run: Run, flow: Flow, node: Collect, hits: Any, j
     if corrected:
         return _corrected(ts, run, flow, node, corrected, "model" if judged else "deterministic")
     return None, ()
-
-
-_ASKING = frozenset({"where", "wheres", "when", "whens", "has", "hasnt", "did", "didnt", "does", "doesnt"})
-_LEAD_IN = frozenset({"wait", "oh", "and", "so", "but", "ok", "okay", "sorry", "also", "btw", "hey", "um", "hmm"})
-_CHANGES = frozenset({"instead", "rather", "meant", "actually", "add", "make", "change", "remove", "want"})
-
-
-def asks_about(text: str) -> bool:
-    """The message only asks about something, rather than naming a value: one question that opens
-    with "where", "when", "has", "did" or "does", or asks the status of something ("wait, where's
-    A-1001?", "has A-1001 shipped?", "what's the status of A-1001?"). Not a proposal ("oops, it's
-    A-1002?", "medium?", "what about olives?", "has to be medium?"), a question about what the
-    customer said ("did I say large?"), or a question with a change said beside it ("does it come
-    with olives? add them then", "does A-1002 work instead?")."""
-    asked, mark, after = text.rpartition("?")
-    if not mark or said_words(after):
-        return False
-    words = [word for _, _, word in said_words(asked)]
-    if _CHANGES.intersection(words):
-        return False
-    start = next((i for i, w in enumerate(words) if w not in _LEAD_IN), len(words))
-    first, second = [*words[start:start + 2], "", ""][:2]
-    if first in ("whats", "what") and words[start + 1:start + 3] in (["the", "status"], ["is", "the"]):
-        return "status" in words[start:start + 4]
-    return (first in _ASKING and second not in ("to", "i", "we")) or first == "status"
 
 
 def _says_more(ts: TurnState) -> bool:

@@ -21,7 +21,7 @@ from tether.engine.graph.collect_fields import merge_values, resolve
 from tether.flow.agent_def import AgentDefinition
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect
-from tether.flow.resolvers import read_yes_no
+from tether.flow.yes_no import read_yes_no
 
 __all__ = ["confirm_reused", "note_reusable"]
 

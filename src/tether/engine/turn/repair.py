@@ -54,9 +54,10 @@ from tether.engine.turn.understand import message_trigger, passing_catch_all, re
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node
 from tether.flow.repair import content_words, phrase_in, task_name
-from tether.flow.resolvers import JsonPath, WholeMessage, read_yes_no
+from tether.flow.resolvers import HEDGES, JsonPath, WholeMessage
 from tether.flow.steps import AgentNode
 from tether.flow.transitions import Escalate
+from tether.flow.yes_no import read_yes_no
 from tether.templating import fill_names
 
 __all__ = ["clarified_choice", "continue_interrupted", "handle_repair", "keyword_repair", "late_repair",
@@ -136,11 +137,6 @@ def _reads_an_answer(ts: TurnState, run: Run, node: Collect) -> bool:
                for r in node.resolvers)
 
 
-_HEDGES = frozenset({"hmm", "hmmm", "umm", "yet", "really", "maybe", "honestly", "sorry", "well", "actually",
-                     "just", "right", "now", "sure", "not", "think"})
-"""Words that hedge around "I don't know" and say nothing of their own ("hmm, not sure yet")."""
-
-
 def _answers_anyway(ts: TurnState, run: Run, node: Collect) -> bool:
     """A message with a skip phrase still answers the step: one of its resolvers reads a value, or
     the step takes free text and the message says two words of its own besides the phrase."""
@@ -149,7 +145,7 @@ def _answers_anyway(ts: TurnState, run: Run, node: Collect) -> bool:
     if not any(isinstance(r, WholeMessage) for r in node.resolvers):
         return False
     said = {w for phrase in ts.agent.repair.skip_phrases for w in content_words(phrase)}
-    return len(content_words(ts.message_text) - said - _HEDGES) >= 2
+    return len(content_words(ts.message_text) - said - HEDGES) >= 2
 
 
 def handle_repair(ts: TurnState, asker: Run | None, intent: str | None, scores: dict[str, float] | None = None) -> bool:
