@@ -222,13 +222,18 @@ class ScenarioResult:
 def read_scenarios(path: Path) -> list[Scenario]:
     """The scenarios of the file at ``path`` (one, or a suite's); ScenarioError naming the file
     and what is wrong (a suite's entry by its place: ``scenarios.3.steps.1.user``)."""
+    return _read(path)[1]
+
+
+def _read(path: Path) -> tuple[dict[str, Any], list[Scenario]]:
+    """The file at ``path`` as data, and its scenarios (see :func:`read_scenarios`)."""
     from tether.dialect.text import parse_text
     from tether.errors import FlowDefinitionError
 
     try:
         data = parse_text(path.read_text(encoding="utf-8"), source=str(path))
         if not (isinstance(data, dict) and "scenarios" in data):
-            return [Scenario.model_validate(data)]
+            return data, [Scenario.model_validate(data)]
         suite = Suite.model_validate(data)
         scenarios = [Scenario.model_validate({"scenario": entry.scenario, "agent": suite.agent, "model": suite.model,
                                               "steps": entry.steps}) for entry in suite.scenarios]
@@ -241,7 +246,7 @@ def read_scenarios(path: Path) -> list[Scenario]:
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
         raise ScenarioError(f"{path}: two scenarios are named {', '.join(map(repr, twice))}: each needs its own name")
-    return scenarios
+    return data, scenarios
 
 
 def _load_agent(scenario: Scenario, path: Path) -> Agent:
@@ -322,13 +327,12 @@ async def record_file(path: str | Path) -> list[ScenarioResult]:
     ``model: strict``, what no call could say (``unsaid``). Comments in the file are not kept.
     The results are those of the run (their expectations are the file's old ones)."""
     path = Path(path)
-    scenarios = read_scenarios(path)
+    data, scenarios = _read(path)
     results, recorded = [], []
     for scenario in scenarios:
         seen: list[dict[str, Any]] = []
         results.append(await _run(scenario, path, seen))
         recorded.append(_with_expects(scenario, seen))
-    data = _plain_data(path)
     if "scenarios" in data:
         data["scenarios"] = [{"scenario": s["scenario"], "steps": s["steps"]} for s in recorded]
     else:
@@ -350,15 +354,6 @@ def _yaml_text(data: Any) -> str:
     Dumper.add_representer(str, text)
     return yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=1_000_000,
                      default_flow_style=False)
-
-
-def _plain_data(path: Path) -> dict[str, Any]:
-    """The file at ``path`` as plain data (it was read as a scenario file already)."""
-    from tether.dialect.text import parse_text
-
-    data = parse_text(path.read_text(encoding="utf-8"), source=str(path))
-    assert isinstance(data, dict)
-    return data
 
 
 def _with_expects(scenario: Scenario, seen: list[dict[str, Any]]) -> dict[str, Any]:
