@@ -225,3 +225,14 @@ def test_tether_test_records_a_suite_and_the_plugin_collects_one_test_per_scenar
     assert done.returncode == 0, done.stdout
     assert "suite.scenario.yaml::booked at once PASSED" in done.stdout
     assert "suite.scenario.yaml::a wrong reply PASSED" in done.stdout
+
+
+def test_a_file_that_cannot_be_run_is_an_error_named_once_and_recording_leaves_it_as_it_was(tmp_path: Path) -> None:
+    path = tmp_path / "bad.scenario.yaml"
+    text = "scenario: x\nagent: nowhere.py\nsteps: [{user: hi}]\n"
+    path.write_text(text)
+    done = _run("tether.cli", "test", "--record", str(path), cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == [f"ERROR  {path}: no such file: {tmp_path / 'nowhere.py'}",
+                                        "0 recorded, 1 failed"]
+    assert path.read_text() == text

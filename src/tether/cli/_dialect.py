@@ -140,7 +140,8 @@ def run_scenarios(
             results = asyncio.run(record_file(file) if record else run_file(file))
         except (ScenarioError, FlowDefinitionError) as exc:
             failed += 1
-            typer.echo(f"ERROR  {file}: {one_line(str(exc))}")
+            said = one_line(str(exc))
+            typer.echo(f"ERROR  {said if said.startswith(f'{file}: ') else f'{file}: {said}'}")
             continue
         if record:
             passed += len(results)
