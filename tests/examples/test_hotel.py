@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import date
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -274,3 +275,18 @@ async def test_nights_said_at_the_guests_question_count_no_guests_and_both_chang
     both = await runtime.run("Harbour", session_id=first.session, message=Message("yes but 3 guests and 4 nights"))
     assert both.message == ("Changed the dates to 2026-05-01 to 2026-05-05, and to 3 guest(s). "
                             "Your booking: 2026-05-01 to 2026-05-05, 3 guest(s). Shall I book it (yes/no)?")
+
+
+async def test_small_talk_asks_the_question_again_after_a_restart(hotel: ModuleType, tmp_path: Path) -> None:
+    # the question asked again is read from the window the store gives back to a new process
+    from tether.stores import SQLiteStore
+
+    session, replies = None, []
+    for said in ("2026-05-01 to 2026-05-03", "are you a bot?"):
+        store = SQLiteStore(tmp_path / "hotel.db")
+        runtime = Runtime(hotel.agent, store=store, clock=FakeClock())
+        response = await runtime.run("Harbour", session_id=session, message=Message(said))
+        session = response.session
+        replies.append(response.message)
+        await store.close()
+    assert replies[-1] == "I'm a virtual assistant, here to help.\n\nHow many guests will stay?"

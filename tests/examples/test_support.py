@@ -422,3 +422,21 @@ async def test_no_need_to_wait_is_no_new_address(support: ModuleType, said: str)
     await chat.says("change address A-1002", "5 Main St")
     asked = await chat.say(said)
     assert asked.text == "Change the delivery address of A-1002 to 5 Main St? Please answer yes or no."
+
+
+async def test_a_reason_said_before_the_order_number_is_kept_across_a_restart(support: ModuleType, tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # each turn on a new store and runtime over one SQLite file, started from another folder: what the
+    # early reason reads comes back from the store, not from a process's memory
+    from tether.runtime import Runtime
+    from tether.stores import SQLiteStore
+
+    monkeypatch.chdir(tmp_path)
+    session, replies = None, []
+    for said in ("my parcel arrived damaged, I want my money back", "A-1003"):
+        store = SQLiteStore(tmp_path / "support.db")
+        response = await Runtime(support.agent, store=store).run("Sam", session_id=session, message=Message(said))
+        session = response.session
+        replies.append(response.message)
+        await store.close()
+    assert replies[-1] == "Open a refund request for order A-1003 (arrived damaged)? Please answer yes or no."
