@@ -281,6 +281,30 @@ async def test_a_no_that_restates_a_free_text_answer_corrects_it_and_any_other_n
         assert (await other.say(refusal)).text == "Kept.", refusal
 
 
+@pytest.mark.parametrize("said", ["no wait, make it 14 Main Street", "no, make it 14 Main Street please",
+                                  "nope, 14 Main Street instead", "no, that's wrong, it's 14 Main Street",
+                                  "yes, make it 14 Main Street"])
+async def test_a_yes_or_no_with_correction_words_and_a_free_text_value_corrects_it(said: str) -> None:
+    chat = Chat(address_desk())
+    await chat.say("address")
+    await chat.say("12 Main Street, Springfield")
+    fixed = await chat.say(said)  # the words around the value are dropped; it restates half the old one
+    assert fixed.text == "OK, I've changed the address to 14 Main Street.\n\nMove to 14 Main Street? (yes/no)", said
+    assert (await chat.say("yes")).text == "Moved to 14 Main Street."
+
+
+@pytest.mark.parametrize(("said", "answer"), [("no, make it quick", "Kept."), ("no wait", "Kept."),
+                                              ("no, keep the old one, forget Main Street, Springfield", "Kept."),
+                                              ("no wait, leave it as Main Street, Springfield", "Kept."),
+                                              ("no wait, actually I changed my mind", "OK, I've cancelled that.")])
+async def test_a_no_with_correction_words_and_no_value_like_the_old_one_stays_a_no(said: str, answer: str) -> None:
+    chat = Chat(address_desk())
+    await chat.say("address")
+    await chat.say("12 Main Street, Springfield")
+    assert (await chat.say(said)).text == answer
+    assert chat.session.data.get("address") in (None, "12 Main Street, Springfield")
+
+
 async def test_a_correction_that_does_not_validate_changes_nothing() -> None:
     model = ScriptedModel(understand=[understood(flows={"order": 90})], extract=[{"confirm": None, "size": "huge"}])
     chat = Chat(pia().with_model(model))

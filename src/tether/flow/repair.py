@@ -130,7 +130,8 @@ def asks_to_cancel(text: str, phrases: tuple[str, ...]) -> bool:
     return any(not _NARRATED.intersection(words[max(0, i - 3):i]) for i in phrase_starts(text, phrases))
 
 
-_LEADING = (("no",), ("oh",), ("sorry",), ("to",), ("is",), ("should", "be"),
+_LEADING = (("no",), ("nope",), ("nah",), ("yes",), ("yeah",), ("yep",), ("ok",), ("okay",), ("oh",), ("sorry",),
+            ("to",), ("is",), ("should", "be"), ("wrong",), ("thats", "wrong"), ("not", "quite"),
             # how a new value is introduced: "no, it should go to 14 Oak Avenue", "sorry, my name is Ada"
             *VALUE_INTRODUCERS)
 _TRAILING = (("please",), ("then",))

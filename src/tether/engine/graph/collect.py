@@ -301,8 +301,10 @@ def _correction(ts: TurnState, run: Run, flow: Flow, node: Collect, hits: Any, j
     corrected = {} if judged is None and asks_about(ts.message_text) else resolver_corrections(ts, run, flow, node,
                                                                                               fixable)
     corrected.update({k: v for k, v in (judged or {}).items() if k in fixable and v is not None})
-    if not corrected and not hits and judged is None and marked_as_correction(ts):
+    if not corrected and judged is None and not hits and marked_as_correction(ts):
         corrected = marked_free_text(ts, run, flow, node, fixable)  # "actually make it 14 Main Street"
+    elif not corrected and judged is None and yes_or_no(hits):  # "no wait, make it 6 Main St"
+        corrected = refused_free_text(ts, run, flow, node, earlier_fields(flow, run, node, fixable))
     if corrected:
         return _corrected(ts, run, flow, node, corrected, "model" if judged else "deterministic")
     return None, ()

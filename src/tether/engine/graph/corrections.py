@@ -128,13 +128,18 @@ def marked_free_text(ts: TurnState, run: Run, flow: Flow, node: Node, names: lis
 _REFUSALS = ("no", "nope", "nah")
 """The words a refusal that gives a free-text value instead starts with ("no, 14 Oak Avenue")."""
 
+_KEEPING = frozenset({"keep", "leave", "forget", "dont", "cancel", "unchanged"})
+"""Words that make a refusal's text say to keep the value, not give a new one ("no, keep the old
+one, forget Main Street")."""
+
 
 def refused_free_text(ts: TurnState, run: Run, flow: Flow, node: Node, names: list[str]) -> dict[str, Any]:
     """With no model, the new value a refusal gives the one field of ``names`` its step collects as
-    free text: the message without its refusal ("no, 14 Oak Avenue, Springfield"), taken only when
-    it restates at least half the words of the value it replaces (and one at least), so a refusal
-    that explains itself ("no, I don't want to") stays a refusal."""
-    return _free_text(ts, run, flow, node, names, _REFUSALS, restates=True)
+    free text: the message without its refusal and its correction words ("no, 14 Oak Avenue,
+    Springfield", "no wait, make it 6 Main St"), taken only when it restates at least half the words
+    of the value it replaces (and one at least), so a refusal that explains itself ("no, I don't
+    want to", "no wait, actually I changed my mind", "no, leave it as Main St") stays a refusal."""
+    return _free_text(ts, run, flow, node, names, (*_REFUSALS, *ts.agent.repair.correction_markers), restates=True)
 
 
 def _free_text(ts: TurnState, run: Run, flow: Flow, node: Node, names: list[str], markers: tuple[str, ...], *,
@@ -146,8 +151,8 @@ def _free_text(ts: TurnState, run: Run, flow: Flow, node: Node, names: list[str]
         return {}
     name, resolver = free[0]
     if restates:
-        old = content_words(str(ts.session.data.get(name, "")))
-        if not old or 2 * len(old & content_words(text)) < len(old):
+        old, new = content_words(str(ts.session.data.get(name, ""))), content_words(text)
+        if not old or 2 * len(old & new) < len(old) or not _KEEPING.isdisjoint(new):
             return {}
     found = resolver.resolve(text, {})
     return {name: found.value} if found.status == "hit" else {}
