@@ -18,7 +18,9 @@ nights). A date with no year is the next one to come; a check-out said without a
 be more than two months after the check-in is in the check-in's year ("5 April to 3 April" is
 refused as a check-out before the check-in). A check-in given alone ("next Friday") is read
 back with a question for the check-out, which may follow as a date ("Sunday") or a number of nights
-("2 nights"); "actually Saturday" changes the check-in. At the confirmation, "no, 3 guests" (or "yes,
+("2 nights"); "actually Saturday" changes the check-in. Guests said before the guests question ("a room
+for 2 people", "3 nights and 2 people") go with the dates (``set_dates`` takes them), and the
+booking is read back without asking them again. At the confirmation, "no, 3 guests" (or "yes,
 3 guests") reads the booking back with the new number, and other dates ("actually Friday to
 Monday", "yes but make it 3 nights") read it back with them (``confirm_booking`` takes both); any
 other "no" asks for other dates, after which the booking is read back with the guests given before. The
@@ -54,6 +56,8 @@ class SetDates(BaseModel):
 
     check_in: str
     check_out: str
+    guests: int | None = Field(default=None, description="The number of guests, when the customer has already "
+                                                         "said it (\"a room for 2 people\"); null otherwise")
 
 
 def checked_dates(check_in: str, check_out: str, today: date) -> dict[str, Any] | str:
@@ -72,12 +76,19 @@ def checked_dates(check_in: str, check_out: str, today: date) -> dict[str, Any] 
 
 
 async def set_dates(args: dict[str, Any], ctx: Any) -> Any:
-    """The dates, checked; then the guests, or, when the customer changed the dates at the
-    confirmation, the booking read back with the guests already given."""
+    """The dates, checked; then the guests, or, when they are known (said with the dates, or before
+    the customer changed the dates at the confirmation), the booking read back."""
     dates = checked_dates(args["check_in"], args["check_out"], ctx.now.date())
     if isinstance(dates, str):
         return stay(dates)
-    return go("confirm" if ctx.state.get("guests") else "guests").with_state(dates)
+    guests = args.get("guests")
+    if guests is not None and not 1 <= guests <= MAX_GUESTS:  # the dates hold: the guests are asked again
+        return go("guests").with_state(dates).with_prompt(
+            f"The stay is {dates['check_in']} to {dates['check_out']}. The customer asked for {guests} guests. Say: "
+            f"\"{TOO_MANY}\" Ask how many guests will stay and call set_guests.")
+    if guests is not None:
+        dates["guests"] = guests
+    return go("confirm" if guests is not None or ctx.state.get("guests") else "guests").with_state(dates)
 
 
 @tool
@@ -98,7 +109,8 @@ ask_dates = agent(
     "dates",
     # ${today}: a model cannot read "Friday" or "tomorrow" as a date without it
     prompt="You book rooms at the Harbour Hotel. Today is ${today}. Ask for the check-in and check-out dates, and "
-           "call set_dates with both as YYYY-MM-DD. Call terminate_session if the customer wants to stop.",
+           "call set_dates with both as YYYY-MM-DD (and guests, when the customer has said how many will stay). "
+           "Call terminate_session if the customer wants to stop.",
     tools=[SetDates, "terminate_session"],
     handlers={"set_dates": set_dates},
 )
@@ -308,16 +320,17 @@ def _scripted(request: ModelRequest) -> ModelResponse:
         return ModelResponse(tool_calls=(ToolCall("call_1", name, arguments),), finish_reason="tool_calls")
 
     if step == "dates" and (stay_dates := _stay_dates(request, words)) is not None:
-        return call("set_dates", check_in=stay_dates[0].isoformat(), check_out=stay_dates[1].isoformat())
+        said = [m.content.lower() for m in request.messages if m.role == "user"]
+        guests = next((n for text in reversed(said) if (n := _party(_undated(text))) is not None), None)
+        return call("set_dates", check_in=stay_dates[0].isoformat(), check_out=stay_dates[1].isoformat(),
+                    **({"guests": guests} if guests is not None else {}))
     if step == "dates" and (check_in := _check_in(request, words)) is not None:
         return ModelResponse(text=f"Check-in on {check_in:%A %d %B}. And the check-out date, or how many nights?",
                              finish_reason="stop")
     party = _party(words)  # "3 guests", "2 adults and 1 child"
     if step == "guests" and party is not None:
         return call("set_guests", guests=party)
-    # "5 june to 8 june" and "4 nights" count no guests
-    undated = NIGHTS.sub(" ", DATE_PHRASE.sub(" ", DAY_RANGE.sub(_day_range, words)))
-    if step == "guests" and (number := re.search(r"\b(\d+|" + "|".join(COUNTS) + r")\b", undated)):
+    if step == "guests" and (number := re.search(r"\b(\d+|" + "|".join(COUNTS) + r")\b", _undated(words))):
         return call("set_guests", guests=_count(number.group(1)))  # "4"
     if step == "guests" and COUPLE.search(words):
         return call("set_guests", guests=2)  # "me and my husband", "the two of us", "a couple"
@@ -357,6 +370,11 @@ PEOPLE = re.compile(rf"\b(?P<n>\d+|{'|'.join(COUNTS)}) (?:(?P<total>guests?|peop
 "me and a friend" is the speaker and a partner, "a friend recommended you" counts no one)."""
 SPEAKER = re.compile(r"\b(?:me|myself|i)(?: and| plus|,)|\b(?:and|plus) (?:me|myself|i)\b")
 """The one who speaks, counted beside the others: "me and 2 kids" and "2 friends and I" are 3."""
+
+
+def _undated(words: str) -> str:
+    """``words`` without its dates and nights: "5 june to 8 june" and "4 nights" count no guests."""
+    return NIGHTS.sub(" ", DATE_PHRASE.sub(" ", DAY_RANGE.sub(_day_range, words)))
 
 
 def _count(text: str) -> int:
@@ -459,6 +477,8 @@ def _question(request: ModelRequest, step: str) -> str:
             ". Shall I book it (yes/no)?"
     greeted = any(message.role == "assistant" for message in request.messages)
     question = QUESTIONS.get(step, "")
+    if step == "guests" and TOO_MANY in request.system:  # the guests said with the dates were too many
+        return f"{TOO_MANY} {question}"
     return question if greeted or step != "dates" else f"{WELCOME} {question}"
 
 

@@ -290,3 +290,27 @@ async def test_small_talk_asks_the_question_again_after_a_restart(hotel: ModuleT
         replies.append(response.message)
         await store.close()
     assert replies[-1] == "I'm a virtual assistant, here to help.\n\nHow many guests will stay?"
+
+
+async def test_guests_said_with_the_dates_go_straight_to_the_confirmation(hotel: ModuleType) -> None:
+    model = ScriptedModel(agent=[
+        calls(("set_dates", {"check_in": "2026-05-01", "check_out": "2026-05-04", "guests": 2})),
+        "2026-05-01 to 2026-05-04 for 2 guests. Shall I book it?",
+    ])
+    runtime = Runtime(hotel.agent.with_model(model), store=MemoryStore(), clock=FakeClock())
+    summary = await runtime.run("Harbour", session_id=None, message=Message("a room for 2 people, 1 to 4 May 2026"))
+    assert summary.message == "2026-05-01 to 2026-05-04 for 2 guests. Shall I book it?"
+    (set_dates,) = [spec for spec in model.calls[0].request.tools if spec.name == "set_dates"]
+    assert "guests" in set_dates.parameters["properties"] and "guests" not in set_dates.parameters["required"]
+    assert model.calls[1].request.system.startswith("Read back the booking: 2026-05-01 to 2026-05-04, 2 guest(s).")
+
+
+async def test_the_stand_in_takes_guests_said_before_the_guests_question(hotel: ModuleType) -> None:
+    runtime = Runtime(hotel.agent, store=MemoryStore(), clock=FakeClock())
+    first = await runtime.run("Harbour", session_id=None, message=Message("a room for 2 adults and a baby please"))
+    summary = await runtime.run("Harbour", session_id=first.session, message=Message("1 May 2026 for 3 nights"))
+    assert summary.message == "Your booking: 2026-05-01 to 2026-05-04, 3 guest(s). Shall I book it (yes/no)?"
+    too_many = await runtime.run("Harbour", session_id=None, message=Message("12 people, 1 to 4 May 2026"))
+    assert too_many.message == f"{hotel.TOO_MANY} {hotel.QUESTIONS['guests']}"  # the dates are kept
+    fewer = await runtime.run("Harbour", session_id=too_many.session, message=Message("ok, 8 then"))
+    assert fewer.message == "Your booking: 2026-05-01 to 2026-05-04, 8 guest(s). Shall I book it (yes/no)?"
