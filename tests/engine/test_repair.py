@@ -283,7 +283,8 @@ async def test_a_no_that_restates_a_free_text_answer_corrects_it_and_any_other_n
 
 @pytest.mark.parametrize("said", ["no wait, make it 14 Main Street", "no, make it 14 Main Street please",
                                   "nope, 14 Main Street instead", "no, that's wrong, it's 14 Main Street",
-                                  "yes, make it 14 Main Street"])
+                                  "yes, make it 14 Main Street", "hmm no, make it 14 Main Street",
+                                  "yes but 14 Main Street instead"])
 async def test_a_yes_or_no_with_correction_words_and_a_free_text_value_corrects_it(said: str) -> None:
     chat = Chat(address_desk())
     await chat.say("address")
@@ -296,6 +297,7 @@ async def test_a_yes_or_no_with_correction_words_and_a_free_text_value_corrects_
 @pytest.mark.parametrize(("said", "answer"), [("no, make it quick", "Kept."), ("no wait", "Kept."),
                                               ("no, keep the old one, forget Main Street, Springfield", "Kept."),
                                               ("no wait, leave it as Main Street, Springfield", "Kept."),
+                                              ("no wait, Main Street is right, the number is 14", "Kept."),
                                               ("no wait, actually I changed my mind", "OK, I've cancelled that.")])
 async def test_a_no_with_correction_words_and_no_value_like_the_old_one_stays_a_no(said: str, answer: str) -> None:
     chat = Chat(address_desk())
@@ -688,3 +690,12 @@ async def test_small_talk_as_the_first_message_gets_its_reply_and_then_the_agent
     assert hello.text == "Hi, I'm Pia. Pizza or pasta?" and "repair-chitchat" not in hello.codes()
     alone = await Chat(pia()).say("how are you?")  # no catch-all flow: the reply alone
     assert alone.text == "I'm doing well, thanks for asking!" and alone.started == []
+
+
+@pytest.mark.parametrize("said", ["yes, 12 Main Street, Springfield, that's what I meant",
+                                  "yep, actually Springfield is correct"])
+async def test_a_yes_that_talks_about_the_value_read_back_confirms_it(said: str) -> None:
+    chat = Chat(address_desk())
+    await chat.say("address")
+    await chat.say("12 Main Street, Springfield")
+    assert (await chat.say(said)).text == "Moved to 12 Main Street, Springfield."

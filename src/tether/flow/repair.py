@@ -131,10 +131,34 @@ def asks_to_cancel(text: str, phrases: tuple[str, ...]) -> bool:
 
 
 _LEADING = (("no",), ("nope",), ("nah",), ("yes",), ("yeah",), ("yep",), ("ok",), ("okay",), ("oh",), ("sorry",),
-            ("to",), ("is",), ("should", "be"), ("wrong",), ("thats", "wrong"), ("not", "quite"),
+            ("hmm",), ("oops",), ("um",), ("but",), ("to",), ("is",), ("should", "be"), ("thats", "wrong"),
+            ("not", "quite"), *(("wrong", part) for part in ("street", "town", "city", "number", "address", "one")),
+            ("wrong",),
             # how a new value is introduced: "no, it should go to 14 Oak Avenue", "sorry, my name is Ada"
             *VALUE_INTRODUCERS)
 _TRAILING = (("please",), ("then",))
+
+
+_KEEPS = frozenset({"keep", "leave", "forget", "dont", "cancel", "never", "can", "could", "would"})
+_SENTENCE = frozenset({"is", "was", "are", "were", "thats"})
+
+
+def restates_value(old: str, new: str) -> bool:
+    """``new`` (a refusal's text less its refusal and correction words) gives another ``old``: it
+    restates at least half the words of ``old`` (and one at least); it neither opens by keeping
+    the value or asking ("keep the old one", "leave it", "don't change it", "I don't live there",
+    "can you keep it as Main St") nor says "keep it" or "unchanged" ("it doesn't fit but I'll keep
+    it"); and it is no sentence about a value ("Main St is right", "that's what I meant") unless
+    ``old`` was one ("the colour is wrong": a reason said as a sentence). A delivery note after the
+    value ("6 Main St, leave it at the door") does not make it a refusal."""
+    before, after = content_words(old), content_words(new)
+    if not before or 2 * len(before & after) < len(before):
+        return False
+    said = _words(new)
+    if not said or said[0] in _KEEPS or said[:2] == ("i", "dont") or "unchanged" in said \
+            or phrase_in(new, ("keep it",)):
+        return False
+    return _SENTENCE.isdisjoint(said) or not _SENTENCE.isdisjoint(_words(old))
 
 
 def corrected_text(text: str, markers: tuple[str, ...]) -> str | None:

@@ -39,7 +39,7 @@ from tether.engine.graph.collect_fields import humanize, resolver_frame
 from tether.engine.graph.extract import validate_value
 from tether.flow.flow import Flow
 from tether.flow.nodes import Collect, Node
-from tether.flow.repair import content_words, corrected_text, marks_correction
+from tether.flow.repair import corrected_text, marks_correction, restates_value
 from tether.flow.resolvers import JsonPath, WholeMessage
 from tether.flow.steps import AgentNode
 from tether.spoken import spoken
@@ -128,17 +128,13 @@ def marked_free_text(ts: TurnState, run: Run, flow: Flow, node: Node, names: lis
 _REFUSALS = ("no", "nope", "nah")
 """The words a refusal that gives a free-text value instead starts with ("no, 14 Oak Avenue")."""
 
-_KEEPING = frozenset({"keep", "leave", "forget", "dont", "cancel", "unchanged"})
-"""Words that make a refusal's text say to keep the value, not give a new one ("no, keep the old
-one, forget Main Street")."""
-
 
 def refused_free_text(ts: TurnState, run: Run, flow: Flow, node: Node, names: list[str]) -> dict[str, Any]:
     """With no model, the new value a refusal gives the one field of ``names`` its step collects as
     free text: the message without its refusal and its correction words ("no, 14 Oak Avenue,
-    Springfield", "no wait, make it 6 Main St"), taken only when it restates at least half the words
-    of the value it replaces (and one at least), so a refusal that explains itself ("no, I don't
-    want to", "no wait, actually I changed my mind", "no, leave it as Main St") stays a refusal."""
+    Springfield", "no wait, make it 6 Main St"), taken only when it restates the value it replaces
+    (:func:`~tether.flow.repair.restates_value`), so a refusal that explains itself ("no, I don't
+    want to", "no, leave it as Main St", "no wait, Main St is right") stays a refusal."""
     return _free_text(ts, run, flow, node, names, (*_REFUSALS, *ts.agent.repair.correction_markers), restates=True)
 
 
@@ -150,10 +146,8 @@ def _free_text(ts: TurnState, run: Run, flow: Flow, node: Node, names: list[str]
     if len(free) != 1 or (text := corrected_text(ts.message_text, markers)) is None:
         return {}
     name, resolver = free[0]
-    if restates:
-        old, new = content_words(str(ts.session.data.get(name, ""))), content_words(text)
-        if not old or 2 * len(old & new) < len(old) or not _KEEPING.isdisjoint(new):
-            return {}
+    if restates and not restates_value(str(ts.session.data.get(name, "")), text):
+        return {}
     found = resolver.resolve(text, {})
     return {name: found.value} if found.status == "hit" else {}
 
