@@ -635,10 +635,12 @@ async def test_an_extract_call_reports_small_talk_and_it_never_counts_toward_max
     chat = Chat(pia().with_model(model))
     model.means("a large pizza", flows={"order": 90}, values={"size": "large"})
     await chat.say("a large pizza")
-    for text in ("you are a gem", "what a lovely shop", "such a nice day"):  # max_turns=2 at the confirm step
+    for text, answer in (("you are a gem", "Thanks, that's kind of you!"),  # max_turns=2 at the confirm step
+                         ("what a lovely shop", "Thanks, that's kind of you!"),
+                         ("such a nice day", "Happy to chat!"), ("tell me a joke", "Happy to chat!")):
         model.means(text, intent="chitchat")
         result = await chat.say(text)
-        assert result.text == "Thanks, that's kind of you!\n\nA large pizza for 12 EUR. Shall I? (yes/no)"
+        assert result.text == f"{answer}\n\nA large pizza for 12 EUR. Shall I? (yes/no)"
         assert result.llm_calls == 1 and result.status == "awaiting_user"
     model.means("I can't say, my partner decides", intent="skip")
     handed = await chat.say("I can't say, my partner decides")

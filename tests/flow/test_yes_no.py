@@ -91,3 +91,14 @@ def test_a_hold_marks_a_correction_only_when_said_as_one() -> None:
     assert not marks_correction("ok, no need to wait", markers) and not marks_correction("can't wait", markers)
     assert corrected_text("ok, no need to wait", markers) is None
     assert corrected_text("14 Main Street, wait", markers) == "14 Main Street"
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("no wait, what's the fee?", None),          # held to ask: not refused
+    ("nope, hang on, is it free?", None),
+    ("no wait, can you make it 6 Main St instead?", None),
+    ("no wait", False),                          # no question: a no
+    ("no, what is the fee?", False),             # no hold: the no stands
+])
+def test_a_no_held_to_ask_a_question_is_no_answer(text: str, said: bool | None) -> None:
+    assert read_yes_no(text) is said

@@ -276,9 +276,12 @@ class Repair:
         not_cancellable: said when the task being asked for cannot be cancelled.
         nothing_to_cancel: said when a message made only of cancel phrases ("never mind") comes
             with no task under way (and names none to start).
-        thanks_reply, chitchat_reply, bot_reply, small_talk_reply: the answer to thanks, to "how
-            are you?" (the chitchat phrases), to "are you a bot?" (the bot phrases), and to other
-            small talk a model recognised; the step then asks again.
+        compliment_words: small talk a model recognised that has one of these words is a
+            compliment ("you're a star").
+        thanks_reply, chitchat_reply, bot_reply, compliment_reply, small_talk_reply: the answer to
+            thanks, to "how are you?" (the chitchat phrases), to "are you a bot?" (the bot phrases),
+            to a compliment, and to other small talk a model recognised ("tell me a joke"); the step
+            then asks again.
         completed_reply: the closing reply.
         complete_session: the closing reply completes the session (the next message starts a new one).
         corrected: said when a correction changed a value, at a step the engine phrases, before
@@ -305,7 +308,10 @@ class Repair:
                                        "ta", "many thanks", "much appreciated", "appreciate it", "cheers", "great",
                                        "perfect", "cool", "nice", "lovely", "brilliant", "awesome", "sweet")
     chitchat_phrases: tuple[str, ...] = ("how are you", "how are you doing", "hows it going", "how is it going",
+                                         "hows your day", "how is your day", "how was your day", "how you doing",
                                          "nice to meet you", "you are great", "youre great")
+    compliment_words: tuple[str, ...] = ("lovely", "star", "gem", "great", "amazing", "awesome", "brilliant",
+                                         "wonderful", "fantastic", "helpful", "kind", "best", "legend")
     bot_phrases: tuple[str, ...] = ("are you a bot", "are you a robot", "are you an ai", "are you real",
                                     "is this a bot", "am i talking to a bot", "am i talking to a robot",
                                     "is this automated", "are you a real person")
@@ -328,7 +334,8 @@ class Repair:
     thanks_reply: str = "You're welcome!"
     chitchat_reply: str = "I'm doing well, thanks for asking!"
     bot_reply: str = "I'm a virtual assistant, here to help."
-    small_talk_reply: str = "Thanks, that's kind of you!"
+    compliment_reply: str = "Thanks, that's kind of you!"
+    small_talk_reply: str = "Happy to chat!"
     completed_reply: str = "Glad I could help. Goodbye!"
     complete_session: bool = True
     corrected: str = "OK, I've changed ${changes}."

@@ -1,11 +1,13 @@
 """Reading a yes or a no the way customers say them, with no model: "yep", "sure", "go ahead",
 "no problem" are yes; "nope", "nah", "don't" are no; "not sure" is neither, and so is a yes held
-back ("ok stop", "yes, hang on"). Used by yes/no questions (``enum_check`` with ``yes`` and
+back ("ok stop", "yes, hang on"), and so is a no held to ask a question ("no wait, what's the fee?").
+Used by yes/no questions (``enum_check`` with ``yes`` and
 ``no``), by the reuse question ("the same order?") and by the repair patterns.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 
@@ -64,4 +66,12 @@ def read_yes_no(text: str, *, yes: frozenset[str] = frozenset(), no: frozenset[s
     if is_yes and _held_back(words, YES_WORDS | yes):
         return None
     is_no = bool(said & (NO_WORDS | no))
+    if is_no and not is_yes and text.rstrip().endswith("?") and _holds_to_ask(words):
+        return None  # "no wait, what's the fee?": held to ask, not refused
     return is_yes if is_yes != is_no else None
+
+
+def _holds_to_ask(words: list[str]) -> bool:
+    """A hold right after a no ("no wait", "nope, hang on"): with a question after it, the customer
+    stops to ask something before answering."""
+    return any(word in NO_WORDS and after in _HOLDS for word, after in itertools.pairwise(words))

@@ -54,18 +54,19 @@ def keyword_intent(repair: Repair, text: str, *, task_under_way: bool, agent_ste
 
 def small_talk_kind(repair: Repair, text: str) -> str:
     """Which small talk the message is: ``bot`` (the bot phrases: "are you a bot?"),
-    ``how_are_you`` (the chitchat phrases), ``thanks``, or ``other`` (small talk only a model
-    recognised)."""
+    ``how_are_you`` (the chitchat phrases), ``thanks``, ``compliment`` (a compliment word in small
+    talk only a model recognised: "you're a star"), or ``other`` ("tell me a joke")."""
     parts = repair.small_talk(text)
     if _BOT in parts or phrase_in(text, repair.bot_phrases):
         return "bot"
     if _CHITCHAT in parts or phrase_in(text, repair.chitchat_phrases):
         return "how_are_you"
-    thanked = _THANKS in parts or phrase_in(text, ("thanks", "thank you", "thx"))
-    return "thanks" if thanked else "other"
+    if _THANKS in parts or phrase_in(text, ("thanks", "thank you", "thx")):
+        return "thanks"
+    return "compliment" if phrase_in(text, repair.compliment_words) else "other"
 
 
 def small_talk_reply(repair: Repair, text: str) -> str:
     """The agent's answer to the small talk ``text`` is (see :func:`small_talk_kind`)."""
-    return {"bot": repair.bot_reply, "how_are_you": repair.chitchat_reply,
-            "thanks": repair.thanks_reply}.get(small_talk_kind(repair, text), repair.small_talk_reply)
+    return {"bot": repair.bot_reply, "how_are_you": repair.chitchat_reply, "thanks": repair.thanks_reply,
+            "compliment": repair.compliment_reply}.get(small_talk_kind(repair, text), repair.small_talk_reply)
