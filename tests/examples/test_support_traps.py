@@ -25,7 +25,7 @@ def support() -> ModuleType:
 
 
 class Chat:
-    def __init__(self, support: ModuleType, model: ScriptedModel | FunctionModel | None = None) -> None:
+    def __init__(self, support: ModuleType, model: ScriptedModel | FunctionModel | StrictModel | None = None) -> None:
         self.clock = FakeClock()
         agent = support.agent if model is None else support.agent.with_model(model)
         self.agent = agent.with_clock(self.clock, SequentialIds("s"))
@@ -178,6 +178,16 @@ async def test_a_whole_message_resolver_never_overrides_the_models_null(support:
     confirm = await chat.say("it arrived broken")
     assert confirm.text == "Open a refund request for order A-1003 (it arrived broken)? Please answer yes or no."
     assert model.unused() == {}
+
+
+async def test_the_models_reading_of_a_free_text_answer_stands_over_the_whole_message(support: ModuleType) -> None:
+    model = StrictModel()
+    model.means("change the delivery address of A-1002", flows={"address": 90}, values={"order_number": "A-1002"})
+    model.means("9 Kings Road, Oxford, like I said", values={"new_address": "9 Kings Road, Oxford"})
+    chat = Chat(support, model)
+    await chat.say("change the delivery address of A-1002")
+    confirm = await chat.say("9 Kings Road, Oxford, like I said")  # the words around the address are not kept
+    assert confirm.text == "Change the delivery address of A-1002 to 9 Kings Road, Oxford? Please answer yes or no."
 
 
 def _reading(request: ModelRequest) -> Any:

@@ -113,22 +113,29 @@ def purge_invalid(ts: TurnState, run: Run, node: Collect) -> None:
 def resolve(ts: TurnState, run: Run, node: Collect, wanted: list[str], judged: Mapping[str, Any] | None = None,
             *, patterns_only: bool = False) -> tuple[dict[str, Any], set[str]]:
     """The deterministic resolvers' reading of the message. A ``whole_message`` resolver takes
-    anything, so it never overrides the model's explicit null for its field (``judged``): a
-    question typed mid-form is not the answer to the form's question. ``patterns_only``: only the
-    ``pattern`` resolvers read it (see :func:`read_again`)."""
+    anything, so it never overrides the model's reading of its field (``judged``): an explicit
+    null (a question typed mid-form is not the answer to the form's question) or a value (the
+    answer without what was said around it: "9 Kings Road, Oxford, like I said" is "9 Kings Road,
+    Oxford"), and the resolvers after it leave that field to the model too, as they would have left
+    it to the whole message. ``patterns_only``: only the ``pattern`` resolvers read it (see :func:`read_again`)."""
     hits: dict[str, Any] = {}
     ambiguous: set[str] = set()
     if not patterns_only and node.choices and node.slots[0] in wanted \
             and (picked := match_choice(ts.message_text, node.choices)):
         hits[node.slots[0]] = picked.id  # the customer tapped (or typed) a choice: no model call
     frame = resolver_frame(ts, run)
+    to_model: set[str] = set()  # a free-text field the model read: its reading stands
     for resolver in node.resolvers:
-        if resolver.field not in wanted or resolver.field in hits or resolver.field in ambiguous:
+        if resolver.field not in wanted or resolver.field in hits or resolver.field in ambiguous \
+                or resolver.field in to_model:
             continue
         if patterns_only and not isinstance(resolver, Pattern):
             continue
-        if isinstance(resolver, WholeMessage) and ((judged is not None and resolver.field in judged
-                                                   and judged[resolver.field] is None) or _small_talk(ts)):
+        if isinstance(resolver, WholeMessage) and judged is not None and resolver.field in judged \
+                and _model_read(judged[resolver.field]):
+            to_model.add(resolver.field)
+            continue
+        if isinstance(resolver, WholeMessage) and _small_talk(ts):
             continue  # "goodbye" or "thanks" is not a refund's reason: the step asks again
         found = resolver.resolve(ts.message_text, frame)
         if found.status == "hit":
@@ -136,6 +143,11 @@ def resolve(ts: TurnState, run: Run, node: Collect, wanted: list[str], judged: M
         elif found.status == "ambiguous":
             ambiguous.add(resolver.field)
     return hits, ambiguous
+
+
+def _model_read(value: Any) -> bool:
+    """The model's reading of a free-text field that stands for the message: a null, or a text."""
+    return value is None or (isinstance(value, str) and bool(value.strip()))
 
 
 def _small_talk(ts: TurnState) -> bool:
