@@ -163,3 +163,34 @@ async def test_a_group_handler_that_returns_no_move_fails_the_step_loudly() -> N
     assert result.text == bot.failure_reply and [e.reason for e in result.ended] == ["error_degraded"]
     assert chat.session is not None
     assert "Group tool handler for ['pick', 'size'] returned null|undefined." in chat.session.error[-1].message
+
+
+async def test_a_handler_gets_only_arguments_its_schema_accepts_and_the_model_reads_why() -> None:
+    seen.clear()
+    model = ScriptedModel(agent=["Hi", calls(("pick", {"hue": "red"})), "Which colour?"])
+    chat = Chat(make_agent(), model)
+    await chat.say("hi")
+    result = await chat.say("red")
+    assert seen == [] and result.text == "Which colour?"  # the handler never saw the bad call
+    [(_, content)] = tool_messages(model, 2)
+    assert "invalid arguments" in content and "colour" in content
+    assert chat.session is not None and chat.session.warn[-1].message.startswith("tool 'pick': invalid arguments")
+
+
+def broken(args: dict[str, Any], ctx: Any) -> Any:
+    raise KeyError("colour")
+
+
+async def test_a_call_whose_handler_raised_is_answered_in_the_next_turns_history() -> None:
+    shop = agent("shop", prompt="Sell a T-shirt.", tools=[Pick], handlers={"pick": broken})
+    model = ScriptedModel(agent=["Hi", calls(("pick", {"colour": "red"})), "Which colour, again?"])
+    chat = Chat(Agent("Shop", flows=[Flow("shop", nodes=[shop], on=[on_message()])]), model)
+    await chat.say("hi")
+    failed = await chat.say("red")
+    assert failed.text.startswith("I'm sorry")  # the handler's bug fails the turn, as before
+    again = await chat.say("red please")
+    assert again.text == "Which colour, again?"
+    history = model.calls[2].request.messages  # every provider refuses a tool call left unanswered
+    [call_message] = [m for m in history if m.tool_calls]
+    answer = history[history.index(call_message) + 1]
+    assert answer.role == "tool" and answer.tool_call_id == call_message.tool_calls[0].id and "error" in answer.content

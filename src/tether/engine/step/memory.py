@@ -16,6 +16,7 @@ user message (a tool call never loses its results). The transcript is not touche
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from tether.engine.core.session import MemorySpace
@@ -64,16 +65,25 @@ def append_to(memory: MemorySpace, role: str, content: str, *, step: str, tool_c
     return message
 
 
+UNANSWERED = json.dumps({"error": "the tool call failed and returned nothing"})
+"""The tool message a model call gets for a call of an earlier turn that has none (its handler
+raised and the turn failed): every provider refuses a history with a tool call left unanswered."""
+
+
 def as_chat(memory: MemorySpace) -> list[ChatMessage]:
-    """The namespace as the chat messages a model call sees (the summary first, as a system note)."""
+    """The namespace as the chat messages a model call sees (the summary first, as a system note).
+    A tool call with no tool message after it gets :data:`UNANSWERED` right after its message."""
     chat: list[ChatMessage] = []
     if memory.summary:
         chat.append(ChatMessage("system", SUMMARY_NOTE + memory.summary))
+    answered = {m.get("tool_call_id") for m in memory.messages if m["role"] == "tool"}
     for message in memory.messages:
         calls = tuple(ToolCall(c["id"], c["name"], dict(c.get("arguments") or {}))
                       for c in message.get("tool_calls", ()))
         chat.append(ChatMessage(message["role"], message.get("content") or "", tool_calls=calls,
                                 tool_call_id=message.get("tool_call_id"), name=message.get("name")))
+        chat.extend(ChatMessage("tool", UNANSWERED, tool_call_id=call.id, name=call.name)
+                    for call in calls if call.id not in answered)
     return chat
 
 

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from tether.engine.core.effects import Effects
 from tether.engine.core.session import MemorySpace, Run
@@ -151,6 +151,10 @@ async def _handle(ts: TurnState, run: Run, flow: Flow, node: AgentNode, ctx: Ste
     """Run the handler of one call: ``(its result, the tool message for a non-move value)``."""
     handler = node.handlers.get(call.name)
     if handler is not None:
+        problem = _invalid_arguments(call, definition)
+        if problem is not None:  # a handler gets only what the tool's schema accepts: the model reads why
+            ts.log("warn", problem, node=node.id)
+            return None, json.dumps({"error": problem})
         return await call_hook(handler, dict(call.arguments), ctx), None
     if definition is None:  # terminate_session with no handler of its own: go to the terminal step
         terminal = terminal_step(flow)
@@ -177,6 +181,26 @@ async def _handle(ts: TurnState, run: Run, flow: Flow, node: AgentNode, ctx: Ste
         return None, None if value is None else value if isinstance(value, str) else json.dumps(value, default=str)
     ts.log("warn", f"missing tool handler: {call.name}", node=node.id)
     return None, TOOL_VALIDATED
+
+
+def _invalid_arguments(call: ToolCall, definition: Definition) -> str | None:
+    """What is wrong with the arguments of ``call`` for the schema the step offered (a missing
+    required field, a value of the wrong type), or None."""
+    if isinstance(definition, Tool):
+        try:
+            definition.validate(call.arguments)
+        except ToolError as exc:
+            return str(exc)
+        return None
+    if definition is None or not is_model_class(definition):
+        return None
+    try:
+        definition.model_validate(dict(call.arguments))
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or '<args>'}: {err['msg']}"
+                             for err in exc.errors())
+        return f"tool {call.name!r}: invalid arguments: {problems}"
+    return None
 
 
 def _journaling(tool: Tool) -> Tool:
