@@ -4,7 +4,9 @@ reply (DESIGN §9: a customer is never left without a word)."""
 
 from __future__ import annotations
 
-from tether import Agent, Flow, Message, on_message, reply
+from typing import Any
+
+from tether import Agent, Field, Flow, Message, action, collect, enum_check, goto, on_message, reply
 from tether.engine.core.events import ErrorEvent
 from tether.errors import ModelError
 from tether.models.types import ModelRequest
@@ -47,3 +49,36 @@ async def test_an_idle_speaker_failure_is_said_not_left_unanswered() -> None:
     assert [e.error for e in result.events if isinstance(e, ErrorEvent)] == [
         "the idle speaker could not reply: provider said no (overload)"]
     assert len(result.session.error) == 1
+
+
+async def test_a_reply_with_a_fallback_says_it_when_its_speak_call_fails() -> None:
+    book = action("book", lambda state, ctx: goto("booked", data={"party": 4}), targets=["booked"])
+    booked = reply("booked", instructions="Confirm the booking.", fallback="Booked for ${party}.")
+    agent = Agent(name="Booker", instructions="You book things.", fields={"party": Field("integer")},
+                  flows=[Flow("book", start=book, nodes=[book, booked], on=[on_message()])])
+    for kind in ("overload", "auth"):  # a retry would wait, a fatal error would end: the author's text is said now
+        result = await agent.with_model(_failing(kind)).turn(None, Message("book for 4", id="m1"))
+        assert result.text == "Booked for 4." and all(r.status != "waiting" for r in result.session.runs), kind
+        assert not result.schedule and "could not speak" in result.session.warn[-1].message
+
+
+async def test_a_side_question_the_model_cannot_answer_leaves_the_steps_question_and_its_task() -> None:
+    calls: list[str] = []
+
+    def answer(request: ModelRequest) -> Any:
+        calls.append(request.call)
+        if request.call == "speak":
+            raise ModelError("the answer was refused", kind="content")
+        return {"size": None, "_asks": True}
+
+    size = collect("size", fields=["size"], ask="Which size?", resolvers=[enum_check("size", ["small", "large"])])
+    done = reply("done", response="A ${size} one.")
+    agent = Agent(name="Pia", fields={"size": Field("enum", enum=("small", "large"))},
+                  flows=[Flow("order", start=size, nodes=[size, done], on=[on_message()])])
+    model = FunctionModel(answer)
+    first = await agent.with_model(model).turn(None, Message("a pizza", id="m1"))
+    asked = await agent.with_model(model).turn(first.session, Message("how big are they?", id="m2"))
+    assert asked.text == "Which size?" and asked.ended == [] and "speak" in calls
+    assert [r.node for r in asked.session.runs] == ["size"]
+    done_ = await agent.with_model(model).turn(asked.session, Message("large", id="m3"))
+    assert done_.text == "A large one."

@@ -27,7 +27,7 @@ from tether.engine.graph.moves import finish
 from tether.engine.graph.runner import resume
 from tether.engine.turn.keys import message_key
 from tether.engine.turn.run_phase import resume_suspended
-from tether.engine.turn.speak import SpeakResult
+from tether.engine.turn.speak import SpeakResult, fallback_text
 from tether.engine.turn.understand import repeat_allows
 from tether.errors import ModelError
 from tether.flow.durations import parse_duration
@@ -73,6 +73,17 @@ async def settle(ts: TurnState, request: SpeakRequest, result: SpeakResult) -> N
             hold(ts, run, result.covers, turn)  # a batched segment's fallbacks were said together
             await resume(ts, run, flow, user_code(flow, node, reply_next, ts, run, node, turn))
         return
+    if result.error is not None and isinstance(node, Reply) and node.fallback is not None and not request.batch[1:]:
+        _warn_unspoken(ts, run, flow, node.id, result.error, "its fallback was said")
+        text = fallback_text(ts, run, node)  # what the author wrote for a reply no model says
+        ts.say(text, kind="verbatim", key=ts.key(run, node.id), run=run, node_id=node.id)
+        ts.outcome(run, code=provider_code(result.error), kind="talk", node_id=node.id, detail="fallback")
+        await resume(ts, run, flow, user_code(flow, node, reply_next, ts, run, node, ReplyTurn(text, "engine", {})))
+        return
+    if result.error is not None and request.then_ask is not None:
+        # the answer to a side question could not be said: the step's own question still is, and its task goes on
+        _warn_unspoken(ts, run, flow, node.id, result.error, "the step's question was asked without it")
+        result.error, result.text, result.data = None, "", {}
     if result.error is not None:
         _defer(ts, run, flow, node.id, result.error)
         return
@@ -170,6 +181,13 @@ def _defer(ts: TurnState, run: Run, flow: Flow, node_id: str, error: ModelError)
     ts.outcome(run, code=code, status="failed", kind="talk", node_id=node_id, detail=str(error))
     _say_speak_failed(ts, run, flow, node_id, error)
     finish(ts, run, flow, "failed")
+
+
+def _warn_unspoken(ts: TurnState, run: Run, flow: Flow, node_id: str, error: ModelError, instead: str) -> None:
+    """A speak call failed where the author's own text could be said instead: a warning, not a
+    deferral (the customer is not left in silence while a retry waits)."""
+    ts.log("warn", f"flow {flow.id!r}, node {node_id!r}: the model could not speak ({error}); {instead}",
+           code=error.code, flow=flow.id, node=node_id, run=run.id)
 
 
 def _say_speak_failed(ts: TurnState, run: Run, flow: Flow, node_id: str, error: ModelError) -> None:

@@ -50,7 +50,7 @@ from tether.models.parsing import ReplyParseError, extract_json
 from tether.models.types import ChatMessage, ModelRequest, ResponseFormat, ToolSpec
 from tether.spoken import spoken
 
-__all__ = ["NO_MODEL_TEXT", "SpeakResult", "choose_speaker", "speak", "speak_unless_answered"]
+__all__ = ["NO_MODEL_TEXT", "SpeakResult", "choose_speaker", "fallback_text", "speak", "speak_unless_answered"]
 
 NO_MODEL_TEXT = (
     "This step needs a language model to answer, and none is configured. "
@@ -218,8 +218,8 @@ def _parse(text: str, data: Any) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {"message": text}
 
 
-def _fallback_text(ts: TurnState, run: Run, node: Node) -> str:
-    """What a reply says when no model is configured (its ``fallback``, rendered)."""
+def fallback_text(ts: TurnState, run: Run, node: Node) -> str:
+    """What a reply says when no model is configured, or its speak call failed (its ``fallback``, rendered)."""
     assert isinstance(node, Reply) and node.fallback is not None
     state = ts.state_view(run)
     if callable(node.fallback):
@@ -241,9 +241,9 @@ async def speak(ts: TurnState, request: SpeakRequest) -> SpeakResult:
             members = [flow.by_id[m] for m in request.batch] if request.batch[:1] == (node.id,) else []
             if len(members) > 1 and all(isinstance(m, Reply) and m.fallback is not None for m in members):
                 # a batched segment says every member's fallback, as its one model turn would have
-                texts = [_fallback_text(ts, run, m) for m in members]
+                texts = [fallback_text(ts, run, m) for m in members]
                 return SpeakResult(text="\n\n".join(texts), no_model=True, fallback=True, covers=request.batch)
-            return SpeakResult(text=_fallback_text(ts, run, node), no_model=True, fallback=True)
+            return SpeakResult(text=fallback_text(ts, run, node), no_model=True, fallback=True)
         where = f"flow {flow.id!r}, node {node.id!r}" if flow is not None and node is not None else "the idle speaker"
         hint = f"{where}: {NO_MODEL_TEXT}"
         if run is None and (ts.consumed_by or ts.started):
