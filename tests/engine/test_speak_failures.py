@@ -82,3 +82,11 @@ async def test_a_side_question_the_model_cannot_answer_leaves_the_steps_question
     assert [r.node for r in asked.session.runs] == ["size"]
     done_ = await agent.with_model(model).turn(asked.session, Message("large", id="m3"))
     assert done_.text == "A large one."
+
+
+async def test_a_reply_cut_off_inside_its_json_is_no_message_and_the_fallback_is_said() -> None:
+    booked = reply("booked", instructions="Confirm the booking.", fallback="Booked.")
+    agent = Agent(name="Booker", flows=[Flow("book", start=booked, nodes=[booked], on=[on_message()])])
+    cut = FunctionModel(lambda request: '{"message": "Your table is booked for')
+    result = await agent.with_model(cut).turn(None, Message("book it", id="m1"))
+    assert result.text == "Booked."  # never the raw JSON fragment

@@ -213,8 +213,8 @@ def _parse(text: str, data: Any) -> dict[str, Any]:
         return data
     try:
         parsed = extract_json(text)
-    except ReplyParseError:
-        return {"message": text}
+    except ReplyParseError:  # prose is the message; a broken object (cut off at max tokens) is no message
+        return {} if text.lstrip().startswith("{") else {"message": text}
     return parsed if isinstance(parsed, dict) else {"message": text}
 
 
