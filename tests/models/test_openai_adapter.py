@@ -421,3 +421,10 @@ async def test_connection_refused_is_a_network_error() -> None:
         assert caught.value.kind == "network" and caught.value.retryable
     finally:
         await model.aclose()
+
+
+def test_a_request_with_no_timeout_set_gets_the_default_not_the_sdks_ten_minutes(model: OpenAIModel) -> None:
+    from tether.models._adapter import DEFAULT_TIMEOUT
+
+    assert model.build_request(_request())["timeout"] == DEFAULT_TIMEOUT == 60.0
+    assert model.build_request(_request(params={"timeout": 5}))["timeout"] == 5.0

@@ -121,16 +121,21 @@ def parse_tool_arguments(call_id: str, name: str, raw: str | None, provider: str
     return ToolCall(id=call_id, name=name, arguments=arguments)
 
 
-def split_params(*layers: Mapping[str, Any]) -> tuple[dict[str, Any], float | None]:
+DEFAULT_TIMEOUT = 60.0
+"""Seconds one request may take when no ``timeout`` is set (the SDKs wait 600 s: with tether's
+retries, a hung server would hold a customer's turn for half an hour)."""
+
+
+def split_params(*layers: Mapping[str, Any]) -> tuple[dict[str, Any], float]:
     """Merge parameter layers (later wins), drop ``None`` values and control parameters; returns
-    ``(model parameters, timeout)``."""
+    ``(model parameters, timeout)`` (:data:`DEFAULT_TIMEOUT` when none is set)."""
     merged: dict[str, Any] = {}
     for layer in layers:
         merged.update({k: v for k, v in layer.items() if v is not None})
     timeout = merged.get("timeout")
     for key in CONTROL_PARAMS:
         merged.pop(key, None)
-    return merged, float(timeout) if timeout is not None else None
+    return merged, float(timeout) if timeout is not None else DEFAULT_TIMEOUT
 
 
 def raise_mapped(exc: BaseException, sdk: Any, provider: str, *, secret: str | None = None) -> NoReturn:

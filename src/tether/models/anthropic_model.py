@@ -202,8 +202,7 @@ class AnthropicModel:
             kwargs["tools"] = tools
         if params:
             kwargs["extra_body"] = params
-        if timeout is not None:
-            kwargs["timeout"] = timeout
+        kwargs["timeout"] = timeout
         return kwargs
 
     def _response(

@@ -220,8 +220,7 @@ class OpenAIModel:
                 kwargs[key] = params.pop(key)
         if params:
             kwargs["extra_body"] = params
-        if timeout is not None:
-            kwargs["timeout"] = timeout
+        kwargs["timeout"] = timeout
         return kwargs
 
     def _response(
