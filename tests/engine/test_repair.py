@@ -701,3 +701,16 @@ async def test_a_yes_that_talks_about_the_value_read_back_confirms_it(said: str)
     await chat.say("address")
     await chat.say("12 Main Street, Springfield")
     assert (await chat.say(said)).text == "Moved to 12 Main Street, Springfield."
+
+
+async def test_a_greeting_the_model_calls_small_talk_gets_the_opening_with_no_small_talk_line() -> None:
+    model = StrictModel()
+    model.means("hi there", intent="chitchat")
+    first = await Chat(pia().with_model(model)).say("hi there")
+    assert first.text == "[speak]"  # the agent's own voice answers it, with no small-talk line before
+    model.means("a large pizza", flows={"order": 90}, values={"size": "large"})
+    chat = Chat(pia().with_model(model))
+    await chat.say("a large pizza")
+    model.means("hello", intent="chitchat")
+    again = await chat.say("hello")
+    assert again.text == "A large pizza for 12 EUR. Shall I? (yes/no)"

@@ -217,10 +217,11 @@ def _at_agent_step(ts: TurnState, run: Run, node: AgentNode, intent: str, scores
         _cancel(ts, run, scores)
     elif intent == "chitchat":
         question = _last_question(ts)  # the step's question, asked again after the reply
-        text = small_talk_reply(repair, ts.message_text) + (f"\n\n{question}" if question else "")
+        text = "\n\n".join(part for part in (small_talk_reply(repair, ts.message_text), question) if part)
         _say(ts, "chitchat", text)
         append(ts, node.namespace, "user", ts.message_text, step=node.id)
-        append(ts, node.namespace, "assistant", text, step=node.id)
+        if text:
+            append(ts, node.namespace, "assistant", text, step=node.id)
         keep_asking(ts, run)
     elif intent == "completed":
         finish(ts, run, ts.agent.flows_by_id[run.flow], "completed")
@@ -250,6 +251,8 @@ async def late_repair(ts: TurnState) -> None:
 
 
 def _say(ts: TurnState, pattern: str, text: str, *, flow: Flow | None = None) -> None:
+    if not text:  # a greeting gets no small-talk line: what follows (the opening, the question) answers it
+        return
     text = fill_names(text, {"task": task_name(flow)}) if flow is not None else text
     ts.say(text, kind="verbatim", key=f"repair:{pattern}:{message_key(ts)}")
 

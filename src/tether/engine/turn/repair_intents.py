@@ -11,6 +11,7 @@ reports the same intents (its ``intent`` section) when a model judges the messag
 from __future__ import annotations
 
 from tether.flow.repair import Repair, asks_to_cancel, phrase_in, spoken_only
+from tether.flow.resolvers import said_words
 
 __all__ = ["INTENTS", "keyword_intent", "small_talk_kind", "small_talk_reply"]
 
@@ -55,7 +56,8 @@ def keyword_intent(repair: Repair, text: str, *, task_under_way: bool, agent_ste
 def small_talk_kind(repair: Repair, text: str) -> str:
     """Which small talk the message is: ``bot`` (the bot phrases: "are you a bot?"),
     ``how_are_you`` (the chitchat phrases), ``thanks``, ``compliment`` (a compliment word in small
-    talk only a model recognised: "you're a star"), or ``other`` ("tell me a joke")."""
+    talk only a model recognised: "you're a star"), ``greeting`` (only filler words: "hi there",
+    which a model may call small talk), or ``other`` ("tell me a joke")."""
     parts = repair.small_talk(text)
     if _BOT in parts or phrase_in(text, repair.bot_phrases):
         return "bot"
@@ -63,10 +65,16 @@ def small_talk_kind(repair: Repair, text: str) -> str:
         return "how_are_you"
     if _THANKS in parts or phrase_in(text, ("thanks", "thank you", "thx")):
         return "thanks"
-    return "compliment" if phrase_in(text, repair.compliment_words) else "other"
+    if phrase_in(text, repair.compliment_words):
+        return "compliment"
+    filler = {word for phrase in repair.filler for _, _, word in said_words(phrase)}
+    said = [word for _, _, word in said_words(text)]
+    return "greeting" if said and all(word in filler for word in said) else "other"
 
 
 def small_talk_reply(repair: Repair, text: str) -> str:
-    """The agent's answer to the small talk ``text`` is (see :func:`small_talk_kind`)."""
+    """The agent's answer to the small talk ``text`` is (see :func:`small_talk_kind`); none to a
+    greeting: the agent's opening, or its question again, answers it."""
     return {"bot": repair.bot_reply, "how_are_you": repair.chitchat_reply, "thanks": repair.thanks_reply,
-            "compliment": repair.compliment_reply}.get(small_talk_kind(repair, text), repair.small_talk_reply)
+            "compliment": repair.compliment_reply, "greeting": ""}.get(small_talk_kind(repair, text),
+                                                                      repair.small_talk_reply)
