@@ -714,3 +714,16 @@ async def test_a_greeting_the_model_calls_small_talk_gets_the_opening_with_no_sm
     model.means("hello", intent="chitchat")
     again = await chat.say("hello")
     assert again.text == "A large pizza for 12 EUR. Shall I? (yes/no)"
+
+
+async def test_a_speak_call_after_a_line_said_this_turn_ends_with_the_customers_message() -> None:
+    model = StrictModel()
+    model.means("I'd like a table", flows={"book": 90}, reply="See you soon!")
+    noted = reply("noted", response="Noted: a table.", next=goto("thanks"))
+    thanks = reply("thanks", instructions="Thank the customer.", next=end("done"))
+    agent = Agent("Bo", flows=[Flow("book", start=noted, nodes=[noted, thanks], on=[on_message("table")])])
+    result = await Chat(agent.with_model(model)).say("I'd like a table")
+    assert result.text == "Noted: a table.\n\nSee you soon!"
+    speak = [c for c in model.calls if c.call == "speak"][-1].request
+    assert speak.messages[-1].role == "user"  # not the line said before it: a prefill to some providers
+    assert "Already sent this turn:\n- Noted: a table." in speak.instructions

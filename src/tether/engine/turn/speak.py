@@ -208,6 +208,16 @@ def _envelope(ts: TurnState, node: Node | None, fields: tuple[str, ...]) -> dict
     return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
 
 
+def _ending_with_the_customer(ts: TurnState, messages: list[ChatMessage]) -> list[ChatMessage]:
+    """``messages`` without the assistant messages this turn already sent at their end: the task
+    lists them ("Already sent this turn"), and a conversation that ends with an assistant message
+    is a prefill to Anthropic and to llama.cpp's server, which continue it instead of answering."""
+    sent = {m.text for m in ts.messages}
+    while messages and messages[-1].role == "assistant" and messages[-1].content in sent:
+        messages.pop()
+    return messages
+
+
 def _parse(text: str, data: Any) -> dict[str, Any]:
     if isinstance(data, dict):
         return data
@@ -262,7 +272,7 @@ async def speak(ts: TurnState, request: SpeakRequest) -> SpeakResult:
         return SpeakResult(text=ts.agent.failure_reply, no_model=True)
     tools = _tools_for(ts, flow, node)
     specs = tuple(ToolSpec(t.name, t.description, t.parameters) for t in tools)
-    messages = list(ts.history(run))
+    messages = _ending_with_the_customer(ts, list(ts.history(run)))
     fixable = _correctable_here(ts, run, flow, node, request.fields)
     result = SpeakResult(corrections=tuple(fixable))
     envelope = ResponseFormat("speak", _envelope(ts, node, request.fields + tuple(fixable)))
