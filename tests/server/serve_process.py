@@ -27,11 +27,12 @@ def app_file(tmp_path: Path, factory: str = "echo_agent()") -> Path:
 
 
 class Served:
-    """A running ``tether serve``: its base URL and every line it printed on stderr so far."""
+    """A running ``tether serve``: its base URL, every line it printed on stderr so far, and its process."""
 
-    def __init__(self, base: str, lines: list[str]) -> None:
+    def __init__(self, base: str, lines: list[str], process: subprocess.Popen[str]) -> None:
         self.base = base
         self.lines = lines
+        self.process = process
 
 
 @contextlib.contextmanager
@@ -67,7 +68,7 @@ def tether_serve(args: list[str], *, cwd: Path, env: dict[str, str] | None = Non
             found = re.search(r"Uvicorn running on (http://127\.0\.0\.1:\d+)", line)
             if found:
                 base = found.group(1)
-        served = Served(base, lines)
+        served = Served(base, lines, process)
         yield served
     finally:
         process.terminate()

@@ -187,3 +187,27 @@ def test_two_servers_on_postgres_fire_each_wake_once(tmp_path: Path, fresh_datab
     fired = Counter(re.search(r"session=(\S+)", line).group(1)  # type: ignore[union-attr]
                     for line in one.lines + two.lines if "tether.turn" in line and "input=wake:" in line)
     assert fired == Counter({sid: 1 for sid in sessions})
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_sigterm_ends_open_event_streams_so_the_server_exits(tmp_path: Path, workers: int) -> None:
+    with tether_serve([str(app_file(tmp_path)), "--db", str(tmp_path / "s.db"), "--workers", str(workers)],
+                      cwd=tmp_path, env={"TETHER_API_KEYS": "acme:k1"}, workers=workers) as served:
+        headers = {"Authorization": "Bearer k1"}
+        sid = httpx.post(f"{served.base}/v1/agents/Echo/sessions", headers=headers).json()["session"]
+        ended = threading.Event()
+
+        def watch() -> None:  # an inspector tab, or a client following the session
+            with httpx.stream("GET", f"{served.base}/v1/agents/Echo/sessions/{sid}/stream", headers=headers,
+                              timeout=120) as stream:
+                for _ in stream.iter_lines():
+                    pass
+            ended.set()
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        time.sleep(1.0)  # the stream is open
+        started = time.monotonic()
+        served.process.send_signal(signal.SIGTERM)
+        served.process.wait(timeout=30)
+        assert time.monotonic() - started < 10 and ended.wait(5)  # uvicorn no longer waits on the stream

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import socket
+from types import FrameType
 
 import typer
 import uvicorn
+
+from tether.server.stream import close_streams
 
 __all__ = ["BannerServer", "base_url"]
 
@@ -23,6 +26,11 @@ class BannerServer(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, banner: str) -> None:
         super().__init__(config)
         self.banner = banner
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        """Shut down as uvicorn does, first ending the event streams (see ``close_streams``)."""
+        close_streams()
+        super().handle_exit(sig, frame)
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         """Bind as uvicorn does, then print the banner with each bound address."""

@@ -78,6 +78,8 @@ def _bind(host: str, port: int) -> socket.socket:
 def _server_class() -> Callable[[uvicorn.Config, socket.socket, MutableSequence[int], int], uvicorn.Server]:
     import uvicorn
 
+    from tether.server.stream import close_streams
+
     class BalancedServer(uvicorn.Server):
         """A uvicorn server accepting on a shared socket only in its turn (see the module)."""
 
@@ -86,6 +88,10 @@ def _server_class() -> Callable[[uvicorn.Config, socket.socket, MutableSequence[
             super().__init__(config)
             self.sock, self.counts, self.index = sock, counts, index
             self._accepting: asyncio.Task[None] | None = None
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            close_streams()  # open event streams would hold the shutdown (see close_streams)
+            super().handle_exit(sig, frame)
 
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets=[])  # the lifespan and the rest, with no listener of its own

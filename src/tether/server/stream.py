@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 from collections.abc import AsyncIterator
 
@@ -23,7 +24,7 @@ from tether.server.problems import ApiError
 from tether.server.sse import format_event
 from tether.server.views import event_view
 
-__all__ = ["KEEPALIVE", "POLL", "event_stream", "stream_cursor"]
+__all__ = ["KEEPALIVE", "POLL", "close_streams", "event_stream", "stream_cursor"]
 
 KEEPALIVE = 15.0
 """Seconds between ``: keepalive`` comments."""
@@ -33,6 +34,15 @@ MAX_SEQ = 2**63 - 1
 
 POLL = 1.0
 """Seconds between re-reads of the store (for turns committed by other processes)."""
+
+_closing = threading.Event()
+
+
+def close_streams() -> None:
+    """End every event stream of this process within :data:`POLL` seconds: called when the server
+    begins to shut down, which waits for open connections to close (an inspector tab would
+    otherwise hold a deploy until it is killed, turns in flight with it)."""
+    _closing.set()
 
 
 def stream_cursor(request: Request) -> int:
@@ -60,7 +70,7 @@ def event_stream(runtime: Runtime, session_id: str, after: int, *, poll: float =
         quiet_since = time.monotonic()
         woken = False
         with runtime.commits.watch(session_id) as committed:
-            while True:
+            while not _closing.is_set():
                 committed.clear()
                 records = await runtime.store.events(session_id, after=cursor)
                 for record in records:
