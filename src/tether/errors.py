@@ -203,7 +203,8 @@ class AppLoadError(TetherError):
 
 class InvalidInputError(TetherError, ValueError):
     """A turn input was refused before anything ran or was saved (``invalid-input``): text that is
-    not valid Unicode (a lone surrogate), a NUL character, or a message over the size limit.
+    not valid Unicode (a lone surrogate), a NUL character, a message over the size limit, or an
+    empty message (nothing but white space).
     ``where`` names the part of the input (``message.text``, ``event.payload['a']``, ...)."""
 
     code = "invalid-input"

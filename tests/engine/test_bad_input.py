@@ -18,7 +18,8 @@ def _agent() -> Agent:
 
 @pytest.mark.parametrize(("text", "what"), [("\ud800", "lone surrogate (U+D800) at index 0"),
                                             ("ab\x00", "NUL character at index 2"),
-                                            ("z" * (MAX_MESSAGE_CHARS + 1), "the limit is 100000")])
+                                            ("z" * (MAX_MESSAGE_CHARS + 1), "the limit is 100000"),
+                                            ("", "message.text is empty"), (" \n\t ", "message.text is empty")])
 async def test_refused_before_anything_runs(text: str, what: str) -> None:
     agent = _agent()
     first = await agent.turn(None, "hello")

@@ -727,3 +727,12 @@ async def test_a_speak_call_after_a_line_said_this_turn_ends_with_the_customers_
     speak = [c for c in model.calls if c.call == "speak"][-1].request
     assert speak.messages[-1].role == "user"  # not the line said before it: a prefill to some providers
     assert "Already sent this turn:\n- Noted: a table." in speak.instructions
+
+
+async def test_greetings_while_a_step_asks_are_no_answer_and_never_hand_off() -> None:
+    chat = Chat(pia())  # max_turns=2 at the confirm step
+    await chat.say("a large pizza")
+    for greeting in ("hi", "hello again", "hey there", "good morning", "hi"):
+        result = await chat.say(greeting)
+        assert result.text == "A large pizza for 12 EUR. Shall I? (yes/no)", greeting  # asked again, not counted
+    assert (await chat.say("yes")).text == "Your large pizza is in the oven."

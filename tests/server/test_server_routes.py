@@ -203,7 +203,7 @@ async def test_session_state_says_what_the_session_spent_and_what_it_logged(tmp_
         sid = await _session(client, "Frugal")
         fresh = (await client.get(f"{url}/{sid}", headers=ACME)).json()
         assert fresh["usage"]["llm_calls"] == 0 and (fresh["log"], fresh["warn"], fresh["error"]) == ([], [], [])
-        for text in ("hi", "hello?"):
+        for text in ("umm", "pardon?"):
             sent = await client.post(f"{url}/{sid}/messages", json={"text": text}, headers=ACME)
             assert sent.json()["message"] == "What is your name?"
         state = (await client.get(f"{url}/{sid}", headers=ACME)).json()

@@ -91,6 +91,8 @@ def check_input(input: TurnInput) -> CheckedInput:
             raise InvalidInputError(f"message.text must be a string, not {type(input.text).__name__}",
                                     where="message.text")
         check_text(input.text, "message.text", MAX_MESSAGE_CHARS)
+        if not input.text.strip():  # nothing said: no turn (it would count as an answer not understood)
+            raise InvalidInputError("message.text is empty: a message must say something", where="message.text")
         if input.id is not None:
             check_text(input.id, "message.id", MAX_KEY_CHARS)
     elif isinstance(input, Wake):

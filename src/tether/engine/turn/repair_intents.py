@@ -21,6 +21,14 @@ INTENTS = ("cancel", "chitchat", "completed", "skip")
 _THANKS, _CHITCHAT, _CLOSING, _BOT = 0, 1, 2, 3
 _CANCEL_FILLER = ("it", "that", "this", "then", "actually", "oh")
 """Words around a cancel phrase that name nothing ("oh never mind then", "cancel that")."""
+_GREETINGS = frozenset({"hi", "hello", "hey", "hiya", "howdy", "yo", "there", "good", "morning", "afternoon",
+                        "evening", "again"})
+"""The words of a greeting ("hi", "hello again", "good morning"): while a step asks, small talk."""
+
+
+def _greeting(text: str) -> bool:
+    said = [word for _, _, word in said_words(text)]
+    return bool(said) and all(word in _GREETINGS for word in said)
 
 
 def keyword_intent(repair: Repair, text: str, *, task_under_way: bool, agent_step: bool = False) -> str | None:
@@ -37,8 +45,8 @@ def keyword_intent(repair: Repair, text: str, *, task_under_way: bool, agent_ste
     if task_under_way:
         if repair.on("cancel") and asks_to_cancel(text, repair.cancel_phrases):
             return "cancel"
-        if repair.on("chitchat") and parts and _CLOSING not in parts:
-            return "chitchat"
+        if repair.on("chitchat") and ((parts and _CLOSING not in parts) or _greeting(text)):
+            return "chitchat"  # a greeting while a step asks is no answer and no failed try either
         if repair.on("skip") and phrase_in(text, repair.skip_phrases):
             return "skip"
         return None
