@@ -42,3 +42,15 @@ def test_without_a_correction_word_or_with_two_values_after_it_both_still_stand(
 
 def test_a_yes_no_answer_corrected_in_the_same_message() -> None:
     assert enum_check("confirm", ["yes", "no"]).resolve("yes, no wait, no", {}).value == "no"
+
+
+@pytest.mark.parametrize(("text", "status", "value"), [
+    ("an extra large with ham", "miss", None),   # another size than large: the step asks again
+    ("2 x large please", "hit", "large"),        # "x" is a times sign
+    ("extra-large", "miss", None),
+    ("extra large, no wait, large", "hit", "large"),
+    ("a large with extra cheese", "hit", "large"),
+])
+def test_a_value_said_with_extra_before_it_is_another_value(text: str, status: str, value: str | None) -> None:
+    found = enum_check("size", ["small", "medium", "large"]).resolve(text, {})
+    assert (found.status, found.value) == (status, value)

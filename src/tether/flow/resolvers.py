@@ -90,6 +90,8 @@ class EnumCheck:
             said = read_yes_no(text) if said is None else said
             return _MISS if said is None else Resolution("hit", lowered["yes" if said else "no"])
         tokens = _unnegated(text, frozenset(lowered))  # "not large, medium" names medium (not "no large": "no, large")
+        # "extra large" or "super small" is another value than large or small: the step asks again
+        tokens = [t for i, t in enumerate(tokens) if i == 0 or tokens[i - 1] not in _BEYOND]
         exact = {lowered[t] for t in tokens if t in lowered}
         if len(exact) > 1:  # "large, no wait, medium": the value after the last correction word
             last = max((i for i, t in enumerate(tokens) if t in _SELF_CORRECTIONS), default=-1)
@@ -429,6 +431,10 @@ def _occurrences(words: str, needle: str) -> list[int]:
         found.append(at)
         at = words.find(needle, at + 1)
     return found
+
+
+_BEYOND = frozenset({"extra", "xtra", "super"})
+"""Words that make the value after them another one ("extra large" is no large)."""
 
 
 def _unnegated(text: str, item_words: frozenset[str]) -> list[str]:
