@@ -109,6 +109,15 @@ async def test_an_operator_message_to_a_session_the_bot_has_is_a_409(client: htt
                             headers={**ANN, "Content-Type": "application/json"})
     assert bad.status_code == 422
     assert (await client.get(f"{ECHO}/{sid}/transcript", headers=ACME)).json()["messages"] == []
+    released = await client.post(f"{ECHO}/{sid}/release", json={"by": "Ann"}, headers=ANN)
+    assert released.status_code == 409 and released.json()["code"] == "not-handed-off"  # nothing to give back
+
+
+async def test_listing_sessions_by_a_status_that_does_not_exist_is_a_422(client: httpx.AsyncClient) -> None:
+    refused = await client.get(f"{ECHO}?status=handedoff", headers=ACME)
+    assert refused.status_code == 422 and refused.json()["code"] == "invalid-query"
+    assert "running, handed_off, completed, aborted" in refused.json()["message"]
+    assert (await client.get(f"{ECHO}?status=handed_off", headers=ACME)).status_code == 200
 
 
 async def test_given_back_the_bot_answers_again_and_the_person_was_part_of_the_conversation(

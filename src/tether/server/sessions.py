@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse, Response
 from tether.agent import Agent
 from tether.engine.core.input_checks import check_input
 from tether.engine.core.inputs import Event, Message, Start
-from tether.engine.core.session import Session
+from tether.engine.core.session import Session, SessionStatus
 from tether.errors import InvalidInputError
 from tether.runtime.envelope import RunResponse, failure
 from tether.runtime.runtime import Runtime
@@ -115,6 +115,9 @@ class SessionRoutes:
         agent = self._agent(request)
         limit = query_int(request, "limit", 50, low=1, high=500)
         status = request.query_params.get("status")
+        if status is not None and status not in get_args(SessionStatus):  # a typo would list nothing, silently
+            raise ApiError(422, "invalid-query", f"status must be one of {', '.join(get_args(SessionStatus))}, "
+                           f"not {status!r}")
         after = page_cursor(request, at="saved_at", item="session")
         found = await self.runtime.store.list(agent=agent.id, status=status, tenant=request.state.tenant,
                                               limit=limit + 1, after=after)

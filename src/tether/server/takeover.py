@@ -93,6 +93,9 @@ class TakeoverRoutes:
         require_operator(request)
         _, doc = await self.session_of(request)
         body = await read_body(request, ReleaseBody, limit=self.max_body, optional=True)
+        if doc.status != "handed_off":  # nothing to give back: say so, as operator-messages does
+            raise ApiError(409, "not-handed-off", f"session {doc.id!r} is {doc.status}, not handed_off: "
+                           "the bot already has it")
         try:
             stored = await self.runtime.release(doc.id, by=body.by)
         except InvalidInputError as exc:
