@@ -83,6 +83,12 @@ async def test_a_signal_id_with_a_lone_surrogate_is_a_422(client: httpx.AsyncCli
     await _still_serving(client, sid)
 
 
+async def test_a_signal_no_run_waits_for_says_it_was_not_delivered(client: httpx.AsyncClient) -> None:
+    sid = await _session(client)
+    sent = await client.post(f"{ECHO}/{sid}/signals/paid", json={"payload": {"amount": 5}}, headers=ACME)
+    assert sent.status_code == 200 and sent.json()["code"] == "signal-unclaimed" and sent.json()["message"] == ""
+
+
 @pytest.mark.parametrize("cursor", [{"headers": {"Last-Event-ID": str(2**63)}}, {"params": {"after": str(2**63)}},
                                     {"params": {"after": str(10**30)}}])
 async def test_a_stream_cursor_past_a_64_bit_seq_is_a_422(client: httpx.AsyncClient, cursor: dict) -> None:

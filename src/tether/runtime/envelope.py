@@ -79,8 +79,11 @@ def quiet_reason(result: TurnResult) -> str:
     stays quiet until it is released, and the person's answer comes through the session's
     transcript and stream), else ``no-reply`` (nothing answered the input and no idle speaker
     did: the agent's idle speaker is silent, the host's gate was closed, or the input was not a
-    message)."""
-    return "handed-off" if any(line.code == "handed-off" for line in result.outcomes) else "no-reply"
+    message), or ``signal-unclaimed`` (a signal no run waits for: it was not delivered, and is not
+    kept for later)."""
+    codes = {line.code for line in result.outcomes}
+    return "handed-off" if "handed-off" in codes else "signal-unclaimed" if "signal-unclaimed" in codes \
+        else "no-reply"
 
 
 def failure(message: str, session_id: str | None, code: str | None) -> RunResponse:
