@@ -190,6 +190,20 @@ async def test_the_models_reading_of_a_free_text_answer_stands_over_the_whole_me
     assert confirm.text == "Change the delivery address of A-1002 to 9 Kings Road, Oxford? Please answer yes or no."
 
 
+async def test_at_the_same_order_question_the_model_may_read_another_order(support: ModuleType) -> None:
+    model = StrictModel()
+    model.means("where is A-1003?", flows={"orders": 90}, values={"order_number": "A-1003"})
+    model.means("I want to change an address", flows={"address": 90})
+    model.means("no, it's for order 1002", values={"order_number": "A-1002"})  # no letter: only a model reads it
+    chat = Chat(support, model)
+    await chat.say("where is A-1003?")
+    asked = await chat.say("I want to change an address")
+    assert asked.text == "Is this about the same order, A-1003? Please answer yes or no."
+    moved = await chat.say("no, it's for order 1002")
+    assert moved.text == "What's the new delivery address?" and model.unsaid() == []
+    assert chat.session is not None and chat.session.data["order_number"] == "A-1002"
+
+
 def _reading(request: ModelRequest) -> Any:
     """A model that reads what a customer's message plainly says, for every call kind support makes."""
     text = next(m.content for m in reversed(request.messages) if m.role == "user")

@@ -23,7 +23,7 @@ from tether.flow.flow import Flow
 from tether.flow.nodes import Collect
 from tether.flow.yes_no import read_yes_no
 
-__all__ = ["confirm_reused", "note_reusable"]
+__all__ = ["confirm_reused", "confirming", "note_reusable"]
 
 _SAME = frozenset({"same", "right"})
 _OTHER = frozenset({"different", "another", "other"})
@@ -45,6 +45,16 @@ def _unconfirmed(ts: TurnState, run: Run, node: Collect) -> list[str]:
     for name in [n for n in held if ts.session.data.get(n) != held[n]]:
         del held[name]  # changed since the run started: it is this run's own value now
     return [n for n in node.slots if n in held and n in ts.agent.fields]
+
+
+def confirming(run: Run, node: Collect) -> list[str]:
+    """The reused fields ``node`` is asking the customer to confirm ("the same order A-1001?"): an
+    understand call offers them, so a model can read another value in the answer ("no, it's for
+    1002", "the one I just asked about")."""
+    held = run.state.get("__reused")
+    if run.state.get("__reusing") != node.id or not isinstance(held, dict):
+        return []
+    return [n for n in node.slots if n in held]
 
 
 def _settled(run: Run, name: str) -> None:
@@ -70,6 +80,12 @@ def confirm_reused(ts: TurnState, run: Run, flow: Flow, node: Collect) -> Any | 
             merge_values(ts, run, node, {name: hits[name]}, source="deterministic", guard=False)
             _settled(run, name)
             return confirm_reused(ts, run, flow, node)
+        judged = ts.judgement.collect.get((run.id, node.id)) or {}
+        if answering and judged.get(name) is not None:  # the model read the value the answer names
+            sources, _ = merge_values(ts, run, node, {name: judged[name]}, source="model", guard=True)
+            if name in sources:
+                _settled(run, name)
+                return confirm_reused(ts, run, flow, node)
         ts.consumed_by[run.id] = node.id
         if answering:
             said = read_yes_no(ts.message_text, yes=_SAME, no=_OTHER)

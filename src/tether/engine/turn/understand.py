@@ -35,6 +35,7 @@ from tether.engine.graph.corrections import correctable
 from tether.engine.graph.identity import identity
 from tether.engine.graph.prompt_parts import catalogue
 from tether.engine.graph.reply_check import check_reply, coerce_field_values, report_dropped
+from tether.engine.graph.reuse import confirming
 from tether.engine.graph.starts import anchor_of
 from tether.engine.turn.compaction import SUMMARY_ORDER
 from tether.engine.turn.keywords import keyword_scores
@@ -218,6 +219,8 @@ def _opens_with_fixed_text(flow: Flow) -> bool:
 
 def _add_collect(ts: TurnState, found: Judgeables, owner: str, node: Collect, run: Run | None) -> None:
     names = missing_names(ts, run, node)
+    if run is not None:  # "the same order A-1001?": the answer may name another
+        names += [n for n in confirming(run, node) if n not in names]
     fixable = [n for n in correctable(ts, run, ts.agent.flows_by_id.get(run.flow), node) if n not in names] \
         if run is not None else []
     if names:
