@@ -1,5 +1,7 @@
-"""The regression corpus: conversations with the four example agents (no model), as customers
-talk, each turn's reply recorded (``tether test --record``). A change that alters any reply fails
+"""The regression corpus: conversations with the four example agents (no model), and with support
+and pizza under a strict model (``*-model.scenario.yaml``: each message says what the customer
+means, and the model can say only what a request offers), as customers talk, each turn's reply
+recorded (``tether test --record``). A change that alters any reply fails
 here with its diff: when it is intended, record the file again and review its diff."""
 
 from __future__ import annotations
