@@ -70,7 +70,8 @@ async def test_the_extraction_tool_is_partial_nullable_and_quotes_the_user() -> 
     assert call.request.tool_choice == "required"
     params = spec.parameters
     # the node schema made partial: optional fields may be submitted too; only the required ones are "still needed"
-    assert set(params["properties"]) == {"name", "email", "note", "_asks"}  # _asks: a question?
+    # _asks: a question?; _intent: the catch-all started the run, so the message may name no task at all
+    assert set(params["properties"]) == {"name", "email", "note", "_asks", "_intent"}
     assert "required" not in params or params["required"] == []
     assert "Still needed: name, email." in spec.description
     for name in ("name", "email", "note"):
@@ -203,7 +204,7 @@ async def test_a_resolved_field_is_left_out_of_the_extraction_schema() -> None:
                    on_complete=on_complete)
     result = await say(make_agent(node, model=model), None, "large for Bob")
     (call,) = model.calls
-    assert set(call.request.tools[0].parameters["properties"]) == {"name", "_asks"}
+    assert set(call.request.tools[0].parameters["properties"]) == {"name", "_asks", "_intent"}
     assert seen[0][0] == {"size": "large", "name": "Bob"}
     assert result.llm_calls == 1 and model.unused() == {}
 

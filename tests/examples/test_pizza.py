@@ -9,7 +9,7 @@ import pytest
 from example_modules import load_example
 from tether import Message, Start, TurnResult
 from tether.engine.core.session import Session
-from tether.testing import FakeClock, ScriptedModel, SequentialIds
+from tether.testing import FakeClock, ScriptedModel, SequentialIds, StrictModel
 
 
 @pytest.fixture(scope="module")
@@ -18,7 +18,7 @@ def pizza() -> ModuleType:
 
 
 class Chat:
-    def __init__(self, pizza: ModuleType, model: ScriptedModel | None = None) -> None:
+    def __init__(self, pizza: ModuleType, model: ScriptedModel | StrictModel | None = None) -> None:
         self.agent = pizza.agent if model is None else pizza.agent.with_model(model)
         self.session: Session | None = None
 
@@ -190,3 +190,23 @@ async def test_the_quantity_changes_at_the_confirmation_and_people_are_not_pizza
     people = Chat(pizza)
     asked = await people.say("we are two hungry people who love pizzas, large with ham")
     assert asked.text == "A large pizza with ham. Shall I place the order? (yes/no)"
+
+
+async def test_with_a_model_a_message_that_names_no_order_starts_none(pizza: ModuleType) -> None:
+    """Pizza's flow is its catch-all: every message starts an order. The first extract call offers
+    ``_intent``, so a message that is no order at all is not asked for a size."""
+    model = StrictModel()
+    model.means("a large pepperoni please", values={"size": "large", "toppings": ["pepperoni"]})
+    model.means("yes", values={"confirm": "yes"})
+    model.means("oh wait, forget it, cancel the order", intent="cancel")
+    model.means("hey, how are you today?", intent="chitchat")
+    model.means("that'll do for tonight, cheers", intent="completed")
+    chat = Chat(pizza, model)
+    await chat.say("a large pepperoni please")
+    assert (await chat.say("yes")).text.startswith("Order P-")
+    cancelled = await chat.say("oh wait, forget it, cancel the order")
+    assert cancelled.text == "There's nothing in progress to cancel. Is there anything else I can help with?"
+    chatted = await Chat(pizza, model).say("hey, how are you today?")
+    assert chatted.text == f"I'm doing well, thanks for asking!\n\n{ASK_BOTH}"
+    closed = await chat.say("that'll do for tonight, cheers")
+    assert closed.text == "Glad I could help. Goodbye!" and model.unsaid() == []

@@ -33,6 +33,7 @@ from tether.engine.graph.collect_fields import (
     question_text,
     resolve,
     resolver_frame,
+    started_by_catch_all,
     value_of,
 )
 from tether.engine.graph.corrections import (
@@ -142,9 +143,13 @@ async def dispatch_collect(ts: TurnState, run: Run, flow: Flow, node: Collect) -
         if targets and judged is not None:
             values = {k: v for k, v in judged.items() if k in targets and v is not None}
         elif targets and ts.has_model(node.model) and ts.pre_speak_calls == 0 and not ts.spoke:
-            # an answer to this step's question may instead cancel, chat or give up (not a message that started it)
+            # an answer to this step's question may instead cancel, chat or give up; a message that started
+            # the run only as its flow's catch-all ("forget it, cancel the order" after an order, "hey, how
+            # are you?", "that'll do, cheers") may be no task at all
             intents = [i for i in ("cancel", "chitchat", "skip") if ts.agent.repair.on(i)] \
-                if ts.asking_at.get(run.id) == node.id else []
+                if ts.asking_at.get(run.id) == node.id else \
+                [i for i in ("cancel", "chitchat", "completed") if ts.agent.repair.on(i)] \
+                if started_by_catch_all(ts, run) else []
             # a question typed at the step ("how much is a large?") is answered before its question,
             # as the understand call's ``asks`` would have it (no understand call this turn)
             ask_slot = ts.judgement.asks is None and not node.phrased_by_model

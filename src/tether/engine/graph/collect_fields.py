@@ -21,7 +21,8 @@ from tether.flow.resolvers import Pattern, WholeMessage
 from tether.flow.triggers import MessageTrigger
 
 __all__ = ["ask_text", "asking_text", "clear_caches", "gathered", "has_value", "humanize", "merge_values", "missing",
-           "missing_names", "pending", "purge_invalid", "question_text", "resolve", "resolver_frame", "value_of"]
+           "missing_names", "pending", "purge_invalid", "question_text", "resolve", "resolver_frame",
+           "started_by_catch_all", "value_of"]
 
 
 def clear_caches(run: Run, node_id: str) -> None:
@@ -180,6 +181,11 @@ def asking_text(ts: TurnState, run: Run, node: Collect, names: list[str]) -> str
 def _catch_all(ts: TurnState, run: Run) -> bool:
     flow = ts.agent.flows_by_id.get(run.flow)
     return flow is not None and any(isinstance(t, MessageTrigger) and t.catch_all for t in flow.on)
+
+
+def started_by_catch_all(ts: TurnState, run: Run) -> bool:
+    """``run`` started this turn, its flow a catch-all: the message may have named no task at all."""
+    return any(started.run_id == run.id for started in ts.started) and _catch_all(ts, run)
 
 
 def ask_text(ts: TurnState, run: Run, node: Collect, names: list[str]) -> str:

@@ -40,7 +40,14 @@ import re
 from tether.engine.core.pauses import Static
 from tether.engine.core.session import Run
 from tether.engine.core.state import SpeakRequest, TurnState
-from tether.engine.graph.collect_fields import ask_text, missing, pending, question_text, resolver_frame
+from tether.engine.graph.collect_fields import (
+    ask_text,
+    missing,
+    pending,
+    question_text,
+    resolver_frame,
+    started_by_catch_all,
+)
 from tether.engine.graph.conditions import holds
 from tether.engine.graph.interrupted import restore_values
 from tether.engine.graph.moves import finish
@@ -245,7 +252,15 @@ async def late_repair(ts: TurnState) -> None:
     run = ts.run(run_id)
     if run is None:
         return
-    if not handle_repair(ts, run, intent):
+    if intent in ("cancel", "completed") and started_by_catch_all(ts, run):
+        # the message named no task: the run its catch-all started goes, and the message is answered as such
+        finish(ts, run, ts.agent.flows_by_id[run.flow], "cancelled" if intent == "cancel" else "completed")
+        repair = ts.agent.repair
+        _say(ts, intent, repair.nothing_to_cancel if intent == "cancel" else repair.completed_reply)
+        if intent == "completed" and repair.complete_session:
+            ts.session.status = "completed"
+        ts.repaired = intent
+    elif not handle_repair(ts, run, intent):
         keep_asking(ts, run)
     await move_floor(ts)
 
