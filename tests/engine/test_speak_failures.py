@@ -10,7 +10,7 @@ from tether import Agent, Field, Flow, Message, action, collect, enum_check, got
 from tether.engine.core.events import ErrorEvent
 from tether.errors import ModelError
 from tether.models.types import ModelRequest
-from tether.testing import FunctionModel
+from tether.testing import FakeClock, FunctionModel
 
 confirm = reply("confirm", instructions="Confirm the booking.")
 AGENT = Agent(name="Booker", instructions="You book things.",
@@ -90,3 +90,18 @@ async def test_a_reply_cut_off_inside_its_json_is_no_message_and_the_fallback_is
     cut = FunctionModel(lambda request: '{"message": "Your table is booked for')
     result = await agent.with_model(cut).turn(None, Message("book it", id="m1"))
     assert result.text == "Booked."  # never the raw JSON fragment
+
+
+async def test_a_speak_call_is_told_todays_date() -> None:
+    seen: list[ModelRequest] = []
+
+    def answer(request: ModelRequest) -> Any:
+        seen.append(request)
+        return {"message": "Refunds are open for 30 days after delivery."}
+
+    talk = reply("talk", instructions="Answer about refunds.")
+    agent = Agent(name="Sam", flows=[Flow("talk", start=talk, nodes=[talk], on=[on_message()])])
+    clock = FakeClock("2026-03-06T10:00:00Z")
+    await agent.with_model(FunctionModel(answer)).with_clock(clock).turn(None, Message("can I still return it?"))
+    assert seen[0].instructions.startswith("Today: Friday 2026-03-06\n\n")  # the per-turn part: the prefix stays
+    assert "2026" not in seen[0].system

@@ -67,7 +67,8 @@ SPEAKER_ORDERS = (
     "offer what you can do. Reply with one JSON object with exactly the keys of the schema: `message` is what "
     "you say to the customer; any other key is a value to read from the customer's messages (null when "
     "not given).\n"
-    "The task has these parts, each only when it applies: Current flow (its entry in the flows below); "
+    "The task has these parts, each only when it applies: Today (the date); Current flow (its entry in the "
+    "flows below); "
     "Your task now; Still to collect: ask for these naturally, and fill the ones the customer gave; Known: "
     "the task's values, to use as they are and never to ask for again; Background: known from earlier in "
     "the conversation, not a current task; Instructions; Already sent this turn: do not repeat it; Sent "
@@ -156,7 +157,7 @@ def _reply_guideline(ts: TurnState, run: Run | None, node: Node) -> Any:
 
 def _prompt(ts: TurnState, run: Run | None, flow: Flow | None, node: Node | None, fields: tuple[str, ...],
             batch: tuple[str, ...] = ()) -> str:
-    sections: list[str] = []
+    sections: list[str] = [f"Today: {ts.now:%A %Y-%m-%d}"]  # "within 30 days", "by Thursday": no fact without it
     if flow is not None:
         sections.append(f"Current flow: {flow.id}")  # what it does is in the catalogue (stable text)
     guideline: Any = None
