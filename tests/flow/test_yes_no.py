@@ -102,3 +102,15 @@ def test_a_hold_marks_a_correction_only_when_said_as_one() -> None:
 ])
 def test_a_no_held_to_ask_a_question_is_no_answer(text: str, said: bool | None) -> None:
     assert read_yes_no(text) is said
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("no sorry, my mistake, the original address is fine", None),  # "fine" is said of the address: asked again
+    ("yes, no wait, no", "no"),
+    ("yes sorry go ahead", "yes"),
+    ("no, actually yes please", "yes"),
+])
+def test_an_answer_after_a_self_correction_counts_only_when_it_opens_what_follows(text: str,
+                                                                                 value: str | None) -> None:
+    found = enum_check("confirm", ["yes", "no"]).resolve(text, {})
+    assert found.value == value

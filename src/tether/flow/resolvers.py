@@ -86,7 +86,7 @@ class EnumCheck:
         lowered = {v.lower(): v for v in self.values}
         if len(lowered) == 2 and "yes" in lowered and "no" in lowered:  # a yes/no question: every way to say them
             cut = max((m.end() for m in _SELF_CORRECTION.finditer(text)), default=0)  # "yes, no wait, no": no
-            said = read_yes_no(text[cut:]) if cut else None
+            said = read_yes_no(text[cut:]) if cut and _answers_first(text[cut:]) else None
             said = read_yes_no(text) if said is None else said
             return _MISS if said is None else Resolution("hit", lowered["yes" if said else "no"])
         tokens = _unnegated(text, frozenset(lowered))  # "not large, medium" names medium (not "no large": "no, large")
@@ -421,6 +421,14 @@ _KEEP_NEGATING = frozenset({"the", "a", "an", "any", "more", "extra", "and", "or
 _SELF_CORRECTIONS = frozenset({"wait", "actually", "sorry", "mean", "meant", "make", "rather", "correction"})
 """Words after which a message's own earlier choice no longer holds ("large, no wait, medium")."""
 _SELF_CORRECTION = re.compile(r"\b(?:" + "|".join(sorted(_SELF_CORRECTIONS)) + r")\b", re.IGNORECASE)
+
+
+def _answers_first(text: str) -> bool:
+    """``text`` (what follows a self-correction) opens with its answer ("no", "actually yes"), not
+    with something said about another matter ("sorry, my mistake, the original address is fine":
+    "fine" is said of the address, not of the question)."""
+    words = [word for _, _, word in said_words(text)][:2]
+    return read_yes_no(" ".join(words)) is not None
 
 
 def _occurrences(words: str, needle: str) -> list[int]:
