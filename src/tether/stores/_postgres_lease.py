@@ -15,17 +15,22 @@ ride on the request's final save (``Store.save_and_release``, see ``_postgres_io
 
 Two sessions whose keys hash alike merely wait for each other; correctness never depends on
 the hash (compare-and-swap still guards every save).
+
+A lease connection is taken as the store's others are (``_postgres_pool.take``): a database that
+cannot be reached fails the take with ``StoreError`` once the store's connect wait has passed;
+only a lease another connection holds, or a lease pool whose connections all hold leases for the
+whole timeout, is ``SessionLeaseTimeout``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from tether.errors import SessionLeaseTimeout
+from tether.stores._postgres_pool import Reach, discard, take
 from tether.stores.base import backend_errors
 
 if TYPE_CHECKING:
@@ -63,7 +68,7 @@ class PostgresLease:
                 raise RuntimeError("the lock was not held")
         except BaseException as exc:
             log.warning("could not release the lease of session %r cleanly: %s", self.session_id, exc)
-            await _discard(self.pool, self.conn)
+            await discard(self.pool, self.conn)
         else:
             await self.pool.putconn(self.conn)
 
@@ -81,57 +86,53 @@ async def hold_postgres_lease(
     *,
     timeout: float,
     errors: tuple[type[BaseException], ...],
+    reach: Reach,
+    reach_wait: float,
     read: sql.Composable | None = None,
 ) -> AsyncIterator[PostgresLease]:
     """Hold the advisory lock of ``session_id`` for the body (``read``, a statement with its
     values inlined, runs right after the lock in the same round trip; its rows in ``found``).
 
-    Raises ``SessionLeaseTimeout`` when another worker holds it for ``timeout`` seconds (or no
-    lease connection frees up in that time); backend ``errors`` while taking it become
-    ``StoreError``. A failure to release is logged: the lock goes with the closed connection.
+    Raises ``SessionLeaseTimeout`` when another worker holds it for ``timeout`` seconds (or every
+    lease connection stays in use that long); ``StoreError`` when the database cannot be reached
+    for ``reach_wait`` seconds (``reach`` says why), and for backend ``errors`` while taking it.
+    A failure to release is logged: the lock goes with the closed connection.
     """
     key = f"tether-lease:{schema}:{session_id}"
     with backend_errors(errors, "lease", session_id):
-        lease = await _take(pool, key, session_id, timeout, read)
+        lease = await _take(pool, reach, reach_wait, key, session_id, timeout, read)
     try:
         yield lease
     finally:
         await lease.release()
 
 
-async def _take(pool: AsyncConnectionPool[Conn], key: str, session_id: str, timeout: float,
-                read: sql.Composable | None) -> PostgresLease:
+async def _take(pool: AsyncConnectionPool[Conn], reach: Reach, reach_wait: float, key: str, session_id: str,
+                timeout: float, read: sql.Composable | None) -> PostgresLease:
     """A pool connection that holds the session's advisory lock ``key``."""
     import psycopg
     from psycopg import sql
     from psycopg_pool import PoolTimeout
 
-    try:
-        conn = await pool.getconn(timeout=timeout)
+    try:  # a database that cannot be reached is StoreError (raised by take), not a busy session
+        conn = await take(pool, reach, wait=timeout, reach_wait=reach_wait, operation="lease", session_id=session_id)
     except PoolTimeout:
         raise SessionLeaseTimeout(session_id, timeout=timeout, holder="no free lease connection") from None
     found: list[Any] | None = None
     try:
         # the select list runs in order: the timeout is set before the wait
         lock = sql.SQL("SELECT set_config('lock_timeout', {}, false), pg_advisory_lock(hashtextextended({}, 0))")
-        take = lock.format(sql.Literal(f"{max(1, int(timeout * 1000))}ms"), sql.Literal(key))
+        locking = lock.format(sql.Literal(f"{max(1, int(timeout * 1000))}ms"), sql.Literal(key))
         if read is None:
-            await conn.execute(take, prepare=False)
+            await conn.execute(locking, prepare=False)
         else:  # no parameters, never prepared: the simple protocol runs both statements in one round trip
-            cur = await conn.execute(sql.SQL("; ").join([take, read]), prepare=False)
+            cur = await conn.execute(sql.SQL("; ").join([locking, read]), prepare=False)
             cur.nextset()
             found = await cur.fetchall()
     except BaseException as exc:
-        await _discard(pool, conn)
+        await discard(pool, conn)
         if isinstance(exc, psycopg.errors.LockNotAvailable):
             raise SessionLeaseTimeout(session_id, timeout=timeout, holder="another connection") from None
         raise
     return PostgresLease(pool, conn, key, session_id, found)
 
-
-async def _discard(pool: AsyncConnectionPool[Conn], conn: Conn) -> None:
-    """Close ``conn`` (the server drops its locks) and hand it back so the pool replaces it."""
-    with contextlib.suppress(Exception):
-        await conn.close()
-    with contextlib.suppress(Exception):
-        await pool.putconn(conn)

@@ -4,15 +4,15 @@ Uses psycopg 3 (async) with a ``psycopg_pool.AsyncConnectionPool``. The compare-
 ``UPDATE ... WHERE id = %s AND revision = %s`` (the row lock serializes racing writers, the loser
 matches no row); wakes are claimed with ``SELECT ... FOR UPDATE SKIP LOCKED``; the session lease
 is an advisory lock held on a connection of a second, lease-only pool (see ``_postgres_lease``).
-Both pools check a connection before handing it out. psycopg is imported lazily: install it
-with ``pip install 'tether[postgres]'``.
+Connections are checked before they are handed out, and the pools reconnect about a second after
+the database answers again (see ``_postgres_pool``). psycopg is imported lazily: install it with
+``pip install 'tether[postgres]'``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
-import select
 from collections.abc import AsyncIterator, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime, timedelta
@@ -28,6 +28,7 @@ from tether.stores._postgres_io import (
     wake_from_row,
 )
 from tether.stores._postgres_lease import PostgresLease, hold_postgres_lease
+from tether.stores._postgres_pool import Reach, new_pool, take
 from tether.stores._postgres_schema import TENANT, migrate, quote_schema
 from tether.stores.base import ClockLike, Store, backend_errors, flushes, messages_from_rows, utc
 from tether.stores.conversation_keys import postgres_find_key, postgres_put_key
@@ -70,23 +71,6 @@ def _backend_errors() -> tuple[type[BaseException], ...]:
     return (psycopg.Error, psycopg_pool.PoolTimeout, psycopg_pool.PoolClosed, OSError)
 
 
-async def _check_connection(conn: Conn) -> None:
-    """The pool's check before handing out a connection, without a round trip when it can tell.
-
-    An idle connection has nothing to read. A server that drops it (a restart, a failover,
-    ``pg_terminate_backend``) sends its error and closes the socket, which makes it readable: only
-    then is the full check (an empty query, which raises) run. A peer that vanishes without a word
-    is found by the first query, as the full check would find it.
-    """
-    from psycopg_pool import AsyncConnectionPool
-
-    if conn.closed or conn.broken:
-        raise StoreError("the connection is closed", operation="check")
-    readable, _, _ = select.select([conn.fileno()], [], [], 0)
-    if readable:
-        await AsyncConnectionPool.check_connection(conn)
-
-
 class PostgresStore(Store):
     """A store in a PostgreSQL database (tables created or migrated on first use).
 
@@ -96,7 +80,8 @@ class PostgresStore(Store):
             session leases use a second pool of up to ``pool_size`` connections.
         schema: the PostgreSQL schema holding the tables (created if missing).
         clock: stamps ``saved_at`` (default: the system clock, UTC).
-        connect_timeout: seconds to wait for the first connection.
+        connect_timeout: seconds to wait for the first connection, and for a connection while
+            the database cannot be reached (then the call fails with ``StoreError``).
     """
 
     document_parts = True
@@ -119,6 +104,7 @@ class PostgresStore(Store):
         self._connect_timeout = connect_timeout
         self._pool: AsyncConnectionPool[Conn] | None = None
         self._lease_pool: AsyncConnectionPool[Conn] | None = None
+        self._reach = Reach()  # what the latest attempt to connect said
         self._open_lock = asyncio.Lock()
         self._closed = False
 
@@ -160,18 +146,8 @@ class PostgresStore(Store):
         return self._pool
 
     def _new_pool(self, *, min_size: int, name: str) -> AsyncConnectionPool[Conn]:
-        from psycopg_pool import AsyncConnectionPool
-
-        return AsyncConnectionPool(
-            self.url,
-            min_size=min_size,
-            max_size=self._pool_size,
-            open=False,
-            kwargs={"autocommit": True},
-            timeout=self._connect_timeout,
-            check=_check_connection,  # never hand out a connection the server dropped
-            name=name,
-        )
+        return new_pool(self.url, self._reach, min_size=min_size, max_size=self._pool_size, name=name,
+                        timeout=self._connect_timeout)
 
     async def _ensure_lease_pool(self) -> AsyncConnectionPool[Conn]:
         await self._ensure_pool()  # the tables exist and the server answers
@@ -179,7 +155,9 @@ class PostgresStore(Store):
             if self._closed:
                 raise StoreError("store is closed", operation="lease")
             if self._lease_pool is None:
-                pool = self._new_pool(min_size=0, name=f"tether-{self.schema}-leases")
+                # one connection kept open, as the main pool does: the first lease after an
+                # outage finds the pool reconnecting already
+                pool = self._new_pool(min_size=1, name=f"tether-{self.schema}-leases")
                 with backend_errors(self._errors, "lease"):
                     await pool.open(wait=False)
                 self._lease_pool = pool
@@ -191,8 +169,13 @@ class PostgresStore(Store):
             raise StoreError("store is closed", operation=operation)
         pool = await self._ensure_pool()
         with backend_errors(self._errors, operation, session_id):
-            async with pool.connection() as conn:
-                yield conn
+            conn = await take(pool, self._reach, wait=self._connect_timeout, reach_wait=self._connect_timeout,
+                              operation=operation, session_id=session_id)
+            try:
+                async with conn:  # as the pool's own connection(): roll back a failed transaction
+                    yield conn
+            finally:
+                await pool.putconn(conn)
 
     @asynccontextmanager
     async def _transaction(self, operation: str, session_id: str | None = None) -> AsyncIterator[Conn]:
@@ -217,7 +200,8 @@ class PostgresStore(Store):
         if self._closed:
             raise StoreError("store is closed", operation="lease")
         pool = await self._ensure_lease_pool()
-        async with hold_postgres_lease(pool, self.schema, session_id, timeout=timeout, errors=self._errors):
+        async with hold_postgres_lease(pool, self.schema, session_id, timeout=timeout, errors=self._errors,
+                                       reach=self._reach, reach_wait=self._connect_timeout):
             yield
 
     @asynccontextmanager
@@ -232,7 +216,7 @@ class PostgresStore(Store):
         pool = await self._ensure_lease_pool()
         read = sql.SQL(_READ_DOC.replace("{s}", self._s).replace("%s", "{}")).format(sql.Literal(session_id))
         async with hold_postgres_lease(pool, self.schema, session_id, timeout=timeout, errors=self._errors,
-                                       read=read) as lease:
+                                       reach=self._reach, reach_wait=self._connect_timeout, read=read) as lease:
             rows = lease.found or []
             yield self._leased(session_id, (rows[0][0], rows[0][1], rows[0][2]) if rows else None, lease.release,
                                lease)

@@ -1,0 +1,170 @@
+"""The connections of ``PostgresStore``: how they are pooled and handed out.
+
+* ``Reach``: what the latest attempt to connect said, so a wait for a connection that ends with
+  none says that the database could not be reached, and why.
+* ``new_pool``: a pool whose reconnection attempts give up after ``RECONNECT`` seconds. psycopg's
+  pool retries with a doubling backoff (1, 2, 4, 8 s...): after an outage of 20 s its next try
+  could come 10 s after the database is back. Here a chain of tries is short, and the next
+  request that waits starts a new one at once, so the pool reconnects about a second after the
+  database answers again.
+* ``take``: a live connection, waiting in slices of ``SLICE`` seconds (each slice's wait starts
+  a new chain of tries when the last one gave up), checked here rather than by the pool, so dead
+  connections left by an outage are dropped one after the other without the pool's backoff
+  between them. It fails with ``StoreError`` once the database has been unreachable for the
+  store's connect wait, whatever the caller would wait for a free connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import select
+import time
+from typing import TYPE_CHECKING, Any, Self
+
+from tether.errors import StoreError
+
+if TYPE_CHECKING:
+    from psycopg_pool import AsyncConnectionPool
+
+    from tether.stores._postgres_io import Conn
+
+__all__ = ["RECONNECT", "SLICE", "Reach", "discard", "new_pool", "take"]
+
+RECONNECT = 2.0
+"""Seconds a pool's chain of reconnection attempts lasts (attempts about a second apart)."""
+
+SLICE = 1.0
+"""Seconds ``take`` waits for the pool at a time."""
+
+
+def cause(exc: BaseException) -> str:
+    """``exc`` as libpq or psycopg put it, on one line."""
+    text = str(exc) or type(exc).__name__
+    return " ".join(text.removeprefix("connection failed: ").split())
+
+
+class Reach:
+    """What the latest attempt to connect to the database said (any pool of the store)."""
+
+    def __init__(self) -> None:
+        self.error: BaseException | None = None
+
+    def failed(self, exc: BaseException) -> None:
+        self.error = exc
+
+    def connected(self) -> None:
+        self.error = None
+
+    @property
+    def failing(self) -> bool:
+        """True when the latest attempt failed."""
+        return self.error is not None
+
+    def unreachable(self, operation: str, session_id: str | None, waited: float) -> StoreError:
+        """The error of a request that waited ``waited`` seconds for a connection and got none."""
+        why = cause(self.error) if self.error is not None else "no connection"
+        return StoreError(f"store {operation} failed: cannot reach the database (no connection for "
+                          f"{waited:.0f}s): {why}", operation=operation, session_id=session_id)
+
+
+def _recording(reach: Reach) -> type[Conn]:
+    """A connection class that tells ``reach`` how each attempt to connect went."""
+    import psycopg
+
+    class RecordedConnection(psycopg.AsyncConnection[tuple[Any, ...]]):
+        @classmethod
+        async def connect(cls, *args: Any, **kwargs: Any) -> Self:
+            try:
+                conn = await super().connect(*args, **kwargs)
+            except Exception as exc:
+                reach.failed(exc)
+                raise
+            reach.connected()
+            return conn
+
+    RecordedConnection.__module__, RecordedConnection.__qualname__ = "tether.stores.postgres", "Connection"  # in logs
+    return RecordedConnection
+
+
+def new_pool(url: str, reach: Reach, *, min_size: int, max_size: int, name: str,
+             timeout: float) -> AsyncConnectionPool[Conn]:
+    """A pool of autocommit connections to ``url`` (not opened yet)."""
+    from psycopg_pool import AsyncConnectionPool
+
+    pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
+        url,
+        connection_class=_recording(reach),
+        min_size=min_size,
+        max_size=max_size,
+        open=False,
+        kwargs={"autocommit": True},
+        timeout=timeout,
+        reconnect_timeout=RECONNECT,
+        name=name,
+    )
+    return pool
+
+
+async def take(pool: AsyncConnectionPool[Conn], reach: Reach, *, wait: float, reach_wait: float,
+               operation: str, session_id: str | None = None) -> Conn:
+    """A live connection of ``pool`` (give it back with ``pool.putconn``).
+
+    Waits up to ``wait`` seconds for one. Raises ``StoreError`` (the database cannot be reached)
+    when the latest attempt to connect failed and ``reach_wait`` seconds (or ``wait``) have
+    passed; ``psycopg_pool.PoolTimeout`` when the pool's connections stayed in use for ``wait``.
+    """
+    from psycopg_pool import PoolTimeout
+
+    start = time.monotonic()
+    deadline = start + wait
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            if left <= 0:
+                raise PoolTimeout(f"couldn't get a connection after {wait:.2f} sec")
+            conn = await pool.getconn(timeout=min(SLICE, left))
+        except PoolTimeout:
+            now = time.monotonic()
+            if reach.failing and (now >= deadline or now - start >= reach_wait):
+                raise reach.unreachable(operation, session_id, now - start) from None
+            if now >= deadline:
+                raise PoolTimeout(f"couldn't get a connection after {wait:.2f} sec") from None
+            continue
+        try:
+            alive = await _alive(conn)
+        except BaseException:
+            await discard(pool, conn)
+            raise
+        if alive:
+            return conn
+        await discard(pool, conn)
+
+
+async def _alive(conn: Conn) -> bool:
+    """False when the server dropped ``conn``, without a round trip when it can tell.
+
+    An idle connection has nothing to read. A server that drops it (a restart, a failover,
+    ``pg_terminate_backend``) sends its error and closes the socket, which makes it readable: only
+    then is the full check (an empty query) run. A peer that vanishes without a word is found by
+    the first query, as the full check would find it.
+    """
+    from psycopg_pool import AsyncConnectionPool
+
+    if conn.closed or conn.broken:
+        return False
+    readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    if not readable:
+        return True
+    try:
+        await AsyncConnectionPool.check_connection(conn)
+    except Exception:
+        return False
+    return True
+
+
+async def discard(pool: AsyncConnectionPool[Conn], conn: Conn) -> None:
+    """Close ``conn`` (the server drops its locks) and hand it back so the pool replaces it."""
+    with contextlib.suppress(Exception):
+        await conn.close()
+    with contextlib.suppress(Exception):
+        await pool.putconn(conn)

@@ -1,0 +1,105 @@
+"""PostgreSQL outages as a worker meets them, through a TCP proxy (``pg_proxy``) the test turns off:
+a database that cannot be reached is ``SESSION_STORE_ERROR`` that says so (never a busy session),
+and the pools reconnect about a second after it answers again. Real PostgreSQL; skipped without one."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import psycopg
+import pytest
+from pg_proxy import PgProxy, pg_proxy
+from store_backends import require_postgres
+
+from tether.engine.core.session import Session
+from tether.errors import SessionLeaseTimeout, StoreError
+from tether.stores import PostgresStore
+from tether.testing import FakeClock
+
+pytestmark = pytest.mark.postgres
+
+NewSession = Callable[..., Session]
+MakeStore = Callable[..., PostgresStore]
+
+
+@pytest.fixture
+async def proxied(clock: FakeClock) -> AsyncIterator[tuple[PgProxy, MakeStore]]:
+    """A proxy to the test server, and a maker of stores on one new schema through it."""
+    url = require_postgres()
+    schema = f"tether_test_{uuid.uuid4().hex[:12]}"
+    stores: list[PostgresStore] = []
+    try:
+        async with pg_proxy(url) as proxy:
+
+            def make(**options: Any) -> PostgresStore:
+                stores.append(PostgresStore(proxy.url, schema=schema, clock=clock, **options))
+                return stores[-1]
+
+            try:
+                yield proxy, make
+            finally:
+                proxy.mode = "up"
+                for store in stores:
+                    await store.close()
+    finally:
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+async def test_a_database_that_cannot_be_reached_is_a_store_error_not_a_busy_session(
+        proxied: tuple[PgProxy, MakeStore], new_session: NewSession) -> None:
+    proxy, make = proxied
+    store, other = make(connect_timeout=1.0), make()
+    created = await store.create(new_session())
+    async with store.lease_and_load(created.id):  # the lease pool has a connection now
+        pass
+    proxy.mode = "refuse"
+    proxy.cut()
+    await asyncio.sleep(0.2)  # the resets have arrived: the pools' connections are dead, and say so
+    for attempt in ("lease", "load"):
+        started = time.monotonic()
+        with pytest.raises(StoreError) as caught:
+            if attempt == "lease":
+                async with store.lease_and_load(created.id, timeout=8):
+                    pytest.fail("leased a session in a database that cannot be reached")
+            else:
+                await store.load(created.id)
+        waited = time.monotonic() - started
+        assert type(caught.value) is StoreError, caught.value  # SESSION_STORE_ERROR, not SESSION_LEASE_TIMEOUT
+        assert caught.value.operation == attempt and caught.value.session_id == created.id
+        assert f"store {attempt} failed: cannot reach the database (no connection for 1s): " in str(caught.value)
+        assert waited < 4  # the store's connect wait (1 s), not the lease timeout (8 s)
+    proxy.mode = "up"
+    async with other.lease(created.id):  # a lease another connection holds is still a busy session
+        with pytest.raises(SessionLeaseTimeout):
+            async with store.lease_and_load(created.id, timeout=0.5):
+                pytest.fail("leased a session another holder has")
+
+
+@pytest.mark.slow
+async def test_both_pools_reconnect_within_a_second_or_two_of_the_database_coming_back(
+        proxied: tuple[PgProxy, MakeStore], new_session: NewSession) -> None:
+    proxy, make = proxied
+    store = make(connect_timeout=1.0)
+    created = await store.create(new_session())
+    async with store.lease_and_load(created.id):
+        pass
+    proxy.mode = "refuse"
+    proxy.cut()
+    down = time.monotonic()
+    while time.monotonic() - down < 8:  # traffic goes on during the outage, and fails
+        with pytest.raises(StoreError):
+            async with store.lease_and_load(created.id, timeout=1):
+                pass
+        with pytest.raises(StoreError):
+            await store.load(created.id)
+    proxy.mode = "up"  # (psycopg's pool alone would try next at about 15 s: 1, 2, 4, 8 s apart)
+    back = time.monotonic()
+    async with store.lease_and_load(created.id, timeout=30) as held:
+        assert await held.load() == created
+    assert await store.load(created.id) == created
+    assert time.monotonic() - back < 2.5
