@@ -81,7 +81,7 @@ async def test_a_database_that_cannot_be_reached_is_a_store_error_not_a_busy_ses
 
 
 @pytest.mark.slow
-async def test_both_pools_reconnect_within_a_second_or_two_of_the_database_coming_back(
+async def test_both_pools_reconnect_soon_after_the_database_comes_back(
         proxied: tuple[PgProxy, MakeStore], new_session: NewSession) -> None:
     proxy, make = proxied
     store = make(connect_timeout=1.0)
@@ -102,4 +102,6 @@ async def test_both_pools_reconnect_within_a_second_or_two_of_the_database_comin
     async with store.lease_and_load(created.id, timeout=30) as held:
         assert await held.load() == created
     assert await store.load(created.id) == created
-    assert time.monotonic() - back < 2.5
+    # about a second on a quiet machine; psycopg's own backoff would take 7 s or more here. The bound is
+    # loose so a loaded CI machine does not fail it: it tells the two apart, it does not time the store
+    assert time.monotonic() - back < 6
