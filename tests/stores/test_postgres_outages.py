@@ -1,6 +1,7 @@
 """PostgreSQL outages as a worker meets them, through a TCP proxy (``pg_proxy``) the test turns off:
 a database that cannot be reached is ``SESSION_STORE_ERROR`` that says so (never a busy session),
-and the pools reconnect about a second after it answers again. Real PostgreSQL; skipped without one."""
+the pools reconnect about a second after it answers again, and every connection finds a dead
+peer on its own (TCP keepalives and ``tcp_user_timeout``). Real PostgreSQL; skipped without one."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from store_backends import require_postgres
 from tether.engine.core.session import Session
 from tether.errors import SessionLeaseTimeout, StoreError
 from tether.stores import PostgresStore
+from tether.stores._postgres_lease import PostgresLease
 from tether.testing import FakeClock
 
 pytestmark = pytest.mark.postgres
@@ -105,3 +107,27 @@ async def test_both_pools_reconnect_soon_after_the_database_comes_back(
     # about a second on a quiet machine; psycopg's own backoff would take 7 s or more here. The bound is
     # loose so a loaded CI machine does not fail it: it tells the two apart, it does not time the store
     assert time.monotonic() - back < 6
+
+
+async def test_every_connection_finds_a_dead_peer_unless_the_url_says_otherwise(
+        proxied: tuple[PgProxy, MakeStore], new_session: NewSession) -> None:
+    proxy, make = proxied
+    store = make()
+    created = await store.create(new_session())
+    async with store._connection("probe") as conn:
+        main = conn.info.get_parameters()
+    async with store.lease_and_load(created.id) as held:
+        assert isinstance(held.backend, PostgresLease)
+        leased = held.backend.conn.info.get_parameters()
+    for params in (main, leased):
+        assert {name: params.get(name) for name in ("keepalives", "keepalives_idle", "keepalives_interval",
+                                                    "keepalives_count", "tcp_user_timeout", "connect_timeout")} \
+            == {"keepalives": "1", "keepalives_idle": "5", "keepalives_interval": "2", "keepalives_count": "3",
+                "tcp_user_timeout": "10000", "connect_timeout": "5"}
+    own = PostgresStore(proxy.url + "?keepalives_idle=30&tcp_user_timeout=20000", schema=store.schema)
+    try:
+        async with own._connection("probe") as conn:
+            params = conn.info.get_parameters()
+    finally:
+        await own.close()
+    assert (params["keepalives_idle"], params["tcp_user_timeout"], params["keepalives_count"]) == ("30", "20000", "3")

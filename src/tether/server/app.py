@@ -10,7 +10,6 @@ the store's workflow run queue and, when the app built the runtime, closes it.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -45,6 +44,7 @@ from tether.server.openai_compat import OpenAIRoutes
 from tether.server.openai_responses import ResponsesRoute
 from tether.server.openapi import openapi_document
 from tether.server.problems import ApiError, error_answer, error_response
+from tether.server.ready import StoreProbe
 from tether.server.requests import DEFAULT_MAX_BODY, read_body
 from tether.server.sessions import SessionRoutes
 from tether.server.stream import KEEPALIVE, POLL
@@ -54,10 +54,6 @@ from tether.stores import Store
 from tether.workflow_host import RunQueueTask
 
 __all__ = ["create_app"]
-
-READY_TIMEOUT = 2.0
-"""Seconds ``/readyz`` waits for the store (a pool waiting for a database that is down would
-otherwise hold the probe for its own timeout)."""
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -183,14 +179,11 @@ def create_app(
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
+    probe = StoreProbe(runtime.store)
+
     async def readyz(request: Request) -> Response:
-        problems: list[str] = []
-        try:  # a probe answers at once: a store that does not answer soon is not ready either
-            await asyncio.wait_for(runtime.store.list(limit=1), READY_TIMEOUT)
-        except TimeoutError:
-            problems.append(f"store unreachable: no answer within {READY_TIMEOUT:g}s")
-        except Exception as exc:
-            problems.append(f"store unreachable: {type(exc).__name__}")
+        # a probe answers at once: a store that does not answer soon is not ready either
+        problems = [problem] if (problem := await probe.problem()) is not None else []
         if scheduler and not wakes.running:
             problems.append("wake scheduler not running")
         if problems:
@@ -276,6 +269,7 @@ def create_app(
         try:
             yield
         finally:
+            probe.close()
             await refresh.stop()
             await runs.stop()
             await wakes.stop()

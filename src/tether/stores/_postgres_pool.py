@@ -1,5 +1,9 @@
-"""The connections of ``PostgresStore``: how they are pooled and handed out.
+"""The connections of ``PostgresStore``: how they are made, pooled and handed out.
 
+* ``libpq_options``: TCP keepalives, ``tcp_user_timeout`` and ``connect_timeout`` by default (a
+  URL that sets one keeps its own), so a peer that vanishes without a reset (a network that stops
+  forwarding, a host that is gone) fails the connection's query within about ten seconds instead
+  of leaving it to wait for ever.
 * ``Reach``: what the latest attempt to connect said, so a wait for a connection that ends with
   none says that the database could not be reached, and why.
 * ``new_pool``: a pool whose reconnection attempts give up after ``RECONNECT`` seconds. psycopg's
@@ -17,6 +21,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import select
 import time
 from typing import TYPE_CHECKING, Any, Self
@@ -28,13 +33,36 @@ if TYPE_CHECKING:
 
     from tether.stores._postgres_io import Conn
 
-__all__ = ["RECONNECT", "SLICE", "Reach", "discard", "new_pool", "take"]
+__all__ = ["LIBPQ_DEFAULTS", "RECONNECT", "SLICE", "Reach", "discard", "libpq_options", "new_pool", "take"]
+
+LIBPQ_DEFAULTS = {
+    "connect_timeout": "5",  # seconds for one attempt to connect (each host of the URL)
+    "keepalives": "1",
+    "keepalives_idle": "5",  # an idle connection is probed after 5 s of silence...
+    "keepalives_interval": "2",  # ...then every 2 s...
+    "keepalives_count": "3",  # ...and is dead after 3 probes unanswered (about 11 s)
+    "tcp_user_timeout": "10000",  # ms: data the peer has not acknowledged for 10 s: dead
+}
+"""libpq options every connection gets unless the URL sets them (``?keepalives_idle=30``...)."""
+
+_FROM_ENVIRONMENT = {"connect_timeout": "PGCONNECT_TIMEOUT"}  # libpq reads these when not given
 
 RECONNECT = 2.0
 """Seconds a pool's chain of reconnection attempts lasts (attempts about a second apart)."""
 
 SLICE = 1.0
 """Seconds ``take`` waits for the pool at a time."""
+
+def libpq_options(url: str) -> dict[str, str]:
+    """The ``LIBPQ_DEFAULTS`` that ``url`` (and the environment) leave unset."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        given = conninfo_to_dict(url)
+    except Exception:  # a malformed URL: connecting says what is wrong with it
+        return {}
+    return {name: value for name, value in LIBPQ_DEFAULTS.items()
+            if name not in given and _FROM_ENVIRONMENT.get(name, "") not in os.environ}
 
 
 def cause(exc: BaseException) -> str:
@@ -86,9 +114,9 @@ def _recording(reach: Reach) -> type[Conn]:
     return RecordedConnection
 
 
-def new_pool(url: str, reach: Reach, *, min_size: int, max_size: int, name: str,
+def new_pool(url: str, options: dict[str, str], reach: Reach, *, min_size: int, max_size: int, name: str,
              timeout: float) -> AsyncConnectionPool[Conn]:
-    """A pool of autocommit connections to ``url`` (not opened yet)."""
+    """A pool of autocommit connections to ``url`` with ``options`` (not opened yet)."""
     from psycopg_pool import AsyncConnectionPool
 
     pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
@@ -97,7 +125,7 @@ def new_pool(url: str, reach: Reach, *, min_size: int, max_size: int, name: str,
         min_size=min_size,
         max_size=max_size,
         open=False,
-        kwargs={"autocommit": True},
+        kwargs={"autocommit": True, **options},
         timeout=timeout,
         reconnect_timeout=RECONNECT,
         name=name,
@@ -146,7 +174,7 @@ async def _alive(conn: Conn) -> bool:
     An idle connection has nothing to read. A server that drops it (a restart, a failover,
     ``pg_terminate_backend``) sends its error and closes the socket, which makes it readable: only
     then is the full check (an empty query) run. A peer that vanishes without a word is found by
-    the first query, as the full check would find it.
+    the first query (within ``tcp_user_timeout``), as the full check would find it.
     """
     from psycopg_pool import AsyncConnectionPool
 

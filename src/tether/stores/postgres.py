@@ -4,8 +4,9 @@ Uses psycopg 3 (async) with a ``psycopg_pool.AsyncConnectionPool``. The compare-
 ``UPDATE ... WHERE id = %s AND revision = %s`` (the row lock serializes racing writers, the loser
 matches no row); wakes are claimed with ``SELECT ... FOR UPDATE SKIP LOCKED``; the session lease
 is an advisory lock held on a connection of a second, lease-only pool (see ``_postgres_lease``).
-Connections are checked before they are handed out, and the pools reconnect about a second after
-the database answers again (see ``_postgres_pool``). psycopg is imported lazily: install it with
+Connections get TCP keepalives and ``tcp_user_timeout`` unless the URL sets its own, are checked
+before they are handed out, and the pools reconnect about a second after the database answers
+again (see ``_postgres_pool``). psycopg is imported lazily: install it with
 ``pip install 'tether[postgres]'``.
 """
 
@@ -28,7 +29,7 @@ from tether.stores._postgres_io import (
     wake_from_row,
 )
 from tether.stores._postgres_lease import PostgresLease, hold_postgres_lease
-from tether.stores._postgres_pool import Reach, new_pool, take
+from tether.stores._postgres_pool import Reach, libpq_options, new_pool, take
 from tether.stores._postgres_schema import TENANT, migrate, quote_schema
 from tether.stores.base import ClockLike, Store, backend_errors, flushes, messages_from_rows, utc
 from tether.stores.conversation_keys import postgres_find_key, postgres_put_key
@@ -105,6 +106,7 @@ class PostgresStore(Store):
         self._pool: AsyncConnectionPool[Conn] | None = None
         self._lease_pool: AsyncConnectionPool[Conn] | None = None
         self._reach = Reach()  # what the latest attempt to connect said
+        self._options: dict[str, str] = {}
         self._open_lock = asyncio.Lock()
         self._closed = False
 
@@ -132,7 +134,7 @@ class PostgresStore(Store):
             if self._closed:
                 raise StoreError("store is closed", operation="open")
             if self._pool is None:
-
+                self._options = libpq_options(self.url)
                 with backend_errors(self._errors, "open"):
                     pool = self._new_pool(min_size=1, name=f"tether-{self.schema}")
                     try:
@@ -146,8 +148,8 @@ class PostgresStore(Store):
         return self._pool
 
     def _new_pool(self, *, min_size: int, name: str) -> AsyncConnectionPool[Conn]:
-        return new_pool(self.url, self._reach, min_size=min_size, max_size=self._pool_size, name=name,
-                        timeout=self._connect_timeout)
+        return new_pool(self.url, self._options, self._reach, min_size=min_size, max_size=self._pool_size,
+                        name=name, timeout=self._connect_timeout)
 
     async def _ensure_lease_pool(self) -> AsyncConnectionPool[Conn]:
         await self._ensure_pool()  # the tables exist and the server answers
