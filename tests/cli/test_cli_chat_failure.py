@@ -1,10 +1,15 @@
-"""``tether chat`` shows a failed step in its status line, and the conversation goes on."""
+"""``tether chat`` shows a failed step in its status line, and the conversation goes on; a store it
+cannot open is one line that says why."""
 
 from __future__ import annotations
 
+import time
+import uuid
 from pathlib import Path
 
-from cli_helpers import chat
+import pytest
+from cli_helpers import SUPPORT, chat, tether
+from tests.stores.store_backends import require_postgres
 
 from tether.flow.agent_def import DEFAULT_FAILURE_REPLY
 
@@ -81,3 +86,16 @@ def test_a_trigger_condition_that_raises_degrades_and_prints_no_log_lines(tmp_pa
     assert done.replies("Pizzeria") == [DEFAULT_FAILURE_REPLY] * 2  # never "Order placed!"
     assert "(new)" not in done.out  # the session was not ended: the second message went to the same one
     assert done.err == ""  # no turn log line, no traceback printed into the conversation
+
+
+@pytest.mark.postgres
+def test_a_database_that_does_not_exist_is_one_line_naming_it_at_once(tmp_path: Path) -> None:
+    missing = f"tether_missing_{uuid.uuid4().hex[:8]}"
+    started = time.monotonic()
+    done = tether("chat", SUPPORT, "--db", f"{require_postgres().rsplit('/', 1)[0]}/{missing}", "--message", "hi",
+                  cwd=tmp_path, process=True)
+    assert done.code == 1 and time.monotonic() - started < 8  # no retry of what cannot mend (10 s before)
+    assert done.err == "" and "error connecting" not in done.out  # nothing from a connection pool's retries
+    error = done.out.splitlines()[-1]
+    assert error.startswith("error: store open failed: cannot connect to the database: connection to server at ")
+    assert error.endswith(f'failed: FATAL: database "{missing}" does not exist [SESSION_STORE_ERROR]')

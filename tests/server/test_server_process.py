@@ -46,6 +46,24 @@ def test_tether_serve_without_keys_refuses_a_public_address(tmp_path: Path) -> N
     assert done.returncode == 2 and "refusing to bind 0.0.0.0 with no API keys" in done.stderr
 
 
+@pytest.mark.postgres
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_tether_serve_on_a_database_that_does_not_exist_says_so_in_one_line(tmp_path: Path, workers: str) -> None:
+    url = require_postgres()
+    missing = f"tether_missing_{uuid.uuid4().hex[:8]}"
+    started = time.monotonic()
+    done = subprocess.run([str(TETHER), "serve", str(app_file(tmp_path)), "--db", f"{url.rsplit('/', 1)[0]}/{missing}",
+                           "--port", "0", "--workers", workers], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert time.monotonic() - started < 8  # no retry of what cannot mend (10 s before)
+    banner, *rest = done.stderr.splitlines()
+    assert banner.startswith("tether serve: agents Echo; store postgresql://") and len(rest) == 1, done.stderr
+    assert rest[0].startswith("error: cannot serve: store open failed: cannot connect to the database: "
+                              "connection to server at ")
+    assert rest[0].endswith(f'failed: FATAL: database "{missing}" does not exist')
+
+
 def test_workers_share_one_socket_and_one_store(tmp_path: Path) -> None:
     with tether_serve([str(app_file(tmp_path)), "--store", str(tmp_path / "w.db"), "--workers", "2"],
                       cwd=tmp_path, env={"TETHER_API_KEYS": "acme:k1"}, workers=2) as served:

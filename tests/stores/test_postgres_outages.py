@@ -1,16 +1,19 @@
 """PostgreSQL outages as a worker meets them, through a TCP proxy (``pg_proxy``) the test turns off:
 a database that cannot be reached is ``SESSION_STORE_ERROR`` that says so (never a busy session),
-the pools reconnect about a second after it answers again, and every connection finds a dead
-peer on its own (TCP keepalives and ``tcp_user_timeout``). Real PostgreSQL; skipped without one."""
+the pools reconnect about a second after it answers again, every connection finds a dead peer
+on its own (TCP keepalives and ``tcp_user_timeout``), and a URL that cannot work fails at once
+with PostgreSQL's reason. Real PostgreSQL; skipped without one."""
 
 from __future__ import annotations
 
 import asyncio
 import re
+import socket
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
@@ -51,6 +54,11 @@ async def proxied(clock: FakeClock) -> AsyncIterator[tuple[PgProxy, MakeStore]]:
     finally:
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
             await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def _database(url: str, name: str) -> str:
+    """``url`` naming the database ``name``."""
+    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
 
 
 async def test_a_database_that_cannot_be_reached_is_a_store_error_not_a_busy_session(
@@ -133,3 +141,41 @@ async def test_every_connection_finds_a_dead_peer_unless_the_url_says_otherwise(
     finally:
         await own.close()
     assert (params["keepalives_idle"], params["tcp_user_timeout"], params["keepalives_count"]) == ("30", "20000", "3")
+
+
+async def test_a_database_that_does_not_exist_fails_at_once_with_the_servers_reason() -> None:
+    missing = f"tether_missing_{uuid.uuid4().hex[:8]}"
+    started = time.monotonic()
+    with pytest.raises(StoreError) as caught:
+        await PostgresStore.open(_database(require_postgres(), missing))
+    assert time.monotonic() - started < 3  # no retry: it cannot mend
+    message = str(caught.value)
+    assert message.startswith("store open failed: cannot connect to the database: connection to server at ")
+    assert message.endswith(f'failed: FATAL: database "{missing}" does not exist'), message
+    assert caught.value.code == "SESSION_STORE_ERROR" and "\n" not in message
+
+
+async def test_a_refused_connection_is_retried_for_the_connect_wait_then_named() -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    started = time.monotonic()
+    with pytest.raises(StoreError) as caught:
+        await PostgresStore.open(f"postgresql://postgres@127.0.0.1:{port}/tether", connect_timeout=1.5)
+    assert 1.0 < time.monotonic() - started < 4
+    assert str(caught.value).startswith(
+        f'store open failed: cannot connect to the database (tried for 1.5s): connection to server at "127.0.0.1", '
+        f"port {port} failed: Connection refused"), caught.value
+
+
+async def test_a_database_that_never_answers_fails_the_first_call_after_the_connect_wait(
+        proxied: tuple[PgProxy, MakeStore]) -> None:
+    proxy, make = proxied
+    proxy.mode = "hang"  # connections are accepted, and nothing ever comes back
+    store = make(connect_timeout=1.0)
+    started = time.monotonic()
+    with pytest.raises(StoreError) as caught:
+        await store.list(limit=1)
+    assert time.monotonic() - started < 3
+    assert str(caught.value) == "store open failed: cannot connect to the database (tried for 1s): " \
+                                "the server did not answer"

@@ -12,6 +12,7 @@ processes (and hosts) share the load and each wake fires once (claimed with ``SK
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import gc
 import logging
@@ -99,6 +100,28 @@ def _app(agents: list[Agent], store: str, flow_refresh: float, model: str | None
         fail(f"cannot serve: {exc}")
 
 
+def _check_store(store: str) -> None:
+    """Open the store once before serving, so a URL that cannot work (a missing database, a
+    refused login, a server that does not answer within the store's connect wait) is one line,
+    ``error: cannot serve: store open failed: <libpq's reason>``, and exit 1, rather than a
+    traceback from the start-up of every worker."""
+    if store in ("memory:", "memory://"):
+        return
+    from tether.stores import open_store
+
+    async def check() -> None:
+        opened = open_store(store)
+        try:
+            await opened.list(limit=1)
+        finally:
+            await opened.close()
+
+    try:
+        asyncio.run(check())
+    except Exception as exc:
+        fail(f"cannot serve: {exc}", 1)
+
+
 def worker_app() -> Starlette:
     """The app of one ``--workers`` process (a uvicorn factory): the app file, store and flow refresh
     come from ``TETHER_SERVE_APP``, ``TETHER_SERVE_STORE`` and ``TETHER_SERVE_FLOW_REFRESH``, and
@@ -173,6 +196,7 @@ def serve(
     names = ", ".join(agent.id for agent in agents)
     folder = str(workflows.resolve()) if workflows is not None else None
     typer.echo(f"tether serve: agents {names}; store {store}; {workers} worker(s); {http_stack()}", err=True)
+    _check_store(store)
     banner = f"model: {model_banner(agents)}"
     if folder is not None:
         typer.echo(f"tether serve: workflow runs of the files in {folder} start over POST /v1/workflows/ID/runs; "

@@ -1,4 +1,4 @@
-"""The connections of ``PostgresStore``: how they are made, pooled and handed out.
+"""The connections of ``PostgresStore``: how they are made, pooled, handed out and first opened.
 
 * ``libpq_options``: TCP keepalives, ``tcp_user_timeout`` and ``connect_timeout`` by default (a
   URL that sets one keeps its own), so a peer that vanishes without a reset (a network that stops
@@ -16,12 +16,18 @@
   connections left by an outage are dropped one after the other without the pool's backoff
   between them. It fails with ``StoreError`` once the database has been unreachable for the
   store's connect wait, whatever the caller would wait for a free connection.
+* ``first_connection``: the store's first connection, made directly, so an error no retry can fix
+  (authentication, a missing database or role, a malformed URL) fails at once with libpq's own
+  words, and one a retry may fix (a refused connection, a timeout) is retried for the connect
+  wait and then reported with its cause.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
+import re
 import select
 import time
 from typing import TYPE_CHECKING, Any, Self
@@ -33,7 +39,8 @@ if TYPE_CHECKING:
 
     from tether.stores._postgres_io import Conn
 
-__all__ = ["LIBPQ_DEFAULTS", "RECONNECT", "SLICE", "Reach", "discard", "libpq_options", "new_pool", "take"]
+__all__ = ["LIBPQ_DEFAULTS", "RECONNECT", "SLICE", "Reach", "discard", "first_connection", "libpq_options",
+           "new_pool", "take"]
 
 LIBPQ_DEFAULTS = {
     "connect_timeout": "5",  # seconds for one attempt to connect (each host of the URL)
@@ -53,6 +60,12 @@ RECONNECT = 2.0
 SLICE = 1.0
 """Seconds ``take`` waits for the pool at a time."""
 
+# libpq's words for failures no retry mends (the server's are in English unless lc_messages says
+# otherwise; then they are retried for the connect wait, and reported as they are)
+_PERMANENT = re.compile(r"authentication failed|pg_hba\.conf|does not exist|permission denied|SSL was required"
+                        r"|invalid [\w ]*(value|option|parameter|number)")
+
+
 def libpq_options(url: str) -> dict[str, str]:
     """The ``LIBPQ_DEFAULTS`` that ``url`` (and the environment) leave unset."""
     from psycopg.conninfo import conninfo_to_dict
@@ -71,8 +84,18 @@ def cause(exc: BaseException) -> str:
     return " ".join(text.removeprefix("connection failed: ").split())
 
 
+def permanent(exc: BaseException) -> bool:
+    """True for a failure to connect that trying again cannot mend."""
+    import psycopg
+
+    if isinstance(exc, psycopg.ProgrammingError):  # a malformed URL or option
+        return True
+    return _PERMANENT.search(str(exc)) is not None
+
+
 class Reach:
-    """What the latest attempt to connect to the database said (any pool of the store)."""
+    """What the latest attempt to connect to the database said (any pool of the store, or its
+    first connection)."""
 
     def __init__(self) -> None:
         self.error: BaseException | None = None
@@ -196,3 +219,35 @@ async def discard(pool: AsyncConnectionPool[Conn], conn: Conn) -> None:
         await conn.close()
     with contextlib.suppress(Exception):
         await pool.putconn(conn)
+
+
+async def first_connection(url: str, options: dict[str, str], reach: Reach, *, wait: float) -> Conn:
+    """An autocommit connection to ``url``, made now.
+
+    Raises ``StoreError`` naming libpq's reason: at once for a failure no retry mends, after
+    ``wait`` seconds of retries (0.25 s apart, doubling up to 2 s) for any other.
+    """
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    deadline = time.monotonic() + wait
+    pause = 0.25
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            conninfo = make_conninfo(url, **options)
+            conn = await asyncio.wait_for(psycopg.AsyncConnection.connect(conninfo, autocommit=True), max(left, 0.1))
+        except (psycopg.Error, OSError, TimeoutError) as exc:
+            reach.failed(exc)
+            why = "the server did not answer" if isinstance(exc, TimeoutError) else cause(exc)
+            if permanent(exc):
+                raise StoreError(f"store open failed: cannot connect to the database: {why}", operation="open") from exc
+            left = deadline - time.monotonic()
+            if left <= 0.05:
+                raise StoreError(f"store open failed: cannot connect to the database (tried for {wait:g}s): {why}",
+                                 operation="open") from exc
+            await asyncio.sleep(min(pause, left))  # the last attempt is made at the deadline
+            pause = min(pause * 2, 2.0)
+            continue
+        reach.connected()
+        return conn

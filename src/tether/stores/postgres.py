@@ -29,7 +29,7 @@ from tether.stores._postgres_io import (
     wake_from_row,
 )
 from tether.stores._postgres_lease import PostgresLease, hold_postgres_lease
-from tether.stores._postgres_pool import Reach, libpq_options, new_pool, take
+from tether.stores._postgres_pool import Reach, first_connection, libpq_options, new_pool, take
 from tether.stores._postgres_schema import TENANT, migrate, quote_schema
 from tether.stores.base import ClockLike, Store, backend_errors, flushes, messages_from_rows, utc
 from tether.stores.conversation_keys import postgres_find_key, postgres_put_key
@@ -82,7 +82,8 @@ class PostgresStore(Store):
         schema: the PostgreSQL schema holding the tables (created if missing).
         clock: stamps ``saved_at`` (default: the system clock, UTC).
         connect_timeout: seconds to wait for the first connection, and for a connection while
-            the database cannot be reached (then the call fails with ``StoreError``).
+            the database cannot be reached (then the call fails with ``StoreError``). A failure
+            to connect that no retry mends (authentication, a missing database) fails at once.
     """
 
     document_parts = True
@@ -135,12 +136,16 @@ class PostgresStore(Store):
                 raise StoreError("store is closed", operation="open")
             if self._pool is None:
                 self._options = libpq_options(self.url)
+                # connected directly: a URL no retry mends fails now, with libpq's reason
+                conn = await first_connection(self.url, self._options, self._reach, wait=self._connect_timeout)
                 with backend_errors(self._errors, "open"):
+                    try:
+                        await migrate(conn, self.schema)
+                    finally:
+                        await conn.close()
                     pool = self._new_pool(min_size=1, name=f"tether-{self.schema}")
                     try:
-                        await pool.open(wait=True, timeout=self._connect_timeout)
-                        async with pool.connection() as conn:
-                            await migrate(conn, self.schema)
+                        await pool.open(wait=False)
                     except BaseException:
                         await pool.close()
                         raise
