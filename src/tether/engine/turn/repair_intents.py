@@ -64,7 +64,7 @@ def keyword_intent(repair: Repair, text: str, *, task_under_way: bool, agent_ste
 def small_talk_kind(repair: Repair, text: str) -> str:
     """Which small talk the message is: ``bot`` (the bot phrases: "are you a bot?"),
     ``how_are_you`` (the chitchat phrases), ``thanks``, ``compliment`` (a compliment word in small
-    talk only a model recognised: "you're a star"), ``greeting`` (only filler words: "hi there",
+    talk only a model recognised: "you're a star"), ``greeting`` (only greeting words: "hi there",
     which a model may call small talk), or ``other`` ("tell me a joke")."""
     parts = repair.small_talk(text)
     if _BOT in parts or phrase_in(text, repair.bot_phrases):
@@ -75,9 +75,7 @@ def small_talk_kind(repair: Repair, text: str) -> str:
         return "thanks"
     if phrase_in(text, repair.compliment_words):
         return "compliment"
-    filler = {word for phrase in repair.filler for _, _, word in said_words(phrase)}
-    said = [word for _, _, word in said_words(text)]
-    return "greeting" if said and all(word in filler for word in said) else "other"
+    return "greeting" if _greeting(text) else "other"
 
 
 def small_talk_reply(repair: Repair, text: str) -> str:
